@@ -1,0 +1,194 @@
+"""The pipeline: model → export → PT2E quantize (calibrated) → lower → ExecuTorch ``.pte``.
+
+Each stage hands the next a new artefact; nothing goes back. The lowered graph is a plain
+``GraphModule`` whose ``cortex_m_nn`` operators run their bit-exact references when called,
+which is how ``verify`` checks it against the PT2E-quantized model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
+from executorch.exir._serialize._program import deserialize_pte_binary
+from torch.fx import GraphModule
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from tqdm import tqdm
+
+import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
+from cortex_m_nn import __version__
+from cortex_m_nn.calibration import Calibration
+from cortex_m_nn.errors import CompileError
+from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.passes.lower import LoweringResult, OpRecord, lower
+from cortex_m_nn.quantizer import CortexMQuantizer
+from cortex_m_nn.target import Target
+
+#: Methods every .pte carries next to ``forward``, so firmware can refuse a mismatched model.
+METADATA_PREFIX = "cortex_m_nn_"
+
+
+@dataclass
+class Stages:
+    """Every intermediate artefact, for tests, ``--verify`` and ``--intermediates``."""
+
+    exported: GraphModule | None = None
+    quantized: GraphModule | None = None
+    lowering: LoweringResult | None = None
+    edge_text: str = ""
+    executorch_text: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class CompiledProgram:
+    model: ModelSource
+    target: Target
+    calibration: Calibration
+    pte: bytes
+    stages: Stages
+
+    @property
+    def records(self) -> list[OpRecord]:
+        return self.stages.lowering.records
+
+    @property
+    def lowered(self) -> GraphModule:
+        return self.stages.lowering.graph_module
+
+    @property
+    def arena_bytes(self) -> int:
+        """Bytes of the memory-planned buffers of ``forward`` (activations and scratch)."""
+        return planned_buffer_bytes(self.pte)
+
+    @property
+    def operators(self) -> list[str]:
+        return pte_operators(self.pte)
+
+
+def metadata(target: Target) -> dict[str, str]:
+    """What the .pte records about how it was compiled."""
+    return {
+        f"{METADATA_PREFIX}core": target.core.value,
+        f"{METADATA_PREFIX}isa": target.isa.value,
+        f"{METADATA_PREFIX}version": __version__,
+    }
+
+
+def _forward_plan(pte: bytes):
+    program = deserialize_pte_binary(pte).program
+    return next(plan for plan in program.execution_plan if plan.name == "forward")
+
+
+def planned_buffer_bytes(pte: bytes) -> int:
+    return sum(_forward_plan(pte).non_const_buffer_sizes)
+
+
+def pte_operators(pte: bytes) -> list[str]:
+    """Operator names (``ns::name.overload``) of ``forward`` in a serialised program."""
+    return [
+        f"{op.name}.{op.overload}" if op.overload else op.name
+        for op in _forward_plan(pte).operators
+    ]
+
+
+def quantize(
+    source: ModelSource,
+    calibration: Calibration,
+    progress: bool = True,
+) -> tuple[GraphModule, GraphModule]:
+    """Export and PT2E-quantize; returns (exported float graph, converted quantized graph)."""
+    try:
+        exported = torch.export.export(source.module, source.example_inputs).module()
+    except Exception as error:
+        raise CompileError(
+            f"torch.export failed for {source.name}: {type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''}"
+        ) from error
+    prepared = prepare_pt2e(exported, CortexMQuantizer())
+    with torch.no_grad():
+        for sample in tqdm(
+            calibration.samples, desc="calibrating", unit="sample", disable=not progress
+        ):
+            prepared(*sample)
+    return exported, convert_pt2e(prepared)
+
+
+def to_program(lowered: GraphModule, source: ModelSource, target: Target, stages: Stages) -> bytes:
+    """Export the lowered graph and serialise it as an ExecuTorch program."""
+    program = torch.export.export(lowered, source.example_inputs)
+    edge = to_edge(
+        program,
+        compile_config=EdgeCompileConfig(_check_ir_validity=True),
+        constant_methods=metadata(target),
+    )
+    stages.edge_text = str(edge.exported_program().graph_module.graph)
+    executorch = edge.to_executorch(ExecutorchBackendConfig())
+    stages.executorch_text = str(executorch.exported_program().graph_module.graph)
+    return executorch.buffer
+
+
+def compile_model(
+    source: ModelSource,
+    target: Target,
+    calibration: Calibration,
+    *,
+    allow_fallback: bool = False,
+    progress: bool = True,
+) -> CompiledProgram:
+    """Compile ``source`` for ``target``; raises CompileError for anything the user must fix."""
+    stages = Stages()
+    timer = _Timer(stages.seconds)
+    with timer("quantize"):
+        stages.exported, stages.quantized = quantize(source, calibration, progress)
+    with timer("lower"):
+        stages.lowering = lower(stages.quantized, target)
+    fallbacks = stages.lowering.fallbacks
+    if fallbacks and not allow_fallback:
+        first = fallbacks[0]
+        more = f" (and {len(fallbacks) - 1} more)" if len(fallbacks) > 1 else ""
+        raise CompileError(
+            f"{first.source_op} at {first.location or first.name} cannot be lowered: "
+            f"{first.fallback_reason}{more}; rewrite it or pass --allow-fallback to keep it in fp32"
+        )
+    with timer("serialise"):
+        pte = to_program(stages.lowering.graph_module, source, target, stages)
+    return CompiledProgram(source, target, calibration, pte, stages)
+
+
+class _Timer:
+    def __init__(self, seconds: dict[str, float]) -> None:
+        self.seconds = seconds
+
+    def __call__(self, name: str) -> _Timer:
+        self.name = name
+        return self
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds[self.name] = time.perf_counter() - self.start
+
+
+def write_intermediates(compiled: CompiledProgram, directory: Path) -> list[Path]:
+    """Each stage's graph as readable text."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stages = compiled.stages
+    texts: dict[str, Callable[[], str]] = {
+        "1-exported.txt": lambda: str(stages.exported.graph),
+        "2-quantized.txt": lambda: str(stages.quantized.graph),
+        "3-lowered.txt": lambda: str(stages.lowering.graph_module.graph),
+        "4-edge.txt": lambda: stages.edge_text,
+        "5-executorch.txt": lambda: stages.executorch_text,
+    }
+    written = []
+    for name, text in texts.items():
+        path = directory / name
+        path.write_text(text())
+        written.append(path)
+    return written

@@ -1,0 +1,90 @@
+"""Load a model: a ``.pt2`` file, ``path/file.py:factory``, or a built-in model's name."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from cortex_m_nn.errors import CompileError
+from cortex_m_nn.models import BUILTIN_MODELS, DEFAULT_MODEL
+
+
+@dataclass
+class ModelSource:
+    """A model ready to export, with the example inputs that fix its input shapes."""
+
+    name: str
+    module: torch.nn.Module
+    example_inputs: tuple[torch.Tensor, ...]
+
+
+def load_model(spec: str | None) -> ModelSource:
+    """Resolve ``spec`` (None: the built-in default model)."""
+    spec = spec or DEFAULT_MODEL
+    if spec in BUILTIN_MODELS:
+        return _from_factory(spec, BUILTIN_MODELS[spec])
+    if ".py:" in spec:
+        path_text, factory_name = spec.rsplit(":", 1)
+        return _from_python(Path(path_text), factory_name)
+    path = Path(spec)
+    if path.suffix == ".pt2":
+        return _from_pt2(path)
+    known = ", ".join(sorted(BUILTIN_MODELS))
+    raise CompileError(
+        f"cannot load model {spec!r}: give a .pt2 file, path/file.py:factory, or one of: {known}"
+    )
+
+
+def _from_factory(name: str, factory) -> ModelSource:
+    result = factory()
+    if (
+        not isinstance(result, tuple)
+        or len(result) != 2
+        or not isinstance(result[0], torch.nn.Module)
+    ):
+        raise CompileError(f"factory {name} must return (torch.nn.Module, example_inputs tuple)")
+    module, example_inputs = result
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    if not all(isinstance(x, torch.Tensor) for x in example_inputs):
+        raise CompileError(f"factory {name}: example inputs must be tensors")
+    return ModelSource(name, module.eval(), tuple(example_inputs))
+
+
+def _from_python(path: Path, factory_name: str) -> ModelSource:
+    if not path.is_file():
+        raise CompileError(f"model file {path} does not exist")
+    module_name = f"_cortex_m_nn_user_model_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise CompileError(f"cannot import {path} as Python")
+    python_module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = python_module
+    try:
+        spec.loader.exec_module(python_module)
+    except Exception as error:  # the user's code: report, don't crash
+        raise CompileError(f"importing {path} failed: {type(error).__name__}: {error}") from error
+    factory = getattr(python_module, factory_name, None)
+    if not callable(factory):
+        raise CompileError(f"{path} has no callable {factory_name!r}")
+    return _from_factory(f"{path.stem}:{factory_name}", factory)
+
+
+def _from_pt2(path: Path) -> ModelSource:
+    if not path.is_file():
+        raise CompileError(f"model file {path} does not exist")
+    try:
+        program = torch.export.load(path)
+    except Exception as error:
+        raise CompileError(
+            f"{path} is not a readable torch.export archive ({type(error).__name__}); "
+            "save it with torch.export.save"
+        ) from error
+    args, kwargs = program.example_inputs or ((), {})
+    if kwargs or not args:
+        raise CompileError(f"{path} holds no positional example inputs; re-export with them")
+    return ModelSource(path.stem, program.module(), tuple(args))

@@ -1,0 +1,49 @@
+"""Fused activations: relu, relu6, hardtanh and clamp become the kernel's output range."""
+
+from __future__ import annotations
+
+from torch.fx import Node
+
+from cortex_m_nn.passes.graph_values import quantize_value
+from cortex_m_nn.quantizer.config import INT8_MAX, INT8_MIN
+from cortex_m_nn.quantizer.quantizer import ACTIVATIONS, aten
+
+
+def float_bounds(activation: Node | None) -> tuple[float | None, float | None]:
+    """The float clamp range an activation applies (None: unbounded)."""
+    if activation is None:
+        return None, None
+    target = activation.target
+    if target in (aten.relu.default, aten.relu_.default):
+        return 0.0, None
+    if target is aten.relu6.default:
+        return 0.0, 6.0
+    if target in (aten.hardtanh.default, aten.hardtanh_.default):
+        low = (
+            activation.args[1]
+            if len(activation.args) > 1
+            else activation.kwargs.get("min_val", -1.0)
+        )
+        high = (
+            activation.args[2]
+            if len(activation.args) > 2
+            else activation.kwargs.get("max_val", 1.0)
+        )
+        return float(low), float(high)
+    if target is aten.clamp.default:
+        low = activation.args[1] if len(activation.args) > 1 else activation.kwargs.get("min")
+        high = activation.args[2] if len(activation.args) > 2 else activation.kwargs.get("max")
+        return (None if low is None else float(low)), (None if high is None else float(high))
+    raise ValueError(f"not an activation: {target}")
+
+
+def activation_range(activation: Node | None, scale: float, zero_point: int) -> tuple[int, int]:
+    """[activation_min, activation_max] in the output's int8 domain."""
+    low, high = float_bounds(activation)
+    q_low = INT8_MIN if low is None else max(INT8_MIN, quantize_value(low, scale, zero_point))
+    q_high = INT8_MAX if high is None else min(INT8_MAX, quantize_value(high, scale, zero_point))
+    return q_low, q_high
+
+
+def is_activation(node: Node) -> bool:
+    return node.op == "call_function" and node.target in ACTIVATIONS

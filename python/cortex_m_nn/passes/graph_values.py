@@ -1,0 +1,70 @@
+"""What the lowering knows about a value: an int8 tensor, its quantization and its layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.fx import Node
+
+from cortex_m_nn.quantizer.config import INT8_MAX, INT8_MIN
+
+NCHW_TO_NHWC = [0, 2, 3, 1]
+NHWC_TO_NCHW = [0, 3, 1, 2]
+
+quantized_decomposed = torch.ops.quantized_decomposed
+QUANTIZE = {quantized_decomposed.quantize_per_tensor.default}
+DEQUANTIZE = {quantized_decomposed.dequantize_per_tensor.default}
+DEQUANTIZE_PER_CHANNEL = {quantized_decomposed.dequantize_per_channel.default}
+
+
+class LoweringRefused(Exception):
+    """A rule cannot lower this node; the message says why (shown in the report)."""
+
+
+@dataclass(frozen=True)
+class QValue:
+    """An int8 tensor in the lowered graph.
+
+    ``shape`` is the logical (PyTorch, NCHW) shape; ``nhwc`` says the stored tensor is the
+    4-D logical tensor with channels last, i.e. its actual shape is ``shape`` permuted.
+    """
+
+    node: Node
+    scale: float
+    zero_point: int
+    shape: tuple[int, ...]
+    nhwc: bool = False
+
+    @property
+    def stored_shape(self) -> tuple[int, ...]:
+        if self.nhwc:
+            return tuple(self.shape[d] for d in NCHW_TO_NHWC)
+        return self.shape
+
+    @property
+    def layout_free(self) -> bool:
+        """Stored bytes are in logical order whatever the layout (C == 1 or H·W == 1)."""
+        return not self.nhwc or self.shape[1] == 1 or self.shape[2] * self.shape[3] == 1
+
+
+def qparams_of(node: Node) -> tuple[float, int]:
+    """Scale and zero point of a per-tensor quantize/dequantize node (int8 only)."""
+    _, scale, zero_point, qmin, qmax, dtype = node.args[:6]
+    if dtype != torch.int8 or (qmin, qmax) != (INT8_MIN, INT8_MAX):
+        raise LoweringRefused(f"activation quantized as {dtype}[{qmin}, {qmax}], not int8")
+    return float(scale), int(zero_point)
+
+
+def logical_shape(node: Node) -> tuple[int, ...]:
+    value = node.meta.get("val")
+    if value is None:
+        value = node.meta["tensor_meta"]
+    return tuple(int(d) for d in value.shape)
+
+
+def quantize_value(value: float, scale: float, zero_point: int) -> int:
+    """Quantize one float the way PT2E does (round half to even in float32), clamped to int8."""
+    inverse = torch.tensor(1.0 / scale, dtype=torch.float32)
+    q = torch.round(torch.tensor(value, dtype=torch.float32) * inverse).item() + zero_point
+    return int(min(max(q, INT8_MIN), INT8_MAX))

@@ -1,0 +1,348 @@
+"""Lower a PT2E-quantized graph (``convert_pt2e`` output) onto ``cortex_m_nn`` operators.
+
+The walk visits the converted graph once, in order. Each ``quantize`` node closes a pattern
+``dequantize → op [→ activation] → quantize``; the op's rule (``passes/rules``) turns it into
+one ``cortex_m_nn`` operator on int8 tensors. 4-D activations are stored channels-last
+(NHWC) from the input ``quantize`` to the output ``dequantize``: the layout changes only at
+the graph boundary. What no rule lowers stays in float between a ``dequantize`` and a
+``quantize`` and is reported as a fallback.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch.fx import Graph, GraphModule, Node
+
+from cortex_m_nn.ops.library import operator as cortex_op
+from cortex_m_nn.passes.activation import is_activation
+from cortex_m_nn.passes.graph_values import (
+    DEQUANTIZE,
+    DEQUANTIZE_PER_CHANNEL,
+    NCHW_TO_NHWC,
+    NHWC_TO_NCHW,
+    QUANTIZE,
+    LoweringRefused,
+    QValue,
+    logical_shape,
+    qparams_of,
+)
+from cortex_m_nn.target import Target
+
+
+@dataclass
+class OpRecord:
+    """One row of the report: an operator of the model and what it became."""
+
+    name: str
+    source_op: str
+    kernel: str | None
+    cmsis_function: str | None = None
+    macs: int = 0
+    weight_bytes: int = 0
+    fallback_reason: str | None = None
+    location: str = ""
+
+    @property
+    def lowered(self) -> bool:
+        return self.fallback_reason is None
+
+
+@dataclass
+class Lowered:
+    """What a rule produced: the output value and its report row's numbers."""
+
+    value: QValue
+    kernel: str
+    cmsis_function: str
+    macs: int = 0
+    weight_bytes: int = 0
+
+
+@dataclass
+class Pattern:
+    """``op [→ activation] → quantize``: the float op, its fused activation, the output qparams."""
+
+    op: Node
+    activation: Node | None
+    scale: float
+    zero_point: int
+    shape: tuple[int, ...]
+
+
+Rule = Callable[["LoweringContext", Pattern], Lowered]
+RULES: dict[object, Rule] = {}
+
+
+def rule(*targets: object) -> Callable[[Rule], Rule]:
+    """Register a lowering rule for ATen targets."""
+
+    def register(function: Rule) -> Rule:
+        for target in targets:
+            RULES[target] = function
+        return function
+
+    return register
+
+
+def op_name(target: object) -> str:
+    name = getattr(target, "_name", None) or str(target)
+    return name.replace("::", ".").removesuffix(".default")
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
+
+
+def source_location(node: Node) -> str:
+    """Where the op comes from: the innermost model frame and the module path."""
+    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+    user = [f for f in frames if "/torch/" not in f[0]] or frames
+    parts = []
+    module_stack = node.meta.get("nn_module_stack") or {}
+    if module_stack:
+        path, kind = list(module_stack.values())[-1]
+        parts.append(f"{path or 'model'} ({kind.rsplit('.', 1)[-1]})")
+    if user:
+        file, line, _, code = user[-1]
+        parts.append(f"{file.rsplit('/', 1)[-1]}:{line}: {code.strip()}")
+    return ", ".join(parts)
+
+
+@dataclass
+class LoweringContext:
+    """The graph being built, with helpers the rules use."""
+
+    source: GraphModule
+    target: Target
+    graph: Graph = field(default_factory=Graph)
+    root: torch.nn.Module = field(default_factory=torch.nn.Module)
+    quantized: dict[Node, QValue] = field(default_factory=dict)
+    floats: dict[Node, Node] = field(default_factory=dict)
+    records: list[OpRecord] = field(default_factory=list)
+    _dequantized: dict[Node, Node] = field(default_factory=dict)
+    _constants: int = 0
+
+    # -- building -------------------------------------------------------------------
+    def call(self, name: str, *args: object) -> Node:
+        """``cortex_m_nn::<name>(*args)``; for scratch operators, the output (item 0)."""
+        node = self.graph.call_function(cortex_op(name), tuple(args))
+        if len(node.target._schema.returns) > 1:
+            node = self.graph.call_function(operator.getitem, (node, 0))
+        return node
+
+    def view(self, value: Node, shape: tuple[int, ...]) -> Node:
+        return self.graph.call_function(torch.ops.aten.view.default, (value, list(shape)))
+
+    def constant(self, tensor: torch.Tensor, hint: str) -> Node:
+        name = f"{hint}_{self._constants}"
+        self._constants += 1
+        self.root.register_buffer(name, tensor.detach().clone().contiguous())
+        return self.graph.get_attr(name)
+
+    # -- reading the source graph ---------------------------------------------------
+    def attribute(self, node: Node) -> torch.Tensor:
+        if node.op != "get_attr":
+            raise LoweringRefused(f"{node.name} is not a constant")
+        value = self.source
+        for part in node.target.split("."):
+            value = getattr(value, part)
+        return value
+
+    def input_value(self, node: object) -> QValue:
+        """The int8 value behind an activation ``dequantize`` node."""
+        if not isinstance(node, Node) or node.target not in DEQUANTIZE:
+            raise LoweringRefused("input is not a quantized activation")
+        producer = node.args[0]
+        if producer not in self.quantized:
+            raise LoweringRefused("input is not a quantized activation")
+        value = self.quantized[producer]
+        if qparams_of(node) != (value.scale, value.zero_point):
+            raise LoweringRefused("input quantization disagrees with its producer")
+        return value
+
+    def quantized_constant(self, node: object) -> tuple[torch.Tensor, torch.Tensor]:
+        """(integer values, scales) of a folded weight/bias: ``dequantize(get_attr)``."""
+        if not isinstance(node, Node):
+            raise LoweringRefused("weight is not a quantized constant")
+        if node.target in DEQUANTIZE_PER_CHANNEL:
+            values, scales, zero_points, axis = node.args[:4]
+            if axis != 0:
+                raise LoweringRefused(f"per-channel weight quantized on axis {axis}, not 0")
+            zeros = self.attribute(zero_points)
+            if torch.any(zeros != 0):
+                raise LoweringRefused("weight is not symmetrically quantized")
+            return self.attribute(values), self.attribute(scales).to(torch.float64)
+        if node.target in DEQUANTIZE:
+            values, scale, zero_point = node.args[:3]
+            if isinstance(values, Node) and values.op == "get_attr" and zero_point == 0:
+                return self.attribute(values), torch.tensor([float(scale)], dtype=torch.float64)
+        raise LoweringRefused("weight is not a quantized constant")
+
+    # -- values ---------------------------------------------------------------------
+    def quantize_boundary(self, source: Node, scale: float, zero_point: int) -> QValue:
+        """Quantize a float tensor; 4-D tensors become NHWC here, at the boundary."""
+        shape = logical_shape(source)
+        nhwc = len(shape) == 4
+        node = self.call(
+            "quantize", self.float_of(source), scale, zero_point, NCHW_TO_NHWC if nhwc else []
+        )
+        self.records.append(
+            OpRecord(node.name, "quantize", "cortex_m_nn::quantize", "(boundary, float → int8)")
+        )
+        return QValue(node, scale, zero_point, shape, nhwc)
+
+    def float_of(self, node: object) -> object:
+        """The lowered graph's float value for a node of the source graph."""
+        if not isinstance(node, Node):
+            return node
+        if node in self.floats:
+            return self.floats[node]
+        if node.target in DEQUANTIZE and node.args[0] in self.quantized:
+            value = self.quantized[node.args[0]]
+            if value.node not in self._dequantized:
+                permutation = NHWC_TO_NCHW if value.nhwc else []
+                self._dequantized[value.node] = self.call(
+                    "dequantize", value.node, value.scale, value.zero_point, permutation
+                )
+                self.records.append(
+                    OpRecord(
+                        self._dequantized[value.node].name,
+                        "dequantize",
+                        "cortex_m_nn::dequantize",
+                        "(boundary, int8 → float)",
+                    )
+                )
+            return self._dequantized[value.node]
+        if node.op == "get_attr":
+            self.floats[node] = self.constant(self.attribute(node), node.name)
+            return self.floats[node]
+        if node.target in DEQUANTIZE or node.target in DEQUANTIZE_PER_CHANNEL:
+            # A quantized constant feeding a float op: fold the dequantization now.
+            folded = node.target(*[self._evaluate(a) for a in node.args], **node.kwargs)
+            self.floats[node] = self.constant(folded, "folded")
+            return self.floats[node]
+        raise KeyError(f"no lowered value for {node.name}")
+
+    def _evaluate(self, argument: object) -> object:
+        return self.attribute(argument) if isinstance(argument, Node) else argument
+
+    def copy_float(self, node: Node) -> Node:
+        """Keep ``node`` as a float op in the lowered graph (a fallback)."""
+        args = torch.fx.node.map_arg(node.args, self.float_of)
+        kwargs = torch.fx.node.map_arg(node.kwargs, self.float_of)
+        copy = self.graph.call_function(node.target, args, kwargs)
+        copy.meta = dict(node.meta)
+        self.floats[node] = copy
+        return copy
+
+
+@dataclass
+class LoweringResult:
+    graph_module: GraphModule
+    records: list[OpRecord]
+    #: lowered node name → (name of the PT2E quantize node it computes, stored channels-last)
+    value_sources: dict[str, tuple[str, bool]] = field(default_factory=dict)
+
+    @property
+    def fallbacks(self) -> list[OpRecord]:
+        return [r for r in self.records if not r.lowered]
+
+
+def _pattern_of(quantize: Node) -> tuple[Node, Node | None] | None:
+    """The (op, activation) a quantize node closes, when that op has a rule."""
+    source = quantize.args[0]
+    if not isinstance(source, Node) or source.op != "call_function":
+        return None
+    activation = None
+    if is_activation(source) and isinstance(source.args[0], Node):
+        producer = source.args[0]
+        if len(producer.users) == 1 and producer.target in RULES:
+            activation, source = source, producer
+    if source.target not in RULES:
+        return None
+    if activation is not None and len(activation.users) != 1:
+        return None
+    if activation is None and len(source.users) != 1:
+        return None
+    return source, activation
+
+
+def lower(converted: GraphModule, target: Target) -> LoweringResult:
+    """Lower every pattern a rule supports; everything else stays float (see ``fallbacks``)."""
+    from cortex_m_nn.passes import rules  # noqa: F401  (registers the rules)
+
+    context = LoweringContext(converted, target)
+    patterns = {}
+    for node in converted.graph.nodes:
+        if node.op == "call_function" and node.target in QUANTIZE:
+            found = _pattern_of(node)
+            if found is not None:
+                patterns[node] = found
+    deferred = {n for op, act in patterns.values() for n in (op, act) if n is not None}
+    records = context.records
+
+    for node in converted.graph.nodes:
+        if node.op == "placeholder":
+            copy = context.graph.placeholder(node.name)
+            copy.meta = dict(node.meta)
+            context.floats[node] = copy
+        elif node.op == "output":
+            context.graph.output(torch.fx.node.map_arg(node.args[0], context.float_of))
+        elif node.op in ("get_attr", "call_module") or node in deferred:
+            continue  # constants are read by rules; _guards_fn is export bookkeeping
+        elif node.target in DEQUANTIZE or node.target in DEQUANTIZE_PER_CHANNEL:
+            continue  # materialised on demand by float_of
+        elif node.target in QUANTIZE:
+            scale, zero_point = qparams_of(node)
+            found = patterns.get(node)
+            if found is None:
+                context.quantized[node] = context.quantize_boundary(node.args[0], scale, zero_point)
+                continue
+            op, activation = found
+            pattern = Pattern(op, activation, scale, zero_point, logical_shape(op))
+            record = OpRecord(op.name, op_name(op.target), None, location=source_location(op))
+            try:
+                lowered = RULES[op.target](context, pattern)
+            except LoweringRefused as refusal:
+                record.fallback_reason = str(refusal)
+                for float_node in (op, activation):
+                    if float_node is not None:
+                        context.copy_float(float_node)
+                context.quantized[node] = context.quantize_boundary(
+                    activation or op, scale, zero_point
+                )
+            else:
+                record.kernel = (
+                    "view (no kernel)"
+                    if lowered.kernel == "view"
+                    else f"cortex_m_nn::{lowered.kernel}"
+                )
+                record.cmsis_function = lowered.cmsis_function
+                record.macs = lowered.macs
+                record.weight_bytes = lowered.weight_bytes
+                context.quantized[node] = lowered.value
+            records.append(record)
+        else:
+            context.copy_float(node)
+            records.append(
+                OpRecord(
+                    node.name,
+                    op_name(node.target),
+                    None,
+                    fallback_reason="not quantized (no cortex_m_nn lowering for this op)",
+                    location=source_location(node),
+                )
+            )
+
+    context.graph.eliminate_dead_code()
+    module = GraphModule(context.root, context.graph, class_name="LoweredModule")
+    sources = {
+        value.node.name: (quantize.name, value.nhwc)
+        for quantize, value in context.quantized.items()
+        if value.node.graph is context.graph and value.node in module.graph.nodes
+    }
+    return LoweringResult(module, records, sources)

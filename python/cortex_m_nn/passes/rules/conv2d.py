@@ -1,0 +1,95 @@
+"""aten.conv2d → cortex_m_nn::conv2d (groups 1) or cortex_m_nn::depthwise_conv2d."""
+
+from __future__ import annotations
+
+import torch
+
+from cortex_m_nn import scratch
+from cortex_m_nn.ops.arithmetic import per_channel_parameters
+from cortex_m_nn.passes.activation import activation_range
+from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.quantizer.quantizer import aten
+
+
+def _pair(value: object, name: str) -> list[int]:
+    if isinstance(value, str):
+        raise LoweringRefused(f"{name}={value!r} (string padding); give explicit padding")
+    values = list(value) if isinstance(value, list | tuple) else [value]
+    if len(values) == 1:
+        values = values * 2
+    return [int(v) for v in values]
+
+
+@rule(aten.conv2d.default)
+def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
+    node = pattern.op
+    args = list(node.args) + [None] * (7 - len(node.args))
+    source, weight_node, bias_node, stride, padding, dilation, groups = args[:7]
+    x = context.input_value(source)
+    if len(x.shape) != 4 or not x.nhwc:
+        raise LoweringRefused("conv2d input is not a 4-D activation")
+    stride = _pair(stride if stride is not None else 1, "stride")
+    padding = _pair(padding if padding is not None else 0, "padding")
+    dilation = _pair(dilation if dilation is not None else 1, "dilation")
+    groups = int(groups if groups is not None else 1)
+
+    weight, weight_scales = context.quantized_constant(weight_node)
+    out_channels, in_per_group, kernel_h, kernel_w = weight.shape
+    in_channels = x.shape[1]
+    depthwise = groups > 1 and groups == in_channels and in_per_group == 1
+    if groups != 1 and not depthwise:
+        raise LoweringRefused(f"grouped convolution (groups={groups}) is not depthwise")
+    if weight_scales.numel() == 1:
+        weight_scales = weight_scales.expand(out_channels)
+    if bias_node is None:
+        bias = torch.zeros(out_channels, dtype=torch.int32)
+    else:
+        bias, _ = context.quantized_constant(bias_node)
+        bias = bias.to(torch.int32)
+
+    multipliers, shifts = per_channel_parameters(x.scale, weight_scales, pattern.scale)
+    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+    n, _, out_h, out_w = pattern.shape
+    output_nhwc = (n, out_h, out_w, out_channels)
+    macs = n * out_h * out_w * out_channels * kernel_h * kernel_w * in_per_group
+    common = dict(stride=stride, padding=padding, dilation=dilation)
+    if depthwise:
+        kernel = weight.permute(1, 2, 3, 0)  # [1, KH, KW, C_out]
+        scratch_bytes = scratch.depthwise_conv2d_scratch_bytes(
+            context.target,
+            x.stored_shape,
+            tuple(kernel.shape),
+            output_nhwc,
+            **common,
+            depth_multiplier=out_channels // in_channels,
+        )
+        name, function = "depthwise_conv2d", "arm_depthwise_conv_wrapper_s8"
+        extra = [out_channels // in_channels]
+    else:
+        kernel = weight.permute(0, 2, 3, 1)  # OHWI
+        scratch_bytes = scratch.conv2d_scratch_bytes(
+            context.target, x.stored_shape, tuple(kernel.shape), output_nhwc, **common
+        )
+        name, function = "conv2d", "arm_convolve_wrapper_s8"
+        extra = []
+    out = context.call(
+        name,
+        x.node,
+        context.constant(kernel.to(torch.int8), f"{node.name}_weight"),
+        context.constant(bias, f"{node.name}_bias"),
+        context.constant(multipliers, f"{node.name}_multipliers"),
+        context.constant(shifts, f"{node.name}_shifts"),
+        stride,
+        padding,
+        dilation,
+        *extra,
+        -x.zero_point,
+        pattern.zero_point,
+        act_min,
+        act_max,
+        scratch_bytes,
+    )
+    value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape, nhwc=True)
+    weight_bytes = kernel.numel() + 4 * out_channels * 3
+    return Lowered(value, name, function, macs, weight_bytes)

@@ -1,0 +1,63 @@
+"""aten.linear → cortex_m_nn::linear (per-tensor weights, arm_fully_connected_s8)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from cortex_m_nn import scratch
+from cortex_m_nn.ops.arithmetic import quantize_multiplier
+from cortex_m_nn.passes.activation import activation_range
+from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.quantizer.quantizer import aten
+
+
+@rule(aten.linear.default)
+def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
+    node = pattern.op
+    source, weight_node = node.args[:2]
+    bias_node = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
+    x = context.input_value(source)
+    if not x.layout_free:
+        raise LoweringRefused("linear over the width of a channels-last 4-D tensor")
+    weight, weight_scale = context.quantized_constant(weight_node)
+    if weight_scale.numel() != 1:
+        raise LoweringRefused("per-channel linear weights are not supported yet")
+    out_features, in_features = weight.shape
+    bias = None
+    if bias_node is not None:
+        bias, _ = context.quantized_constant(bias_node)
+        bias = bias.to(torch.int32)
+    multiplier, shift = quantize_multiplier(x.scale * float(weight_scale) / pattern.scale)
+    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+    source_node = x.node
+    if x.nhwc:  # layout-free here, so the logical shape is the same bytes
+        source_node = context.view(x.node, x.shape)
+    batches = math.prod(x.shape[:-1])
+    scratch_bytes = scratch.linear_scratch_bytes(
+        context.target, (batches, in_features), tuple(weight.shape)
+    )
+    out = context.call(
+        "linear",
+        source_node,
+        context.constant(weight.to(torch.int8), f"{node.name}_weight"),
+        None if bias is None else context.constant(bias, f"{node.name}_bias"),
+        -x.zero_point,
+        pattern.zero_point,
+        multiplier,
+        shift,
+        act_min,
+        act_max,
+        scratch_bytes,
+    )
+    value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape)
+    weight_bytes = weight.numel() + (0 if bias is None else 4 * out_features)
+    return Lowered(
+        value,
+        "linear",
+        "arm_fully_connected_s8",
+        batches * in_features * out_features,
+        weight_bytes,
+    )

@@ -1,0 +1,93 @@
+"""avg_pool2d, adaptive_avg_pool2d and mean over H, W → cortex_m_nn::avg_pool2d (arm_avgpool_s8)."""
+
+from __future__ import annotations
+
+from torch.fx import Node
+
+from cortex_m_nn import scratch
+from cortex_m_nn.passes.activation import activation_range
+from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.quantizer.quantizer import aten
+
+
+def _pair(value: object) -> list[int]:
+    values = list(value) if isinstance(value, list | tuple) else [value]
+    return [int(v) for v in (values * 2 if len(values) == 1 else values)]
+
+
+def _argument(node: Node, index: int, name: str, default: object) -> object:
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def _pool(
+    context: LoweringContext,
+    pattern: Pattern,
+    kernel: list[int],
+    stride: list[int],
+    padding: list[int],
+) -> Lowered:
+    x = context.input_value(pattern.op.args[0])
+    if len(x.shape) != 4 or not x.nhwc:
+        raise LoweringRefused("pooling input is not a 4-D activation")
+    if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
+        raise LoweringRefused("average pool would need requantization (output qparams differ)")
+    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+    n, channels = x.shape[0], x.shape[1]
+    out_h = (x.shape[2] + 2 * padding[0] - kernel[0]) // stride[0] + 1
+    out_w = (x.shape[3] + 2 * padding[1] - kernel[1]) // stride[1] + 1
+    output_nhwc = (n, out_h, out_w, channels)
+    scratch_bytes = scratch.avg_pool2d_scratch_bytes(context.target, x.stored_shape, output_nhwc)
+    out = context.call(
+        "avg_pool2d", x.node, kernel, stride, padding, act_min, act_max, scratch_bytes
+    )
+    logical = (n, channels, out_h, out_w)
+    if logical != pattern.shape:  # mean without keepdim: drop the 1x1 spatial dims
+        if (out_h, out_w) != (1, 1):
+            raise LoweringRefused(f"pool output {list(logical)} vs {list(pattern.shape)}")
+        out = context.view(out, pattern.shape)
+        value = QValue(out, x.scale, x.zero_point, pattern.shape)
+    else:
+        value = QValue(out, x.scale, x.zero_point, logical, nhwc=True)
+    return Lowered(value, "avg_pool2d", "arm_avgpool_s8")
+
+
+@rule(aten.avg_pool2d.default)
+def lower_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
+    node = pattern.op
+    kernel = _pair(_argument(node, 1, "kernel_size", None))
+    stride = _pair(_argument(node, 2, "stride", None) or kernel)
+    padding = _pair(_argument(node, 3, "padding", 0))
+    if _argument(node, 4, "ceil_mode", False):
+        raise LoweringRefused("avg_pool2d with ceil_mode=True")
+    count_include_pad = _argument(node, 5, "count_include_pad", True)
+    if any(padding) and count_include_pad:
+        raise LoweringRefused(
+            "avg_pool2d with padding counts the padding; CMSIS-NN divides by the valid "
+            "elements: use count_include_pad=False"
+        )
+    if _argument(node, 6, "divisor_override", None) is not None:
+        raise LoweringRefused("avg_pool2d with divisor_override")
+    return _pool(context, pattern, kernel, stride, padding)
+
+
+@rule(aten.adaptive_avg_pool2d.default)
+def lower_adaptive_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
+    height, width = context.input_value(pattern.op.args[0]).shape[2:]
+    out_h, out_w = _pair(pattern.op.args[1])
+    if height % out_h or width % out_w:
+        raise LoweringRefused(f"adaptive pool {height}x{width} → {out_h}x{out_w} is not uniform")
+    kernel = [height // out_h, width // out_w]
+    return _pool(context, pattern, kernel, kernel, [0, 0])
+
+
+@rule(aten.mean.dim)
+def lower_mean(context: LoweringContext, pattern: Pattern) -> Lowered:
+    x = context.input_value(pattern.op.args[0])
+    dims = pattern.op.args[1]
+    if len(x.shape) != 4 or sorted(d % 4 for d in dims) != [2, 3]:
+        raise LoweringRefused(f"mean over dims {list(dims)} (only H and W of a 4-D tensor)")
+    kernel = list(x.shape[2:])
+    return _pool(context, pattern, kernel, kernel, [0, 0])

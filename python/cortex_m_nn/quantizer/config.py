@@ -1,0 +1,86 @@
+"""Quantization specs of the 8-bit-weight, 8-bit-activation scheme CMSIS-NN's s8 kernels run.
+
+Weights: int8 symmetric in [-127, 127] (per output channel for convolutions, per tensor for
+linear). Activations: int8 asymmetric in [-128, 127]. Biases: int32 with scale
+``input_scale * weight_scale`` so the kernel adds them to its accumulator unchanged.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import Node
+from torchao.quantization.pt2e import ObserverOrFakeQuantize
+from torchao.quantization.pt2e.observer import (
+    MinMaxObserver,
+    PerChannelMinMaxObserver,
+)
+from torchao.quantization.pt2e.quantizer import (
+    DerivedQuantizationSpec,
+    FixedQParamsQuantizationSpec,
+    QuantizationSpec,
+)
+
+INT8_MIN, INT8_MAX = -128, 127
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+#: CMSIS-NN's arm_softmax_s8 writes probabilities with this fixed scale and zero point.
+SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
+SOFTMAX_OUTPUT_ZERO_POINT = -128
+
+ACTIVATION = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=INT8_MIN,
+    quant_max=INT8_MAX,
+    qscheme=torch.per_tensor_affine,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
+)
+
+WEIGHT_PER_CHANNEL = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=-INT8_MAX,
+    quant_max=INT8_MAX,
+    qscheme=torch.per_channel_symmetric,
+    ch_axis=0,
+    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
+)
+
+WEIGHT_PER_TENSOR = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=-INT8_MAX,
+    quant_max=INT8_MAX,
+    qscheme=torch.per_tensor_symmetric,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
+)
+
+SOFTMAX_OUTPUT = FixedQParamsQuantizationSpec(
+    dtype=torch.int8,
+    scale=SOFTMAX_OUTPUT_SCALE,
+    zero_point=SOFTMAX_OUTPUT_ZERO_POINT,
+    quant_min=INT8_MIN,
+    quant_max=INT8_MAX,
+    qscheme=torch.per_tensor_affine,
+)
+
+
+def _bias_qparams(
+    observers: list[ObserverOrFakeQuantize],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bias scale = input scale × weight scale(s); zero point 0."""
+    activation, weight = observers
+    activation_scale, _ = activation.calculate_qparams()
+    weight_scale, _ = weight.calculate_qparams()
+    scale = (activation_scale * weight_scale).to(torch.float32)
+    return scale, torch.zeros_like(scale, dtype=torch.int32)
+
+
+def bias_spec(input_edge: tuple[Node, Node], weight_edge: tuple[Node, Node], per_channel: bool):
+    """int32 bias whose quantization parameters derive from the input and weight observers."""
+    return DerivedQuantizationSpec(
+        derived_from=[input_edge, weight_edge],
+        derive_qparams_fn=_bias_qparams,
+        dtype=torch.int32,
+        quant_min=INT32_MIN,
+        quant_max=INT32_MAX,
+        qscheme=torch.per_channel_symmetric if per_channel else torch.per_tensor_symmetric,
+        ch_axis=0 if per_channel else None,
+    )

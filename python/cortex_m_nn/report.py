@@ -1,0 +1,104 @@
+"""The compile report: a table people read and a JSON document tools read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from cortex_m_nn import __version__
+from cortex_m_nn.compile import CompiledProgram
+from cortex_m_nn.verify import MAX_LSB, Verification
+
+
+def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dict[str, Any]:
+    records = compiled.records
+    macs = sum(r.macs for r in records)
+    lowered_macs = sum(r.macs for r in records if r.lowered)
+    fallbacks = [r for r in records if not r.lowered]
+    return {
+        "cortex_m_nn_version": __version__,
+        "model": compiled.model.name,
+        "target": {
+            "name": str(compiled.target),
+            "core": compiled.target.core.value,
+            "isa": compiled.target.isa.value,
+        },
+        "calibration": {
+            "description": compiled.calibration.description,
+            "synthetic": compiled.calibration.synthetic,
+            "samples": len(compiled.calibration.samples),
+        },
+        "operators": [asdict(r) | {"lowered": r.lowered} for r in records],
+        "totals": {
+            "operators": len(records),
+            "lowered": len(records) - len(fallbacks),
+            "fallbacks": len(fallbacks),
+            "macs": macs,
+            "lowered_macs": lowered_macs,
+            "fp32_macs": macs - lowered_macs,
+            "weight_bytes": sum(r.weight_bytes for r in records),
+            "pte_bytes": len(compiled.pte),
+            "arena_bytes": compiled.arena_bytes,
+        },
+        "pte_operators": sorted(set(compiled.operators)),
+        "compile_seconds": compiled.stages.seconds,
+        "verify": None
+        if verification is None
+        else {
+            "samples": verification.samples,
+            "max_lsb_vs_pt2e": verification.max_lsb,
+            "output_lsb_vs_pt2e": verification.output_lsb,
+            "per_operator_lsb": verification.per_node,
+            "max_lsb_allowed": MAX_LSB,
+            "snr_db_vs_float": verification.snr_db,
+            "passed": verification.passed,
+        },
+    }
+
+
+def to_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, default=str) + "\n"
+
+
+def to_text(report: dict[str, Any]) -> str:
+    """The human report: one row per operator, then totals."""
+    target = report["target"]
+    lines = [
+        f"cortex-m-nn {report['cortex_m_nn_version']}: {report['model']} → "
+        f"{target['name']} ({target['isa']} path)",
+        f"calibration: {report['calibration']['description']}",
+        "",
+        f"{'#':>3}  {'op':<22} {'became':<30} {'CMSIS-NN / note':<30} {'MACs':>11} {'weight B':>9}",
+    ]
+    for index, row in enumerate(report["operators"], 1):
+        became = row["kernel"] if row["lowered"] else "FALLBACK fp32"
+        note = row["cmsis_function"] if row["lowered"] else row["fallback_reason"]
+        lines.append(
+            f"{index:>3}  {row['source_op'][:22]:<22} {became:<30} {str(note)[:30]:<30} "
+            f"{row['macs']:>11,} {row['weight_bytes']:>9,}"
+        )
+        if not row["lowered"]:
+            lines.append(f"{'':>5} why: {row['fallback_reason']} [{row['location']}]")
+    totals = report["totals"]
+    share = 100.0 * totals["lowered_macs"] / totals["macs"] if totals["macs"] else 100.0
+    lines += [
+        "",
+        f"operators: {totals['operators']} ({totals['lowered']} lowered, "
+        f"{totals['fallbacks']} fallbacks); MACs {totals['macs']:,} "
+        f"({share:.1f}% in cortex_m_nn, {totals['fp32_macs']:,} in fp32)",
+        f"weights and parameters: {totals['weight_bytes']:,} B",
+        f".pte: {totals['pte_bytes']:,} B; planned arena (activations + scratch): "
+        f"{totals['arena_bytes']:,} B",
+    ]
+    verification = report["verify"]
+    if verification is not None:
+        verdict = "PASS" if verification["passed"] else "FAIL"
+        lines.append(
+            f"verify ({verification['samples']} samples): per operator max |Δ| "
+            f"{verification['max_lsb_vs_pt2e']} LSB vs PT2E reference "
+            f"(≤ {verification['max_lsb_allowed']}); model outputs "
+            f"{verification['output_lsb_vs_pt2e']} LSB; SNR "
+            f"{verification['snr_db_vs_float']:.1f} dB vs float: {verdict}"
+        )
+    return "\n".join(lines) + "\n"

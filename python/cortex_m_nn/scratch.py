@@ -1,0 +1,133 @@
+"""Scratch-buffer sizes in bytes, from CMSIS-NN's own ``*_get_buffer_size*`` functions.
+
+The numbers come from the CMSIS-NN Python binding shipped in the ExecuTorch wheel, asking for
+the code path (MVE, DSP or scalar) of the target's ISA, so they match what the kernels built
+for that target request. All shapes are CMSIS-NN's: activations NHWC, conv weights OHWI,
+depthwise weights ``[1, KH, KW, Cout]``, linear weights ``[out, in]``.
+
+Note: for a 1x1, stride-1, unpadded convolution the DSP path needs ``4 * Cin`` bytes only when
+CMSIS-NN is compiled with Arm Compiler 6; the binding (and GCC builds) report 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from executorch.backends.cortex_m.library._cmsis_nn import cmsis_nn
+
+from cortex_m_nn.target import Isa, Target
+
+_BACKENDS = {
+    Isa.MVE: cmsis_nn.Backend.MVE,
+    Isa.DSP: cmsis_nn.Backend.DSP,
+    Isa.SCALAR: cmsis_nn.Backend.SCALAR,
+}
+
+
+def _backend(target: Target) -> cmsis_nn.Backend:
+    return _BACKENDS[target.isa]
+
+
+def _four(shape: Sequence[int], what: str) -> list[int]:
+    if len(shape) != 4:
+        raise ValueError(f"{what} must be 4-D, got {list(shape)}")
+    return [int(d) for d in shape]
+
+
+def _two(values: Sequence[int], what: str) -> list[int]:
+    if len(values) != 2:
+        raise ValueError(f"{what} must have two entries (h, w), got {list(values)}")
+    return [int(v) for v in values]
+
+
+def conv2d_scratch_bytes(
+    target: Target,
+    input_shape_nhwc: Sequence[int],
+    weight_shape_ohwi: Sequence[int],
+    output_shape_nhwc: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+) -> int:
+    """Bytes ``arm_convolve_wrapper_s8`` needs for this convolution on ``target``."""
+    return int(
+        cmsis_nn.convolve_wrapper_buffer_size(
+            _backend(target),
+            cmsis_nn.DataType.A8W8,
+            input_nhwc=_four(input_shape_nhwc, "input shape"),
+            filter_nhwc=_four(weight_shape_ohwi, "weight shape"),
+            output_nhwc=_four(output_shape_nhwc, "output shape"),
+            padding_hw=_two(padding, "padding"),
+            stride_hw=_two(stride, "stride"),
+            dilation_hw=_two(dilation, "dilation"),
+        )
+    )
+
+
+def depthwise_conv2d_scratch_bytes(
+    target: Target,
+    input_shape_nhwc: Sequence[int],
+    weight_shape_1hwc: Sequence[int],
+    output_shape_nhwc: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    depth_multiplier: int | None = None,
+) -> int:
+    """Bytes ``arm_depthwise_conv_wrapper_s8`` needs for this convolution on ``target``.
+
+    ``depth_multiplier`` defaults to output channels // input channels.
+    """
+    if depth_multiplier is None:
+        depth_multiplier = int(output_shape_nhwc[3]) // int(input_shape_nhwc[3])
+    return int(
+        cmsis_nn.depthwise_conv_wrapper_buffer_size(
+            _backend(target),
+            cmsis_nn.DataType.A8W8,
+            input_nhwc=_four(input_shape_nhwc, "input shape"),
+            filter_nhwc=_four(weight_shape_1hwc, "weight shape"),
+            output_nhwc=_four(output_shape_nhwc, "output shape"),
+            padding_hw=_two(padding, "padding"),
+            stride_hw=_two(stride, "stride"),
+            dilation_hw=_two(dilation, "dilation"),
+            ch_mult=int(depth_multiplier),
+        )
+    )
+
+
+def linear_scratch_bytes(
+    target: Target, input_shape: Sequence[int], weight_shape: Sequence[int]
+) -> int:
+    """Bytes ``arm_fully_connected_s8`` needs (MVE: the per-row kernel sums) on ``target``.
+
+    ``input_shape`` is accepted for symmetry and checked against the weight; CMSIS-NN sizes
+    the buffer from the weight alone (filter dims ``n`` = in features, ``c`` = out features).
+    """
+    if len(weight_shape) != 2:
+        raise ValueError(f"linear weight must be [out, in], got {list(weight_shape)}")
+    out_features, in_features = (int(d) for d in weight_shape)
+    if len(input_shape) < 1 or int(input_shape[-1]) != in_features:
+        raise ValueError(f"input {list(input_shape)} does not match weight {list(weight_shape)}")
+    return int(
+        cmsis_nn.fully_connected_buffer_size(
+            _backend(target),
+            cmsis_nn.DataType.A8W8,
+            filter_nhwc=[in_features, 1, 1, out_features],
+        )
+    )
+
+
+def avg_pool2d_scratch_bytes(
+    target: Target, input_shape_nhwc: Sequence[int], output_shape_nhwc: Sequence[int]
+) -> int:
+    """Bytes ``arm_avgpool_s8`` needs (DSP: one int32 sum per channel) on ``target``."""
+    channels = _four(input_shape_nhwc, "input shape")[3]
+    output_width = _four(output_shape_nhwc, "output shape")[2]
+    return int(
+        cmsis_nn.avgpool_buffer_size(
+            _backend(target),
+            cmsis_nn.DataType.A8W8,
+            dim_dst_width=output_width,
+            ch_src=channels,
+        )
+    )

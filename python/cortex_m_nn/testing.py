@@ -1,0 +1,120 @@
+"""Test harness for users' own models and operators.
+
+``check_dialect`` runs the staged pipeline (quantize → lower → export → to_edge →
+to_executorch) and checks which operators exist before and after lowering and that the
+lowered graph's numerics agree with the PT2E reference. ``check_implementation`` runs the
+same ``.pte`` through a real runtime and requires outputs bit-identical to the lowered
+graph's references; it raises ``RuntimeUnavailable`` (tests turn that into a skip with the
+reason) when no runtime with our kernels is available.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections import Counter
+from pathlib import Path
+
+import torch
+from torch.fx import GraphModule
+from torch.utils._pytree import tree_leaves
+
+from cortex_m_nn.calibration import Calibration, synthetic
+from cortex_m_nn.compile import CompiledProgram, compile_model
+from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.passes.graph_values import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
+from cortex_m_nn.passes.lower import op_name
+from cortex_m_nn.target import DEFAULT_TARGET, Target
+from cortex_m_nn.verify import Verification, verify
+
+#: Environment variable naming the host build of kernels/ (a shared library).
+KERNELS_LIBRARY_VARIABLE = "CORTEX_M_NN_KERNELS_LIB"
+
+
+class RuntimeUnavailable(Exception):
+    """No runtime with cortex_m_nn kernels can run here; the message says what is missing."""
+
+
+def count_operators(graph_module: GraphModule) -> Counter[str]:
+    """Operators of a graph by name (``aten.conv2d``, ``cortex_m_nn.conv2d``), without q/dq."""
+    skip = QUANTIZE | DEQUANTIZE | DEQUANTIZE_PER_CHANNEL
+    return Counter(
+        op_name(node.target)
+        for node in graph_module.graph.nodes
+        if node.op == "call_function"
+        and node.target not in skip
+        and "getitem" not in str(node.target)
+    )
+
+
+def check_dialect(
+    module: torch.nn.Module,
+    example_inputs: tuple[torch.Tensor, ...],
+    *,
+    before: dict[str, int] | None = None,
+    after: dict[str, int] | None = None,
+    target: Target = DEFAULT_TARGET,
+    calibration: Calibration | None = None,
+    allow_fallback: bool = False,
+) -> tuple[CompiledProgram, Verification]:
+    """Compile and check operators before/after lowering and per-operator numerics (≤ 1 LSB).
+
+    ``before`` counts operators of the PT2E-quantized graph, ``after`` of the lowered graph
+    (names as :func:`count_operators` gives them); only the listed names are compared.
+    """
+    source = ModelSource(type(module).__name__, module.eval(), tuple(example_inputs))
+    calibration = calibration or synthetic(source.example_inputs, count=8)
+    compiled = compile_model(
+        source, target, calibration, allow_fallback=allow_fallback, progress=False
+    )
+    for expected, graph, stage in (
+        (before, compiled.stages.quantized, "before lowering"),
+        (after, compiled.lowered, "after lowering"),
+    ):
+        if expected is None:
+            continue
+        counts = count_operators(graph)
+        actual = {name: counts.get(name, 0) for name in expected}
+        if actual != expected:
+            raise AssertionError(f"operators {stage}: expected {expected}, got {actual}")
+    verification = verify(
+        compiled.stages.lowering, compiled.stages.quantized, module, calibration.samples
+    )
+    if not verification.passed:
+        raise AssertionError(
+            f"lowered graph differs from the PT2E reference by {verification.max_lsb} LSB "
+            f"(per operator: {verification.per_node})"
+        )
+    return compiled, verification
+
+
+def load_host_kernels() -> None:
+    """Load the host kernels library so it registers into ExecuTorch's operator registry."""
+    path = os.environ.get(KERNELS_LIBRARY_VARIABLE)
+    if not path:
+        raise RuntimeUnavailable(
+            f"{KERNELS_LIBRARY_VARIABLE} is not set (a host build of kernels/, which needs "
+            "CMSIS_NN_PATH)"
+        )
+    if not Path(path).is_file():
+        raise RuntimeUnavailable(f"{KERNELS_LIBRARY_VARIABLE}={path} does not exist")
+    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+
+
+def check_implementation(
+    compiled: CompiledProgram, samples: list[tuple[torch.Tensor, ...]]
+) -> None:
+    """Run the .pte in ``executorch.runtime`` and require outputs equal to the references."""
+    load_host_kernels()
+    from executorch.runtime import Runtime
+
+    method = Runtime.get().load_program(compiled.pte).load_method("forward")
+    for index, sample in enumerate(samples):
+        expected = tree_leaves(compiled.lowered(*sample))
+        actual = method.execute(list(sample))
+        for number, (want, got) in enumerate(zip(expected, actual, strict=True)):
+            if not torch.equal(want, got):
+                raise AssertionError(
+                    f"sample {index}, output {number}: runtime differs from the reference by "
+                    f"up to {float((want - got).abs().max())}"
+                )

@@ -1,0 +1,132 @@
+"""``cortex_m_nn::linear`` against a Python-int transcription of arm_fully_connected_s8."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
+from cortex_m_nn.ops.linear import linear
+
+OP = torch.ops.cortex_m_nn.linear
+
+
+def wrap32(value: int) -> int:
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def ref_requantize(val: int, mult: int, shift: int, single: bool = False) -> int:
+    """arm_nn_requantize in Python ints (both CMSIS-NN rounding modes)."""
+    if single:
+        return wrap32((((val * mult) >> (30 - shift)) + 1) >> 1)
+    shifted = wrap32(val * (1 << max(shift, 0)))
+    high = wrap32((shifted * mult + (1 << 30)) >> 31)
+    exponent = max(-shift, 0)
+    mask = (1 << exponent) - 1
+    result, remainder = high >> exponent, high & mask
+    threshold = (mask >> 1) + (1 if result < 0 else 0)
+    return result + (1 if remainder > threshold else 0)
+
+
+def expected(case: dict, single: bool = False) -> torch.Tensor:
+    x, w = case["input"], case["weight"]
+    bias = case["bias"].tolist() if case["bias"] is not None else [0] * w.shape[0]
+    rows = x.reshape(-1, x.shape[-1]).tolist()
+    out = []
+    for row in rows:
+        out_row = []
+        for o, weights in enumerate(w.tolist()):
+            acc = bias[o] + sum(
+                (xi + case["input_offset"]) * wi for xi, wi in zip(row, weights, strict=True)
+            )
+            y = ref_requantize(wrap32(acc), case["multiplier"], case["shift"], single)
+            y += case["output_offset"]
+            out_row.append(min(max(y, case["activation_min"]), case["activation_max"]))
+        out.append(out_row)
+    return torch.tensor(out, dtype=torch.int8).reshape(*x.shape[:-1], w.shape[0])
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> dict:
+    lead = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2))
+    n_in, n_out = draw(st.integers(1, 40)), draw(st.integers(1, 12))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    has_bias = draw(st.booleans())
+    act_min = draw(st.integers(-128, 0))
+    return {
+        "input": torch.randint(-128, 128, (*lead, n_in), generator=gen, dtype=torch.int8),
+        "weight": torch.randint(-128, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
+        "bias": torch.randint(-(2**18), 2**18, (n_out,), generator=gen, dtype=torch.int32)
+        if has_bias
+        else None,
+        "input_offset": -draw(st.integers(-128, 127)),
+        "output_offset": draw(st.integers(-128, 127)),
+        "multiplier": draw(st.integers(2**30, 2**31 - 1)),
+        "shift": draw(st.integers(-14, 1)),
+        "activation_min": act_min,
+        "activation_max": draw(st.integers(act_min, 127)),
+    }
+
+
+@settings(max_examples=80, deadline=None)
+@given(cases())
+def test_linear_matches_independent(case: dict) -> None:
+    assert torch.equal(linear(*case.values()), expected(case))
+
+
+@settings(max_examples=30, deadline=None)
+@given(cases())
+def test_linear_single_rounding(case: dict) -> None:
+    with use_rounding(Rounding.SINGLE):
+        got = linear(*case.values())
+    assert torch.equal(got, expected(case, single=True))
+
+
+def fixed_case() -> dict:
+    gen = torch.Generator().manual_seed(2)
+    return {
+        "input": torch.randint(-128, 128, (2, 3, 16), generator=gen, dtype=torch.int8),
+        "weight": torch.randint(-128, 128, (5, 16), generator=gen, dtype=torch.int8),
+        "bias": torch.tensor([0, 1000, -1000, 2**24, -(2**24)], dtype=torch.int32),
+        "input_offset": 128,
+        "output_offset": -128,
+        "multiplier": 1717986918,
+        "shift": -8,
+        "activation_min": -128,
+        "activation_max": 127,
+    }
+
+
+def test_linear_saturates() -> None:
+    out = linear(*fixed_case().values())
+    assert (out[..., 3] == 127).all() and (out[..., 4] == -128).all()
+    assert torch.equal(out, expected(fixed_case()))
+
+
+def test_linear_functional_out_and_fake() -> None:
+    case = fixed_case()
+    args = list(case.values())
+    out, scratch = OP(*args, 20)
+    assert out.shape == (2, 3, 5) and scratch.shape == (20,) and scratch.dtype == torch.int8
+    buffer, scratch_buffer = torch.empty_like(out), torch.empty(20, dtype=torch.int8)
+    torch.ops.cortex_m_nn.linear.out(*args, 20, out=buffer, scratch=scratch_buffer)
+    assert torch.equal(buffer, out)
+    no_bias = dict(case, bias=None)
+    assert torch.equal(OP(*no_bias.values(), 0)[0], expected(no_bias))
+    with FakeTensorMode():
+        fake = [
+            torch.empty(a.shape, dtype=a.dtype) if isinstance(a, torch.Tensor) else a for a in args
+        ]
+        fake_out, fake_scratch = OP(*fake, 20)
+    assert fake_out.shape == (2, 3, 5) and fake_out.dtype == torch.int8
+    assert fake_scratch.shape == (20,)
+
+
+def test_linear_rejects_mismatch() -> None:
+    case = dict(fixed_case(), weight=torch.zeros((5, 15), dtype=torch.int8))
+    with pytest.raises(ValueError):
+        linear(*case.values())

@@ -1,0 +1,43 @@
+"""``west cortex-m-compile``: the ``cortex-m-compile`` console script as a west command.
+
+Options and behaviour come from :mod:`cortex_m_nn.cli`, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from west.commands import CommandError, WestCommand
+
+try:
+    from cortex_m_nn import cli
+except ModuleNotFoundError as error:  # not pip-installed: use this checkout's package
+    if error.name != "cortex_m_nn":
+        raise
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    from cortex_m_nn import cli
+
+
+class CortexMCompile(WestCommand):
+    def __init__(self) -> None:
+        super().__init__(
+            "cortex-m-compile",
+            "compile a PyTorch model into an ExecuTorch .pte that runs CMSIS-NN operators",
+            cli.DESCRIPTION + " Same options as the cortex-m-compile console script.",
+        )
+
+    def do_add_parser(self, parser_adder) -> argparse.ArgumentParser:
+        parser = parser_adder.add_parser(
+            self.name,
+            help=self.help,
+            description=self.description,
+        )
+        return cli.add_arguments(parser)
+
+    def do_run(self, args: argparse.Namespace, unknown_args: list[str]) -> None:
+        status = cli.run(args)
+        if status:
+            # cli.run has already printed its error; west exits with this status.
+            raise CommandError(returncode=status)
