@@ -140,7 +140,7 @@ def compile_with_peer(
             "stage": stage,
             "compile_seconds": time.perf_counter() - start,
         }
-    return {"compile_seconds": seconds, **_pte_summary(buffer)}
+    return {"compile_seconds": seconds, "pte": buffer, **_pte_summary(buffer)}
 
 
 def _main() -> None:
@@ -158,6 +158,7 @@ def _main() -> None:
     for channels_last in (False, True):
         result = compile_with_peer(module, example_inputs, calibration, channels_last)
         print(f"{DEFAULT_MODEL} channels_last={channels_last}")
+        result.pop("pte", None)
         print(json.dumps(result, indent=2))
 
 

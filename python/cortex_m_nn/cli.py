@@ -54,6 +54,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="keep operators that cannot be lowered as fp32 portable ops instead of failing",
     )
     parser.add_argument(
+        "--rounding",
+        choices=["double", "single"],
+        default="double",
+        help="requantization rounding of the CMSIS-NN build the kernels use: CMSIS-NN's "
+        "default (double) or CMSIS_NN_USE_SINGLE_ROUNDING (single); recorded in the .pte",
+    )
+    parser.add_argument(
         "--intermediates", type=Path, metavar="DIR", help="write each stage's graph as text"
     )
     parser.add_argument(
@@ -67,6 +74,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(handle, 0o666 & ~umask)  # mkstemp's 0600 would make the output private
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
         os.replace(temporary, path)
@@ -82,6 +92,7 @@ def compile_from_args(args: argparse.Namespace) -> int:
     from cortex_m_nn import report
     from cortex_m_nn.compile import compile_model, write_intermediates
     from cortex_m_nn.model_source import load_model
+    from cortex_m_nn.ops.arithmetic import Rounding
     from cortex_m_nn.verify import verify
 
     source = load_model(args.model)
@@ -94,12 +105,17 @@ def compile_from_args(args: argparse.Namespace) -> int:
         target,
         calibration,
         allow_fallback=args.allow_fallback,
+        rounding=Rounding(args.rounding),
         progress=not args.quiet,
     )
     verification = None
     if args.verify:
         verification = verify(
-            compiled.stages.lowering, compiled.stages.quantized, source.module, calibration.samples
+            compiled.stages.lowering,
+            compiled.stages.quantized,
+            source.module,
+            calibration.samples,
+            compiled.rounding,
         )
     document = report.as_dict(compiled, verification)
     if not args.quiet:

@@ -24,6 +24,7 @@ from cortex_m_nn import __version__
 from cortex_m_nn.calibration import Calibration
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.passes.lower import LoweringResult, OpRecord, lower
 from cortex_m_nn.quantizer import CortexMQuantizer
 from cortex_m_nn.target import Target
@@ -51,6 +52,7 @@ class CompiledProgram:
     calibration: Calibration
     pte: bytes
     stages: Stages
+    rounding: Rounding = Rounding.DOUBLE
 
     @property
     def records(self) -> list[OpRecord]:
@@ -70,11 +72,12 @@ class CompiledProgram:
         return pte_operators(self.pte)
 
 
-def metadata(target: Target) -> dict[str, str]:
-    """What the .pte records about how it was compiled."""
+def metadata(target: Target, rounding: Rounding) -> dict[str, str]:
+    """What the .pte records about how it was compiled: kernels built differently refuse it."""
     return {
         f"{METADATA_PREFIX}core": target.core.value,
         f"{METADATA_PREFIX}isa": target.isa.value,
+        f"{METADATA_PREFIX}rounding": rounding.value,
         f"{METADATA_PREFIX}version": __version__,
     }
 
@@ -118,13 +121,19 @@ def quantize(
     return exported, convert_pt2e(prepared)
 
 
-def to_program(lowered: GraphModule, source: ModelSource, target: Target, stages: Stages) -> bytes:
+def to_program(
+    lowered: GraphModule,
+    source: ModelSource,
+    target: Target,
+    rounding: Rounding,
+    stages: Stages,
+) -> bytes:
     """Export the lowered graph and serialise it as an ExecuTorch program."""
     program = torch.export.export(lowered, source.example_inputs)
     edge = to_edge(
         program,
         compile_config=EdgeCompileConfig(_check_ir_validity=True),
-        constant_methods=metadata(target),
+        constant_methods=metadata(target, rounding),
     )
     stages.edge_text = str(edge.exported_program().graph_module.graph)
     executorch = edge.to_executorch(ExecutorchBackendConfig())
@@ -138,9 +147,14 @@ def compile_model(
     calibration: Calibration,
     *,
     allow_fallback: bool = False,
+    rounding: Rounding = Rounding.DOUBLE,
     progress: bool = True,
 ) -> CompiledProgram:
-    """Compile ``source`` for ``target``; raises CompileError for anything the user must fix."""
+    """Compile ``source`` for ``target``; raises CompileError for anything the user must fix.
+
+    ``rounding`` is the requantization rounding the kernels' CMSIS-NN is built with; the
+    .pte records it and the references use it (``use_rounding``) when verifying.
+    """
     stages = Stages()
     timer = _Timer(stages.seconds)
     with timer("quantize"):
@@ -156,8 +170,8 @@ def compile_model(
             f"{first.fallback_reason}{more}; rewrite it or pass --allow-fallback to keep it in fp32"
         )
     with timer("serialise"):
-        pte = to_program(stages.lowering.graph_module, source, target, stages)
-    return CompiledProgram(source, target, calibration, pte, stages)
+        pte = to_program(stages.lowering.graph_module, source, target, rounding, stages)
+    return CompiledProgram(source, target, calibration, pte, stages, rounding)
 
 
 class _Timer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,11 @@ def load_model(spec: str | None) -> ModelSource:
 
 
 def _from_factory(name: str, factory) -> ModelSource:
-    result = factory()
+    try:
+        result = factory()
+    except Exception as error:  # the user's code: report, don't crash
+        first = str(error).splitlines()[0] if str(error) else ""
+        raise CompileError(f"factory {name} failed: {type(error).__name__}: {first}") from error
     if (
         not isinstance(result, tuple)
         or len(result) != 2
@@ -77,6 +82,9 @@ def _from_python(path: Path, factory_name: str) -> ModelSource:
 def _from_pt2(path: Path) -> ModelSource:
     if not path.is_file():
         raise CompileError(f"model file {path} does not exist")
+    export_log = logging.getLogger("torch.export")
+    level = export_log.level
+    export_log.setLevel(logging.ERROR)  # it logs a traceback before raising: one line is ours
     try:
         program = torch.export.load(path)
     except Exception as error:
@@ -84,6 +92,8 @@ def _from_pt2(path: Path) -> ModelSource:
             f"{path} is not a readable torch.export archive ({type(error).__name__}); "
             "save it with torch.export.save"
         ) from error
+    finally:
+        export_log.setLevel(level)
     args, kwargs = program.example_inputs or ((), {})
     if kwargs or not args:
         raise CompileError(f"{path} holds no positional example inputs; re-export with them")

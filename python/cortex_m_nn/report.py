@@ -29,7 +29,16 @@ def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dic
             "synthetic": compiled.calibration.synthetic,
             "samples": len(compiled.calibration.samples),
         },
-        "operators": [asdict(r) | {"lowered": r.lowered} for r in records],
+        "operators": [
+            asdict(r)
+            | {
+                "lowered": r.lowered,
+                "max_lsb_vs_pt2e": None
+                if verification is None
+                else verification.per_node.get(r.output_node),
+            }
+            for r in records
+        ],
         "totals": {
             "operators": len(records),
             "lowered": len(records) - len(fallbacks),
@@ -49,7 +58,6 @@ def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dic
             "samples": verification.samples,
             "max_lsb_vs_pt2e": verification.max_lsb,
             "output_lsb_vs_pt2e": verification.output_lsb,
-            "per_operator_lsb": verification.per_node,
             "max_lsb_allowed": MAX_LSB,
             "snr_db_vs_float": verification.snr_db,
             "passed": verification.passed,
@@ -69,14 +77,16 @@ def to_text(report: dict[str, Any]) -> str:
         f"{target['name']} ({target['isa']} path)",
         f"calibration: {report['calibration']['description']}",
         "",
-        f"{'#':>3}  {'op':<22} {'became':<30} {'CMSIS-NN / note':<30} {'MACs':>11} {'weight B':>9}",
+        f"{'#':>3}  {'op':<22} {'became':<30} {'CMSIS-NN / note':<30} {'MACs':>11} "
+        f"{'weight B':>9} {'Δ LSB':>5}",
     ]
     for index, row in enumerate(report["operators"], 1):
         became = row["kernel"] if row["lowered"] else "FALLBACK fp32"
         note = row["cmsis_function"] if row["lowered"] else row["fallback_reason"]
         lines.append(
             f"{index:>3}  {row['source_op'][:22]:<22} {became:<30} {str(note)[:30]:<30} "
-            f"{row['macs']:>11,} {row['weight_bytes']:>9,}"
+            f"{row['macs']:>11,} {row['weight_bytes']:>9,} "
+            f"{'' if row['max_lsb_vs_pt2e'] is None else row['max_lsb_vs_pt2e']:>5}"
         )
         if not row["lowered"]:
             lines.append(f"{'':>5} why: {row['fallback_reason']} [{row['location']}]")

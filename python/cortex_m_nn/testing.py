@@ -22,6 +22,7 @@ from torch.utils._pytree import tree_leaves
 from cortex_m_nn.calibration import Calibration, synthetic
 from cortex_m_nn.compile import CompiledProgram, compile_model
 from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
 from cortex_m_nn.passes.lower import op_name
 from cortex_m_nn.target import DEFAULT_TARGET, Target
@@ -56,6 +57,7 @@ def check_dialect(
     target: Target = DEFAULT_TARGET,
     calibration: Calibration | None = None,
     allow_fallback: bool = False,
+    rounding: Rounding = Rounding.DOUBLE,
 ) -> tuple[CompiledProgram, Verification]:
     """Compile and check operators before/after lowering and per-operator numerics (≤ 1 LSB).
 
@@ -65,7 +67,12 @@ def check_dialect(
     source = ModelSource(type(module).__name__, module.eval(), tuple(example_inputs))
     calibration = calibration or synthetic(source.example_inputs, count=8)
     compiled = compile_model(
-        source, target, calibration, allow_fallback=allow_fallback, progress=False
+        source,
+        target,
+        calibration,
+        allow_fallback=allow_fallback,
+        rounding=rounding,
+        progress=False,
     )
     for expected, graph, stage in (
         (before, compiled.stages.quantized, "before lowering"),
@@ -78,7 +85,7 @@ def check_dialect(
         if actual != expected:
             raise AssertionError(f"operators {stage}: expected {expected}, got {actual}")
     verification = verify(
-        compiled.stages.lowering, compiled.stages.quantized, module, calibration.samples
+        compiled.stages.lowering, compiled.stages.quantized, module, calibration.samples, rounding
     )
     if not verification.passed:
         raise AssertionError(
@@ -110,7 +117,8 @@ def check_implementation(
 
     method = Runtime.get().load_program(compiled.pte).load_method("forward")
     for index, sample in enumerate(samples):
-        expected = tree_leaves(compiled.lowered(*sample))
+        with use_rounding(compiled.rounding):
+            expected = tree_leaves(compiled.lowered(*sample))
         actual = method.execute(list(sample))
         for number, (want, got) in enumerate(zip(expected, actual, strict=True)):
             if not torch.equal(want, got):

@@ -19,6 +19,7 @@ import torch
 from torch.fx import GraphModule, Interpreter, Node
 from torch.utils._pytree import tree_leaves
 
+from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, NCHW_TO_NHWC
 from cortex_m_nn.passes.lower import LoweringResult
 
@@ -103,13 +104,15 @@ def verify(
     quantized: GraphModule,
     float_model: torch.nn.Module,
     samples: list[tuple[torch.Tensor, ...]],
+    rounding: Rounding = Rounding.DOUBLE,
 ) -> Verification:
-    """Run every sample through the lowered graph, the PT2E reference and the float model."""
+    """Run every sample through the lowered graph (its references with CMSIS-NN's
+    ``rounding``), the PT2E reference and the float model."""
     scales = output_scales(quantized)
     per_node: dict[str, int] = {}
     output_lsb = 0
     signal = noise = 0.0
-    with torch.no_grad():
+    with torch.no_grad(), use_rounding(rounding):
         for sample in samples:
             recorder = _Recorder(quantized)
             reference = tree_leaves(recorder.run(*sample))

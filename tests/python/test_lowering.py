@@ -8,6 +8,7 @@ import torch
 
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.models import ds_cnn
+from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.passes.graph_values import NCHW_TO_NHWC
 from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect, count_operators
@@ -167,3 +168,10 @@ def test_verification_catches_a_wrong_operator() -> None:
     bias += 1000  # corrupt one operator's constant
     result = verify(lowering, compiled.stages.quantized, module, synthetic(inputs, 4).samples)
     assert not result.passed and result.max_lsb > 1
+
+
+@pytest.mark.parametrize("rounding", list(Rounding))
+def test_both_cmsis_nn_roundings_verify(rounding: Rounding) -> None:
+    module, inputs = conv_stack()
+    compiled, verification = check_dialect(module, inputs, rounding=rounding)
+    assert compiled.rounding is rounding and verification.passed

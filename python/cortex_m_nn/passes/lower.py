@@ -46,6 +46,8 @@ class OpRecord:
     weight_bytes: int = 0
     fallback_reason: str | None = None
     location: str = ""
+    #: name of the lowered graph's node holding this op's int8 output (verification keys)
+    output_node: str | None = None
 
     @property
     def lowered(self) -> bool:
@@ -191,7 +193,13 @@ class LoweringContext:
             "quantize", self.float_of(source), scale, zero_point, NCHW_TO_NHWC if nhwc else []
         )
         self.records.append(
-            OpRecord(node.name, "quantize", "cortex_m_nn::quantize", "(boundary, float → int8)")
+            OpRecord(
+                node.name,
+                "quantize",
+                "cortex_m_nn::quantize",
+                "(boundary, float → int8)",
+                output_node=node.name,
+            )
         )
         return QValue(node, scale, zero_point, shape, nhwc)
 
@@ -324,6 +332,7 @@ def lower(converted: GraphModule, target: Target) -> LoweringResult:
                 record.cmsis_function = lowered.cmsis_function
                 record.macs = lowered.macs
                 record.weight_bytes = lowered.weight_bytes
+                record.output_node = lowered.value.node.name
                 context.quantized[node] = lowered.value
             records.append(record)
         else:
