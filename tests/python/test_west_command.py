@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from cortex_m_nn import cli
+from cortex_m_nn.compile import pte_operators
 from cortex_m_nn.target import Core
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,3 +112,17 @@ def test_unknown_target_is_a_one_line_error(workspace):
     )
     assert script.returncode == result.returncode
     assert script.stderr.strip() == line
+
+
+def test_no_arguments_compiles_the_default_model(workspace):
+    """`west cortex-m-compile` alone: DS-CNN for cortex-m55, fully lowered, verified."""
+    topdir, _ = workspace
+    result = _west(workspace, "cortex-m-compile", "--verify")
+    assert result.returncode == 0, result.stderr
+    pte = topdir / "ds_cnn.pte"
+    assert pte.is_file()
+    operators = pte_operators(pte.read_bytes())
+    assert "cortex_m_nn::conv2d.out" in operators
+    assert "cortex_m_nn::depthwise_conv2d.out" in operators
+    assert not [op for op in operators if op.startswith("aten::")], operators
+    assert "0 fallbacks" in result.stdout and "PASS" in result.stdout
