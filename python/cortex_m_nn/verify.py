@@ -5,6 +5,10 @@ Two differences are measured, in output LSB:
 * **per operator** (the criterion, ≤ 1 LSB): each lowered operator runs on the PT2E
   reference's own int8 inputs and its output is compared with the reference's int8 output.
   This isolates every kernel's arithmetic from rounding differences earlier in the graph.
+* The boundary ``dequantize`` operators are checked the same way (their float outputs must
+  equal the reference's dequantized values), so a wrong output layout cannot pass.
+* Every calibration sample is also run scaled by two, beyond the range the observers saw, so
+  saturation paths are exercised too.
 * **end to end** (reported): the model outputs of the lowered graph and the PT2E graph. A
   1-LSB rounding difference upstream can grow downstream (e.g. through an add whose output
   scale is finer than its inputs'), so this is information, not a pass criterion.
@@ -59,16 +63,27 @@ class _TeacherForced(Interpreter):
 
     def __init__(
         self,
-        module: GraphModule,
-        sources: dict[str, tuple[str, bool]],
+        lowering: LoweringResult,
         reference: dict[str, torch.Tensor],
         worst: dict[str, int],
     ) -> None:
-        super().__init__(module)
-        self.sources, self.reference, self.worst = sources, reference, worst
+        super().__init__(lowering.graph_module)
+        self.sources, self.floats = lowering.value_sources, lowering.float_sources
+        self.reference, self.worst = reference, worst
+
+    def _record(self, node: Node, difference: int) -> None:
+        self.worst[node.name] = max(self.worst.get(node.name, 0), difference)
 
     def run_node(self, node: Node) -> object:
         result = super().run_node(node)
+        if node.name in self.floats:
+            name, scale = self.floats[node.name]
+            expected = self.reference[name]
+            if result.shape != expected.shape:
+                self._record(node, 2**31)
+                return result
+            self._record(node, lsb_difference(result, expected, scale))
+            return result
         source = self.sources.get(node.name)
         if source is None:
             return result
@@ -78,7 +93,7 @@ class _TeacherForced(Interpreter):
             expected = expected.permute(NCHW_TO_NHWC)
         expected = expected.contiguous().view(result.shape)
         difference = int((result.to(torch.int32) - expected.to(torch.int32)).abs().max())
-        self.worst[node.name] = max(self.worst.get(node.name, 0), difference)
+        self._record(node, difference)
         return expected.clone()
 
 
@@ -109,16 +124,17 @@ def verify(
     """Run every sample through the lowered graph (its references with CMSIS-NN's
     ``rounding``), the PT2E reference and the float model."""
     scales = output_scales(quantized)
+    stress = [tuple(x * 2 if x.is_floating_point() else x for x in sample) for sample in samples]
     per_node: dict[str, int] = {}
     output_lsb = 0
     signal = noise = 0.0
     with torch.no_grad(), use_rounding(rounding):
-        for sample in samples:
+        for index, sample in enumerate([*samples, *stress]):
             recorder = _Recorder(quantized)
             reference = tree_leaves(recorder.run(*sample))
-            _TeacherForced(
-                lowering.graph_module, lowering.value_sources, recorder.values, per_node
-            ).run(*sample)
+            _TeacherForced(lowering, recorder.values, per_node).run(*sample)
+            if index >= len(samples):  # stress samples: only the per-operator check
+                continue
             ours = tree_leaves(lowering.graph_module(*sample))
             floats = tree_leaves(float_model(*sample))
             for mine, ref, scale in zip(ours, reference, scales, strict=True):

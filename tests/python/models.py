@@ -69,3 +69,27 @@ def pools() -> tuple[nn.Module, tuple[torch.Tensor]]:
 
 def with_layer_norm() -> tuple[nn.Module, tuple[torch.Tensor]]:
     return seeded(WithLayerNorm, 1, 3, 8, 8)
+
+
+class SharedConv(nn.Module):
+    """One convolution applied to two inputs: PT2E gives its bias a single scale."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+        with torch.no_grad():
+            self.conv.bias.copy_(torch.tensor([2.0, -2.0, 1.5, -1.0]))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.conv(x), self.conv(y)
+
+
+class ConvOutput(nn.Module):
+    """A 4-D graph output: leaves through a channels-last → NCHW dequantize."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)

@@ -6,14 +6,16 @@ from __future__ import annotations
 import pytest
 import torch
 
+from cortex_m_nn.calibration import Calibration
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.models import ds_cnn
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.passes.graph_values import NCHW_TO_NHWC
 from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect, count_operators
+from cortex_m_nn.verify import verify
 
-from .models import conv_stack, pools, with_layer_norm
+from .models import ConvOutput, SharedConv, conv_stack, pools, seeded, with_layer_norm
 
 
 def channels_last(module, inputs):
@@ -175,3 +177,32 @@ def test_both_cmsis_nn_roundings_verify(rounding: Rounding) -> None:
     module, inputs = conv_stack()
     compiled, verification = check_dialect(module, inputs, rounding=rounding)
     assert compiled.rounding is rounding and verification.passed
+
+
+def test_shared_layer_rescales_its_bias_per_call() -> None:
+    """The second call's inputs are 8x larger: its bias must be rescaled, not reused."""
+    generator = torch.Generator().manual_seed(1)
+    samples = [
+        (
+            torch.randn(1, 3, 4, 4, generator=generator),
+            8 * torch.randn(1, 3, 4, 4, generator=generator),
+        )
+        for _ in range(8)
+    ]
+    module, _ = seeded(SharedConv, 1)
+    calibration = Calibration(samples, "x and 8x", synthetic=False)
+    _, verification = check_dialect(module, samples[0], calibration=calibration)
+    assert verification.max_lsb <= 1
+
+
+def test_verification_checks_the_output_layout() -> None:
+    module, inputs = seeded(ConvOutput, 1, 3, 6, 6)
+    compiled, _ = check_dialect(module, inputs)
+    lowering = compiled.stages.lowering
+    (dequantize,) = [
+        n for n in lowering.graph_module.graph.nodes if "cortex_m_nn.dequantize" in str(n.target)
+    ]
+    dequantize.update_arg(3, [0, 3, 2, 1])  # H and W swapped: same shape, wrong values
+    lowering.graph_module.recompile()
+    result = verify(lowering, compiled.stages.quantized, module, [inputs])
+    assert not result.passed

@@ -125,6 +125,8 @@ class LoweringContext:
     quantized: dict[Node, QValue] = field(default_factory=dict)
     floats: dict[Node, Node] = field(default_factory=dict)
     records: list[OpRecord] = field(default_factory=list)
+    #: lowered dequantize node name → (source graph dequantize node name, scale)
+    float_sources: dict[str, tuple[str, float]] = field(default_factory=dict)
     _dequantized: dict[Node, Node] = field(default_factory=dict)
     _constants: int = 0
 
@@ -184,6 +186,22 @@ class LoweringContext:
                 return self.attribute(values), torch.tensor([float(scale)], dtype=torch.float64)
         raise LoweringRefused("weight is not a quantized constant")
 
+    def accumulator_bias(
+        self, node: object, input_scale: float, weight_scales: torch.Tensor
+    ) -> torch.Tensor:
+        """A quantized bias as int32 in accumulator units (input scale × weight scale).
+
+        PT2E derives one bias scale per bias constant; a layer called on two inputs with
+        different scales shares the constant, so its scale must be checked, and the values
+        rescaled when it is not this call's accumulator scale.
+        """
+        values, scales = self.quantized_constant(node)
+        accumulator = input_scale * weight_scales.to(torch.float64)
+        if torch.allclose(scales.expand_as(accumulator), accumulator, rtol=1e-6, atol=0):
+            return values.to(torch.int32)
+        rescaled = torch.round(values.to(torch.float64) * scales / accumulator)
+        return rescaled.clamp(-(2**31), 2**31 - 1).to(torch.int32)
+
     # -- values ---------------------------------------------------------------------
     def quantize_boundary(self, source: Node, scale: float, zero_point: int) -> QValue:
         """Quantize a float tensor; 4-D tensors become NHWC here, at the boundary."""
@@ -216,12 +234,15 @@ class LoweringContext:
                 self._dequantized[value.node] = self.call(
                     "dequantize", value.node, value.scale, value.zero_point, permutation
                 )
+                name = self._dequantized[value.node].name
+                self.float_sources[name] = (node.name, value.scale)
                 self.records.append(
                     OpRecord(
-                        self._dequantized[value.node].name,
+                        name,
                         "dequantize",
                         "cortex_m_nn::dequantize",
                         "(boundary, int8 → float)",
+                        output_node=name,
                     )
                 )
             return self._dequantized[value.node]
@@ -254,6 +275,8 @@ class LoweringResult:
     records: list[OpRecord]
     #: lowered node name → (name of the PT2E quantize node it computes, stored channels-last)
     value_sources: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    #: lowered dequantize node name → (the PT2E dequantize node it computes, its scale)
+    float_sources: dict[str, tuple[str, float]] = field(default_factory=dict)
 
     @property
     def fallbacks(self) -> list[OpRecord]:
@@ -354,4 +377,4 @@ def lower(converted: GraphModule, target: Target) -> LoweringResult:
         for quantize, value in context.quantized.items()
         if value.node.graph is context.graph and value.node in module.graph.nodes
     }
-    return LoweringResult(module, records, sources)
+    return LoweringResult(module, records, sources, context.float_sources)

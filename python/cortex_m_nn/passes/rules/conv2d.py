@@ -45,8 +45,7 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     if bias_node is None:
         bias = torch.zeros(out_channels, dtype=torch.int32)
     else:
-        bias, _ = context.quantized_constant(bias_node)
-        bias = bias.to(torch.int32)
+        bias = context.accumulator_bias(bias_node, x.scale, weight_scales)
 
     multipliers, shifts = per_channel_parameters(x.scale, weight_scales, pattern.scale)
     act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)

@@ -28,8 +28,7 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
     out_features, in_features = weight.shape
     bias = None
     if bias_node is not None:
-        bias, _ = context.quantized_constant(bias_node)
-        bias = bias.to(torch.int32)
+        bias = context.accumulator_bias(bias_node, x.scale, weight_scale)
     multiplier, shift = quantize_multiplier(x.scale * float(weight_scale) / pattern.scale)
     act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
     source_node = x.node
