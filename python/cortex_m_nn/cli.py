@@ -93,7 +93,7 @@ def compile_from_args(args: argparse.Namespace) -> int:
     from cortex_m_nn.compile import compile_model, write_intermediates
     from cortex_m_nn.model_source import load_model
     from cortex_m_nn.ops.arithmetic import Rounding
-    from cortex_m_nn.verify import verify
+    from cortex_m_nn.verify import verify_program
 
     source = load_model(args.model)
     if args.calibration is not None:
@@ -110,13 +110,7 @@ def compile_from_args(args: argparse.Namespace) -> int:
     )
     verification = None
     if args.verify:
-        verification = verify(
-            compiled.stages.lowering,
-            compiled.stages.quantized,
-            source.module,
-            calibration.samples,
-            compiled.rounding,
-        )
+        verification = verify_program(compiled)
     document = report.as_dict(compiled, verification)
     if not args.quiet:
         print(report.to_text(document), end="")

@@ -26,7 +26,7 @@ from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
 from cortex_m_nn.passes.lower import op_name
 from cortex_m_nn.target import DEFAULT_TARGET, Target
-from cortex_m_nn.verify import Verification, verify
+from cortex_m_nn.verify import Verification, verify_program
 
 #: Environment variable naming the host build of kernels/ (a shared library).
 KERNELS_LIBRARY_VARIABLE = "CORTEX_M_NN_KERNELS_LIB"
@@ -84,9 +84,7 @@ def check_dialect(
         actual = {name: counts.get(name, 0) for name in expected}
         if actual != expected:
             raise AssertionError(f"operators {stage}: expected {expected}, got {actual}")
-    verification = verify(
-        compiled.stages.lowering, compiled.stages.quantized, module, calibration.samples, rounding
-    )
+    verification = verify_program(compiled)
     if not verification.passed:
         raise AssertionError(
             f"lowered graph differs from the PT2E reference by {verification.max_lsb} LSB "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch.fx import GraphModule, Interpreter, Node
@@ -26,6 +27,9 @@ from torch.utils._pytree import tree_leaves
 from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, NCHW_TO_NHWC
 from cortex_m_nn.passes.lower import LoweringResult
+
+if TYPE_CHECKING:
+    from cortex_m_nn.compile import CompiledProgram
 
 #: Every lowered operator may differ from the PT2E reference by at most this many LSB.
 MAX_LSB = 1
@@ -145,3 +149,14 @@ def verify(
     snr = math.inf if noise == 0 else 10 * math.log10(signal / noise) if signal else -math.inf
     worst = max(per_node.values(), default=0)
     return Verification(len(samples), worst, output_lsb, snr, per_node)
+
+
+def verify_program(compiled: CompiledProgram) -> Verification:
+    """``verify`` a compiled program on its own calibration samples, float model and rounding."""
+    return verify(
+        compiled.stages.lowering,
+        compiled.stages.quantized,
+        compiled.model.module,
+        compiled.calibration.samples,
+        compiled.rounding,
+    )
