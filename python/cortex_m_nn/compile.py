@@ -23,6 +23,7 @@ import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
 from cortex_m_nn import __version__
 from cortex_m_nn.calibration import Calibration
 from cortex_m_nn.errors import CompileError
+from cortex_m_nn.kernel_codegen import ops_version
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.passes.lower import LoweringResult, OpRecord, lower
@@ -79,6 +80,7 @@ def metadata(target: Target, rounding: Rounding) -> dict[str, str]:
         f"{METADATA_PREFIX}isa": target.isa.value,
         f"{METADATA_PREFIX}rounding": rounding.value,
         f"{METADATA_PREFIX}version": __version__,
+        f"{METADATA_PREFIX}ops_version": ops_version(),
     }
 
 

@@ -10,7 +10,6 @@ reason) when no runtime with our kernels is available.
 
 from __future__ import annotations
 
-import ctypes
 import os
 from collections import Counter
 from pathlib import Path
@@ -19,8 +18,10 @@ import torch
 from torch.fx import GraphModule
 from torch.utils._pytree import tree_leaves
 
+from cortex_m_nn import host_kernels
 from cortex_m_nn.calibration import Calibration, synthetic
 from cortex_m_nn.compile import CompiledProgram, compile_model
+from cortex_m_nn.host_kernels import KernelAbi, RuntimeUnavailable
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
@@ -30,10 +31,6 @@ from cortex_m_nn.verify import Verification, verify_program
 
 #: Environment variable naming the host build of kernels/ (a shared library).
 KERNELS_LIBRARY_VARIABLE = "CORTEX_M_NN_KERNELS_LIB"
-
-
-class RuntimeUnavailable(Exception):
-    """No runtime with cortex_m_nn kernels can run here; the message says what is missing."""
 
 
 def count_operators(graph_module: GraphModule) -> Counter[str]:
@@ -93,27 +90,29 @@ def check_dialect(
     return compiled, verification
 
 
-def load_host_kernels() -> None:
-    """Load the host kernels library so it registers into ExecuTorch's operator registry."""
+def load_host_kernels() -> KernelAbi:
+    """Load the host kernels library named by ``CORTEX_M_NN_KERNELS_LIB``; its ABI."""
     path = os.environ.get(KERNELS_LIBRARY_VARIABLE)
     if not path:
         raise RuntimeUnavailable(
-            f"{KERNELS_LIBRARY_VARIABLE} is not set (a host build of kernels/, which needs "
-            "CMSIS_NN_PATH)"
+            f"{KERNELS_LIBRARY_VARIABLE} is not set (a host build of kernels/, see "
+            "cortex_m_nn.host_kernels.build, which needs CMSIS_NN_PATH)"
         )
     if not Path(path).is_file():
         raise RuntimeUnavailable(f"{KERNELS_LIBRARY_VARIABLE}={path} does not exist")
-    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    return host_kernels.load(Path(path))
 
 
 def check_implementation(
     compiled: CompiledProgram, samples: list[tuple[torch.Tensor, ...]]
 ) -> None:
     """Run the .pte in ``executorch.runtime`` and require outputs equal to the references."""
-    load_host_kernels()
+    kernels = load_host_kernels()
     from executorch.runtime import Runtime
 
-    method = Runtime.get().load_program(compiled.pte).load_method("forward")
+    program = Runtime.get().load_program(compiled.pte)
+    host_kernels.check_program(program, kernels)
+    method = program.load_method("forward")
     for index, sample in enumerate(samples):
         with use_rounding(compiled.rounding):
             expected = tree_leaves(compiled.lowered(*sample))

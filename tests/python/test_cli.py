@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
 from executorch.runtime import Runtime
 
 import cortex_m_nn
@@ -29,6 +30,7 @@ from cortex_m_nn.compile import planned_buffer_bytes, pte_operators
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = Path(__file__).with_name("models.py")
+OPERATORS_YAML = ROOT / "python" / "cortex_m_nn" / "ops" / "operators.yaml"
 
 #: What DS-CNN lowers to: every operator a cortex_m_nn kernel, nothing left in aten.
 DS_CNN_OPERATORS = {
@@ -47,6 +49,7 @@ DS_CNN_OPERATORS = {
 TINY_INPUT_SHAPE = (1, 2, 5, 5)
 TINY_SOURCE = f"""
 import torch
+import yaml
 from torch import nn
 
 
@@ -176,6 +179,8 @@ def test_default_program_records_its_target(default_run) -> None:
     assert recorded["cortex_m_nn_core"] == ["cortex-m55"]
     assert recorded["cortex_m_nn_isa"] == ["mve"]
     assert recorded["cortex_m_nn_version"] == [cortex_m_nn.__version__]
+    yaml_version = yaml.safe_load(OPERATORS_YAML.read_text())["version"]
+    assert recorded["cortex_m_nn_ops_version"] == [yaml_version]
 
 
 def test_default_program_runs_only_cortex_m_nn_operators(default_run) -> None:

@@ -4,12 +4,19 @@ Reference for ``arm_fully_connected_s8`` (weight offset 0): for each row of the 
 accumulate ``(x + input_offset) * w`` in int32, add the bias (if any), requantize with the one
 ``multiplier``/``shift``, add ``output_offset`` and clamp. Input ``[..., in]`` (the leading
 dimensions are the batches), weight ``[out, in]``, bias ``[out]``; output ``[..., out]``.
+
+On MVE, CMSIS-NN ignores the bias and starts each row from a precomputed "kernel sum"
+``bias + input_offset * sum(w_row)`` (what ``arm_vector_sum_s8`` writes into ``ctx->buf``).
+We compute it at compile time (:func:`kernel_sums`) and pass it as ``kernel_sums`` (bias
+``None``); the kernel hands it to CMSIS-NN as the context buffer, so nothing is summed at run
+time. In int32 arithmetic both forms give the same accumulator.
 """
 
 from __future__ import annotations
 
 import torch
 
+from cortex_m_nn.ops.arithmetic import wrap_int32
 from cortex_m_nn.ops.conv2d import finish
 from cortex_m_nn.ops.library import define_operator
 
@@ -18,6 +25,7 @@ def _fake(
     input: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None,
+    kernel_sums: torch.Tensor | None,
     input_offset: int,
     output_offset: int,
     multiplier: int,
@@ -30,15 +38,15 @@ def _fake(
 
 @define_operator(
     "linear",
-    "Tensor input, Tensor weight, Tensor? bias, int input_offset, int output_offset,"
-    " int multiplier, int shift, int activation_min, int activation_max, int scratch_bytes",
+    "Tensor input, Tensor weight, Tensor? bias, Tensor? kernel_sums, int input_offset,"
+    " int output_offset, int multiplier, int shift, int activation_min, int activation_max",
     _fake,
-    scratch=True,
 )
 def linear(
     input: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None,
+    kernel_sums: torch.Tensor | None,
     input_offset: int,
     output_offset: int,
     multiplier: int,
@@ -51,7 +59,20 @@ def linear(
         raise ValueError(
             f"input {tuple(input.shape)} does not match weight {tuple(weight.shape)} ([out, in])"
         )
+    if kernel_sums is not None:
+        if bias is not None:
+            raise ValueError("linear takes a bias or kernel sums (which include it), not both")
+        acc = input.to(torch.int64) @ weight.to(torch.int64).T + kernel_sums.to(torch.int64)
+        return finish(acc, multiplier, shift, output_offset, activation_min, activation_max)
     acc = (input.to(torch.int64) + input_offset) @ weight.to(torch.int64).T
     if bias is not None:
         acc = acc + bias.to(torch.int64)
     return finish(acc, multiplier, shift, output_offset, activation_min, activation_max)
+
+
+def kernel_sums(weight: torch.Tensor, bias: torch.Tensor | None, input_offset: int) -> torch.Tensor:
+    """``arm_vector_sum_s8`` at compile time: int32 ``bias + input_offset * sum(w_row)``."""
+    sums = weight.to(torch.int64).sum(dim=1) * input_offset
+    if bias is not None:
+        sums = sums + bias.to(torch.int64)
+    return wrap_int32(sums).to(torch.int32)

@@ -10,7 +10,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
 from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
-from cortex_m_nn.ops.linear import linear
+from cortex_m_nn.ops.linear import kernel_sums, linear
 
 from .independent import ref_requantize, wrap32
 
@@ -48,6 +48,7 @@ def cases(draw: st.DrawFn) -> dict:
         "bias": torch.randint(-(2**18), 2**18, (n_out,), generator=gen, dtype=torch.int32)
         if has_bias
         else None,
+        "kernel_sums": None,
         "input_offset": -draw(st.integers(-128, 127)),
         "output_offset": draw(st.integers(-128, 127)),
         "multiplier": draw(st.integers(2**30, 2**31 - 1)),
@@ -77,6 +78,7 @@ def fixed_case() -> dict:
         "input": torch.randint(-128, 128, (2, 3, 16), generator=gen, dtype=torch.int8),
         "weight": torch.randint(-128, 128, (5, 16), generator=gen, dtype=torch.int8),
         "bias": torch.tensor([0, 1000, -1000, 2**24, -(2**24)], dtype=torch.int32),
+        "kernel_sums": None,
         "input_offset": 128,
         "output_offset": -128,
         "multiplier": 1717986918,
@@ -92,23 +94,42 @@ def test_linear_saturates() -> None:
     assert torch.equal(out, expected(fixed_case()))
 
 
+@settings(max_examples=60, deadline=None)
+@given(cases())
+def test_linear_kernel_sums_path(case: dict) -> None:
+    """MVE form: bias folded with the input offset into per-row sums, same result."""
+    w, bias = case["weight"].tolist(), case["bias"]
+    sums = [
+        wrap32((0 if bias is None else int(bias[o])) + case["input_offset"] * sum(row))
+        for o, row in enumerate(w)
+    ]
+    assert torch.equal(kernel_sums(case["weight"], bias, case["input_offset"]), torch.tensor(sums))
+    mve = dict(case, bias=None, kernel_sums=torch.tensor(sums, dtype=torch.int32))
+    assert torch.equal(linear(*mve.values()), expected(case))
+
+
+def test_linear_refuses_bias_and_kernel_sums() -> None:
+    case = dict(fixed_case(), kernel_sums=torch.zeros(5, dtype=torch.int32))
+    with pytest.raises(ValueError, match="not both"):
+        linear(*case.values())
+
+
 def test_linear_functional_out_and_fake() -> None:
     case = fixed_case()
     args = list(case.values())
-    out, scratch = OP(*args, 20)
-    assert out.shape == (2, 3, 5) and scratch.shape == (20,) and scratch.dtype == torch.int8
-    buffer, scratch_buffer = torch.empty_like(out), torch.empty(20, dtype=torch.int8)
-    torch.ops.cortex_m_nn.linear.out(*args, 20, out=buffer, scratch=scratch_buffer)
+    out = OP(*args)
+    assert out.shape == (2, 3, 5) and out.dtype == torch.int8
+    buffer = torch.empty_like(out)
+    torch.ops.cortex_m_nn.linear.out(*args, out=buffer)
     assert torch.equal(buffer, out)
     no_bias = dict(case, bias=None)
-    assert torch.equal(OP(*no_bias.values(), 0)[0], expected(no_bias))
+    assert torch.equal(OP(*no_bias.values()), expected(no_bias))
     with FakeTensorMode():
         fake = [
             torch.empty(a.shape, dtype=a.dtype) if isinstance(a, torch.Tensor) else a for a in args
         ]
-        fake_out, fake_scratch = OP(*fake, 20)
+        fake_out = OP(*fake)
     assert fake_out.shape == (2, 3, 5) and fake_out.dtype == torch.int8
-    assert fake_scratch.shape == (20,)
 
 
 def test_linear_rejects_mismatch() -> None:

@@ -8,6 +8,9 @@ from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
 from cortex_m_nn.quantizer.config import SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT
 from cortex_m_nn.quantizer.quantizer import aten
 
+#: Longer rows can reach sums where arm_softmax_s8's final shift is undefined (see the op).
+MAX_SOFTMAX_ROW = 511
+
 
 @rule(aten.softmax.int, aten._softmax.default)
 def lower_softmax(context: LoweringContext, pattern: Pattern) -> Lowered:
@@ -20,6 +23,11 @@ def lower_softmax(context: LoweringContext, pattern: Pattern) -> Lowered:
         raise LoweringRefused("softmax output is not quantized with scale 1/256, zero point -128")
     if pattern.activation is not None:
         raise LoweringRefused("activation after softmax")
+    if x.shape[dim] > MAX_SOFTMAX_ROW:
+        raise LoweringRefused(
+            f"softmax over {x.shape[dim]} entries; arm_softmax_s8's fixed point is exact up to "
+            f"{MAX_SOFTMAX_ROW}"
+        )
     multiplier, shift, diff_min = softmax_parameters(x.scale)
     out = context.call("softmax", x.node, multiplier, shift, diff_min)
     value = QValue(out, pattern.scale, pattern.zero_point, x.shape, nhwc=x.nhwc)

@@ -1,0 +1,117 @@
+// Shared argument checks and conversions for the cortex_m_nn kernels.
+//
+// Every check logs one line naming the operator and the problem, marks the kernel call as
+// failed (the method's execute() then returns the error) and makes the kernel return: no
+// asserts, no aborts, no allocation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <executorch/runtime/kernel/kernel_includes.h>
+
+extern "C" {
+#include "arm_nn_math_types.h"
+#include "arm_nn_types.h"
+}
+
+namespace cortex_m_nn {
+namespace native {
+
+using executorch::aten::IntArrayRef;
+using executorch::aten::ScalarType;
+using executorch::aten::Tensor;
+using executorch::runtime::Error;
+using executorch::runtime::KernelRuntimeContext;
+
+// The ISA this kernel library was compiled for, as the .pte names it ("mve", "dsp", "scalar").
+#if defined(ARM_MATH_MVEI)
+inline constexpr const char* kIsa = "mve";
+#elif defined(ARM_MATH_DSP)
+inline constexpr const char* kIsa = "dsp";
+#else
+inline constexpr const char* kIsa = "scalar";
+#endif
+
+// Unless `condition` holds: log "cortex_m_nn::<op>: <message>", fail the call and return from
+// the (void) kernel. The message is a printf format literal followed by its arguments.
+#define CORTEX_M_NN_CHECK(context, condition, op, ...)                      \
+  do {                                                                      \
+    if (!(condition)) {                                                     \
+      ET_LOG(Error, "cortex_m_nn::" op ": " __VA_ARGS__);                   \
+      (context).fail(::executorch::runtime::Error::InvalidArgument);        \
+      return;                                                               \
+    }                                                                       \
+  } while (0)
+
+inline bool is_type(const Tensor& tensor, ScalarType type) {
+  return tensor.scalar_type() == type;
+}
+
+// A contiguous tensor of `type` with `dim` dimensions.
+inline bool has_layout(const Tensor& tensor, ScalarType type, ssize_t dim) {
+  return tensor.scalar_type() == type && tensor.dim() == dim;
+}
+
+inline bool is_pair(IntArrayRef values) {
+  return values.size() == 2;
+}
+
+// CMSIS-NN dims of a 4-D NHWC tensor.
+inline cmsis_nn_dims nhwc_dims(const Tensor& tensor) {
+  return cmsis_nn_dims{
+      static_cast<int32_t>(tensor.size(0)),
+      static_cast<int32_t>(tensor.size(1)),
+      static_cast<int32_t>(tensor.size(2)),
+      static_cast<int32_t>(tensor.size(3))};
+}
+
+// A (h, w) pair as CMSIS-NN's {w, h} tile.
+inline cmsis_nn_tile tile(IntArrayRef hw) {
+  return cmsis_nn_tile{static_cast<int32_t>(hw[1]), static_cast<int32_t>(hw[0])};
+}
+
+inline bool fits_int32(int64_t value) {
+  return value >= INT32_MIN && value <= INT32_MAX;
+}
+
+inline bool is_int8_range(int64_t min, int64_t max) {
+  return min >= -128 && max <= 127 && min <= max;
+}
+
+// The planned scratch buffer as CMSIS-NN's context. Fails the call when the plan gave less
+// than CMSIS-NN asks for on this build's ISA (a .pte compiled for another target).
+inline bool scratch_context(
+    KernelRuntimeContext& context,
+    const char* op,
+    const Tensor& scratch,
+    int32_t required,
+    cmsis_nn_context* out) {
+  const size_t planned = scratch.nbytes();
+  if (required < 0 || planned < static_cast<size_t>(required)) {
+    ET_LOG(
+        Error,
+        "cortex_m_nn::%s: the .pte plans %zu scratch bytes, CMSIS-NN needs %d on this %s "
+        "build: recompile the model for the target these kernels were built for",
+        op,
+        planned,
+        static_cast<int>(required),
+        kIsa);
+    context.fail(Error::InvalidProgram);
+    return false;
+  }
+  out->buf = planned ? scratch.mutable_data_ptr<int8_t>() : nullptr;
+  out->size = static_cast<int32_t>(planned);
+  return true;
+}
+
+// Log and fail the call when CMSIS-NN reports an error.
+inline void check_status(KernelRuntimeContext& context, const char* op, arm_cmsis_nn_status status) {
+  if (status != ARM_CMSIS_NN_SUCCESS) {
+    ET_LOG(Error, "cortex_m_nn::%s: CMSIS-NN returned status %d", op, static_cast<int>(status));
+    context.fail(Error::Internal);
+  }
+}
+
+}  // namespace native
+}  // namespace cortex_m_nn

@@ -1,0 +1,48 @@
+// cortex_m_nn::softmax.out → arm_softmax_s8 over the last dimension (output scale 1/256,
+// zero point -128). Reference: python/cortex_m_nn/ops/softmax.py.
+#include "cortex_m_nn/kernel_support.h"
+#include "cortex_m_nn_operators.h"
+
+extern "C" {
+#include "arm_nnfunctions.h"
+}
+
+namespace cortex_m_nn {
+namespace native {
+
+// Rows this long or longer can reach sums where CMSIS-NN's final shift is undefined.
+constexpr int64_t kMaxSoftmaxRow = 511;
+
+void softmax_out(
+    KernelRuntimeContext& context,
+    const Tensor& input,
+    int64_t multiplier,
+    int64_t shift,
+    int64_t diff_min,
+    Tensor& out) {
+  CORTEX_M_NN_CHECK(
+          context,
+          is_type(input, ScalarType::Char) && is_type(out, ScalarType::Char) && input.dim() >= 1 &&
+              out.numel() == input.numel(),
+          "softmax",
+          "input and out must be int8 tensors of the same size");
+  const int64_t row = input.size(input.dim() - 1);
+  CORTEX_M_NN_CHECK(
+          context,
+          row >= 1 && row <= kMaxSoftmaxRow && fits_int32(multiplier) && shift >= 0 &&
+              shift <= 31 && fits_int32(diff_min),
+          "softmax",
+          "row of %d (1..%d supported) or parameters out of range", (int)row,
+          (int)kMaxSoftmaxRow);
+  arm_softmax_s8(
+      input.const_data_ptr<int8_t>(),
+      static_cast<int32_t>(input.numel() / row),
+      static_cast<int32_t>(row),
+      static_cast<int32_t>(multiplier),
+      static_cast<int32_t>(shift),
+      static_cast<int32_t>(diff_min),
+      out.mutable_data_ptr<int8_t>());
+}
+
+}  // namespace native
+}  // namespace cortex_m_nn

@@ -1,0 +1,28 @@
+"""The kernel tests need a host build of kernels/: from CORTEX_M_NN_KERNELS_LIB, or built here
+from the CMSIS-NN checkout in CMSIS_NN_PATH (cached in pytest's cache directory)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cortex_m_nn import host_kernels
+from cortex_m_nn.host_kernels import KernelAbi
+from cortex_m_nn.testing import KERNELS_LIBRARY_VARIABLE
+
+
+@pytest.fixture(scope="session")
+def kernels(request: pytest.FixtureRequest) -> KernelAbi:
+    library = os.environ.get(KERNELS_LIBRARY_VARIABLE)
+    if not library:
+        if not os.environ.get(host_kernels.CMSIS_NN_VARIABLE):
+            pytest.skip(
+                f"{host_kernels.CMSIS_NN_VARIABLE} is not set: the kernel tests build kernels/ "
+                "against a CMSIS-NN checkout"
+            )
+        build_dir = Path(request.config.cache.mkdir("host-kernels"))
+        library = str(host_kernels.build(build_dir))
+        os.environ[KERNELS_LIBRARY_VARIABLE] = library
+    return host_kernels.load(Path(library))

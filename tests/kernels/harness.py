@@ -1,0 +1,98 @@
+"""Run batches of single-operator calls through executorch.runtime and compare each output,
+bit for bit, with the operator's Python reference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
+from executorch.runtime import Runtime
+
+import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn import host_kernels
+from cortex_m_nn.compile import metadata
+from cortex_m_nn.host_kernels import KernelAbi
+from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
+from cortex_m_nn.target import Core, Isa, Target
+
+
+@dataclass
+class Call:
+    """``cortex_m_nn::<op>(*args)``; ``inputs`` are the positions passed at run time (the
+    activations), every other tensor becomes a constant of the program."""
+
+    op: str
+    args: tuple
+    inputs: tuple[int, ...] = (0,)
+
+    def describe(self) -> str:
+        parts = [
+            f"{tuple(a.shape)}:{a.dtype}" if isinstance(a, torch.Tensor) else repr(a)
+            for a in self.args
+        ]
+        return f"{self.op}({', '.join(parts)})"
+
+
+class Calls(torch.nn.Module):
+    def __init__(self, calls: list[Call]) -> None:
+        super().__init__()
+        self.calls = calls
+        for i, call in enumerate(calls):
+            for j, arg in enumerate(call.args):
+                if isinstance(arg, torch.Tensor) and j not in call.inputs:
+                    self.register_buffer(f"c{i}_{j}", arg.clone())
+
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        remaining = iter(inputs)
+        outputs = []
+        for i, call in enumerate(self.calls):
+            args = [
+                next(remaining)
+                if j in call.inputs
+                else getattr(self, f"c{i}_{j}")
+                if isinstance(arg, torch.Tensor)
+                else arg
+                for j, arg in enumerate(call.args)
+            ]
+            result = getattr(torch.ops.cortex_m_nn, call.op).default(*args)
+            outputs.append(result[0] if isinstance(result, tuple) else result)
+        return tuple(outputs)
+
+
+def runtime_inputs(calls: list[Call]) -> tuple[torch.Tensor, ...]:
+    return tuple(call.args[j] for call in calls for j in call.inputs)
+
+
+def program(calls: list[Call], kernels: KernelAbi, isa: str | None = None) -> bytes:
+    """A .pte running ``calls``, compiled for the kernels' ABI (or another ISA)."""
+    module = Calls(calls)
+    exported = torch.export.export(module, runtime_inputs(calls))
+    target = Target(Core.M55, Isa(isa or kernels.isa))
+    edge = to_edge(
+        exported,
+        compile_config=EdgeCompileConfig(_check_ir_validity=True),
+        constant_methods=metadata(target, Rounding(kernels.rounding)),
+    )
+    return edge.to_executorch(ExecutorchBackendConfig()).buffer
+
+
+def run(pte: bytes, inputs: tuple[torch.Tensor, ...], kernels: KernelAbi) -> list[torch.Tensor]:
+    loaded = Runtime.get().load_program(pte)
+    host_kernels.check_program(loaded, kernels)
+    return list(loaded.load_method("forward").execute(list(inputs)))
+
+
+def check_calls(calls: list[Call], kernels: KernelAbi) -> None:
+    """Every call's runtime output equals its reference (both under the kernels' rounding)."""
+    with use_rounding(Rounding(kernels.rounding)):
+        expected = list(Calls(calls)(*runtime_inputs(calls)))
+    actual = run(program(calls, kernels), runtime_inputs(calls), kernels)
+    for call, want, got in zip(calls, expected, actual, strict=True):
+        assert got.shape == want.shape and got.dtype == want.dtype, call.describe()
+        if not torch.equal(got, want):
+            diff = (got.to(torch.float64) - want.to(torch.float64)).abs()
+            raise AssertionError(
+                f"{call.describe()}: {int((diff > 0).sum())} of {want.numel()} elements differ "
+                f"(max {float(diff.max())})"
+            )

@@ -1,0 +1,53 @@
+"""Hypothesis building blocks shared by the kernel tests."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+
+from cortex_m_nn.target import Core, Isa, Target
+
+
+def host_target(isa: str) -> Target:
+    """A target whose scratch sizes are the kernels' (the host builds the scalar path)."""
+    return Target(Core.M55, Isa(isa))
+
+
+def generator(draw: st.DrawFn) -> torch.Generator:
+    return torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+
+
+def int8(shape: tuple[int, ...], gen: torch.Generator, low: int = -128) -> torch.Tensor:
+    return torch.randint(low, 128, shape, generator=gen, dtype=torch.int8)
+
+
+def activation_range(draw: st.DrawFn) -> tuple[int, int]:
+    low = draw(st.integers(-128, 0))
+    return low, draw(st.integers(low, 127))
+
+
+def per_channel(draw: st.DrawFn, channels: int, gen: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """(bias, multipliers, shifts) int32 vectors in the ranges the quantizer produces."""
+    bias = torch.randint(-(2**20), 2**20, (channels,), generator=gen, dtype=torch.int32)
+    multipliers = torch.randint(2**30, 2**31 - 1, (channels,), generator=gen, dtype=torch.int32)
+    low = draw(st.integers(-14, -4))
+    shifts = torch.randint(low, 2, (channels,), generator=gen, dtype=torch.int32)
+    return bias, multipliers, shifts
+
+
+def conv_geometry(draw: st.DrawFn, max_kernel: int = 4) -> dict:
+    """Kernel, stride, padding, dilation and an input size giving at least one output."""
+    kh, kw = draw(st.integers(1, max_kernel)), draw(st.integers(1, max_kernel))
+    stride = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    dilation = [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
+    padding = [draw(st.integers(0, kh // 2 + 1)), draw(st.integers(0, kw // 2 + 1))]
+    span_h, span_w = dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1
+    h = draw(st.integers(max(1, span_h - 2 * padding[0]), span_h + 8))
+    w = draw(st.integers(max(1, span_w - 2 * padding[1]), span_w + 8))
+    return {
+        "kernel": (kh, kw),
+        "stride": stride,
+        "padding": padding,
+        "dilation": dilation,
+        "size": (h, w),
+    }

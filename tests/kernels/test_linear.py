@@ -1,0 +1,41 @@
+"""cortex_m_nn::linear on the host runtime (arm_fully_connected_s8) against its reference."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cortex_m_nn.host_kernels import KernelAbi
+
+from .harness import Call, check_calls
+
+
+@st.composite
+def linear_calls(draw: st.DrawFn) -> Call:
+    lead = draw(st.lists(st.integers(1, 4), min_size=0, max_size=2))
+    n_in, n_out = draw(st.integers(1, 70)), draw(st.integers(1, 24))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    bias = None
+    if draw(st.booleans()):
+        bias = torch.randint(-(2**20), 2**20, (n_out,), generator=gen, dtype=torch.int32)
+    act_min = draw(st.integers(-128, 0))
+    args = (
+        torch.randint(-128, 128, (*lead, n_in), generator=gen, dtype=torch.int8),
+        torch.randint(-127, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
+        bias,
+        None,
+        draw(st.integers(-127, 128)),
+        draw(st.integers(-128, 127)),
+        draw(st.integers(2**30, 2**31 - 1)),
+        draw(st.integers(-16, 2)),
+        act_min,
+        draw(st.integers(act_min, 127)),
+    )
+    return Call("linear", args)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(linear_calls(), min_size=25, max_size=25))
+def test_linear_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
+    check_calls(calls, kernels)

@@ -1,0 +1,100 @@
+"""Whole programs compiled by our pipeline, run by executorch.runtime with our kernels:
+outputs bit-identical to the lowered graph's references; mismatched programs refused."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+from executorch.runtime import Runtime
+from tests.python import models
+
+from cortex_m_nn.calibration import synthetic
+from cortex_m_nn.compile import CompiledProgram, compile_model
+from cortex_m_nn.host_kernels import KernelAbi, ProgramMismatch, check_program
+from cortex_m_nn.model_source import ModelSource, load_model
+from cortex_m_nn.ops.arithmetic import Rounding
+from cortex_m_nn.target import Core, Isa, Target
+from cortex_m_nn.testing import check_implementation
+
+
+def compile_for(source: ModelSource, kernels: KernelAbi, isa: str | None = None) -> CompiledProgram:
+    return compile_model(
+        source,
+        Target(Core.M55, Isa(isa or kernels.isa)),
+        synthetic(source.example_inputs, count=16),
+        rounding=Rounding(kernels.rounding),
+        progress=False,
+    )
+
+
+def samples(source: ModelSource, count: int = 8) -> list[tuple[torch.Tensor, ...]]:
+    """Fresh inputs, half of them scaled ×3 so saturation paths run too."""
+    gen = torch.Generator().manual_seed(11)
+    return [
+        tuple(
+            torch.randn(x.shape, generator=gen) * (3.0 if i % 2 else 1.0)
+            for x in source.example_inputs
+        )
+        for i in range(count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def ds_cnn() -> ModelSource:
+    return load_model(None)
+
+
+def test_ds_cnn_end_to_end(kernels: KernelAbi, ds_cnn: ModelSource) -> None:
+    compiled = compile_for(ds_cnn, kernels)
+    check_implementation(compiled, samples(ds_cnn))
+
+
+@pytest.mark.parametrize("factory", [models.conv_stack, models.pools], ids=["conv_stack", "pools"])
+def test_small_models_end_to_end(kernels: KernelAbi, factory) -> None:
+    module, example = factory()
+    source = ModelSource(factory.__name__, module, example)
+    check_implementation(compile_for(source, kernels), samples(source))
+
+
+def test_program_for_another_isa_is_refused_at_load(
+    kernels: KernelAbi, ds_cnn: ModelSource
+) -> None:
+    other = "mve" if kernels.isa != "mve" else "dsp"
+    compiled = compile_for(ds_cnn, kernels, isa=other)
+    program = Runtime.get().load_program(compiled.pte)
+    with pytest.raises(ProgramMismatch, match=f"ISA {other}.*kernels: {kernels.isa}"):
+        check_program(program, kernels)
+
+
+def test_mve_program_fails_at_first_call_without_the_load_check(
+    kernels: KernelAbi, ds_cnn: ModelSource
+) -> None:
+    """Kernels refuse what they cannot run even when a loader skips the check."""
+    if kernels.isa == "mve":
+        pytest.skip("these kernels are an MVE build")
+    compiled = compile_for(ds_cnn, kernels, isa="mve")
+    method = Runtime.get().load_program(compiled.pte).load_method("forward")
+    with pytest.raises(RuntimeError):
+        method.execute(list(ds_cnn.example_inputs))
+
+
+def test_other_operator_version_fails_at_first_call(
+    kernels: KernelAbi, ds_cnn: ModelSource
+) -> None:
+    """A call with another argument list (as an older/newer operator version would pass)."""
+    compiled = compile_for(ds_cnn, kernels)
+    program = deserialize_pte_binary(compiled.pte)
+    plan = next(p for p in program.program.execution_plan if p.name == "forward")
+    call = next(
+        i.instr_args
+        for chain in plan.chains
+        for i in chain.instructions
+        if hasattr(i.instr_args, "op_index")
+        and plan.operators[i.instr_args.op_index].name == "cortex_m_nn::conv2d"
+    )
+    call.args = call.args[:3] + call.args[4:]  # drop one argument
+    tampered = bytes(serialize_pte_binary(program))
+    method = Runtime.get().load_program(tampered).load_method("forward")
+    with pytest.raises(RuntimeError):
+        method.execute(list(ds_cnn.example_inputs))
