@@ -1,6 +1,7 @@
 """``west cortex-m-compile``: the ``cortex-m-compile`` console script as a west command.
 
-Options and behaviour come from :mod:`cortex_m_nn.cli`, so the two cannot drift apart.
+Options and behaviour come from :mod:`cortex_m_nn.cli`, so the two cannot drift apart:
+``west cortex-m-compile inspect app.elf [--pte …]`` runs ``cortex-m-compile inspect``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class CortexMCompile(WestCommand):
             "cortex-m-compile",
             "compile a PyTorch model into an ExecuTorch .pte that runs CMSIS-NN operators",
             cli.DESCRIPTION + " Same options as the cortex-m-compile console script.",
+            accepts_unknown_args=True,  # for `inspect ELF …`; anything else is refused below
         )
 
     def do_add_parser(self, parser_adder) -> argparse.ArgumentParser:
@@ -37,7 +39,12 @@ class CortexMCompile(WestCommand):
         return cli.add_arguments(parser)
 
     def do_run(self, args: argparse.Namespace, unknown_args: list[str]) -> None:
-        status = cli.run(args)
+        if args.model == "inspect":
+            status = cli.inspect_main(unknown_args)
+        elif unknown_args:
+            self.parser.error(f"unrecognized arguments: {' '.join(unknown_args)}")
+        else:
+            status = cli.run(args)
         if status:
             # cli.run has already printed its error; west exits with this status.
             raise CommandError(returncode=status)

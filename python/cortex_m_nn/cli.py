@@ -1,4 +1,8 @@
-"""Command line shared by the ``cortex-m-compile`` console script and ``west cortex-m-compile``."""
+"""Command line shared by the ``cortex-m-compile`` console script and ``west cortex-m-compile``.
+
+``cortex-m-compile MODEL …`` compiles; ``cortex-m-compile inspect app.elf …`` reports on a
+built firmware image (a model file literally named ``inspect`` is given as ``./inspect``).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.target import DEFAULT_TARGET, Target, TargetError
+
+if TYPE_CHECKING:
+    from cortex_m_nn.boards import Board
 
 DESCRIPTION = (
     "Compile a PyTorch model into an ExecuTorch program (.pte) whose operators are "
@@ -28,9 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--target",
-        default=str(DEFAULT_TARGET),
         help="core[+isa], e.g. cortex-m55, cortex-m33+scalar, cortex-m0plus "
-        f"(default: {DEFAULT_TARGET})",
+        f"(default: the core of --board, else {DEFAULT_TARGET})",
     )
     parser.add_argument(
         "-o", "--output", type=Path, help="the .pte to write (default: <model>.pte)"
@@ -64,6 +71,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--intermediates", type=Path, metavar="DIR", help="write each stage's graph as text"
     )
     parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE.png",
+        help="draw the memory plan (tensor lifetimes against arena offsets) as an image",
+    )
+    parser.add_argument(
+        "--board",
+        metavar="NAME",
+        help="check that the model fits this board's flash and RAM before writing anything "
+        "(e.g. mps3/corstone300/an547, alif-e8-hp, rpi_pico2, mps2-an386; see README)",
+    )
+    parser.add_argument(
+        "--flash",
+        metavar="SIZE",
+        help="check that the .pte and the runtime's code fit SIZE bytes (512K, 2M, 1048576)",
+    )
+    parser.add_argument(
+        "--ram",
+        metavar="SIZE",
+        help="check that the planned arena and the runtime's RAM fit SIZE bytes",
+    )
+    parser.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no report on stdout"
     )
     return parser
@@ -85,14 +114,32 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+def resolve_target(text: str | None, board: Board | None) -> Target:
+    """``--target``, defaulting to the board's core; it must be the board's core."""
+    if text is None:
+        return Target.for_core(board.core) if board is not None else DEFAULT_TARGET
+    target = Target.parse(text)
+    if board is not None and target.core is not board.core:
+        raise CompileError(
+            f"--target {target} does not match --board {board.name}, a {board.core.value}: "
+            f"pass --target {board.core.value}[+isa] or leave --target out"
+        )
+    return target
+
+
 def compile_from_args(args: argparse.Namespace) -> int:
-    target = Target.parse(args.target)  # before the heavy imports: bad input fails fast
+    from cortex_m_nn import fit
+
+    # Before the heavy imports: bad input fails fast.
+    budget = fit.budget(args.board, args.flash, args.ram)
+    target = resolve_target(args.target, budget.board if budget else None)
     # Imported here so that --help and argument errors stay fast.
     from cortex_m_nn import calibration as calibration_files
     from cortex_m_nn import report
     from cortex_m_nn.compile import compile_model, write_intermediates
     from cortex_m_nn.model_source import load_model
     from cortex_m_nn.ops.arithmetic import Rounding
+    from cortex_m_nn.pte import runtime_overhead
     from cortex_m_nn.verify import verify_program
 
     source = load_model(args.model)
@@ -112,6 +159,14 @@ def compile_from_args(args: argparse.Namespace) -> int:
     if args.verify:
         verification = verify_program(compiled)
     document = report.as_dict(compiled, verification)
+    if budget is not None:
+        document["fit"] = fit.check(
+            budget,
+            len(compiled.pte),
+            len(set(compiled.operators)),
+            compiled.arena_bytes,
+            runtime_overhead(compiled.pte).total,
+        )
     if not args.quiet:
         print(report.to_text(document), end="")
     if verification is not None and not verification.passed:
@@ -120,12 +175,27 @@ def compile_from_args(args: argparse.Namespace) -> int:
             f"{verification.max_lsb} LSB (allowed {document['verify']['max_lsb_allowed']}); "
             "nothing written"
         )
+    if budget is not None:
+        fit.require_fit(document["fit"])
+    image = None
+    if args.plot is not None:  # drawn before anything is written: a bad format writes nothing
+        from cortex_m_nn.plot import render
+
+        image_format = args.plot.suffix.lstrip(".").lower() or "png"
+        try:
+            image = render(compiled.memory, source.name, image_format)
+        except ValueError as error:
+            raise CompileError(
+                f"cannot draw --plot {args.plot}: {error}; use .png, .svg or .pdf"
+            ) from error
     output = args.output or Path(f"{source.name.replace(':', '_')}.pte")
     _write_atomically(output, compiled.pte)
     if args.report_json is not None:
         _write_atomically(args.report_json, report.to_json(document).encode())
     if args.intermediates is not None:
         write_intermediates(compiled, args.intermediates)
+    if image is not None:
+        _write_atomically(args.plot, image)
     if not args.quiet:
         print(f"wrote {output} ({len(compiled.pte):,} B)")
     return 0
@@ -140,8 +210,88 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
+INSPECT_DESCRIPTION = (
+    "Report what a built firmware image (an ARM ELF) spends its flash and RAM on, by "
+    "component, and check the model embedded in it."
+)
+
+
+def add_inspect_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``cortex-m-compile inspect``."""
+    parser.add_argument("elf", type=Path, metavar="ELF", help="the built firmware image")
+    parser.add_argument(
+        "--pte",
+        type=Path,
+        help="the .pte the image should embed: its bytes must equal the model section's",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
+    return parser
+
+
+def inspect_from_args(args: argparse.Namespace) -> int:
+    import json
+
+    from cortex_m_nn import firmware
+    from cortex_m_nn.embed import MODEL_ALIGNMENT, MODEL_SECTION
+
+    if not args.elf.is_file():
+        raise CompileError(f"{args.elf} does not exist")
+    pte = None
+    if args.pte is not None:
+        if not args.pte.is_file():
+            raise CompileError(f"{args.pte} does not exist")
+        pte = args.pte.read_bytes()
+    try:
+        document = firmware.inspect(args.elf, pte)
+    except Exception as error:  # pyelftools raises several types for a file that is no ELF
+        raise CompileError(f"cannot read {args.elf} as an ARM ELF: {error}") from error
+    print(firmware.to_text(document), end="")
+    if args.json is not None:
+        _write_atomically(args.json, (json.dumps(document, indent=2) + "\n").encode())
+    model = document["model"]
+    if model is None:
+        if pte is not None:
+            raise CompileError(
+                f"{args.elf} has no {MODEL_SECTION} section; embed the model with "
+                "cortex_m_nn.embed.c_source"
+            )
+        return 0
+    if not model["aligned"]:
+        raise CompileError(
+            f"{MODEL_SECTION} is at 0x{model['address']:x} with alignment {model['alignment']}; "
+            f"it must be aligned to {MODEL_ALIGNMENT} (keep the section's alignment in the "
+            "linker script)"
+        )
+    if model["matches_pte"] is False:
+        raise CompileError(
+            f"{MODEL_SECTION} ({model['size']:,} B) differs from {args.pte} ({len(pte):,} B) "
+            f"from byte {model['first_difference']:,}; rebuild the firmware with this .pte"
+        )
+    return 0
+
+
+def inspect_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="cortex-m-compile inspect", description=INSPECT_DESCRIPTION
+    )
+    args = add_inspect_arguments(parser).parse_args(argv)
+    try:
+        return inspect_from_args(args)
+    except CompileError as error:
+        print(f"cortex-m-compile inspect: error: {error}", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cortex-m-compile", description=DESCRIPTION)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["inspect"]:
+        return inspect_main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="cortex-m-compile",
+        description=DESCRIPTION,
+        epilog="cortex-m-compile inspect ELF [--pte PTE] reports on a built firmware image; "
+        "a model file named 'inspect' is given as ./inspect.",
+    )
     return run(add_arguments(parser).parse_args(argv))
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import torch
 from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
-from executorch.exir._serialize._program import deserialize_pte_binary
 from torch.fx import GraphModule
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from tqdm import tqdm
@@ -24,14 +23,24 @@ from cortex_m_nn import __version__
 from cortex_m_nn.calibration import Calibration
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.kernel_codegen import ops_version
+from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.passes.lower import LoweringResult, OpRecord, lower
+from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
 from cortex_m_nn.quantizer import CortexMQuantizer
 from cortex_m_nn.target import Target
 
-#: Methods every .pte carries next to ``forward``, so firmware can refuse a mismatched model.
-METADATA_PREFIX = "cortex_m_nn_"
+__all__ = [
+    "METADATA_PREFIX",
+    "CompiledProgram",
+    "Stages",
+    "compile_model",
+    "metadata",
+    "planned_buffer_bytes",
+    "pte_operators",
+    "write_intermediates",
+]
 
 
 @dataclass
@@ -43,6 +52,8 @@ class Stages:
     lowering: LoweringResult | None = None
     edge_text: str = ""
     executorch_text: str = ""
+    #: the memory plan of ``forward`` read back from the executorch-dialect graph
+    memory: MemoryPlan | None = None
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -72,6 +83,10 @@ class CompiledProgram:
     def operators(self) -> list[str]:
         return pte_operators(self.pte)
 
+    @property
+    def memory(self) -> MemoryPlan:
+        return self.stages.memory
+
 
 def metadata(target: Target, rounding: Rounding) -> dict[str, str]:
     """What the .pte records about how it was compiled: kernels built differently refuse it."""
@@ -82,23 +97,6 @@ def metadata(target: Target, rounding: Rounding) -> dict[str, str]:
         f"{METADATA_PREFIX}version": __version__,
         f"{METADATA_PREFIX}ops_version": ops_version(),
     }
-
-
-def _forward_plan(pte: bytes):
-    program = deserialize_pte_binary(pte).program
-    return next(plan for plan in program.execution_plan if plan.name == "forward")
-
-
-def planned_buffer_bytes(pte: bytes) -> int:
-    return sum(_forward_plan(pte).non_const_buffer_sizes)
-
-
-def pte_operators(pte: bytes) -> list[str]:
-    """Operator names (``ns::name.overload``) of ``forward`` in a serialised program."""
-    return [
-        f"{op.name}.{op.overload}" if op.overload else op.name
-        for op in _forward_plan(pte).operators
-    ]
 
 
 def quantize(
@@ -138,9 +136,19 @@ def to_program(
         constant_methods=metadata(target, rounding),
     )
     stages.edge_text = str(edge.exported_program().graph_module.graph)
-    executorch = edge.to_executorch(ExecutorchBackendConfig())
-    stages.executorch_text = str(executorch.exported_program().graph_module.graph)
-    return executorch.buffer
+    planning = memory_planning_pass()
+    executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+    program = executorch.exported_program()
+    stages.executorch_text = str(program.graph_module.graph)
+    pte = executorch.buffer
+    memory = analyse(program.graph_module, planned_buffer_bytes(pte))
+    conflicts = memory.conflicts()
+    if conflicts:  # a planner bug, never the user's: do not hand out a program that corrupts
+        raise RuntimeError(f"memory plan gives live tensors the same bytes: {conflicts[:3]}")
+    memory.planner = planning.memory_planning_algo.chosen or ""
+    memory.constants = constants(program)
+    stages.memory = memory
+    return pte
 
 
 def compile_model(

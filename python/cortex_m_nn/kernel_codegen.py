@@ -32,7 +32,7 @@ SOURCE_NAME = "cortex_m_nn_register.cpp"
 @dataclass(frozen=True)
 class Argument:
     name: str
-    kind: str  # tensor | optional_tensor | int | float | int_list | out
+    kind: str  # tensor | optional_tensor | int | float | int_list | tensor_list | bool | out
 
     @property
     def cpp_type(self) -> str:
@@ -42,6 +42,8 @@ class Argument:
             "int": "int64_t",
             "float": "double",
             "int_list": "IntArrayRef",
+            "tensor_list": "executorch::aten::ArrayRef<Tensor>",
+            "bool": "bool",
             "out": "Tensor&",
         }[self.kind]
 
@@ -54,6 +56,8 @@ class Argument:
             "int": "v->isInt()",
             "float": "v->isDouble()",
             "int_list": "v->isIntList()",
+            "tensor_list": "v->isTensorList()",
+            "bool": "v->isBool()",
             "out": "v->isTensor()",
         }[self.kind]
 
@@ -65,6 +69,8 @@ class Argument:
             "int": f"{value}->toInt()",
             "float": f"{value}->toDouble()",
             "int_list": f"{value}->toIntList()",
+            "tensor_list": f"{value}->toTensorList()",
+            "bool": f"{value}->toBool()",
             "out": f"{value}->toTensor()",
         }[self.kind]
 
@@ -88,6 +94,8 @@ _KINDS = {
     "int": "int",
     "float": "float",
     "int[]": "int_list",
+    "Tensor[]": "tensor_list",
+    "bool": "bool",
 }
 _SCHEMA = re.compile(r"^cortex_m_nn::(\w+)\.out\((.*)\) -> (.+)$")
 _OUT = re.compile(r"^Tensor\([a-z]!\)$")
@@ -264,14 +272,39 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
+def sync_yaml(path: Path | None = None) -> None:
+    """Rewrite the operator list from the operators Python defines (a developer step; the
+    header comment and ``version`` stay: bump the version by hand when a schema changes)."""
+    import torch
+
+    import cortex_m_nn.ops  # noqa: F401
+    from cortex_m_nn.ops.library import SCHEMAS
+
+    path = path or yaml_path()
+    text = path.read_text()
+    head = text[: text.index("operators:")]
+    entries = [
+        f"- func: {getattr(torch.ops.cortex_m_nn, name).out._schema}" for name in sorted(SCHEMAS)
+    ]
+    path.write_text(head + "operators:\n" + "\n".join(entries) + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output-dir", type=Path, required=True)
+    parser.add_argument("--output-dir", type=Path)
+    parser.add_argument(
+        "--sync-yaml", action="store_true", help="rewrite operators.yaml from the Python ops"
+    )
     parser.add_argument("--yaml", type=Path, help=f"default: the package's {YAML_NAME}")
     parser.add_argument(
         "--only", help="comma-separated operator names (or ns::name.out) to register"
     )
     args = parser.parse_args(argv)
+    if args.sync_yaml:
+        sync_yaml(args.yaml)
+        return
+    if args.output_dir is None:
+        parser.error("--output-dir is required")
     only = None
     if args.only is not None:
         only = {

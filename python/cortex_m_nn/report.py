@@ -8,7 +8,21 @@ from typing import Any
 
 from cortex_m_nn import __version__
 from cortex_m_nn.compile import CompiledProgram
+from cortex_m_nn.memory_plan import CONSTANT_KINDS
+from cortex_m_nn.pte import RUNTIME_OVERHEAD_FORMULA, constant_bytes, runtime_overhead
 from cortex_m_nn.verify import MAX_LSB, Verification
+
+
+def memory(compiled: CompiledProgram) -> dict[str, Any]:
+    """The memory plan: arena and its lower bound, scratch, constants, runtime overhead."""
+    plan = compiled.memory
+    return plan.as_dict() | {
+        "constants": dict(plan.constants),
+        "pte_constant_bytes": constant_bytes(compiled.pte),
+        "runtime_overhead_bytes": runtime_overhead(compiled.pte).total,
+        "runtime_overhead_is_estimate": True,
+        "runtime_overhead_formula": RUNTIME_OVERHEAD_FORMULA,
+    }
 
 
 def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dict[str, Any]:
@@ -51,6 +65,8 @@ def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dic
             "arena_bytes": compiled.arena_bytes,
         },
         "pte_operators": sorted(set(compiled.operators)),
+        "memory": memory(compiled),
+        "fit": None,
         "compile_seconds": compiled.stages.seconds,
         "verify": None
         if verification is None
@@ -101,6 +117,9 @@ def to_text(report: dict[str, Any]) -> str:
         f".pte: {totals['pte_bytes']:,} B; planned arena (activations + scratch): "
         f"{totals['arena_bytes']:,} B",
     ]
+    lines += memory_lines(report["memory"])
+    if report.get("fit") is not None:
+        lines += fit_lines(report["fit"])
     verification = report["verify"]
     if verification is not None:
         verdict = "PASS" if verification["passed"] else "FAIL"
@@ -112,3 +131,39 @@ def to_text(report: dict[str, Any]) -> str:
             f"{verification['snr_db_vs_float']:.1f} dB vs float: {verdict}"
         )
     return "\n".join(lines) + "\n"
+
+
+def memory_lines(memory: dict[str, Any]) -> list[str]:
+    """The memory block of the human report."""
+    peak = memory["peak"]
+    constants = memory["constants"]
+    kinds = " · ".join(f"{k.replace('_', ' ')} {constants[k]:,}" for k in CONSTANT_KINDS)
+    where = f"kernel call {peak['index'] + 1} ({peak['operator']})" if peak["operator"] else "—"
+    return [
+        "",
+        "memory, planned at compile time (no allocation at run time):",
+        f"  arena (RAM)          {memory['arena_bytes']:>10,} B  activations, I/O and scratch "
+        f"in one buffer (planner: {memory['planner']})",
+        f"  live-tensor bound    {memory['lower_bound_bytes']:>10,} B  plan / bound = "
+        f"{memory['arena_over_lower_bound']:.2f}; peak at {where}: "
+        f"{peak['activation_bytes']:,} B tensors + {peak['scratch_bytes']:,} B scratch",
+        f"  largest scratch      {memory['largest_scratch_bytes']:>10,} B  "
+        f"{memory['scratch_buffers']} CMSIS-NN scratch buffers sized for the target ISA, "
+        "shared in the arena",
+        f"  constants (.pte)     {constants['total']:>10,} B  {kinds}",
+        f"  runtime overhead   ≈ {memory['runtime_overhead_bytes']:>10,} B  ExecuTorch method "
+        "allocator (estimate)",
+    ]
+
+
+def fit_lines(fit: dict[str, Any]) -> list[str]:
+    """The fit check's lines of the human report."""
+    lines = [f"{'fits' if fit['fits'] else 'does NOT fit'} {fit['where']}:"]
+    for memory in (fit["flash"], fit["ram"]):
+        if memory is None:
+            continue
+        lines.append(
+            f"  {memory['role']:<5} {memory['region']:<24} {memory['needed_bytes']:>10,} B of "
+            f"{memory['size_bytes']:>10,} B ({memory['share']:.0%}): {memory['what']}"
+        )
+    return lines

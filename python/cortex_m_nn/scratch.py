@@ -7,11 +7,17 @@ depthwise weights ``[1, KH, KW, Cout]``, linear weights ``[out, in]``.
 
 Note: for a 1x1, stride-1, unpadded convolution the DSP path needs ``4 * Cin`` bytes only when
 CMSIS-NN is compiled with Arm Compiler 6; the binding (and GCC builds) report 0.
+
+Transposed convolution needs two buffers, planned here as one (see
+:class:`TransposeConvScratch`). ``arm_transpose_conv_s8_get_buffer_size`` sizes the rolling
+buffer's width with ``max(KW, stride_h)`` where the kernel uses ``max(KW, stride_w)``; the
+larger of the getter and the kernel's own formula is planned.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from executorch.backends.cortex_m.library._cmsis_nn import cmsis_nn
 
@@ -129,5 +135,78 @@ def avg_pool2d_scratch_bytes(
             cmsis_nn.DataType.A8W8,
             dim_dst_width=output_width,
             ch_src=channels,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class TransposeConvScratch:
+    """``arm_transpose_conv_wrapper_s8``'s two buffers, placed one after the other.
+
+    ``ctx`` (the rolling int32 buffer, or the reverse-conv path's im2col buffer) comes first, at
+    offset 0, rounded up to 4 bytes; ``reverse_conv_ctx`` (the reversed filter, 0 bytes outside
+    the reverse-conv path) starts at ``reverse_conv_offset``.
+    """
+
+    buffer_bytes: int
+    reverse_conv_bytes: int
+
+    @property
+    def reverse_conv_offset(self) -> int:
+        return max(4, (self.buffer_bytes + 3) // 4 * 4)
+
+    @property
+    def total_bytes(self) -> int:
+        return self.reverse_conv_offset + self.reverse_conv_bytes
+
+
+def transpose_conv2d_scratch(
+    target: Target,
+    input_shape_nhwc: Sequence[int],
+    weight_shape_ohwi: Sequence[int],
+    output_shape_nhwc: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+) -> TransposeConvScratch:
+    """Both buffers ``arm_transpose_conv_wrapper_s8`` needs for this layer on ``target``."""
+    input_nhwc = _four(input_shape_nhwc, "input shape")
+    filter_nhwc = _four(weight_shape_ohwi, "weight shape")
+    output_nhwc = _four(output_shape_nhwc, "output shape")
+    stride_hw, padding_hw = _two(stride, "stride"), _two(padding, "padding")
+    common = dict(
+        input_nhwc=input_nhwc,
+        filter_nhwc=filter_nhwc,
+        padding_hw=padding_hw,
+        stride_hw=stride_hw,
+        dilation_hw=[1, 1],
+    )
+    backend = _backend(target)
+    buffer = int(
+        cmsis_nn.transpose_conv_buffer_size(
+            backend, cmsis_nn.DataType.A8W8, output_nhwc=output_nhwc, **common
+        )
+    )
+    reverse = int(
+        cmsis_nn.transpose_conv_reverse_conv_buffer_size(backend, cmsis_nn.DataType.A8W8, **common)
+    )
+    if reverse == 0:  # arm_transpose_conv_s8: max(KH, sh) rows of the rolling int32 buffer
+        width = (input_nhwc[2] - 1) * stride_hw[1] + max(filter_nhwc[2], stride_hw[1])
+        rows = max(filter_nhwc[1], stride_hw[0])
+        buffer = max(buffer, rows * width * output_nhwc[3] * 4)
+    return TransposeConvScratch(buffer, reverse)
+
+
+def batch_matmul_scratch_bytes(target: Target, rhs_transposed_shape: Sequence[int]) -> int:
+    """Bytes ``arm_batch_matmul_s8`` needs (MVE: one int32 kernel sum per rhs row).
+
+    CMSIS-NN documents ``arm_fully_connected_s8_get_buffer_size`` for it, with the rhs
+    ``[..., N, K]`` as the filter (``n`` = K columns, ``c`` = N rows).
+    """
+    if len(rhs_transposed_shape) < 2:
+        raise ValueError(f"rhs must be [..., N, K], got {list(rhs_transposed_shape)}")
+    rows, columns = (int(d) for d in rhs_transposed_shape[-2:])
+    return int(
+        cmsis_nn.fully_connected_buffer_size(
+            _backend(target), cmsis_nn.DataType.A8W8, filter_nhwc=[columns, 1, 1, rows]
         )
     )

@@ -1,5 +1,6 @@
 """The kernel tests need a host build of kernels/: from CORTEX_M_NN_KERNELS_LIB, or built here
-from the CMSIS-NN checkout in CMSIS_NN_PATH (cached in pytest's cache directory)."""
+from the CMSIS-NN checkout in CMSIS_NN_PATH (cached in pytest's cache directory), with the
+rounding CORTEX_M_NN_KERNELS_ROUNDING names (double unless set)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import pytest
 
 from cortex_m_nn import host_kernels
 from cortex_m_nn.host_kernels import KernelAbi
+from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.testing import KERNELS_LIBRARY_VARIABLE
+
+ROUNDING_VARIABLE = "CORTEX_M_NN_KERNELS_ROUNDING"
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +26,8 @@ def kernels(request: pytest.FixtureRequest) -> KernelAbi:
                 f"{host_kernels.CMSIS_NN_VARIABLE} is not set: the kernel tests build kernels/ "
                 "against a CMSIS-NN checkout"
             )
-        build_dir = Path(request.config.cache.mkdir("host-kernels"))
-        library = str(host_kernels.build(build_dir))
+        rounding = Rounding(os.environ.get(ROUNDING_VARIABLE, Rounding.DOUBLE.value))
+        build_dir = Path(request.config.cache.mkdir(f"host-kernels-{rounding.value}"))
+        library = str(host_kernels.build(build_dir, rounding=rounding))
         os.environ[KERNELS_LIBRARY_VARIABLE] = library
     return host_kernels.load(Path(library))

@@ -20,17 +20,22 @@ from cortex_m_nn.target import Core, Isa, Target
 @dataclass
 class Call:
     """``cortex_m_nn::<op>(*args)``; ``inputs`` are the positions passed at run time (the
-    activations), every other tensor becomes a constant of the program."""
+    activations; a list of tensors there passes each of them), every other tensor becomes a
+    constant of the program."""
 
     op: str
     args: tuple
     inputs: tuple[int, ...] = (0,)
 
     def describe(self) -> str:
-        parts = [
-            f"{tuple(a.shape)}:{a.dtype}" if isinstance(a, torch.Tensor) else repr(a)
-            for a in self.args
-        ]
+        def text(a: object) -> str:
+            if isinstance(a, torch.Tensor):
+                return f"{tuple(a.shape)}:{a.dtype}"
+            if isinstance(a, list) and a and isinstance(a[0], torch.Tensor):
+                return "[" + ", ".join(text(t) for t in a) + "]"
+            return repr(a)
+
+        parts = [text(a) for a in self.args]
         return f"{self.op}({', '.join(parts)})"
 
 
@@ -47,21 +52,28 @@ class Calls(torch.nn.Module):
         remaining = iter(inputs)
         outputs = []
         for i, call in enumerate(self.calls):
-            args = [
-                next(remaining)
-                if j in call.inputs
-                else getattr(self, f"c{i}_{j}")
-                if isinstance(arg, torch.Tensor)
-                else arg
-                for j, arg in enumerate(call.args)
-            ]
+            args = []
+            for j, arg in enumerate(call.args):
+                if j in call.inputs and isinstance(arg, list):
+                    args.append([next(remaining) for _ in arg])
+                elif j in call.inputs:
+                    args.append(next(remaining))
+                elif isinstance(arg, torch.Tensor):
+                    args.append(getattr(self, f"c{i}_{j}"))
+                else:
+                    args.append(arg)
             result = getattr(torch.ops.cortex_m_nn, call.op).default(*args)
             outputs.append(result[0] if isinstance(result, tuple) else result)
         return tuple(outputs)
 
 
 def runtime_inputs(calls: list[Call]) -> tuple[torch.Tensor, ...]:
-    return tuple(call.args[j] for call in calls for j in call.inputs)
+    found: list[torch.Tensor] = []
+    for call in calls:
+        for j in call.inputs:
+            arg = call.args[j]
+            found.extend(arg if isinstance(arg, list) else [arg])
+    return tuple(found)
 
 
 def program(calls: list[Call], kernels: KernelAbi, isa: str | None = None) -> bytes:

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import torch
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
 
 from cortex_m_nn.target import Core, Isa, Target
+
+#: Each example compiles and runs a program of 25 calls: no shrinking (a failure already names
+#: the call, and shrinking would compile hundreds of programs).
+KERNEL_SETTINGS = settings(
+    max_examples=10, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate)
+)
 
 
 def host_target(isa: str) -> Target:
@@ -51,3 +58,12 @@ def conv_geometry(draw: st.DrawFn, max_kernel: int = 4) -> dict:
         "dilation": dilation,
         "size": (h, w),
     }
+
+
+def broadcast_shapes(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Two input shapes of one rank (<= 4) that broadcast: each extent the output's or 1."""
+    out = draw(st.lists(st.integers(1, 7), min_size=1, max_size=4))
+    one = st.sampled_from([True, False, False])
+    a = tuple(1 if draw(one) else d for d in out)
+    b = tuple(1 if draw(one) else d for d in out)
+    return a, b

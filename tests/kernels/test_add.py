@@ -1,15 +1,16 @@
-"""cortex_m_nn::add on the host runtime (arm_elementwise_add_s8) against its reference."""
+"""cortex_m_nn::add (and sub through it) on the host runtime (arm_elementwise_add_s8, row by
+row when broadcasting) against its reference."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_m_nn.host_kernels import KernelAbi
-from cortex_m_nn.ops.add import add_parameters
+from cortex_m_nn.ops.add import add_parameters, sub_parameters
 
 from .harness import Call, check_calls
-from .strategies import activation_range, generator, int8
+from .strategies import KERNEL_SETTINGS, activation_range, broadcast_shapes, generator, int8
 
 NAMES = [
     "input1_offset",
@@ -29,7 +30,8 @@ NAMES = [
 def add_calls(draw: st.DrawFn) -> Call:
     scales = st.floats(1e-3, 1.0)
     zero_points = st.integers(-128, 127)
-    p = add_parameters(
+    parameters = add_parameters if draw(st.booleans()) else sub_parameters
+    p = parameters(
         draw(scales),
         draw(scales),
         draw(scales),
@@ -37,13 +39,13 @@ def add_calls(draw: st.DrawFn) -> Call:
         input2_zero_point=draw(zero_points),
         output_zero_point=draw(zero_points),
     )
-    shape = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=4)))
+    shape1, shape2 = broadcast_shapes(draw)
     gen = generator(draw)
-    args = (int8(shape, gen), int8(shape, gen), *(p[n] for n in NAMES), *activation_range(draw))
+    args = (int8(shape1, gen), int8(shape2, gen), *(p[n] for n in NAMES), *activation_range(draw))
     return Call("add", args, inputs=(0, 1))
 
 
-@settings(max_examples=10, deadline=None)
+@KERNEL_SETTINGS
 @given(st.lists(add_calls(), min_size=25, max_size=25))
 def test_add_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
     check_calls(calls, kernels)

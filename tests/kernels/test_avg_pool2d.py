@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_m_nn import scratch
@@ -10,7 +10,7 @@ from cortex_m_nn.host_kernels import KernelAbi
 from cortex_m_nn.ops.conv2d import output_size
 
 from .harness import Call, check_calls
-from .strategies import activation_range, generator, host_target, int8
+from .strategies import KERNEL_SETTINGS, activation_range, generator, host_target, int8
 
 
 def avg_pool2d_calls(isa: str) -> st.SearchStrategy[Call]:
@@ -32,7 +32,7 @@ def avg_pool2d_calls(isa: str) -> st.SearchStrategy[Call]:
     return calls()
 
 
-@settings(max_examples=10, deadline=None)
+@KERNEL_SETTINGS
 @given(data=st.data())
 def test_avg_pool2d_bit_exact(kernels: KernelAbi, data: st.DataObject) -> None:
     calls = data.draw(st.lists(avg_pool2d_calls(kernels.isa), min_size=25, max_size=25))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_m_nn import scratch
@@ -10,7 +10,15 @@ from cortex_m_nn.host_kernels import KernelAbi
 from cortex_m_nn.ops.conv2d import output_size
 
 from .harness import Call, check_calls
-from .strategies import activation_range, conv_geometry, generator, host_target, int8, per_channel
+from .strategies import (
+    KERNEL_SETTINGS,
+    activation_range,
+    conv_geometry,
+    generator,
+    host_target,
+    int8,
+    per_channel,
+)
 
 
 def depthwise_calls(isa: str) -> st.SearchStrategy[Call]:
@@ -56,7 +64,7 @@ def depthwise_calls(isa: str) -> st.SearchStrategy[Call]:
     return calls()
 
 
-@settings(max_examples=10, deadline=None)
+@KERNEL_SETTINGS
 @given(data=st.data())
 def test_depthwise_conv2d_bit_exact(kernels: KernelAbi, data: st.DataObject) -> None:
     calls = data.draw(st.lists(depthwise_calls(kernels.isa), min_size=25, max_size=25))

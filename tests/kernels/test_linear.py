@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_m_nn.host_kernels import KernelAbi
 
 from .harness import Call, check_calls
+from .strategies import KERNEL_SETTINGS
 
 
 @st.composite
@@ -35,7 +36,7 @@ def linear_calls(draw: st.DrawFn) -> Call:
     return Call("linear", args)
 
 
-@settings(max_examples=10, deadline=None)
+@KERNEL_SETTINGS
 @given(st.lists(linear_calls(), min_size=25, max_size=25))
 def test_linear_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
     check_calls(calls, kernels)

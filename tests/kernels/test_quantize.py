@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_m_nn.host_kernels import KernelAbi
 
 from .harness import Call, check_calls
-from .strategies import generator, int8
+from .strategies import KERNEL_SETTINGS, generator, int8
 
 
 @st.composite
@@ -38,13 +38,13 @@ def dequantize_calls(draw: st.DrawFn) -> Call:
     return Call("dequantize", (int8(shape, gen), scale, zero_point, permutation))
 
 
-@settings(max_examples=10, deadline=None)
+@KERNEL_SETTINGS
 @given(st.lists(quantize_calls(), min_size=25, max_size=25))
 def test_quantize_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
     check_calls(calls, kernels)
 
 
-@settings(max_examples=10, deadline=None)
+@KERNEL_SETTINGS
 @given(st.lists(dequantize_calls(), min_size=25, max_size=25))
 def test_dequantize_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
     check_calls(calls, kernels)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_m_nn.host_kernels import KernelAbi
 from cortex_m_nn.ops.softmax import softmax_parameters
 
 from .harness import Call, check_calls
-from .strategies import generator, int8
+from .strategies import KERNEL_SETTINGS, generator, int8
 
 
 @st.composite
@@ -20,7 +20,7 @@ def softmax_calls(draw: st.DrawFn) -> Call:
     return Call("softmax", (int8((*lead, row), generator(draw)), *params))
 
 
-@settings(max_examples=10, deadline=None)
+@KERNEL_SETTINGS
 @given(st.lists(softmax_calls(), min_size=25, max_size=25))
 def test_softmax_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
     check_calls(calls, kernels)

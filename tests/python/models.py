@@ -93,3 +93,127 @@ class ConvOutput(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.conv(x)
+
+
+class Products(nn.Module):
+    """mul: activation × activation (relu fused), × per-channel mean [1, C, 1, 1], × a
+    spatial map [1, 1, H, W], × a scalar tensor [1, 1, 1, 1], × a learned [C, 1, 1] scale,
+    × a number."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv_a = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv_b = nn.Conv2d(3, 8, 3, padding=1)
+        self.gate = nn.Conv2d(8, 1, 1)
+        self.scale = nn.Parameter(torch.rand(8, 1, 1) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = self.conv_a(x), self.conv_b(x)
+        y = torch.relu(a * b)
+        y = y * a.mean((2, 3), keepdim=True)
+        y = self.gate(b) * y
+        y = y * nn.functional.adaptive_avg_pool2d(self.gate(a), 1)
+        return (y * self.scale) * 0.5
+
+
+class Differences(nn.Module):
+    """sub: activation − activation (relu fused), − per-channel mean, per-channel − tensor,
+    − a learned [C, H, W] constant (channels-first, permuted at compile time), − a number."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv_a = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv_b = nn.Conv2d(3, 8, 3, padding=1)
+        self.offset = nn.Parameter(torch.randn(8, 6, 6) * 0.1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = self.conv_a(x), self.conv_b(x)
+        y = torch.relu(a - b)
+        y = y - y.mean((2, 3), keepdim=True)
+        z = b.mean((2, 3), keepdim=True) - a
+        return y - self.offset, z - 0.25
+
+
+class Extremes(nn.Module):
+    """maximum / minimum: same shape, against a per-channel mean and a scalar tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv_a = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv_b = nn.Conv2d(3, 8, 3, padding=1)
+        self.gate = nn.Conv2d(8, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = self.conv_a(x), self.conv_b(x)
+        y = torch.maximum(a, b)
+        y = torch.minimum(y, a.mean((2, 3), keepdim=True))
+        y = torch.maximum(nn.functional.adaptive_avg_pool2d(self.gate(b), 1), y)
+        return torch.minimum(y, b)
+
+
+class Sums(nn.Module):
+    """add with broadcasting: per-channel, scalar tensor, spatial map, number; relu fused."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.gate = nn.Conv2d(8, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = self.conv(x)
+        y = torch.relu(a + a.mean((2, 3), keepdim=True))
+        y = nn.functional.adaptive_avg_pool2d(self.gate(a), 1) + y
+        y = y + self.gate(a)
+        return y + 1.5
+
+
+class Vectors(nn.Module):
+    """2-D (linear) operands: mul, sub, add, maximum, minimum and a [F] constant."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Linear(10, 16)
+        self.second = nn.Linear(10, 16)
+        self.bias = nn.Parameter(torch.randn(16))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h, g = self.first(x), self.second(x)
+        y = torch.minimum(torch.maximum(h, g), h)
+        return (h * g - y) + self.bias
+
+
+def products() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(Products, 1, 3, 6, 6)
+
+
+def differences() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(Differences, 1, 3, 6, 6)
+
+
+def extremes() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(Extremes, 1, 3, 6, 6)
+
+
+def sums() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(Sums, 1, 3, 6, 6)
+
+
+def vectors() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(Vectors, 2, 10)
+
+
+class ProbabilityFloor(nn.Module):
+    """maximum of a softmax (fixed output quantization) and a linear: the shared quantization
+    needs a requantization of the softmax output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.logits = nn.Linear(10, 8)
+        self.floor = nn.Linear(10, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.maximum(torch.softmax(self.logits(x), -1), self.floor(x))
+
+
+def probability_floor() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(ProbabilityFloor, 1, 10)

@@ -230,6 +230,24 @@ def test_default_json_report_matches_the_files(default_run) -> None:
     assert report["verify"]["max_lsb_vs_pt2e"] <= report["verify"]["max_lsb_allowed"]
 
 
+def test_default_memory_plan(default_run) -> None:
+    _, pte, report_path = default_run
+    memory = json.loads(report_path.read_text())["memory"]
+    data = pte.read_bytes()
+    assert memory["arena_bytes"] == planned_buffer_bytes(data)
+    # The peak: a depthwise layer's 25×5×64 int8 input and output and its MVE scratch
+    # (4 bytes × CMSIS-NN's 124-channel block × 3×3). The plan reaches the bound.
+    assert memory["lower_bound_bytes"] == 2 * 25 * 5 * 64 + 4 * 124 * 9 == 20_464
+    assert memory["arena_bytes"] == memory["lower_bound_bytes"]
+    assert memory["planner"] == "greedy"  # ExecuTorch's own reaches it: kept on the tie
+    assert memory["peak"]["scratch_bytes"] == 4 * 124 * 9
+    # int8 weights: first conv 10×4×64, four depthwise 3×3×64 and pointwise 64×64, linear 64×12
+    constants = memory["constants"]
+    assert constants["weights"] == 10 * 4 * 64 + 4 * (9 * 64 + 64 * 64) + 64 * 12
+    assert constants["total"] == memory["pte_constant_bytes"]
+    assert memory["runtime_overhead_is_estimate"] is True
+
+
 # 2. Targets -------------------------------------------------------------------------------
 
 

@@ -83,5 +83,5 @@ def test_selective_registration_rejects_unknown_operators(tmp_path: Path) -> Non
 def test_schema_parser_rejects_unmapped_types() -> None:
     with pytest.raises(ValueError, match="no kernel mapping"):
         kernel_codegen.parse_operator(
-            "cortex_m_nn::x.out(Tensor input, bool flag, *, Tensor(a!) out) -> Tensor(a!)"
+            "cortex_m_nn::x.out(Tensor input, float[] scales, *, Tensor(a!) out) -> Tensor(a!)"
         )

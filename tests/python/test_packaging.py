@@ -59,7 +59,7 @@ def test_dependency_pins(pyproject):
     assert requirements["torch"] == "==2.13.0"
     assert requirements["executorch"] == "==1.5.1"
     assert set(requirements["torchao"].split(",")) == {">=0.18", "<0.19"}
-    for name in ("west", "pyelftools", "kconfiglib", "tqdm", "numpy", "pyyaml"):
+    for name in ("west", "pyelftools", "kconfiglib", "tqdm", "numpy", "pyyaml", "matplotlib"):
         assert name in requirements, name
     assert set(requirements) == {
         "torch",
@@ -71,6 +71,7 @@ def test_dependency_pins(pyproject):
         "tqdm",
         "numpy",
         "pyyaml",
+        "matplotlib",
     }
 
 
@@ -275,11 +276,14 @@ def test_readme_opens_with_the_two_commands():
 
 def test_readme_documents_every_cli_option():
     text = (ROOT / "README.md").read_text()
-    parser = cli.add_arguments(argparse.ArgumentParser(prog="cortex-m-compile"))
-    for action in parser._actions:
-        for option in action.option_strings:
-            if option.startswith("--") and option != "--help":
-                assert f"`{option}`" in text, option
+    compile_parser = cli.add_arguments(argparse.ArgumentParser(prog="cortex-m-compile"))
+    inspect_parser = cli.add_inspect_arguments(argparse.ArgumentParser(prog="inspect"))
+    for parser in (compile_parser, inspect_parser):
+        for action in parser._actions:
+            for option in action.option_strings:
+                if option.startswith("--") and option != "--help":
+                    assert f"`{option}`" in text, option
+    assert "cortex-m-compile inspect" in text and "./inspect" in text
 
 
 def test_ci_script():

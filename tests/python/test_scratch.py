@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from torch.fx.passes.shape_prop import ShapeProp
 
 from cortex_m_nn.scratch import (
+    TransposeConvScratch,
     avg_pool2d_scratch_bytes,
+    batch_matmul_scratch_bytes,
     conv2d_scratch_bytes,
     depthwise_conv2d_scratch_bytes,
     linear_scratch_bytes,
+    transpose_conv2d_scratch,
 )
 from cortex_m_nn.target import Core, Isa, Target
 
@@ -112,3 +116,128 @@ def test_bad_shapes_are_rejected() -> None:
         conv2d_scratch_bytes(target, [1, 4, 4, 4], [1, 1, 1, 4], [1, 4, 4, 1], [1], [0, 0], [1, 1])
     with pytest.raises(ValueError):
         linear_scratch_bytes(target, [1, 10], [7, 11])
+
+
+@pytest.mark.parametrize("isa", list(Isa))
+def test_transpose_conv_rolling_buffer_by_hand(isa: Isa) -> None:
+    """arm_transpose_conv_s8: max(KH, sh) rows of ((W - 1) * sw + max(KW, sw)) * Cout int32s."""
+    got = transpose_conv2d_scratch(
+        M55[isa], [1, 5, 5, 4], [3, 3, 3, 4], [1, 10, 10, 3], [2, 2], [1, 1]
+    )
+    assert got == TransposeConvScratch(buffer_bytes=3 * (4 * 2 + 3) * 3 * 4, reverse_conv_bytes=0)
+    assert got.reverse_conv_offset == got.total_bytes == 396
+
+
+def test_transpose_conv_reverse_conv_path_by_hand() -> None:
+    """More than 16 input channels, stride <= 2: arm_convolve_s8 over the upsampled input
+    (its im2col buffer) plus the reversed filter (Cout * KH * KW * Cin bytes) after it."""
+    shapes = ([1, 5, 5, 20], [3, 3, 3, 20], [1, 10, 10, 3], [2, 2], [1, 1])
+    sizes = {isa: transpose_conv2d_scratch(M55[isa], *shapes) for isa in Isa}
+    columns = 3 * 3 * 20
+    assert sizes[Isa.MVE].buffer_bytes == 4 * ((columns + 15) // 16) * 16
+    assert sizes[Isa.DSP].buffer_bytes == sizes[Isa.SCALAR].buffer_bytes == 2 * columns * 2
+    for size in sizes.values():
+        assert size.reverse_conv_bytes == 3 * 3 * 3 * 20
+        assert size.reverse_conv_offset == size.buffer_bytes
+        assert size.total_bytes == size.buffer_bytes + 540
+
+
+def test_transpose_conv_plans_more_than_the_getter_when_it_undersizes() -> None:
+    """The getter takes max(KW, stride_h) for the row width; the kernel uses stride_w."""
+    got = transpose_conv2d_scratch(
+        M55[Isa.DSP], [1, 4, 4, 4], [5, 2, 2, 4], [1, 5, 11, 5], [1, 3], [0, 0]
+    )
+    assert got.buffer_bytes == 2 * (3 * 3 + 3) * 5 * 4  # not the getter's (3 * 3 + 2)
+
+
+def test_transpose_conv_offset_is_aligned_and_never_zero() -> None:
+    assert TransposeConvScratch(0, 0).reverse_conv_offset == 4
+    assert TransposeConvScratch(13, 7).reverse_conv_offset == 16
+    assert TransposeConvScratch(13, 7).total_bytes == 23
+
+
+def test_batch_matmul_by_hand() -> None:
+    sizes = {isa: batch_matmul_scratch_bytes(M55[isa], [2, 3, 7, 16]) for isa in Isa}
+    assert sizes == {Isa.MVE: 7 * 4, Isa.DSP: 0, Isa.SCALAR: 0}  # MVE: int32 sum per rhs row
+
+
+# --- the scratch a compiled program plans, per ISA ------------------------------------------
+
+
+@pytest.fixture(scope="module", params=list(Isa), ids=lambda isa: isa.value)
+def compiled_stack(request):
+    from cortex_m_nn.calibration import synthetic
+    from cortex_m_nn.compile import compile_model
+    from cortex_m_nn.model_source import ModelSource
+
+    from .models import conv_stack
+
+    module, inputs = conv_stack()
+    target = M55[request.param]
+    compiled = compile_model(
+        ModelSource("conv_stack", module, inputs), target, synthetic(inputs, 4), progress=False
+    )
+    ShapeProp(compiled.lowered).propagate(*inputs)
+    return target, compiled
+
+
+def _shape(node) -> list[int]:
+    meta = node.meta["tensor_meta"]
+    return list((meta if hasattr(meta, "shape") else meta[0]).shape)
+
+
+def getter_bytes(target: Target, node) -> int:
+    """What CMSIS-NN's getter asks for this lowered operator, from its tensors' shapes."""
+    name = node.target._schema.name.removeprefix("cortex_m_nn::")
+    args = node.args
+    if name == "conv2d":
+        return conv2d_scratch_bytes(
+            target, _shape(args[0]), _shape(args[1]), _shape(node), *args[5:8]
+        )
+    if name == "depthwise_conv2d":
+        return depthwise_conv2d_scratch_bytes(
+            target, _shape(args[0]), _shape(args[1]), _shape(node), *args[5:9]
+        )
+    if name == "avg_pool2d":
+        return avg_pool2d_scratch_bytes(target, _shape(args[0]), _shape(node))
+    raise AssertionError(f"no getter for {name}")
+
+
+def test_planned_scratch_equals_the_getters(compiled_stack) -> None:
+    target, compiled = compiled_stack
+    ops = [
+        n
+        for n in compiled.lowered.graph.nodes
+        if n.op == "call_function"
+        and hasattr(n.target, "_schema")
+        and len(n.target._schema.returns) == 2
+    ]
+    expected = [getter_bytes(target, n) for n in ops]
+    assert [n.args[-1] for n in ops] == expected
+    planned = [t.nbytes for t in compiled.memory.tensors if t.kind == "scratch"]
+    assert planned == expected
+    # conv 3x3x3 im2col, depthwise (multiplier 2: none), pointwise, two pools
+    by_isa = {
+        Isa.MVE: [4 * 32, 0, 0, 0, 0],
+        Isa.DSP: [2 * 28 * 2, 0, 0, 16 * 4, 16 * 4],
+        Isa.SCALAR: [2 * 28 * 2, 0, 0, 0, 0],
+    }
+    assert expected == by_isa[target.isa]
+
+
+def test_linear_buffer_is_compile_time_kernel_sums(compiled_stack) -> None:
+    """What CMSIS-NN's linear getter asks for (MVE: an int32 kernel sum per output) is a
+    constant of the program, not scratch; other ISAs need nothing."""
+    target, compiled = compiled_stack
+    (node,) = [
+        n
+        for n in compiled.lowered.graph.nodes
+        if getattr(n.target, "__name__", "") == "linear.default"
+    ]
+    sums = node.args[3]
+    need = linear_scratch_bytes(target, _shape(node.args[0]), _shape(node.args[1]))
+    if target.isa is Isa.MVE:
+        assert sums is not None and node.args[2] is None
+        assert 4 * getattr(compiled.lowered, sums.target).numel() == need == 4 * 5
+    else:
+        assert sums is None and need == 0

@@ -126,3 +126,17 @@ def test_no_arguments_compiles_the_default_model(workspace):
     assert "cortex_m_nn::depthwise_conv2d.out" in operators
     assert not [op for op in operators if op.startswith("aten::")], operators
     assert "0 fallbacks" in result.stdout and "PASS" in result.stdout
+
+
+def test_inspect_runs_the_firmware_report(workspace, tmp_path):
+    not_elf = tmp_path / "app.elf"
+    not_elf.write_text("not an ELF")
+    result = _west(workspace, "cortex-m-compile", "inspect", str(not_elf))
+    assert result.returncode == 2
+    assert "cortex-m-compile inspect: error:" in result.stderr and "ARM ELF" in result.stderr
+
+
+def test_unknown_arguments_are_refused(workspace):
+    result = _west(workspace, "cortex-m-compile", "--no-such-option")
+    assert result.returncode != 0
+    assert "unrecognized arguments: --no-such-option" in result.stderr

@@ -1,4 +1,4 @@
-"""``cortex_m_nn::add``: int8 elementwise addition of two same-shape tensors.
+"""``cortex_m_nn::add``: int8 element-wise addition (and subtraction) of two tensors.
 
 Reference for ``arm_elementwise_add_s8``. Per element::
 
@@ -13,6 +13,30 @@ plain (non-negative) left shift applied before requantization, 20 for int8.
 Offsets: ``inputN_offset = -inputN_zero_point``, ``output_offset = output_zero_point``.
 The DSP build masks each ``x + offset`` to 16 bits before shifting, which agrees with this
 only for ``left_shift >= 16``; :func:`add_parameters` always gives 20.
+
+Arguments map one to one onto ``arm_elementwise_add_s8(input_1_vect, input_2_vect,
+input1_offset, input1_multiplier, input1_shift, input2_offset, input2_multiplier,
+input2_shift, left_shift, output, output_offset, output_multiplier, output_shift,
+activation_min, activation_max, block_size)``. The inputs broadcast as
+:mod:`cortex_m_nn.ops.broadcast` describes (the kernel calls the function once per output
+row, ``block_size`` = the row length).
+
+**Subtraction is this operator with ``input2_multiplier`` negated** (:func:`sub_parameters`);
+CMSIS-NN has no s8 subtraction. That is exact, not an approximation: every build of
+``arm_nn_requantize`` is sign-agnostic in the multiplier — the default path takes the
+rounding doubling high product ``(v·m + 2^30) >> 31`` in 64 bits (C, the Thumb-2
+``smull/adc`` assembly and MVE ``vqrdmulh``, which saturates only for INT32_MIN², and
+``-m`` is never INT32_MIN) and then divides by 2^-shift rounding halves away from zero;
+``CMSIS_NN_USE_SINGLE_ROUNDING`` floors the 64-bit product shifted right (scalar) or
+``vqdmulh`` + ``vrshl`` (MVE, the same value for the right shifts add uses). With
+``|v| < 2^28`` nothing overflows. So the kernel's output equals this reference bit for bit.
+It is not bit-identical to TFLite's SUB, which negates *after* rescaling: the rounding
+of the product (both modes) rounds exact halves up, so with ``-m`` a rescaled input 2 is
+``-requantize(v, m, s)``, or one unit above it at such a tie (a unit of the intermediate is
+``2 · max input scale / 2^20`` in real terms). The
+result stays within the add's own error of the real difference (≤ 1 LSB, checked against
+float in tests/python/ops/test_sub.py), and sub runs CMSIS-NN's MVE/DSP code, not a loop
+of ours.
 """
 
 from __future__ import annotations
@@ -20,6 +44,7 @@ from __future__ import annotations
 import torch
 
 from cortex_m_nn.ops.arithmetic import active_rounding, quantize_multiplier, requantize, wrap_int32
+from cortex_m_nn.ops.broadcast import broadcast_shape, fake_output
 from cortex_m_nn.ops.library import define_operator
 
 #: TFLite Micro's ``left_shift`` for int8 add (headroom for the rescaled inputs).
@@ -60,10 +85,33 @@ def add_parameters(
     }
 
 
+def sub_parameters(
+    input1_scale: float,
+    input2_scale: float,
+    output_scale: float,
+    *,
+    input1_zero_point: int = 0,
+    input2_zero_point: int = 0,
+    output_zero_point: int = 0,
+) -> dict[str, int]:
+    """The arguments of :func:`add` computing ``input1 - input2``: input 2's multiplier negated.
+
+    See the module docstring for why this is exact for every CMSIS-NN build.
+    """
+    parameters = add_parameters(
+        input1_scale,
+        input2_scale,
+        output_scale,
+        input1_zero_point=input1_zero_point,
+        input2_zero_point=input2_zero_point,
+        output_zero_point=output_zero_point,
+    )
+    parameters["input2_multiplier"] = -parameters["input2_multiplier"]
+    return parameters
+
+
 def _fake(input1: torch.Tensor, input2: torch.Tensor, *args: int) -> torch.Tensor:
-    if input1.shape != input2.shape:
-        raise ValueError(f"add needs same-shape inputs, got {input1.shape} and {input2.shape}")
-    return torch.empty_like(input1, dtype=torch.int8)
+    return fake_output("add", input1, input2)
 
 
 @define_operator(
@@ -91,8 +139,8 @@ def add(
     activation_max: int,
 ) -> torch.Tensor:
     """Reference ``arm_elementwise_add_s8`` (see the module docstring for the conventions)."""
-    if input1.shape != input2.shape:
-        raise ValueError(f"add needs same-shape inputs, got {input1.shape} and {input2.shape}")
+    shape = broadcast_shape("add", input1.shape, input2.shape)
+    input1, input2 = input1.expand(shape), input2.expand(shape)
     rounding = active_rounding()
     a = wrap_int32((input1.to(torch.int64) + input1_offset) << left_shift)
     b = wrap_int32((input2.to(torch.int64) + input2_offset) << left_shift)

@@ -1,4 +1,7 @@
-"""Fused activations: relu, relu6, hardtanh and clamp become the kernel's output range."""
+"""Fused activations: relu, relu6, hardtanh and clamp become the kernel's output range.
+
+Where one cannot fuse (no single lowered producer), ``rules/lut.py`` makes it a table.
+"""
 
 from __future__ import annotations
 

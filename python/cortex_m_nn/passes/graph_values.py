@@ -57,9 +57,15 @@ def qparams_of(node: Node) -> tuple[float, int]:
 
 
 def logical_shape(node: Node) -> tuple[int, ...]:
+    """The node's tensor shape; quantize/dequantize nodes convert_pt2e inserts carry no
+    metadata (e.g. a requantization between two shared quantizations) and take their input's."""
     value = node.meta.get("val")
     if value is None:
-        value = node.meta["tensor_meta"]
+        value = node.meta.get("tensor_meta")
+    if value is None and node.target in QUANTIZE | DEQUANTIZE:
+        return logical_shape(node.args[0])  # q/dq nodes inserted by convert_pt2e: no meta
+    if value is None:
+        raise KeyError(f"no shape recorded for {node.name}")
     return tuple(int(d) for d in value.shape)
 
 

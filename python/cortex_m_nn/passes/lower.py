@@ -10,6 +10,7 @@ the graph boundary. What no rule lowers stays in float between a ``dequantize`` 
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -19,6 +20,7 @@ import torch
 from torch.fx import Graph, GraphModule, Node
 
 from cortex_m_nn.ops.library import operator as cortex_op
+from cortex_m_nn.ops.mul import mul_parameters
 from cortex_m_nn.passes.activation import is_activation
 from cortex_m_nn.passes.graph_values import (
     DEQUANTIZE,
@@ -31,6 +33,7 @@ from cortex_m_nn.passes.graph_values import (
     logical_shape,
     qparams_of,
 )
+from cortex_m_nn.quantizer.config import INT8_MAX, INT8_MIN
 from cortex_m_nn.target import Target
 
 
@@ -78,6 +81,10 @@ class Pattern:
 
 Rule = Callable[["LoweringContext", Pattern], Lowered]
 RULES: dict[object, Rule] = {}
+#: target → the activation ``quantize`` nodes a rule for it reads *through*: it uses the value
+#: before the op that quantize closes (e.g. batch_matmul takes ``k`` for ``k.transpose(-2, -1)``).
+ReadThrough = Callable[[Node], list[Node]]
+READS_THROUGH: dict[object, ReadThrough] = {}
 
 
 def rule(*targets: object) -> Callable[[Rule], Rule]:
@@ -86,6 +93,22 @@ def rule(*targets: object) -> Callable[[Rule], Rule]:
     def register(function: Rule) -> Rule:
         for target in targets:
             RULES[target] = function
+        return function
+
+    return register
+
+
+def reads_through(*targets: object) -> Callable[[ReadThrough], ReadThrough]:
+    """Register which producers a rule reads through; they are lowered only when needed.
+
+    A producer (a ``quantize`` node and the op it closes) is skipped when every use of its
+    value is by ops reading through it. Should such an op fall back to float, the producer is
+    lowered then, as it would have been in order.
+    """
+
+    def register(function: ReadThrough) -> ReadThrough:
+        for target in targets:
+            READS_THROUGH[target] = function
         return function
 
     return register
@@ -127,6 +150,11 @@ class LoweringContext:
     records: list[OpRecord] = field(default_factory=list)
     #: lowered dequantize node name → (source graph dequantize node name, scale)
     float_sources: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: skipped producers (quantize node → its source nodes, in order) and how to lower one
+    pending: dict[Node, list[Node]] = field(default_factory=dict)
+    visit: Callable[[Node], None] | None = None
+    #: report rows of the ops read through (removed again should one be lowered after all)
+    read_through_records: dict[Node, OpRecord] = field(default_factory=dict)
     _dequantized: dict[Node, Node] = field(default_factory=dict)
     _constants: int = 0
 
@@ -168,14 +196,21 @@ class LoweringContext:
             raise LoweringRefused("input quantization disagrees with its producer")
         return value
 
-    def quantized_constant(self, node: object) -> tuple[torch.Tensor, torch.Tensor]:
-        """(integer values, scales) of a folded weight/bias: ``dequantize(get_attr)``."""
+    def quantized_constant(
+        self, node: object, channel_axis: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(integer values, scales) of a folded weight/bias: ``dequantize(get_attr)``.
+
+        Per-channel weights must be quantized along ``channel_axis`` (their output channels).
+        """
         if not isinstance(node, Node):
             raise LoweringRefused("weight is not a quantized constant")
         if node.target in DEQUANTIZE_PER_CHANNEL:
             values, scales, zero_points, axis = node.args[:4]
-            if axis != 0:
-                raise LoweringRefused(f"per-channel weight quantized on axis {axis}, not 0")
+            if axis != channel_axis:
+                raise LoweringRefused(
+                    f"per-channel weight quantized on axis {axis}, not {channel_axis}"
+                )
             zeros = self.attribute(zero_points)
             if torch.any(zeros != 0):
                 raise LoweringRefused("weight is not symmetrically quantized")
@@ -221,12 +256,62 @@ class LoweringContext:
         )
         return QValue(node, scale, zero_point, shape, nhwc)
 
+    def requantize(self, source: object, scale: float, zero_point: int) -> QValue | None:
+        """``quantize(dequantize(v))`` into other qparams (convert_pt2e's join of two shared
+        quantizations) as int8 → int8: ``cortex_m_nn::mul`` by a one-byte constant 1.
+        None when ``source`` is no dequantized int8 value."""
+        if not isinstance(source, Node) or source.target not in DEQUANTIZE:
+            return None
+        if source.args[0] not in self.quantized:
+            return None
+        value = self.input_value(source)
+        try:
+            p = mul_parameters(
+                value.scale,
+                1.0,
+                scale,
+                input1_zero_point=value.zero_point,
+                output_zero_point=zero_point,
+            )
+        except ValueError:
+            return None
+        flat = self.view(value.node, (math.prod(value.shape),))
+        one = self.constant(torch.ones(1, dtype=torch.int8), "one")
+        out = self.call(
+            "mul",
+            flat,
+            one,
+            p["input1_offset"],
+            p["input2_offset"],
+            p["output_offset"],
+            p["output_multiplier"],
+            p["output_shift"],
+            INT8_MIN,
+            INT8_MAX,
+        )
+        out = self.view(out, value.stored_shape)
+        self.records.append(
+            OpRecord(
+                out.name,
+                "requantize",
+                "cortex_m_nn::mul",
+                "arm_elementwise_mul_s8",
+                output_node=out.name,
+            )
+        )
+        return QValue(out, scale, zero_point, value.shape, value.nhwc)
+
     def float_of(self, node: object) -> object:
         """The lowered graph's float value for a node of the source graph."""
         if not isinstance(node, Node):
             return node
         if node in self.floats:
             return self.floats[node]
+        if node.target in DEQUANTIZE and node.args[0] in self.pending:
+            for skipped in self.pending.pop(node.args[0]):
+                if skipped in self.read_through_records:
+                    self.records.remove(self.read_through_records.pop(skipped))
+                self.visit(skipped)
         if node.target in DEQUANTIZE and node.args[0] in self.quantized:
             value = self.quantized[node.args[0]]
             if value.node not in self._dequantized:
@@ -302,6 +387,26 @@ def _pattern_of(quantize: Node) -> tuple[Node, Node | None] | None:
     return source, activation
 
 
+def _read_through(patterns: dict[Node, tuple]) -> dict[Node, list[Node]]:
+    """Producers every user reads through: quantize node → [its op (if any), itself]."""
+    readers: dict[Node, set[Node]] = {}
+    for op, _ in patterns.values():
+        hook = READS_THROUGH.get(op.target)
+        for producer in hook(op) if hook else []:
+            readers.setdefault(producer, set()).add(op)
+    skipped = {}
+    for producer, ops in readers.items():
+        uses = [user for dq in producer.users for user in dq.users]
+        if not all(dq.target in DEQUANTIZE for dq in producer.users) or set(uses) - ops:
+            continue
+        source = producer.args[0]
+        if isinstance(source, Node) and source.op == "call_function" and len(source.users) == 1:
+            skipped[producer] = [source, producer]
+        else:
+            skipped[producer] = [producer]
+    return skipped
+
+
 def lower(converted: GraphModule, target: Target) -> LoweringResult:
     """Lower every pattern a rule supports; everything else stays float (see ``fallbacks``)."""
     from cortex_m_nn.passes import rules  # noqa: F401  (registers the rules)
@@ -314,9 +419,11 @@ def lower(converted: GraphModule, target: Target) -> LoweringResult:
             if found is not None:
                 patterns[node] = found
     deferred = {n for op, act in patterns.values() for n in (op, act) if n is not None}
+    context.pending = _read_through(patterns)
+    skipped = {n for nodes in context.pending.values() for n in nodes}
     records = context.records
 
-    for node in converted.graph.nodes:
+    def visit(node: Node) -> None:
         if node.op == "placeholder":
             copy = context.graph.placeholder(node.name)
             copy.meta = dict(node.meta)
@@ -324,15 +431,18 @@ def lower(converted: GraphModule, target: Target) -> LoweringResult:
         elif node.op == "output":
             context.graph.output(torch.fx.node.map_arg(node.args[0], context.float_of))
         elif node.op in ("get_attr", "call_module") or node in deferred:
-            continue  # constants are read by rules; _guards_fn is export bookkeeping
+            return  # constants are read by rules; _guards_fn is export bookkeeping
         elif node.target in DEQUANTIZE or node.target in DEQUANTIZE_PER_CHANNEL:
-            continue  # materialised on demand by float_of
+            return  # materialised on demand by float_of
         elif node.target in QUANTIZE:
             scale, zero_point = qparams_of(node)
             found = patterns.get(node)
             if found is None:
-                context.quantized[node] = context.quantize_boundary(node.args[0], scale, zero_point)
-                continue
+                value = context.requantize(node.args[0], scale, zero_point)
+                if value is None:
+                    value = context.quantize_boundary(node.args[0], scale, zero_point)
+                context.quantized[node] = value
+                return
             op, activation = found
             pattern = Pattern(op, activation, scale, zero_point, logical_shape(op))
             record = OpRecord(op.name, op_name(op.target), None, location=source_location(op))
@@ -369,6 +479,21 @@ def lower(converted: GraphModule, target: Target) -> LoweringResult:
                     location=source_location(node),
                 )
             )
+
+    context.visit = visit
+    for node in converted.graph.nodes:
+        if node not in skipped:
+            visit(node)
+        elif node.target not in QUANTIZE:
+            record = OpRecord(
+                node.name,
+                op_name(node.target),
+                "read through (no kernel)",
+                "(its consumer reads its input)",
+                location=source_location(node),
+            )
+            context.read_through_records[node] = record
+            records.append(record)
 
     context.graph.eliminate_dead_code()
     module = GraphModule(context.root, context.graph, class_name="LoweredModule")

@@ -44,6 +44,16 @@ WEIGHT_PER_CHANNEL = QuantizationSpec(
     observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
 )
 
+#: Transposed-convolution weights ``[Cin, Cout, KH, KW]``: per output channel is axis 1.
+WEIGHT_PER_CHANNEL_TRANSPOSED = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=-INT8_MAX,
+    quant_max=INT8_MAX,
+    qscheme=torch.per_channel_symmetric,
+    ch_axis=1,
+    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(ch_axis=1, eps=2**-20),
+)
+
 WEIGHT_PER_TENSOR = QuantizationSpec(
     dtype=torch.int8,
     quant_min=-INT8_MAX,

@@ -6,10 +6,14 @@ Anything it does not annotate stays in float; the lowering then reports it as a 
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import (
+    FixedQParamsQuantizationSpec,
     QuantizationAnnotation,
+    QuantizationSpec,
     QuantizationSpecBase,
     Quantizer,
     SharedQuantizationSpec,
@@ -21,9 +25,17 @@ aten = torch.ops.aten
 
 #: Ops whose weights are quantized per output channel (axis 0 of the weight).
 CONVOLUTIONS = {aten.conv2d.default}
+#: Transposed convolutions: per output channel is axis 1 of their weight.
+TRANSPOSED_CONVOLUTIONS = {aten.conv_transpose2d.input}
 LINEARS = {aten.linear.default}
+#: Products of two activations (or an activation and a constant); each operand per tensor.
+MATMULS = {aten.matmul.default, aten.bmm.default, aten.mm.default}
+#: Transposes a matmul can read through when they swap its right operand's last two dims.
+TRANSPOSES = {aten.transpose.int, aten.permute.default, aten.t.default}
 #: Element-wise ops with their own output quantization.
-BINARY = {aten.add.Tensor}
+BINARY = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor}
+#: Element-wise ops that cannot requantize: both inputs and the output share one quantization.
+MINMAX = {aten.minimum.default, aten.maximum.default}
 #: Activations that fold into the producer's output range.
 ACTIVATIONS = {
     aten.relu.default,
@@ -33,11 +45,16 @@ ACTIVATIONS = {
     aten.relu6.default,
     aten.clamp.default,
 }
-#: Ops whose output reuses the input's quantization parameters (no requantization).
-SHARING = {
+#: Pools: their output reuses the input's quantization parameters and a following activation
+#: becomes their output clamp (the activation's output then shares those parameters).
+POOLS = {
     aten.avg_pool2d.default,
     aten.adaptive_avg_pool2d.default,
     aten.mean.dim,
+    aten.max_pool2d.default,
+}
+#: Data movement: the output reuses the input's quantization parameters (no requantization).
+SHARING = POOLS | {
     aten.flatten.using_ints,
     aten.view.default,
     aten.reshape.default,
@@ -46,8 +63,34 @@ SHARING = {
     aten.squeeze.dims,
     aten.unsqueeze.default,
     aten.dropout.default,
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.numpy_T.default,
+    aten.mT.default,
+    aten.swapaxes.default,
+    aten.swapdims.default,
+    aten.constant_pad_nd.default,
+    aten.pad.default,
 }
+#: Concatenation: all inputs and the output share one observer (the first input's).
+CONCATENATIONS = {aten.cat.default, aten.concat.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}
+#: Element-wise functions lowered to a 256-entry table (cortex_m_nn::lut), each with its own
+#: observed output quantization. Activations that cannot fuse into a producer are tables too.
+LOOKUP = {
+    aten.sigmoid.default,
+    aten.sigmoid_.default,
+    aten.tanh.default,
+    aten.tanh_.default,
+    aten.hardswish.default,
+    aten.hardswish_.default,
+    aten.hardsigmoid.default,
+    aten.hardsigmoid_.default,
+    aten.gelu.default,
+    aten.silu.default,
+    aten.silu_.default,
+}
 
 
 def _annotate(
@@ -60,9 +103,60 @@ def _annotate(
     )
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _is_annotated(node: Node) -> bool:
     annotation = node.meta.get("quantization_annotation")
     return annotation is not None and annotation._annotated
+
+
+def swaps_last_two_dims(node: Node) -> bool:
+    """``x.transpose(-2, -1)``, ``x.permute(..., -1, -2)`` or ``x.t()`` of a 2-D to 4-D tensor."""
+    if node.op != "call_function" or node.target not in TRANSPOSES:
+        return False
+    value = node.meta.get("val")  # same rank as the input, whose meta a dequantize may lack
+    if not isinstance(value, torch.Tensor) or not 2 <= value.dim() <= 4:
+        return False
+    rank = value.dim()
+    if node.target is aten.t.default:
+        return rank == 2
+    if node.target is aten.transpose.int:
+        return sorted(int(d) % rank for d in node.args[1:3]) == [rank - 2, rank - 1]
+    dims = [int(d) % rank for d in node.args[1]]
+    return dims == [*range(rank - 2), rank - 1, rank - 2]
+
+
+def _input_spec(source: Node) -> QuantizationSpecBase:
+    """How a data-movement op observes its input: a producer with fixed output quantization
+    (softmax) keeps it, so PT2E shares that instead of inserting a requantization."""
+    annotation = source.meta.get("quantization_annotation")
+    output = getattr(annotation, "output_qspec", None)
+    for _ in range(1000):  # follow sharing back to the spec that owns the observer
+        if not isinstance(output, SharedQuantizationSpec):
+            break
+        shared = output.edge_or_node
+        if isinstance(shared, Node):
+            output = shared.meta["quantization_annotation"].output_qspec
+        else:
+            producer, consumer = shared
+            output = consumer.meta["quantization_annotation"].input_qspec_map.get(producer)
+    if isinstance(output, FixedQParamsQuantizationSpec):
+        return output
+    return config.ACTIVATION
+
+
+def _finite_pad(node: Node) -> bool:
+    """False for a pad with a non-finite constant: the shared observer sees the padded tensor,
+    and no scale covers ±inf, so such a pad stays float (reported as a fallback)."""
+    if node.target is aten.constant_pad_nd.default:
+        value = node.args[2] if len(node.args) > 2 else node.kwargs.get("value", 0.0)
+    elif node.target is aten.pad.default:
+        value = node.args[3] if len(node.args) > 3 else node.kwargs.get("value")
+    else:
+        return True
+    return value is None or math.isfinite(float(value))
 
 
 def fusable_activation(node: Node) -> Node | None:
@@ -73,11 +167,14 @@ def fusable_activation(node: Node) -> Node | None:
     user = users[0]
     if user.op != "call_function" or user.target not in ACTIVATIONS or _is_annotated(user):
         return None
-    if user.target is aten.clamp.default:
-        bounds = list(user.args[1:3]) + [user.kwargs.get("min"), user.kwargs.get("max")]
-        if any(isinstance(b, Node) for b in bounds):
-            return None
-    return user
+    return user if constant_arguments(user) else None
+
+
+def constant_arguments(node: Node) -> bool:
+    """Whether every argument but the first (the activation input) is a constant."""
+    found: list[Node] = []
+    torch.fx.node.map_arg((node.args[1:], node.kwargs), found.append)
+    return not found
 
 
 class CortexMQuantizer(Quantizer):
@@ -88,35 +185,99 @@ class CortexMQuantizer(Quantizer):
             if node.op != "call_function" or _is_annotated(node):
                 continue
             target = node.target
-            if target in CONVOLUTIONS or target in LINEARS:
-                self._annotate_weighted(node, per_channel=target in CONVOLUTIONS)
+            if target in CONVOLUTIONS:
+                self._annotate_weighted(node, config.WEIGHT_PER_CHANNEL)
+            elif target in LINEARS:
+                self._annotate_weighted(node, config.WEIGHT_PER_TENSOR)
+            elif target in TRANSPOSED_CONVOLUTIONS:
+                # Grouped: axis 1 counts channels per group, so per-tensor (the lowering refuses
+                # it with the reason; quantizing it keeps that reason in the report).
+                grouped = len(node.args) > 6 and node.args[6] != 1
+                spec = config.WEIGHT_PER_TENSOR if grouped else config.WEIGHT_PER_CHANNEL_TRANSPOSED
+                self._annotate_weighted(node, spec)
+            elif target in MATMULS:
+                self._annotate_matmul(node)
             elif target in BINARY:
-                if all(isinstance(a, Node) for a in node.args[:2]) and not node.kwargs.get("alpha"):
-                    self._annotate_with_output(node, {a: config.ACTIVATION for a in node.args[:2]})
+                tensors = [a for a in node.args[:2] if isinstance(a, Node)]
+                numbers = [a for a in node.args[:2] if not isinstance(a, Node)]
+                if (
+                    tensors
+                    and all(_is_number(n) for n in numbers)
+                    and node.kwargs.get("alpha", 1) == 1
+                ):
+                    self._annotate_with_output(node, dict.fromkeys(tensors, config.ACTIVATION))
+            elif target in MINMAX:
+                first, second = node.args[:2]
+                if isinstance(first, Node) and isinstance(second, Node):
+                    shared = SharedQuantizationSpec((first, node))
+                    inputs = {first: config.ACTIVATION}
+                    if second is not first:
+                        inputs[second] = shared
+                    _annotate(node, inputs, shared)
             elif target in SHARING:
                 source = node.args[0]
-                if isinstance(source, Node):
-                    _annotate(
-                        node,
-                        {source: config.ACTIVATION},
-                        SharedQuantizationSpec((source, node)),
-                    )
+                if isinstance(source, Node) and _finite_pad(node):
+                    self._annotate_sharing(node, source)
+            elif target in CONCATENATIONS:
+                self._annotate_concatenation(node)
             elif target in SOFTMAX:
                 _annotate(node, {node.args[0]: config.ACTIVATION}, config.SOFTMAX_OUTPUT)
+            elif target in LOOKUP or target in ACTIVATIONS:
+                # An activation reaching here did not fuse into its producer (annotated
+                # nodes are skipped): like the other tables, its output gets its own range.
+                source = node.args[0]
+                if isinstance(source, Node) and constant_arguments(node):
+                    self._annotate_with_output(node, {source: config.ACTIVATION})
         return model
 
-    def _annotate_weighted(self, node: Node, per_channel: bool) -> None:
+    def _annotate_sharing(self, node: Node, source: Node) -> None:
+        """Output quantized like the input; a pool's activation shares it too (fused clamp)."""
+        shared = SharedQuantizationSpec((source, node))
+        inputs = {source: _input_spec(source)}
+        activation = fusable_activation(node) if node.target in POOLS else None
+        if activation is None:
+            _annotate(node, inputs, shared)
+        else:
+            _annotate(node, inputs, None)
+            _annotate(activation, {}, shared)
+
+    def _annotate_concatenation(self, node: Node) -> None:
+        """One observer for every input and the output: the copies need no requantization."""
+        inputs = node.args[0]
+        if not isinstance(inputs, list | tuple) or not all(isinstance(a, Node) for a in inputs):
+            return
+        first = inputs[0]
+        shared = SharedQuantizationSpec((first, node))
+        specs: dict[Node, QuantizationSpecBase | None] = {first: _input_spec(first)}
+        for source in inputs[1:]:
+            specs.setdefault(source, shared)
+        _annotate(node, specs, shared)
+
+    def _annotate_weighted(self, node: Node, weight_spec: QuantizationSpec) -> None:
         source, weight = node.args[0], node.args[1]
         bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
         if not isinstance(source, Node) or not isinstance(weight, Node):
             return
         inputs: dict[Node, QuantizationSpecBase | None] = {
             source: config.ACTIVATION,
-            weight: config.WEIGHT_PER_CHANNEL if per_channel else config.WEIGHT_PER_TENSOR,
+            weight: weight_spec,
         }
         if isinstance(bias, Node):
+            per_channel = weight_spec.qscheme == torch.per_channel_symmetric
             inputs[bias] = config.bias_spec((source, node), (weight, node), per_channel)
         self._annotate_with_output(node, inputs)
+
+    def _annotate_matmul(self, node: Node) -> None:
+        """Both operands int8 per tensor; a transpose of the right operand shares its input's
+        quantization, so the lowering can read through it (CMSIS-NN takes that operand
+        transposed)."""
+        lhs, rhs = node.args[:2]
+        if not isinstance(lhs, Node) or not isinstance(rhs, Node):
+            return
+        if swaps_last_two_dims(rhs) and not _is_annotated(rhs):
+            source = rhs.args[0]
+            _annotate(rhs, {source: config.ACTIVATION}, SharedQuantizationSpec((source, rhs)))
+        self._annotate_with_output(node, {lhs: _input_spec(lhs), rhs: _input_spec(rhs)})
 
     def _annotate_with_output(
         self, node: Node, inputs: dict[Node, QuantizationSpecBase | None]
@@ -133,4 +294,4 @@ class CortexMQuantizer(Quantizer):
         """Every annotated graph is valid: unannotated ops are reported by the lowering."""
 
 
-__all__ = ["CortexMQuantizer", "fusable_activation"]
+__all__ = ["CortexMQuantizer", "constant_arguments", "fusable_activation", "swaps_last_two_dims"]

@@ -14,7 +14,8 @@ import cortex_m_nn.ops  # noqa: F401
 from cortex_m_nn.ops.add import add, add_parameters
 from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 
-from .independent import ref_requantize, wrap32
+from .independent import broadcast_pairs, ref_requantize, wrap32
+from .test_broadcast import shape_pairs
 
 OP = torch.ops.cortex_m_nn.add
 NAMES = [
@@ -32,8 +33,9 @@ NAMES = [
 
 
 def expected(x1: torch.Tensor, x2: torch.Tensor, p: dict, single: bool = False) -> torch.Tensor:
+    pairs, shape = broadcast_pairs(x1, x2)
     out = []
-    for a, b in zip(x1.reshape(-1).tolist(), x2.reshape(-1).tolist(), strict=True):
+    for a, b in pairs:
         a = wrap32((a + p["input1_offset"]) << p["left_shift"])
         b = wrap32((b + p["input2_offset"]) << p["left_shift"])
         a = ref_requantize(a, p["input1_multiplier"], p["input1_shift"], single)
@@ -41,7 +43,7 @@ def expected(x1: torch.Tensor, x2: torch.Tensor, p: dict, single: bool = False) 
         s = ref_requantize(wrap32(a + b), p["output_multiplier"], p["output_shift"], single)
         s += p["output_offset"]
         out.append(min(max(s, p["activation_min"]), p["activation_max"]))
-    return torch.tensor(out, dtype=torch.int8).reshape(x1.shape)
+    return torch.tensor(out, dtype=torch.int8).reshape(shape)
 
 
 def ref_quantize_multiplier(real: float) -> tuple[int, int]:
@@ -66,10 +68,10 @@ def quantized_cases(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, dict, 
     )
     act_min = draw(st.integers(-128, 0))
     params.update(activation_min=act_min, activation_max=draw(st.integers(act_min, 127)))
-    shape = draw(st.lists(st.integers(1, 5), min_size=1, max_size=4))
+    shape1, shape2 = draw(shape_pairs())  # same shapes and broadcasting ones
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
-    x1 = torch.randint(-128, 128, shape, generator=gen, dtype=torch.int8)
-    x2 = torch.randint(-128, 128, shape, generator=gen, dtype=torch.int8)
+    x1 = torch.randint(-128, 128, shape1, generator=gen, dtype=torch.int8)
+    x2 = torch.randint(-128, 128, shape2, generator=gen, dtype=torch.int8)
     return x1, x2, params, (s1, z1, s2, z2, so, zo)
 
 
@@ -175,5 +177,8 @@ def test_add_functional_out_fake_and_shape_check() -> None:
     with FakeTensorMode():
         fake = OP(torch.empty(2, 3, dtype=torch.int8), torch.empty(2, 3, dtype=torch.int8), *args)
     assert fake.shape == (2, 3) and fake.dtype == torch.int8
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="do not broadcast"):
         add(x1, x2[..., :2], *args)
+    with FakeTensorMode():
+        fake = OP(torch.empty(4, 1, dtype=torch.int8), torch.empty(1, 3, dtype=torch.int8), *args)
+    assert fake.shape == (4, 3)

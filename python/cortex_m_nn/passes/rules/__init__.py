@@ -1,5 +1,35 @@
 """Lowering rules, one module per operator family; importing this registers them all."""
 
-from cortex_m_nn.passes.rules import add, conv2d, linear, pooling, softmax, views
+from cortex_m_nn.passes.rules import (
+    add,
+    batch_matmul,
+    concat,
+    conv2d,
+    linear,
+    lut,
+    minmax,
+    mul,
+    pad,
+    pooling,
+    softmax,
+    transpose,
+    transpose_conv2d,
+    views,
+)
 
-__all__ = ["add", "conv2d", "linear", "pooling", "softmax", "views"]
+__all__ = [
+    "add",
+    "batch_matmul",
+    "concat",
+    "conv2d",
+    "linear",
+    "lut",
+    "minmax",
+    "mul",
+    "pad",
+    "pooling",
+    "softmax",
+    "transpose",
+    "transpose_conv2d",
+    "views",
+]

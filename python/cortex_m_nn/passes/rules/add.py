@@ -1,42 +1,61 @@
-"""aten.add.Tensor → cortex_m_nn::add (arm_elementwise_add_s8)."""
+"""aten.add.Tensor / aten.sub.Tensor → cortex_m_nn::add (arm_elementwise_add_s8).
+
+Subtraction is the same kernel with input 2's multiplier negated (see
+:mod:`cortex_m_nn.ops.add` for why that is exact). Broadcasting, constants and numbers as
+operands: :mod:`cortex_m_nn.passes.binary`.
+"""
 
 from __future__ import annotations
 
-from cortex_m_nn.ops.add import add_parameters
+from cortex_m_nn.ops.add import add_parameters, sub_parameters
 from cortex_m_nn.passes.activation import activation_range
-from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.binary import operands
+from cortex_m_nn.passes.graph_values import LoweringRefused
 from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
 
-@rule(aten.add.Tensor)
-def lower_add(context: LoweringContext, pattern: Pattern) -> Lowered:
-    node = pattern.op
-    if node.kwargs.get("alpha", 1) != 1:
-        raise LoweringRefused("add with alpha != 1")
-    a, b = (context.input_value(arg) for arg in node.args[:2])
-    if a.shape != b.shape:
-        raise LoweringRefused(f"broadcasting add {list(a.shape)} + {list(b.shape)}")
-    if a.nhwc != b.nhwc:
-        raise LoweringRefused("add of tensors in different layouts")
-    p = add_parameters(a.scale, b.scale, pattern.scale)
+def _lower(context: LoweringContext, pattern: Pattern, subtract: bool) -> Lowered:
+    if pattern.op.kwargs.get("alpha", 1) != 1:
+        raise LoweringRefused(f"{'sub' if subtract else 'add'} with alpha != 1")
+    inputs = operands(context, pattern)
+    a, b = inputs.first, inputs.second
+    parameters = sub_parameters if subtract else add_parameters
+    p = parameters(
+        a.scale,
+        b.scale,
+        pattern.scale,
+        input1_zero_point=a.zero_point,
+        input2_zero_point=b.zero_point,
+        output_zero_point=pattern.zero_point,
+    )
     act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
     out = context.call(
         "add",
-        a.node,
-        b.node,
-        -a.zero_point,
+        inputs.input1,
+        inputs.input2,
+        p["input1_offset"],
         p["input1_multiplier"],
         p["input1_shift"],
-        -b.zero_point,
+        p["input2_offset"],
         p["input2_multiplier"],
         p["input2_shift"],
         p["left_shift"],
-        pattern.zero_point,
+        p["output_offset"],
         p["output_multiplier"],
         p["output_shift"],
         act_min,
         act_max,
     )
-    value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape, nhwc=a.nhwc)
-    return Lowered(value, "add", "arm_elementwise_add_s8")
+    value = inputs.result(context, out, pattern)
+    return Lowered(value, "add", "arm_elementwise_add_s8", weight_bytes=inputs.constant_bytes)
+
+
+@rule(aten.add.Tensor)
+def lower_add(context: LoweringContext, pattern: Pattern) -> Lowered:
+    return _lower(context, pattern, subtract=False)
+
+
+@rule(aten.sub.Tensor)
+def lower_sub(context: LoweringContext, pattern: Pattern) -> Lowered:
+    return _lower(context, pattern, subtract=True)

@@ -1,12 +1,20 @@
-"""avg_pool2d, adaptive_avg_pool2d and mean over H, W → cortex_m_nn::avg_pool2d (arm_avgpool_s8)."""
+"""Pooling on int8 NHWC tensors; output quantization shared with the input, activation fused.
+
+* avg_pool2d, adaptive_avg_pool2d (uniform windows) and mean over H and W (a global average
+  pool: the window is the whole H×W; this CMSIS-NN has no separate mean kernel)
+  → cortex_m_nn::avg_pool2d (arm_avgpool_s8)
+* max_pool2d (dilation 1, floor or ceil mode) → cortex_m_nn::max_pool2d (arm_max_pool_s8)
+"""
 
 from __future__ import annotations
 
 from torch.fx import Node
 
 from cortex_m_nn import scratch
+from cortex_m_nn.ops.max_pool2d import pool_output_size
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.layout import relayout
 from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
@@ -22,6 +30,16 @@ def _argument(node: Node, index: int, name: str, default: object) -> object:
     return node.kwargs.get(name, default)
 
 
+def _pooled_input(context: LoweringContext, pattern: Pattern, what: str) -> QValue:
+    """The pool's input, channels-last, with the output's quantization."""
+    x = context.input_value(pattern.op.args[0])
+    if len(x.shape) != 4:
+        raise LoweringRefused(f"{what} input is not a 4-D activation")
+    if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
+        raise LoweringRefused(f"{what} would need requantization (output qparams differ)")
+    return relayout(context, x, nhwc=True)
+
+
 def _pool(
     context: LoweringContext,
     pattern: Pattern,
@@ -29,11 +47,7 @@ def _pool(
     stride: list[int],
     padding: list[int],
 ) -> Lowered:
-    x = context.input_value(pattern.op.args[0])
-    if len(x.shape) != 4 or not x.nhwc:
-        raise LoweringRefused("pooling input is not a 4-D activation")
-    if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
-        raise LoweringRefused("average pool would need requantization (output qparams differ)")
+    x = _pooled_input(context, pattern, "average pool")
     act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
     n, channels = x.shape[0], x.shape[1]
     out_h = (x.shape[2] + 2 * padding[0] - kernel[0]) // stride[0] + 1
@@ -91,3 +105,27 @@ def lower_mean(context: LoweringContext, pattern: Pattern) -> Lowered:
         raise LoweringRefused(f"mean over dims {list(dims)} (only H and W of a 4-D tensor)")
     kernel = list(x.shape[2:])
     return _pool(context, pattern, kernel, kernel, [0, 0])
+
+
+@rule(aten.max_pool2d.default)
+def lower_max_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
+    node = pattern.op
+    kernel = _pair(_argument(node, 1, "kernel_size", None))
+    stride = _pair(_argument(node, 2, "stride", None) or kernel)
+    padding = _pair(_argument(node, 3, "padding", 0))
+    dilation = _pair(_argument(node, 4, "dilation", 1))
+    ceil_mode = bool(_argument(node, 5, "ceil_mode", False))
+    if dilation != [1, 1]:
+        raise LoweringRefused(
+            f"max_pool2d with dilation {dilation}: arm_max_pool_s8 has none; use dilation=1"
+        )
+    x = _pooled_input(context, pattern, "max pool")
+    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+    n, channels, height, width = x.shape
+    out_h = pool_output_size(height, kernel[0], stride[0], padding[0], ceil_mode)
+    out_w = pool_output_size(width, kernel[1], stride[1], padding[1], ceil_mode)
+    if (n, channels, out_h, out_w) != pattern.shape:
+        raise LoweringRefused(f"max pool output {[n, channels, out_h, out_w]} vs {pattern.shape}")
+    out = context.call("max_pool2d", x.node, kernel, stride, padding, ceil_mode, act_min, act_max)
+    value = QValue(out, x.scale, x.zero_point, pattern.shape, nhwc=True)
+    return Lowered(value, "max_pool2d", "arm_max_pool_s8")

@@ -1,8 +1,26 @@
-"""reshape, view, flatten, squeeze, unsqueeze and dropout (eval) on int8 tensors: free views."""
+"""reshape, view, flatten, squeeze, unsqueeze and dropout (eval) on int8 tensors.
+
+A view is free when the stored bytes already are in the order the new shape needs. A 4-D
+result is kept channels-last when that is free too (or when a convolution or pool reads it).
+A view across channels-last bytes (e.g. flatten of ``[N, C, H, W]`` with C > 1 and H·W > 1)
+first transposes them to logical (NCHW-contiguous) order: exact, whatever reads the result.
+A view of the graph input alone is folded into the input quantize (the float input is
+reshaped, then quantized straight into the layout the result needs).
+"""
 
 from __future__ import annotations
 
-from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.graph_values import LoweringRefused
+from cortex_m_nn.passes.layout import (
+    boundary_quantize,
+    census,
+    movement,
+    only_reader,
+    quantize_as,
+    relayout,
+    reshape,
+    wants_channels_last,
+)
 from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
@@ -32,15 +50,23 @@ def lower_view(context: LoweringContext, pattern: Pattern) -> Lowered:
         raise LoweringRefused("activation after a view")
     if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
         raise LoweringRefused("view with different input and output quantization")
-    if not x.layout_free:
-        raise LoweringRefused(
-            "view that reorders a channels-last tensor (C > 1 and H·W > 1); "
-            "lowered with permuted weights in a later release"
-        )
-    result = QValue(x.node, x.scale, x.zero_point, pattern.shape)
-    if len(pattern.shape) == 4:  # keep 4-D activations channels-last, as convolutions expect
-        result = QValue(x.node, x.scale, x.zero_point, pattern.shape, nhwc=True)
-        if not result.layout_free:
-            raise LoweringRefused("view into a 4-D tensor whose channels-last order differs")
-    out = context.view(x.node, result.stored_shape)
-    return Lowered(QValue(out, x.scale, x.zero_point, pattern.shape, result.nhwc), "view", "(view)")
+    shape = pattern.shape
+    # Free candidates first; a 4-D result prefers channels-last, as convolutions expect.
+    channels_last = len(shape) == 4 and wants_channels_last(pattern)
+    fold = only_reader(pattern) and boundary_quantize(x)
+    before = census(context)
+    for nhwc in (True, False) if len(shape) == 4 else (False,):
+        free = reshape(context, x, shape, nhwc)
+        if free is not None:
+            if channels_last and not free.nhwc and fold:  # a convolution or pool reads it
+                free = quantize_as(context, x, shape, nhwc=True)
+            elif channels_last and not free.nhwc:
+                free = relayout(context, free, nhwc=True)
+            return Lowered(free, *movement(context, before))
+    if fold:  # a view of the graph input: reshape the float input, quantize as needed
+        return Lowered(quantize_as(context, x, shape, channels_last), *movement(context, before))
+    logical = relayout(context, x, nhwc=False)  # transpose to NCHW-contiguous order
+    result = reshape(context, logical, shape, nhwc=False)
+    if channels_last:
+        result = relayout(context, result, nhwc=True)
+    return Lowered(result, *movement(context, before))

@@ -1,0 +1,107 @@
+// cortex_m_nn::batch_matmul.out → arm_batch_matmul_s8 (right operand given transposed,
+// per-tensor requantization, up to two broadcast batch dimensions).
+// Reference: python/cortex_m_nn/ops/batch_matmul.py.
+#include "cortex_m_nn/kernel_support.h"
+#include "cortex_m_nn_operators.h"
+
+extern "C" {
+#include "arm_nnfunctions.h"
+}
+
+namespace cortex_m_nn {
+namespace native {
+
+namespace {
+constexpr const char* kOp = "batch_matmul";
+
+// [..., rows, columns] padded on the left with 1s to CMSIS-NN's {B0, B1, rows, columns}.
+cmsis_nn_dims padded_dims(const Tensor& tensor) {
+  int32_t d[4] = {1, 1, 1, 1};
+  const ssize_t rank = tensor.dim();
+  for (ssize_t i = 0; i < rank; ++i) {
+    d[4 - rank + i] = static_cast<int32_t>(tensor.size(i));
+  }
+  return cmsis_nn_dims{d[0], d[1], d[2], d[3]};
+}
+
+bool broadcasts(int32_t a, int32_t b, int32_t out) {
+  return (a == b && out == a) || (a == 1 && out == b) || (b == 1 && out == a);
+}
+}  // namespace
+
+void batch_matmul_out(
+    KernelRuntimeContext& context,
+    const Tensor& lhs,
+    const Tensor& rhs_transposed,
+    int64_t lhs_offset,
+    int64_t rhs_offset,
+    int64_t output_offset,
+    int64_t multiplier,
+    int64_t shift,
+    int64_t activation_min,
+    int64_t activation_max,
+    int64_t scratch_bytes,
+    Tensor& out,
+    Tensor& scratch) {
+  (void)scratch_bytes;
+  CORTEX_M_NN_CHECK(
+      context,
+      is_type(lhs, ScalarType::Char) && is_type(rhs_transposed, ScalarType::Char) &&
+          is_type(out, ScalarType::Char) && lhs.dim() >= 2 && lhs.dim() <= 4 &&
+          rhs_transposed.dim() >= 2 && rhs_transposed.dim() <= 4 && out.dim() >= 2 &&
+          out.dim() <= 4,
+      "batch_matmul",
+      "operands and out must be 2-D to 4-D int8 tensors");
+  const cmsis_nn_dims lhs_dims = padded_dims(lhs);
+  const cmsis_nn_dims rhs_dims = padded_dims(rhs_transposed);
+  const cmsis_nn_dims output_dims = padded_dims(out);
+  CORTEX_M_NN_CHECK(
+      context,
+      lhs_dims.c == rhs_dims.c && output_dims.w == lhs_dims.w && output_dims.c == rhs_dims.w &&
+          broadcasts(lhs_dims.n, rhs_dims.n, output_dims.n) &&
+          broadcasts(lhs_dims.h, rhs_dims.h, output_dims.h),
+      "batch_matmul",
+      "shapes disagree: lhs [.., %d, %d], transposed rhs [.., %d, %d], out [.., %d, %d]",
+      (int)lhs_dims.w, (int)lhs_dims.c, (int)rhs_dims.w, (int)rhs_dims.c, (int)output_dims.w,
+      (int)output_dims.c);
+  CORTEX_M_NN_CHECK(
+      context,
+      fits_int32(multiplier) && shift >= -31 && shift <= 30 && fits_int32(lhs_offset) &&
+          fits_int32(rhs_offset) && fits_int32(output_offset) &&
+          is_int8_range(activation_min, activation_max),
+      "batch_matmul",
+      "multiplier, shift, offsets or activation range out of range");
+
+  cmsis_nn_context buffer{};
+  // The filter dims CMSIS-NN sizes the kernel sums from: n = columns, c = rows of the rhs.
+  const cmsis_nn_dims filter_dims{rhs_dims.c, 1, 1, rhs_dims.w};
+  const int32_t kernel_sums = arm_fully_connected_s8_get_buffer_size(&filter_dims);
+  if (!scratch_context(context, kOp, scratch, kernel_sums, &buffer)) {
+    return;
+  }
+  const cmsis_nn_bmm_params params{
+      false,
+      false,
+      {static_cast<int32_t>(lhs_offset),
+       static_cast<int32_t>(rhs_offset),
+       static_cast<int32_t>(output_offset),
+       {static_cast<int32_t>(activation_min), static_cast<int32_t>(activation_max)}}};
+  const cmsis_nn_per_tensor_quant_params quant{
+      static_cast<int32_t>(multiplier), static_cast<int32_t>(shift)};
+  check_status(
+      context,
+      kOp,
+      arm_batch_matmul_s8(
+          &buffer,
+          &params,
+          &quant,
+          &lhs_dims,
+          lhs.const_data_ptr<int8_t>(),
+          &rhs_dims,
+          rhs_transposed.const_data_ptr<int8_t>(),
+          &output_dims,
+          out.mutable_data_ptr<int8_t>()));
+}
+
+}  // namespace native
+}  // namespace cortex_m_nn

@@ -1,0 +1,156 @@
+"""Does the model fit? Flash must hold the ``.pte`` and the runtime's code, RAM the planned
+arena and the runtime's own structures; checked before anything is written or built.
+
+The runtime's code size and RAM are estimates (said so wherever they are shown); the
+``.pte`` and the arena are exact. ``cortex-m-compile inspect app.elf`` measures a built
+image.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cortex_m_nn.boards import BOARDS, Board, Region, find_board, format_size, parse_size
+from cortex_m_nn.errors import CompileError
+
+KIB = 1024
+#: ExecuTorch's core runtime and kernel registration, measured for the peer's runtime on
+#: Cortex-M55 (-O3): core ≈ 51 KB, registration ≈ 12 KB.
+RUNTIME_CODE_BYTES = 64 * KIB
+#: One cortex_m_nn kernel and the CMSIS-NN functions it calls (the peer's 18 kernels and
+#: their CMSIS-NN code measured ≈ 3.2 KB each).
+OPERATOR_CODE_BYTES = 4 * KIB
+
+
+def code_bytes_estimate(operators: int) -> int:
+    return RUNTIME_CODE_BYTES + OPERATOR_CODE_BYTES * operators
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The memories a model must fit: a board's default regions or explicit sizes."""
+
+    where: str
+    flash: Region | None
+    ram: Region | None
+    board: Board | None = None
+
+
+def budget(board: str | None, flash: str | None, ram: str | None) -> Budget | None:
+    """From ``--board``, ``--flash`` and ``--ram`` (explicit sizes override the board's)."""
+    if board is None and flash is None and ram is None:
+        return None
+    found = find_board(board) if board is not None else None
+    flash_region = Region("--flash", parse_size(flash)) if flash is not None else None
+    ram_region = Region("--ram", parse_size(ram)) if ram is not None else None
+    if found is not None:
+        flash_region = flash_region or found.region(found.flash)
+        ram_region = ram_region or found.region(found.ram)
+        where = found.name
+    else:
+        where = "the given memory"
+    return Budget(where, flash_region, ram_region, found)
+
+
+def _need(
+    role: str, region: Region, needed: int, what: str, extra: dict[str, int]
+) -> dict[str, Any]:
+    return {
+        "role": role,
+        "region": f"{region.name} {format_size(region.size)}",
+        "size_bytes": region.size,
+        "needed_bytes": needed,
+        "share": needed / region.size if region.size else float("inf"),
+        "fits": needed <= region.size,
+        "what": what,
+        **extra,
+    }
+
+
+def _other_regions(board: Board | None, role: str, used: Region, needed: int) -> list[str]:
+    """Regions of the board that could take the model or the arena instead.
+
+    An arena needs RAM. A model needs a memory the image can be loaded into: another
+    non-volatile one when the board keeps its image in flash or MRAM, otherwise (ITCM or
+    SRAM that the debugger or emulator loads) any other large enough region, DDR included.
+    """
+    if board is None:
+        return []
+    return [
+        f"{r.name} ({format_size(r.size)})"
+        for r in board.regions
+        if r.name != used.name
+        and r.size >= needed
+        and (r.volatile if role == "ram" else r.volatile == used.volatile)
+    ]
+
+
+def _boards_with(role: str, needed: int, exclude: Board | None) -> list[str]:
+    return [
+        f"{b.name} ({format_size(b.region(getattr(b, role)).size)})"
+        for b in BOARDS
+        if b is not exclude and b.region(getattr(b, role)).size >= needed
+    ][:3]
+
+
+def _fix(role: str, check: dict[str, Any], budget: Budget) -> str:
+    what = "the model (.pte)" if role == "flash" else "the arena"
+    regions = _other_regions(budget.board, role, _region(budget, role), check["needed_bytes"])
+    if regions:
+        return f"place {what} in {' or '.join(regions)}"
+    boards = _boards_with(role, check["needed_bytes"], budget.board)
+    if boards:
+        memory = "flash" if role == "flash" else "RAM"
+        return f"choose a board with more {memory}, e.g. {', '.join(boards)}"
+    return "make the model smaller (fewer or narrower layers)"
+
+
+def _region(budget: Budget, role: str) -> Region:
+    return budget.flash if role == "flash" else budget.ram
+
+
+def check(
+    budget: Budget, pte_bytes: int, operators: int, arena_bytes: int, overhead_bytes: int
+) -> dict[str, Any]:
+    """The fit report (``fits`` and, when it does not, a one-line ``error`` naming the fix)."""
+    report: dict[str, Any] = {"where": budget.where, "flash": None, "ram": None}
+    if budget.flash is not None:
+        code = code_bytes_estimate(operators)
+        report["flash"] = _need(
+            "flash",
+            budget.flash,
+            pte_bytes + code,
+            f".pte {pte_bytes:,} B + runtime code ≈ {code:,} B (estimate: "
+            f"{RUNTIME_CODE_BYTES // KIB} KiB + {OPERATOR_CODE_BYTES // KIB} KiB × "
+            f"{operators} operators)",
+            {"pte_bytes": pte_bytes, "code_bytes_estimate": code},
+        )
+    if budget.ram is not None:
+        report["ram"] = _need(
+            "RAM",
+            budget.ram,
+            arena_bytes + overhead_bytes,
+            f"arena {arena_bytes:,} B + runtime ≈ {overhead_bytes:,} B (estimate)",
+            {"arena_bytes": arena_bytes, "runtime_overhead_bytes": overhead_bytes},
+        )
+    problems = []
+    for role in ("flash", "ram"):
+        found = report[role]
+        if found is not None and not found["fits"]:
+            problems.append(
+                f"{found['role']} {found['region']} < {found['needed_bytes']:,} B needed "
+                f"({found['what']}); {_fix(role, found, budget)}"
+            )
+    report["fits"] = not problems
+    report["error"] = (
+        f"the model does not fit {budget.where}: " + "; and ".join(problems) + "; nothing written"
+        if problems
+        else None
+    )
+    return report
+
+
+def require_fit(report: dict[str, Any]) -> None:
+    if not report["fits"]:
+        raise CompileError(report["error"])

@@ -1,0 +1,385 @@
+"""The memory plan of ``forward``: each planned tensor's lifetime and arena offset, the
+live-tensor lower bound, and the constants by kind.
+
+ExecuTorch's memory planner places every non-constant tensor (inputs, activations, the
+CMSIS-NN scratch buffers our scratch operators return as a second output, outputs) in one
+arena. This module reads the result back from the executorch-dialect graph and computes the
+lifetimes itself, from the order of the kernel calls, so that it can check the plan (no two
+tensors live at once share a byte) and bound it from below: at every kernel call the tensors
+alive then must all be in memory, so no plan can be smaller than the largest such sum.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from executorch.exir import memory
+from executorch.exir.memory_planning import (
+    MemoryAlgoResult,
+    MemoryPlanningAlgorithmSuite,
+    SpecAllocResult,
+    greedy,
+)
+from executorch.exir.passes import MemoryPlanningPass
+from torch.export import ExportedProgram
+from torch.fx import GraphModule, Node
+
+#: ExecuTorch aligns every planned tensor to 16 bytes (``executorch.exir.tensor.ALIGNMENT``).
+ALIGNMENT = 16
+
+KINDS = ("input", "activation", "scratch", "output")
+CONSTANT_KINDS = ("weights", "biases", "requantization", "kernel_sums", "other")
+
+
+def aligned(nbytes: int) -> int:
+    return -(-nbytes // ALIGNMENT) * ALIGNMENT
+
+
+@dataclass(frozen=True)
+class PlannedTensor:
+    """A planned tensor: ``first``/``last`` are indices of the kernel calls that use it."""
+
+    name: str
+    kind: str
+    nbytes: int
+    offset: int
+    first: int
+    last: int
+    #: the operator that writes it (the first user for an input)
+    producer: str = ""
+
+    @property
+    def aligned_bytes(self) -> int:
+        return aligned(self.nbytes)
+
+    def live_at(self, index: int) -> bool:
+        return self.first <= index <= self.last
+
+
+@dataclass
+class MemoryPlan:
+    """The planned tensors of ``forward`` in kernel-call order, and the planned arena size."""
+
+    operators: list[str]
+    tensors: list[PlannedTensor]
+    arena_bytes: int
+    constants: dict[str, int] = field(default_factory=dict)
+    #: the planning algorithm whose plan the program uses
+    planner: str = ""
+
+    def live(self, index: int) -> list[PlannedTensor]:
+        return [t for t in self.tensors if t.live_at(index)]
+
+    def live_bytes(self, index: int) -> int:
+        return sum(t.aligned_bytes for t in self.live(index))
+
+    @property
+    def peak_index(self) -> int:
+        """The kernel call at which the most (aligned) bytes are live."""
+        if not self.operators:
+            return 0
+        return max(range(len(self.operators)), key=self.live_bytes)
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        """Max over kernel calls of the live tensors' bytes (each aligned like the planner)."""
+        return self.live_bytes(self.peak_index) if self.operators else 0
+
+    @property
+    def largest_scratch_bytes(self) -> int:
+        return max((t.nbytes for t in self.tensors if t.kind == "scratch"), default=0)
+
+    @property
+    def extent_bytes(self) -> int:
+        """Highest byte any tensor occupies: the arena the offsets need."""
+        return max((t.offset + t.aligned_bytes for t in self.tensors), default=0)
+
+    def conflicts(self) -> list[tuple[str, str]]:
+        """Pairs of tensors live at the same kernel call that share bytes (must be empty)."""
+        found = []
+        sized = [t for t in self.tensors if t.nbytes > 0]
+        for i, a in enumerate(sized):
+            for b in sized[i + 1 :]:
+                together = a.first <= b.last and b.first <= a.last
+                shared = a.offset < b.offset + b.nbytes and b.offset < a.offset + a.nbytes
+                if together and shared:
+                    found.append((a.name, b.name))
+        return found
+
+    def as_dict(self) -> dict[str, Any]:
+        peak = self.peak_index
+        live = self.live(peak) if self.operators else []
+        lower = self.lower_bound_bytes
+        return {
+            "arena_bytes": self.arena_bytes,
+            "planner": self.planner,
+            "lower_bound_bytes": lower,
+            "arena_over_lower_bound": self.arena_bytes / lower if lower else 1.0,
+            "alignment": ALIGNMENT,
+            "peak": {
+                "index": peak,
+                "operator": self.operators[peak] if self.operators else None,
+                "activation_bytes": sum(t.aligned_bytes for t in live if t.kind != "scratch"),
+                "scratch_bytes": sum(t.aligned_bytes for t in live if t.kind == "scratch"),
+            },
+            "largest_scratch_bytes": self.largest_scratch_bytes,
+            "scratch_buffers": sum(t.kind == "scratch" for t in self.tensors),
+            "operators": list(self.operators),
+            "tensors": [asdict(t) for t in self.tensors],
+        }
+
+
+# --- reading the executorch-dialect graph ----------------------------------------------------
+
+
+def _out_arguments(node: Node) -> list[str]:
+    """Names of an out-variant call's written (``Tensor(a!)``) keyword arguments, in order."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return []
+    return [
+        a.name
+        for a in schema.arguments
+        if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
+    ]
+
+
+def _planned(node: Node) -> bool:
+    spec = node.meta.get("spec")
+    return getattr(spec, "mem_id", None) is not None and not getattr(spec, "const", True)
+
+
+def _nbytes(node: Node) -> int:
+    if node.target is memory.alloc:
+        shape, dtype = node.args[0]
+        return math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    value = node.meta["val"]
+    return value.numel() * value.element_size()
+
+
+def operator_name(node: Node) -> str:
+    """``cortex_m_nn::conv2d`` for ``cortex_m_nn.conv2d.out``."""
+    name = str(getattr(node.target, "_name", None) or node.target)
+    for suffix in (".out", ".default"):
+        name = name.removesuffix(suffix)
+    return name.replace(".", "::", 1) if "::" not in name else name
+
+
+def _nodes_in(value: object) -> list[Node]:
+    found: list[Node] = []
+    torch.fx.node.map_arg(value, found.append)
+    return found
+
+
+def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
+    """The plan of an executorch-dialect graph (after ``to_executorch``), lifetimes computed here.
+
+    Storage owners are the ``alloc`` nodes and the planned graph inputs; ``view`` and
+    ``getitem`` nodes and out-variant calls are aliases of the storage they name. A tensor
+    lives from the first kernel call that touches it (the first, for a graph input) to the
+    last (the last, for a graph output).
+    """
+    owner: dict[Node, Node] = {}
+    kind: dict[Node, str] = {}
+    calls: list[Node] = []
+    for node in graph_module.graph.nodes:
+        if node.op == "placeholder" and _planned(node):
+            owner[node], kind[node] = node, "input"
+        elif node.op != "call_function":
+            continue
+        elif node.target is memory.alloc:
+            owner[node], kind[node] = node, "activation"
+        elif node.target is memory.view and node.args[0] in owner:
+            owner[node] = owner[node.args[0]]
+        elif node.target is operator.getitem:
+            source, index = node.args
+            outs = _out_arguments(source) if isinstance(source, Node) else []
+            if index < len(outs) and source.kwargs.get(outs[index]) in owner:
+                owner[node] = owner[source.kwargs[outs[index]]]
+        else:
+            calls.append(node)
+            outs = _out_arguments(node)
+            for name in outs:
+                if name == "scratch" and node.kwargs.get(name) in owner:
+                    kind[owner[node.kwargs[name]]] = "scratch"
+            if len(outs) == 1 and node.kwargs.get(outs[0]) in owner:
+                owner[node] = owner[node.kwargs[outs[0]]]
+
+    first: dict[Node, int] = {n: 0 for n, k in kind.items() if k == "input"}
+    last: dict[Node, int] = {}
+    producer: dict[Node, str] = {}
+    for index, call in enumerate(calls):
+        for used in _nodes_in((call.args, call.kwargs)):
+            if used in owner:
+                storage = owner[used]
+                first.setdefault(storage, index)
+                producer.setdefault(storage, operator_name(call))
+                last[storage] = index
+    end = len(calls) - 1
+    output = next(n for n in graph_module.graph.nodes if n.op == "output")
+    for used in _nodes_in(output.args):
+        if used in owner:
+            storage = owner[used]
+            kind[storage] = "output"
+            first.setdefault(storage, end)
+            last[storage] = end
+
+    tensors = [
+        PlannedTensor(
+            name=storage.name,
+            kind=kind[storage],
+            nbytes=_nbytes(storage),
+            offset=int(storage.meta["spec"].mem_offset),
+            first=first[storage],
+            last=last.get(storage, first[storage]),
+            producer=producer.get(storage, ""),
+        )
+        for storage in kind
+        if storage in first
+    ]
+    return MemoryPlan([operator_name(c) for c in calls], tensors, arena_bytes)
+
+
+# --- constants -------------------------------------------------------------------------------
+
+
+def constant_kind(argument: str) -> str:
+    """The report's kind of constant for an operator argument name."""
+    name = argument.lower()
+    if "sum" in name:
+        return "kernel_sums"
+    if "multiplier" in name or "shift" in name:
+        return "requantization"
+    if "bias" in name:
+        return "biases"
+    if "weight" in name or "filter" in name or "kernel" in name:
+        return "weights"
+    return "other"
+
+
+def _argument_name(user: Node, value: Node) -> str:
+    schema = getattr(user.target, "_schema", None)
+    if schema is not None:
+        for position, argument in enumerate(user.args):
+            if argument is value and position < len(schema.arguments):
+                return schema.arguments[position].name
+    for name, argument in user.kwargs.items():
+        if argument is value:
+            return name
+    return ""
+
+
+def constants(program: ExportedProgram) -> dict[str, int]:
+    """Bytes of the program's constant tensors by kind, each distinct byte string once (as
+    ExecuTorch stores them), so the total equals the ``.pte``'s constant data."""
+    signature = program.graph_signature
+    names = {
+        **signature.inputs_to_parameters,
+        **signature.inputs_to_buffers,
+        **signature.inputs_to_lifted_tensor_constants,
+    }
+    sizes = dict.fromkeys(CONSTANT_KINDS, 0)
+    seen: set[bytes] = set()
+    for node in program.graph_module.graph.nodes:
+        if node.op != "placeholder" or node.name not in names:
+            continue
+        fqn = names[node.name]
+        tensor = program.state_dict.get(fqn)
+        if tensor is None:
+            tensor = program.constants[fqn]
+        data = tensor.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        if data in seen:
+            continue
+        seen.add(data)
+        argument = next((_argument_name(u, node) for u in node.users), "")
+        sizes[constant_kind(argument)] += len(data)
+    sizes["total"] = sum(sizes[k] for k in CONSTANT_KINDS)
+    return sizes
+
+
+# --- the planning algorithm ------------------------------------------------------------------
+
+
+def best_offset(
+    alignment: int,
+    specs: Any,
+    graph_module: GraphModule,
+    graph_signature: Any,
+    extra_padding: int = 0,
+) -> MemoryAlgoResult:
+    """Greedy by size with free offsets: the largest tensors first, each at the lowest offset
+    that no already placed tensor with an overlapping lifetime occupies.
+
+    ExecuTorch's ``greedy`` packs tensors into fixed shared objects; placing at any free
+    offset lets small tensors fill the gaps beside large ones. Graphs this does not handle
+    (storage-backed specs, control-flow submodules) are planned by ``greedy``.
+    """
+    specs = list(specs)
+    if any(s.storage_base is not None for s in specs) or getattr(
+        graph_module, "input_mem_buffer_sizes", None
+    ):
+        return greedy(alignment, specs, graph_module, graph_signature, extra_padding)
+    for spec in specs:
+        spec.realign(alignment)
+    ordered = sorted(specs, key=lambda s: (-s.allocated_memory, s.lifetime[0], s.lifetime[1]))
+    placed: dict[int, list[tuple[int, int, int, int]]] = {}
+    result = MemoryAlgoResult({}, [])
+    for spec in ordered:
+        memory_id = spec.mem_id if spec.mem_id is not None else 1
+        start, stop = spec.lifetime
+        busy = sorted(
+            (low, high)
+            for low, high, first, last in placed.setdefault(memory_id, [])
+            if first <= stop and start <= last
+        )
+        offset = 0
+        for low, high in busy:
+            if offset + spec.allocated_memory <= low:
+                break
+            offset = max(offset, high)
+        placed[memory_id].append((offset, offset + spec.allocated_memory, start, stop))
+        result.spec_dict[spec] = SpecAllocResult(memory_id, 0, offset)
+    sizes = [0] * (max(placed, default=1) + 1)
+    for memory_id, spans in placed.items():
+        sizes[memory_id] = max((high for _, high, _, _ in spans), default=0) + extra_padding
+    result.bufsizes = sizes
+    return result
+
+
+class SmallestOfSuite(MemoryPlanningAlgorithmSuite):
+    """ExecuTorch's suite (runs each algorithm, keeps the smallest), remembering the winner."""
+
+    chosen: str | None = None
+
+    def __call__(self, alignment, specs, graph_module, graph_signature, extra_padding):
+        results = {
+            algorithm.__name__: algorithm(
+                alignment, specs, graph_module, graph_signature, extra_padding
+            )
+            for algorithm in self.algo_list
+        }
+        self.chosen = min(results, key=lambda name: sum(results[name].bufsizes))
+        for spec, allocation in results[self.chosen].spec_dict.items():
+            spec.mem_id = allocation.mem_id
+            spec.mem_offset = allocation.mem_offset
+            spec.mem_obj_id = allocation.mem_obj_id
+        return results[self.chosen].bufsizes
+
+
+#: The planning algorithms tried on every program; the smaller arena wins (greedy on a tie).
+ALGORITHMS = (greedy, best_offset)
+
+
+def memory_planning_pass() -> MemoryPlanningPass:
+    """ExecuTorch's memory planning pass running ExecuTorch's ``greedy`` and ``best_offset``.
+
+    Measured on cortex-m55 (arena bytes; live-tensor bound in brackets): DS-CNN greedy
+    20,464, naive 92,704 (20,464); ConvStack greedy 2,448, greedy without overlapping
+    allocations 2,896, naive 4,560 (2,160). ``naive`` never reuses memory, so it is not
+    tried; ``best_offset`` closes most of greedy's gap on graphs with branches.
+    """
+    return MemoryPlanningPass(memory_planning_algo=SmallestOfSuite(list(ALGORITHMS)))

@@ -1,0 +1,92 @@
+"""``cortex_m_nn::batch_matmul``: int8 batched matrix product with per-tensor requantization.
+
+Reference for ``arm_batch_matmul_s8``, which multiplies rows by rows: the right operand is
+given **transposed**. For ``lhs [..., M, K]`` and ``rhs_transposed [..., N, K]``::
+
+    acc[..., m, n] = sum_k (lhs[..., m, k] + lhs_offset) * (rhs_transposed[..., n, k] + rhs_offset)
+    out[..., m, n] = clamp(requantize(acc, multiplier, shift) + output_offset, min, max)
+
+in int32 (wrapping), with no bias. Up to two leading batch dimensions broadcast NumPy-style
+(equal, or 1 on one side). Offsets: ``lhs_offset = -lhs_zero_point``,
+``rhs_offset = -rhs_zero_point``, ``output_offset = output_zero_point``.
+
+C++ kernel mapping (``arm_batch_matmul_s8``): pad both operand shapes on the left with 1s to
+4-D ``[B0, B1, rows, K]``, then
+
+* ``input_lhs_dims = {B0, B1, M, K}``, ``input_rhs_dims = {B0', B1', N, K}``,
+  ``output_dims = {max(B0, B0'), max(B1, B1'), M, N}`` (the out tensor's shape padded alike).
+* ``bmm_params = {.adj_x = false, .adj_y = false, .fc_params = {.input_offset = lhs_offset,
+  .filter_offset = rhs_offset, .output_offset = output_offset, .activation = {min, max}}}``.
+* ``quant_params = {multiplier, shift}`` (``cmsis_nn_per_tensor_quant_params``).
+* ``ctx = {scratch, scratch_bytes}``: the MVE build keeps one int32 kernel sum per rhs row
+  there (``4 * N`` bytes) and rejects a NULL buffer; DSP and scalar builds need none.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from cortex_m_nn.ops.conv2d import finish
+from cortex_m_nn.ops.library import define_operator
+
+#: CMSIS-NN's dims have two batch dimensions (n, h) in front of rows (w) and columns (c).
+MAX_RANK = 4
+
+
+def output_shape(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The result's shape; raises ValueError for operands CMSIS-NN cannot multiply."""
+    if not 2 <= len(lhs_shape) <= MAX_RANK or not 2 <= len(rhs_shape) <= MAX_RANK:
+        raise ValueError(f"batch_matmul takes 2-D to 4-D operands, got {lhs_shape} and {rhs_shape}")
+    if lhs_shape[-1] != rhs_shape[-1]:
+        raise ValueError(
+            f"lhs {list(lhs_shape)} and transposed rhs {list(rhs_shape)} differ in the inner "
+            "dimension (the rhs is [..., N, K])"
+        )
+    try:
+        batch = torch.broadcast_shapes(lhs_shape[:-2], rhs_shape[:-2])
+    except RuntimeError as error:
+        raise ValueError(
+            f"batch dimensions of {lhs_shape} and {rhs_shape} do not broadcast"
+        ) from error
+    return (*batch, lhs_shape[-2], rhs_shape[-2])
+
+
+def _fake(
+    lhs: torch.Tensor,
+    rhs_transposed: torch.Tensor,
+    lhs_offset: int,
+    rhs_offset: int,
+    output_offset: int,
+    multiplier: int,
+    shift: int,
+    activation_min: int,
+    activation_max: int,
+) -> torch.Tensor:
+    shape = output_shape(tuple(lhs.shape), tuple(rhs_transposed.shape))
+    return lhs.new_empty(shape, dtype=torch.int8)
+
+
+@define_operator(
+    "batch_matmul",
+    "Tensor lhs, Tensor rhs_transposed, int lhs_offset, int rhs_offset, int output_offset,"
+    " int multiplier, int shift, int activation_min, int activation_max, int scratch_bytes",
+    _fake,
+    scratch=True,
+)
+def batch_matmul(
+    lhs: torch.Tensor,
+    rhs_transposed: torch.Tensor,
+    lhs_offset: int,
+    rhs_offset: int,
+    output_offset: int,
+    multiplier: int,
+    shift: int,
+    activation_min: int,
+    activation_max: int,
+) -> torch.Tensor:
+    """Reference ``arm_batch_matmul_s8``: ``[..., M, K]`` x ``[..., N, K]`` → ``[..., M, N]``."""
+    output_shape(tuple(lhs.shape), tuple(rhs_transposed.shape))
+    left = lhs.to(torch.int64) + lhs_offset
+    right = rhs_transposed.to(torch.int64) + rhs_offset
+    acc = torch.matmul(left, right.transpose(-2, -1))
+    return finish(acc, multiplier, shift, output_offset, activation_min, activation_max)

@@ -1,0 +1,109 @@
+"""``cortex_m_nn::max_pool2d``: int8 NHWC max pooling (same scale and zero point in/out).
+
+Reference for ``arm_max_pool_s8``: each output is the largest in-bounds input of its window
+(padding never wins: CMSIS-NN clips the window to the input), then clamped to
+``[activation_min, activation_max]`` (the fused relu/relu6/hardtanh/clamp). ``padding`` is the
+top/left offset ``[pad_h, pad_w]``; the output size follows PyTorch, floor mode or
+``ceil_mode`` (which only makes the output larger: the last windows are clipped the same way).
+A window lying entirely in the padding leaves the C output undefined: an error here.
+
+C call (``ctx`` is unused: no scratch)::
+
+    cmsis_nn_context ctx = {.buf = NULL, .size = 0};
+    cmsis_nn_pool_params pool = {
+        .stride = {.w = stride[1], .h = stride[0]},        (cmsis_nn_tile is {w, h})
+        .padding = {.w = padding[1], .h = padding[0]},
+        .activation = {.min = activation_min, .max = activation_max}};
+    cmsis_nn_dims input_dims  = {.n = N, .h = H, .w = W, .c = C};      (input [N, H, W, C])
+    cmsis_nn_dims filter_dims = {.n = 1, .h = kernel_size[0], .w = kernel_size[1], .c = 1};
+    cmsis_nn_dims output_dims = {.n = N, .h = OH, .w = OW, .c = C};    (output [N, OH, OW, C])
+    arm_max_pool_s8(&ctx, &pool, &input_dims, input, &filter_dims, &output_dims, output)
+
+``ceil_mode`` only changes OH/OW, which the kernel reads from the output tensor.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from cortex_m_nn.ops.library import define_operator
+
+#: Below every int8 value: marks padded positions, which never win the maximum.
+_PADDED = -129
+
+
+def pool_output_size(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> int:
+    """PyTorch's pooled extent (dilation 1); in ceil mode the last window starts in bounds."""
+    out = (size + 2 * padding - kernel + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+def _check(kernel_size: list[int], stride: list[int], padding: list[int]) -> None:
+    for name, value in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding)):
+        if len(value) != 2:
+            raise ValueError(f"{name} must have two entries (h, w), got {list(value)}")
+    if min(*kernel_size, *stride) < 1 or min(padding) < 0:
+        raise ValueError(f"invalid kernel_size {kernel_size}, stride {stride}, padding {padding}")
+
+
+def _output_hw(
+    input: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    ceil_mode: bool,
+) -> tuple[int, int]:
+    if input.dim() != 4:
+        raise ValueError(f"expected a 4-D NHWC input, got {tuple(input.shape)}")
+    _check(kernel_size, stride, padding)
+    oh = pool_output_size(input.shape[1], kernel_size[0], stride[0], padding[0], ceil_mode)
+    ow = pool_output_size(input.shape[2], kernel_size[1], stride[1], padding[1], ceil_mode)
+    if oh < 1 or ow < 1:
+        raise ValueError(f"pooling {tuple(input.shape)} with kernel {kernel_size} is empty")
+    return oh, ow
+
+
+def _fake(
+    input: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    ceil_mode: bool,
+    activation_min: int,
+    activation_max: int,
+) -> torch.Tensor:
+    oh, ow = _output_hw(input, kernel_size, stride, padding, ceil_mode)
+    return input.new_empty((input.shape[0], oh, ow, input.shape[3]), dtype=torch.int8)
+
+
+@define_operator(
+    "max_pool2d",
+    "Tensor input, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode,"
+    " int activation_min, int activation_max",
+    _fake,
+)
+def max_pool2d(
+    input: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int],
+    padding: list[int],
+    ceil_mode: bool,
+    activation_min: int,
+    activation_max: int,
+) -> torch.Tensor:
+    """Reference ``arm_max_pool_s8`` on an NHWC int8 tensor."""
+    oh, ow = _output_hw(input, kernel_size, stride, padding, ceil_mode)
+    _, h, w, _ = input.shape
+    # Pad top/left by the padding, bottom/right as far as the last window reaches.
+    bottom = max(0, (oh - 1) * stride[0] + kernel_size[0] - h - padding[0])
+    right = max(0, (ow - 1) * stride[1] + kernel_size[1] - w - padding[1])
+    padded = torch.nn.functional.pad(
+        input.to(torch.int16), (0, 0, padding[1], right, padding[0], bottom), value=_PADDED
+    )
+    windows = padded.unfold(1, kernel_size[0], stride[0]).unfold(2, kernel_size[1], stride[1])
+    largest = windows[:, :oh, :ow].amax(dim=(-2, -1))
+    if bool((largest == _PADDED).any()):
+        raise ValueError("a pooling window lies entirely in the padding")
+    return largest.clamp(activation_min, activation_max).to(torch.int8)

@@ -1,0 +1,86 @@
+"""``cortex_m_nn::mul``: int8 element-wise multiplication of two tensors.
+
+Reference for ``arm_elementwise_mul_s8``. Per element::
+
+    y = clamp(requantize((x1 + input1_offset) * (x2 + input2_offset),
+                         output_multiplier, output_shift) + output_offset, min, max)
+
+``inputN_offset = -inputN_zero_point`` (-127..128), ``output_offset = output_zero_point``;
+``output_multiplier, output_shift`` encode ``input1_scale * input2_scale / output_scale``
+(TFLite Micro's ``QuantizeMultiplier``; the shift may be positive, a left shift). The
+product's magnitude is at most 2^16, so every build (scalar, DSP ``SMULBB``, MVE) computes
+the same value.
+With single rounding the MVE build shifts the product left by ``output_shift + 1`` in 32
+bits, so :func:`mul_parameters` refuses shifts above :data:`MAX_OUTPUT_SHIFT`.
+
+Arguments map one to one onto ``arm_elementwise_mul_s8(input_1_vect, input_2_vect,
+input1_offset, input2_offset, output, output_offset, output_multiplier, output_shift,
+activation_min, activation_max, block_size)``. The inputs broadcast as
+:mod:`cortex_m_nn.ops.broadcast` describes (one call per output row).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from cortex_m_nn.ops.arithmetic import active_rounding, quantize_multiplier, requantize
+from cortex_m_nn.ops.broadcast import broadcast_shape, fake_output
+from cortex_m_nn.ops.library import define_operator
+
+#: |product| <= 2^16; shifted left by this (+1 for MVE single rounding) it stays in int32.
+MAX_OUTPUT_SHIFT = 13
+
+
+def mul_parameters(
+    input1_scale: float,
+    input2_scale: float,
+    output_scale: float,
+    *,
+    input1_zero_point: int = 0,
+    input2_zero_point: int = 0,
+    output_zero_point: int = 0,
+) -> dict[str, int]:
+    """The integer arguments of :func:`mul` (all but the activation range), TFLite Micro style."""
+    output_multiplier, output_shift = quantize_multiplier(
+        input1_scale * input2_scale / output_scale
+    )
+    if output_shift > MAX_OUTPUT_SHIFT:
+        raise ValueError(
+            f"mul output scale {output_scale} is over 2^{MAX_OUTPUT_SHIFT} times finer than the "
+            "product of the input scales; calibrate the output range"
+        )
+    return {
+        "input1_offset": -input1_zero_point,
+        "input2_offset": -input2_zero_point,
+        "output_offset": output_zero_point,
+        "output_multiplier": output_multiplier,
+        "output_shift": output_shift,
+    }
+
+
+def _fake(input1: torch.Tensor, input2: torch.Tensor, *args: int) -> torch.Tensor:
+    return fake_output("mul", input1, input2)
+
+
+@define_operator(
+    "mul",
+    "Tensor input1, Tensor input2, int input1_offset, int input2_offset, int output_offset,"
+    " int output_multiplier, int output_shift, int activation_min, int activation_max",
+    _fake,
+)
+def mul(
+    input1: torch.Tensor,
+    input2: torch.Tensor,
+    input1_offset: int,
+    input2_offset: int,
+    output_offset: int,
+    output_multiplier: int,
+    output_shift: int,
+    activation_min: int,
+    activation_max: int,
+) -> torch.Tensor:
+    """Reference ``arm_elementwise_mul_s8`` (see the module docstring for the conventions)."""
+    shape = broadcast_shape("mul", input1.shape, input2.shape)
+    product = (input1.to(torch.int64) + input1_offset) * (input2.to(torch.int64) + input2_offset)
+    scaled = requantize(product.expand(shape), output_multiplier, output_shift, active_rounding())
+    return (scaled + output_offset).clamp(activation_min, activation_max).to(torch.int8)

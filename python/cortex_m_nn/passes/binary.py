@@ -1,0 +1,162 @@
+"""The two operands of an element-wise binary op, aligned for a ``cortex_m_nn`` kernel.
+
+An operand is a quantized activation, a quantized constant (``dequantize(get_attr)``, e.g. a
+learned per-channel scale) or a Python number (``x * 0.5``), which becomes an exact one-byte
+constant: value ±1 with scale ``|c|`` (value 0 for zero). Both operands are brought into the
+output's stored layout — channels-last for 4-D outputs — and then viewed at the collapsed
+shapes of :func:`cortex_m_nn.ops.broadcast.collapse`, so the kernel sees at most four
+dimensions and CMSIS-NN's min/max broadcast correctly. Views cost nothing at run time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch.fx import Node
+
+from cortex_m_nn.ops.broadcast import MAX_RANK, collapse
+from cortex_m_nn.passes.graph_values import (
+    DEQUANTIZE,
+    NCHW_TO_NHWC,
+    LoweringRefused,
+    QValue,
+    qparams_of,
+)
+from cortex_m_nn.passes.lower import LoweringContext, Pattern
+
+
+@dataclass
+class Operands:
+    """Both inputs viewed at their collapsed shapes, and how to view the result back."""
+
+    first: QValue
+    second: QValue
+    input1: Node
+    input2: Node
+    collapsed_output: list[int]
+    stored_output: tuple[int, ...]
+    nhwc: bool
+    constant_bytes: int
+
+    def result(self, context: LoweringContext, node: Node, pattern: Pattern) -> QValue:
+        """The op's output (computed at the collapsed shape) as a value of the lowered graph."""
+        if tuple(self.collapsed_output) != self.stored_output:
+            node = context.view(node, self.stored_output)
+        return QValue(node, pattern.scale, pattern.zero_point, pattern.shape, nhwc=self.nhwc)
+
+
+@dataclass(frozen=True)
+class _Constant:
+    """A quantized constant operand before it is laid out: int8 values in logical order."""
+
+    values: torch.Tensor
+    scale: float
+    zero_point: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.values.shape)
+
+
+def _constant(context: LoweringContext, node: Node) -> _Constant | None:
+    """A per-tensor quantized constant operand, or None when ``node`` is not one."""
+    if node.target not in DEQUANTIZE:
+        return None
+    source = node.args[0]
+    if not isinstance(source, Node) or source.op != "get_attr":
+        return None
+    scale, zero_point = qparams_of(node)
+    return _Constant(context.attribute(source).to(torch.int8), scale, zero_point)
+
+
+def _scalar(value: float) -> _Constant:
+    """A Python number as a one-element int8 constant that represents it exactly."""
+    if not math.isfinite(value):
+        raise LoweringRefused(f"operand {value!r} is not finite")
+    sign = (value > 0) - (value < 0)
+    # Zero's scale is free; a small one keeps an add's rescaling at the other input's scale.
+    return _Constant(torch.tensor(sign, dtype=torch.int8), abs(value) or 2.0**-20, 0)
+
+
+def _operand(context: LoweringContext, argument: object) -> QValue | _Constant:
+    """One input: an activation, a quantized constant or a number."""
+    if isinstance(argument, bool) or not isinstance(argument, int | float | Node):
+        raise LoweringRefused(f"operand {argument!r} is not a number or a tensor")
+    if not isinstance(argument, Node):
+        return _scalar(float(argument))
+    constant = _constant(context, argument)
+    return constant if constant is not None else context.input_value(argument)
+
+
+def _padded(shape: tuple[int, ...], rank: int) -> list[int]:
+    return [1] * (rank - len(shape)) + list(shape)
+
+
+def _stored_shape(value: QValue | _Constant, rank: int, nhwc: bool) -> list[int]:
+    """The operand's stored shape in the output's layout."""
+    logical = _padded(value.shape, rank)
+    if not nhwc:
+        if isinstance(value, QValue) and not value.layout_free:
+            raise LoweringRefused(
+                f"a channels-last {list(value.shape)} activation broadcast to {rank} dimensions"
+            )
+        return logical
+    if isinstance(value, QValue) and not value.nhwc:
+        # An activation's bytes are in logical order: channels-last only if layout-free.
+        if logical[1] != 1 and logical[2] * logical[3] != 1:
+            raise LoweringRefused(
+                f"a channels-first operand of shape {list(value.shape)} against channels-last "
+                "activations; make it [C, 1, 1]- or [1, H, W]-shaped, or 4-D"
+            )
+    return [logical[d] for d in NCHW_TO_NHWC]
+
+
+def _materialise(
+    context: LoweringContext,
+    value: QValue | _Constant,
+    rank: int,
+    nhwc: bool,
+    shape: list[int],
+) -> tuple[QValue, Node]:
+    """(the operand as a value, its node viewed at the collapsed ``shape``)."""
+    if isinstance(value, _Constant):
+        tensor = value.values.reshape(_padded(value.shape, rank))
+        if nhwc:
+            tensor = tensor.permute(*NCHW_TO_NHWC)
+        node = context.constant(tensor.reshape(shape), "operand")
+        return QValue(node, value.scale, value.zero_point, tuple(shape)), node
+    node = value.node
+    if list(value.stored_shape) != shape:
+        node = context.view(node, tuple(shape))
+    return value, node
+
+
+def operands(context: LoweringContext, pattern: Pattern) -> Operands:
+    """Resolve, align and collapse the first two arguments of ``pattern.op``."""
+    values = [_operand(context, arg) for arg in pattern.op.args[:2]]
+    if all(isinstance(v, _Constant) for v in values):
+        raise LoweringRefused("both operands are constants")
+    rank = len(pattern.shape)
+    nhwc = rank == 4  # 4-D activations are stored channels-last
+    stored1, stored2 = (_stored_shape(v, rank, nhwc) for v in values)
+    shape1, shape2, shape_out = collapse(stored1, stored2)
+    if len(shape_out) > MAX_RANK:
+        raise LoweringRefused(
+            f"broadcasting {list(values[0].shape)} against {list(values[1].shape)} needs "
+            f"{len(shape_out)} dimensions; CMSIS-NN takes at most {MAX_RANK}"
+        )
+    (first, input1), (second, input2) = (
+        _materialise(context, v, rank, nhwc, s)
+        for v, s in zip(values, (shape1, shape2), strict=True)
+    )
+    stored_output = tuple(pattern.shape[d] for d in (NCHW_TO_NHWC if nhwc else range(rank)))
+    constant_bytes = sum(v.values.numel() for v in values if isinstance(v, _Constant))
+    return Operands(first, second, input1, input2, shape_out, stored_output, nhwc, constant_bytes)
+
+
+def same_quantization(first: QValue, second: QValue, pattern: Pattern) -> bool:
+    """Whether both inputs and the output share one scale and zero point."""
+    qparams = (first.scale, first.zero_point)
+    return qparams == (second.scale, second.zero_point) == (pattern.scale, pattern.zero_point)

@@ -1,0 +1,261 @@
+"""Layouts of int8 values and the transposes that change them.
+
+A value is stored as its logical (PyTorch) tensor, or, for a 4-D activation with
+``QValue.nhwc``, as the logical tensor permuted NCHW → NHWC. Conversions happen at the graph
+boundary (folded into quantize/dequantize); inside the graph bytes move only where the model
+itself reorders them (a permute, or a view across channels-last bytes).
+
+Every rearrangement is decided on *positions*: for each element of the result, in stored
+order, where it sits in the stored input. When that is the identity the result is a view.
+Values produced by moving bytes remember their origin (the value before the first move and
+the positions in it), so a later rearrangement that restores the origin's order is a view of
+the origin and the transposes in between become dead code: ``flatten(2).transpose(1, 2)`` of
+a channels-last feature map moves nothing. Otherwise :func:`permute` collapses the physical
+permutation (size-1 dims dropped, dims that stay adjacent merged) and emits one
+``cortex_m_nn::transpose`` of at most 4 dims, or, when the value comes straight from the
+input quantize and nothing else reads it, quantizes again with the permutation folded in.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Sequence
+from dataclasses import replace
+
+import torch
+from torch.fx import Graph, Node
+
+from cortex_m_nn.ops.library import operator as cortex_op
+from cortex_m_nn.passes.graph_values import NCHW_TO_NHWC, LoweringRefused, QValue
+from cortex_m_nn.passes.lower import LoweringContext, Pattern
+from cortex_m_nn.quantizer.quantizer import aten
+
+#: Ops whose rules want (or convert to) channels-last input: a layout choice made for their
+#: producer avoids a transpose.
+CHANNELS_LAST_CONSUMERS = {
+    aten.conv2d.default,
+    aten.max_pool2d.default,
+    aten.avg_pool2d.default,
+    aten.adaptive_avg_pool2d.default,
+    aten.mean.dim,
+}
+
+#: Per lowered graph: value node → (origin value, positions of its stored bytes in the origin).
+_ORIGINS: weakref.WeakKeyDictionary[Graph, dict[Node, tuple[QValue, torch.Tensor]]] = (
+    weakref.WeakKeyDictionary()
+)
+#: Per lowered graph: (value node, nhwc) → that value in that layout (transposed once).
+_RELAYOUTS: weakref.WeakKeyDictionary[Graph, dict[tuple[Node, bool], QValue]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def stored_order(rank: int, nhwc: bool) -> list[int]:
+    """The permutation from the logical tensor to the stored one."""
+    if nhwc:
+        if rank != 4:
+            raise ValueError(f"only 4-D values are stored channels-last, not {rank}-D")
+        return list(NCHW_TO_NHWC)
+    return list(range(rank))
+
+
+def inverse(permutation: Sequence[int]) -> list[int]:
+    result = [0] * len(permutation)
+    for position, axis in enumerate(permutation):
+        result[axis] = position
+    return result
+
+
+def collapse(shape: Sequence[int], permutation: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The smallest (shape, permutation) moving the same bytes as ``shape`` permuted.
+
+    Size-1 dims are dropped and input dims that stay adjacent and in order in the output are
+    merged; a result of 0 or 1 dims means no byte moves.
+    """
+    kept = [d for d in range(len(shape)) if shape[d] != 1]
+    rank = {d: i for i, d in enumerate(kept)}
+    sizes = [int(shape[d]) for d in kept]
+    runs: list[list[int]] = []  # output order; each run is consecutive input dims
+    for axis in (rank[d] for d in permutation if shape[d] != 1):
+        if runs and runs[-1][-1] + 1 == axis:
+            runs[-1].append(axis)
+        else:
+            runs.append([axis])
+    by_input = sorted(range(len(runs)), key=lambda r: runs[r][0])
+    position = {r: i for i, r in enumerate(by_input)}
+    dims = [math.prod(sizes[a] for a in runs[r]) for r in by_input]
+    return dims, [position[r] for r in range(len(runs))]
+
+
+def positions(x: QValue) -> torch.Tensor:
+    """The logical tensor of ``x`` holding each element's position in the stored bytes."""
+    stored = torch.arange(math.prod(x.shape), dtype=torch.int64).view(x.stored_shape)
+    return stored.permute(inverse(stored_order(len(x.shape), x.nhwc)))
+
+
+def _stored(logical: torch.Tensor, nhwc: bool) -> torch.Tensor:
+    return logical.permute(stored_order(logical.dim(), nhwc)).reshape(-1)
+
+
+def _free_source(context: LoweringContext, x: QValue, stored: torch.Tensor) -> QValue | None:
+    """A value whose stored bytes are exactly ``stored`` (positions in ``x``): ``x`` or its
+    origin, or None when bytes must move."""
+    identity = torch.arange(stored.numel(), dtype=torch.int64)
+    if torch.equal(stored, identity):
+        return x
+    origin = _ORIGINS.setdefault(context.graph, {}).get(x.node)
+    if origin is not None and torch.equal(origin[1][stored], identity):
+        return origin[0]
+    return None
+
+
+def _remember(context: LoweringContext, x: QValue, node: Node, stored: torch.Tensor) -> None:
+    """Record ``node``'s origin: ``x``'s origin if it has one, else ``x`` itself."""
+    origins = _ORIGINS.setdefault(context.graph, {})
+    if x.node in origins:
+        source, mapping = origins[x.node]
+        origins[node] = (source, mapping[stored])
+    else:
+        origins[node] = (x, stored)
+
+
+def view(context: LoweringContext, node: Node, before: Sequence[int], after: Sequence[int]) -> Node:
+    """``node`` viewed as ``after`` (no node when the shape does not change)."""
+    return node if list(before) == list(after) else context.view(node, tuple(after))
+
+
+def _free_view(
+    context: LoweringContext, x: QValue, result: QValue, stored: torch.Tensor
+) -> QValue | None:
+    """``result`` as a view of ``x`` or of its origin, if no byte has to move."""
+    source = _free_source(context, x, stored)
+    if source is None:
+        return None
+    node = context.view(source.node, result.stored_shape)  # one lowered node per value
+    if source is x and x.node in _ORIGINS.setdefault(context.graph, {}):
+        _remember(context, x, node, stored)
+    return replace(result, node=node)
+
+
+def is_free(context: LoweringContext, x: QValue, permutation: Sequence[int], nhwc: bool) -> bool:
+    """Whether ``x`` permuted into the given output layout needs no transpose."""
+    stored = _stored(positions(x).permute(list(permutation)), nhwc)
+    return _free_source(context, x, stored) is not None
+
+
+def only_reader(pattern: Pattern) -> bool:
+    """Whether the pattern's op is the one reader of its (first) quantized input."""
+    dequantize = pattern.op.args[0]
+    if not isinstance(dequantize, Node) or not isinstance(dequantize.args[0], Node):
+        return False
+    readers = [user for d in dequantize.args[0].users for user in d.users]
+    return readers == [pattern.op]
+
+
+def boundary_quantize(x: QValue) -> bool:
+    """Whether ``x`` is the output of an input (boundary) quantize."""
+    return x.node.op == "call_function" and x.node.target is cortex_op("quantize")
+
+
+def quantize_as(context: LoweringContext, x: QValue, shape: Sequence[int], nhwc: bool) -> QValue:
+    """The boundary quantize producing ``x``, emitted again for its float input reshaped to
+    ``shape`` and stored ``nhwc`` or not: a view of the input folded into the quantize."""
+    source, scale, zero_point, _ = x.node.args
+    reshaped = context.graph.call_function(aten.reshape.default, (source, list(shape)))
+    order = list(NCHW_TO_NHWC) if nhwc else []
+    node = context.call("quantize", reshaped, scale, zero_point, order)
+    return QValue(node, x.scale, x.zero_point, tuple(shape), nhwc)
+
+
+def permute(
+    context: LoweringContext,
+    x: QValue,
+    permutation: Sequence[int],
+    nhwc: bool,
+    fold: bool = False,
+) -> QValue:
+    """``x`` permuted (logically) and stored ``nhwc`` or not.
+
+    With ``fold`` (the caller is the only reader of ``x``) a boundary quantize producing ``x``
+    is emitted again with the permutation folded in, instead of a transpose after it.
+    """
+    shape = tuple(x.shape[d] for d in permutation)
+    result = QValue(x.node, x.scale, x.zero_point, shape, nhwc)
+    stored = _stored(positions(x).permute(list(permutation)), nhwc)
+    free = _free_view(context, x, result, stored)
+    if free is not None:
+        return free
+    stored_in = inverse(stored_order(len(x.shape), x.nhwc))
+    stored_out = stored_order(len(shape), nhwc)
+    physical = [stored_in[permutation[stored_out[i]]] for i in range(len(shape))]
+    if fold and boundary_quantize(x):
+        source, scale, zero_point, before = x.node.args
+        before = list(before) or list(range(len(physical)))
+        folded = [before[p] for p in physical]
+        folded = [] if folded == sorted(folded) else folded  # identity: no permutation
+        node = context.call("quantize", source, scale, zero_point, folded)
+        return replace(result, node=node)
+    dims, collapsed = collapse(x.stored_shape, physical)
+    if len(collapsed) > 4:
+        raise LoweringRefused(
+            f"transpose moving {len(collapsed)} independent dims {dims} (CMSIS-NN: at most 4)"
+        )
+    moved = context.call("transpose", view(context, x.node, x.stored_shape, dims), collapsed)
+    node = view(context, moved, [dims[d] for d in collapsed], result.stored_shape)
+    _remember(context, x, node, stored)
+    return replace(result, node=node)
+
+
+def reshape(context: LoweringContext, x: QValue, shape: Sequence[int], nhwc: bool) -> QValue | None:
+    """``x`` viewed as ``shape`` (stored ``nhwc`` or not) if no byte has to move, else None."""
+    result = QValue(x.node, x.scale, x.zero_point, tuple(shape), nhwc)
+    stored = _stored(positions(x).reshape(list(shape)), nhwc)
+    return _free_view(context, x, result, stored)
+
+
+def relayout(context: LoweringContext, x: QValue, nhwc: bool, fold: bool = False) -> QValue:
+    """``x`` stored channels-last (``nhwc``) or in logical order, transposed if needed
+    (``fold``: see :func:`permute`)."""
+    if x.nhwc == nhwc:
+        return x
+    done = _RELAYOUTS.setdefault(context.graph, {})
+    key = (x.node, nhwc)
+    if key not in done or done[key].shape != x.shape:
+        done[key] = permute(context, x, list(range(len(x.shape))), nhwc, fold)
+    return done[key]
+
+
+def census(context: LoweringContext) -> tuple[int, int]:
+    """(transposes, quantizes) in the lowered graph so far, for :func:`movement`."""
+    targets = [node.target for node in context.graph.nodes]
+    return targets.count(cortex_op("transpose")), targets.count(cortex_op("quantize"))
+
+
+def movement(context: LoweringContext, before: tuple[int, int]) -> tuple[str, str]:
+    """(kernel, CMSIS-NN function) for the report: what a rule emitted since ``before``."""
+    transposes, quantizes = census(context)
+    if transposes > before[0]:
+        return "transpose", "arm_transpose_s8"
+    if quantizes > before[1]:
+        return "view", "(folded into the input quantize)"
+    return "view", "(view)"
+
+
+def consumers(pattern: Pattern) -> list[Node]:
+    """The source-graph ops reading this pattern's quantized output."""
+    last = pattern.activation or pattern.op
+    return [
+        user
+        for quantize in last.users
+        for dequantize in quantize.users
+        for user in dequantize.users
+    ]
+
+
+def wants_channels_last(pattern: Pattern) -> bool:
+    """Whether some consumer of the pattern's output works on channels-last tensors."""
+    return any(
+        user.op == "call_function" and user.target in CHANNELS_LAST_CONSUMERS
+        for user in consumers(pattern)
+    )

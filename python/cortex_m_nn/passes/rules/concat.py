@@ -1,0 +1,56 @@
+"""aten.cat / aten.concat on int8 tensors → cortex_m_nn::concat (copies into one buffer).
+
+The quantizer gives every input and the output one shared observer, so no input needs
+requantizing; an input whose quantization differs anyway (it comes through an operator with
+fixed output quantization, such as softmax) is refused. Inputs are brought to one layout:
+channels-last for 4-D tensors unless all inputs are in logical order and no convolution or
+pool reads the result. Tensors above 4-D are collapsed to ``[outer, dim, inner]``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.layout import relayout, stored_order, view, wants_channels_last
+from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.quantizer.quantizer import aten
+
+
+@rule(aten.cat.default, aten.concat.default)
+def lower_concat(context: LoweringContext, pattern: Pattern) -> Lowered:
+    node = pattern.op
+    if pattern.activation is not None:
+        raise LoweringRefused("activation after concat")
+    inputs = [context.input_value(source) for source in node.args[0]]
+    for index, x in enumerate(inputs):
+        if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
+            raise LoweringRefused(
+                f"concat input {index} is quantized with ({x.scale}, {x.zero_point}), the "
+                f"output with ({pattern.scale}, {pattern.zero_point}); requantizing is not "
+                "supported"
+            )
+    rank = len(pattern.shape)
+    if any(len(x.shape) != rank for x in inputs):
+        raise LoweringRefused("concat of tensors with different ranks")
+    dim = int(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % rank
+    nhwc = rank == 4 and (any(x.nhwc for x in inputs) or wants_channels_last(pattern))
+    inputs = [relayout(context, x, nhwc) for x in inputs]
+    order = stored_order(rank, nhwc)
+    axis = order.index(dim)
+    result = QValue(node, pattern.scale, pattern.zero_point, pattern.shape, nhwc)
+    sources = []
+    for x in inputs:
+        shape = list(x.stored_shape)
+        if rank > 4:  # [outer, dim, inner]
+            shape = [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])]
+        sources.append(view(context, x.node, x.stored_shape, shape))
+    out_shape = list(result.stored_shape)
+    if rank > 4:
+        out_shape = [math.prod(out_shape[:axis]), out_shape[axis], math.prod(out_shape[axis + 1 :])]
+        axis = 1
+    out = context.call("concat", sources, axis)
+    out = view(context, out, out_shape, result.stored_shape)
+    value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape, nhwc)
+    function = "arm_concatenation_s8_" + "wzyx"[axis + 4 - len(out_shape)]
+    return Lowered(value, "concat", function)

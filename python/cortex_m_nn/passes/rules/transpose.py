@@ -1,0 +1,76 @@
+"""permute, transpose, t, numpy_T, mT, swapaxes on int8 tensors → cortex_m_nn::transpose.
+
+The logical permutation is composed with the input's and output's storage orders; when the
+stored bytes need not move (e.g. ``permute(0, 2, 3, 1)`` of a tensor held channels-last) no
+operator is emitted, and a permute of the graph input is folded into the input quantize.
+A 4-D result is stored channels-last when a convolution or pool reads it, else in whichever
+layout is free, else like the input.
+"""
+
+from __future__ import annotations
+
+from torch.fx import Node
+
+from cortex_m_nn.passes.graph_values import LoweringRefused
+from cortex_m_nn.passes.layout import (
+    census,
+    is_free,
+    movement,
+    only_reader,
+    permute,
+    wants_channels_last,
+)
+from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.quantizer.quantizer import aten
+
+TRANSPOSES = (
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.numpy_T.default,
+    aten.mT.default,
+    aten.swapaxes.default,
+    aten.swapdims.default,
+)
+
+
+def logical_permutation(node: Node, rank: int) -> list[int]:
+    """The permutation a transposing ATen op applies to a ``rank``-D tensor."""
+    identity = list(range(rank))
+    target = node.target
+    if target is aten.permute.default:
+        permutation = [int(d) % rank for d in node.args[1]]
+        if sorted(permutation) != identity:
+            raise LoweringRefused(f"permute {list(node.args[1])} is not a permutation")
+        return permutation
+    if target is aten.numpy_T.default:
+        return identity[::-1]
+    if target is aten.t.default:
+        first, second = (0, 1) if rank == 2 else (0, 0)
+    elif target is aten.mT.default:
+        first, second = rank - 2, rank - 1
+    else:
+        first, second = (int(d) % rank for d in node.args[1:3])
+    identity[first], identity[second] = identity[second], identity[first]
+    return identity
+
+
+@rule(*TRANSPOSES)
+def lower_transpose(context: LoweringContext, pattern: Pattern) -> Lowered:
+    x = context.input_value(pattern.op.args[0])
+    if pattern.activation is not None:
+        raise LoweringRefused("activation after a transpose")
+    if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
+        raise LoweringRefused("transpose with different input and output quantization")
+    permutation = logical_permutation(pattern.op, len(x.shape))
+    layouts = (True, False) if len(permutation) == 4 else (False,)
+    free = [nhwc for nhwc in layouts if is_free(context, x, permutation, nhwc)]
+    if len(permutation) == 4 and wants_channels_last(pattern):
+        nhwc = True  # a convolution or pool reads it
+    elif free:
+        nhwc = free[0]
+    else:
+        nhwc = len(permutation) == 4 and x.nhwc
+    before = census(context)
+    value = permute(context, x, permutation, nhwc, fold=only_reader(pattern))
+    return Lowered(value, *movement(context, before))

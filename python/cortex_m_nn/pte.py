@@ -1,0 +1,140 @@
+"""Read a serialised ExecuTorch program (``.pte``): operators, planned and constant bytes,
+the ``cortex_m_nn_*`` metadata methods and an estimate of the runtime's own RAM.
+
+Everything here works from the bytes alone, so the compile report, ``inspect`` (a ``.pte``
+found inside a firmware ELF) and the benchmarks (the peer's ``.pte``) count the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from executorch.exir import schema
+from executorch.exir._serialize._program import deserialize_pte_binary
+
+#: Methods every cortex-m-nn .pte carries next to ``forward``, so firmware can refuse a
+#: mismatched model.
+METADATA_PREFIX = "cortex_m_nn_"
+
+
+@lru_cache(maxsize=8)
+def _program(pte: bytes) -> schema.Program:
+    return deserialize_pte_binary(pte).program
+
+
+def forward_plan(pte: bytes) -> schema.ExecutionPlan:
+    return next(plan for plan in _program(pte).execution_plan if plan.name == "forward")
+
+
+def planned_buffer_bytes(pte: bytes) -> int:
+    """Bytes of the memory-planned buffers of ``forward`` (activations, scratch, I/O)."""
+    return sum(forward_plan(pte).non_const_buffer_sizes)
+
+
+def pte_operators(pte: bytes) -> list[str]:
+    """Operator names (``ns::name.overload``) of ``forward`` in a serialised program."""
+    return [
+        f"{op.name}.{op.overload}" if op.overload else op.name for op in forward_plan(pte).operators
+    ]
+
+
+#: Bytes per element of ExecuTorch's scalar types (``executorch.exir.scalar_type``).
+_ELEMENT_BYTES = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 12: 1, 13: 1, 15: 2}
+
+
+def constant_bytes(pte: bytes) -> int:
+    """Bytes of constant tensor data (weights, biases, …) stored in the program.
+
+    ExecuTorch stores each distinct byte string once, so this can be less than the sum of
+    the constant tensors of the graph. Padding between constants is not counted (see
+    :func:`constant_storage_bytes`).
+    """
+    sizes: dict[int, int] = {}
+    for plan in _program(pte).execution_plan:
+        for value in plan.values:
+            tensor = value.val
+            if isinstance(tensor, schema.Tensor) and tensor.data_buffer_idx > 0:
+                if tensor.allocation_info is None:
+                    element = _ELEMENT_BYTES[int(tensor.scalar_type)]
+                    sizes[tensor.data_buffer_idx] = element * math.prod(tensor.sizes)
+    return sum(sizes.values())
+
+
+def constant_storage_bytes(pte: bytes) -> int:
+    """Bytes the constants take in the file, with the padding that aligns each of them."""
+    return sum(len(buffer.storage) for buffer in _program(pte).constant_buffer)
+
+
+def pte_metadata(pte: bytes) -> dict[str, str]:
+    """The ``cortex_m_nn_*`` constant methods (core, isa, rounding, version) by name."""
+    found = {}
+    for plan in _program(pte).execution_plan:
+        if not plan.name.startswith(METADATA_PREFIX) or len(plan.outputs) != 1:
+            continue
+        value = plan.values[plan.outputs[0]].val
+        if isinstance(value, schema.String):
+            found[plan.name] = value.string_val
+    return found
+
+
+# --- runtime overhead ----------------------------------------------------------------------
+
+#: Bytes of ExecuTorch runtime structures on a 32-bit Cortex-M (from the runtime's headers:
+#: ``EValue`` is an 8-byte payload and a tag, ``TensorImpl`` four pointers and five scalars).
+EVALUE_BYTES = 16
+TENSOR_IMPL_BYTES = 32
+POINTER_BYTES = 4
+#: Fixed part: Program/Method bookkeeping, chain and allocator headers (rounded up).
+RUNTIME_FIXED_BYTES = 512
+
+
+@dataclass(frozen=True)
+class RuntimeOverhead:
+    """Estimated bytes the ExecuTorch runtime takes from its method allocator for ``forward``."""
+
+    values: int
+    tensors: int
+    lists: int
+    instructions: int
+    fixed: int = RUNTIME_FIXED_BYTES
+
+    @property
+    def total(self) -> int:
+        return self.values + self.tensors + self.lists + self.instructions + self.fixed
+
+
+#: How the estimate is computed, for the report.
+RUNTIME_OVERHEAD_FORMULA = (
+    f"{EVALUE_BYTES} B per value + ({TENSOR_IMPL_BYTES} B + 4 B per dimension) per tensor + "
+    "(12 B + 12 B per item) per list + (4 B per argument + 12 B) per instruction + "
+    f"{RUNTIME_FIXED_BYTES} B; the ExecuTorch method allocator on a 32-bit core, an "
+    "estimate (stack and application not counted)"
+)
+
+
+def runtime_overhead(pte: bytes) -> RuntimeOverhead:
+    """Estimate the method-allocator bytes ``Method`` needs for ``forward`` on a 32-bit core.
+
+    Mirrors what ExecuTorch's ``Method::init`` allocates: one ``EValue`` per value, a
+    ``TensorImpl`` and a strides array per tensor (sizes and dim order point into the
+    program), a boxed list (pointer array and unboxed copy) per list value, and per kernel
+    call an argument pointer array, its span and the kernel's function pointer.
+    """
+    plan = forward_plan(pte)
+    tensors = lists = 0
+    for value in plan.values:
+        val = value.val
+        if isinstance(val, schema.Tensor):
+            tensors += TENSOR_IMPL_BYTES + 4 * len(val.sizes)
+        elif isinstance(val, schema.IntList | schema.TensorList):
+            lists += 12 + 12 * len(val.items)
+        elif isinstance(val, schema.DoubleList | schema.BoolList):
+            lists += 8 + 8 * len(getattr(val, "items", []))
+    instructions = 0
+    for chain in plan.chains:
+        for instruction in chain.instructions:
+            args = getattr(instruction.instr_args, "args", [])
+            instructions += POINTER_BYTES * len(args) + 12
+    return RuntimeOverhead(EVALUE_BYTES * len(plan.values), tensors, lists, instructions)

@@ -1,0 +1,210 @@
+"""``cortex_m_nn::lut`` and its tables against the PT2E reference computation.
+
+The exhaustive checks build the PT2E reference ``dequantize_per_tensor → f → quantize_per_tensor``
+themselves, on all 256 int8 values laid out as a shuffled 4-D activation (not the table's
+``arange``), and require the lowered op to agree on every value. A float64 ``math`` version of
+each function checks that the tables compute the function they claim, within 1 LSB.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers quantized_decomposed)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.ops.lut import lookup_table, lut
+
+aten = torch.ops.aten
+decomposed = torch.ops.quantized_decomposed
+OP = torch.ops.cortex_m_nn.lut
+
+
+def _gelu(x: float) -> float:
+    return 0.5 * x * (1 + math.erf(x / math.sqrt(2)))
+
+
+def _gelu_tanh(x: float) -> float:
+    return 0.5 * x * (1 + math.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def _sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+
+
+#: name → (the ATen call as the PT2E graph makes it, the function in float64 Python)
+FUNCTIONS = {
+    "sigmoid": (aten.sigmoid.default, _sigmoid),
+    "tanh": (aten.tanh.default, math.tanh),
+    "hardswish": (aten.hardswish.default, lambda x: x * min(max(x + 3, 0), 6) / 6),
+    "hardsigmoid": (aten.hardsigmoid.default, lambda x: min(max(x + 3, 0), 6) / 6),
+    "gelu": (aten.gelu.default, _gelu),
+    "gelu_tanh": (lambda x: aten.gelu.default(x, approximate="tanh"), _gelu_tanh),
+    "silu": (aten.silu.default, lambda x: x * _sigmoid(x)),
+    "relu": (aten.relu.default, lambda x: max(x, 0.0)),
+    "relu6": (aten.relu6.default, lambda x: min(max(x, 0.0), 6.0)),
+    "hardtanh": (lambda x: aten.hardtanh.default(x, -0.5, 2.0), lambda x: min(max(x, -0.5), 2.0)),
+    "clamp": (lambda x: aten.clamp.default(x, -1.0), lambda x: max(x, -1.0)),
+}
+
+scales = st.floats(2**-10, 0.5).map(lambda s: float(torch.tensor(s, dtype=torch.float32)))
+zero_points = st.integers(-128, 127)
+
+
+def pt2e_reference(
+    q: torch.Tensor, function, in_scale: float, in_zp: int, out_scale: float, out_zp: int
+) -> torch.Tensor:
+    """What the converted PT2E graph computes for ``dequantize → function → quantize``."""
+    x = decomposed.dequantize_per_tensor(q, in_scale, in_zp, -128, 127, torch.int8)
+    return decomposed.quantize_per_tensor(function(x), out_scale, out_zp, -128, 127, torch.int8)
+
+
+def all_values_shuffled(seed: int) -> torch.Tensor:
+    """Every int8 value once, shuffled, as a [1, 4, 8, 8] activation."""
+    order = torch.randperm(256, generator=torch.Generator().manual_seed(seed))
+    return (order - 128).to(torch.int8).reshape(1, 4, 8, 8)
+
+
+# --- the operator: a table lookup ---------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 6), min_size=0, max_size=4),
+    seed=st.integers(0, 2**31),
+)
+def test_lut_looks_up_every_element(shape: list[int], seed: int) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(-128, 128, shape, generator=generator, dtype=torch.int8)
+    table = torch.randint(-128, 128, (256,), generator=generator, dtype=torch.int8)
+    entries = table.tolist()
+    expected = [entries[(value + 128) & 0xFF] for value in x.reshape(-1).tolist()]
+    got = OP(x, table)
+    assert got.dtype == torch.int8 and tuple(got.shape) == tuple(shape)
+    assert got.reshape(-1).tolist() == expected
+
+
+def test_index_convention_entry_i_is_the_output_for_i_minus_128() -> None:
+    table = torch.arange(-128, 128, dtype=torch.int8).flip(0)  # out = -1 - in
+    x = torch.tensor([-128, -1, 0, 1, 127], dtype=torch.int8)
+    assert lut(x, table).tolist() == [127, 0, -1, -2, -128]
+    identity = lookup_table([], 0.1, 3, 0.1, 3)
+    assert identity.tolist() == list(range(-128, 128))
+
+
+def test_out_variant_and_fake() -> None:
+    x = torch.randint(-128, 128, (2, 3, 5), dtype=torch.int8)
+    table = torch.randint(-128, 128, (256,), dtype=torch.int8)
+    out = torch.empty_like(x)
+    OP.out(x, table, out=out)
+    assert torch.equal(out, lut(x, table))
+    with FakeTensorMode() as mode:
+        fake = OP(mode.from_tensor(x), mode.from_tensor(table))
+    assert fake.shape == x.shape and fake.dtype == torch.int8
+
+
+@pytest.mark.parametrize(
+    "table",
+    [torch.zeros(255, dtype=torch.int8), torch.zeros(256, dtype=torch.int16)],
+    ids=["short", "int16"],
+)
+def test_bad_table_is_refused(table: torch.Tensor) -> None:
+    with pytest.raises(ValueError, match=r"int8\[256\]"):
+        lut(torch.zeros(4, dtype=torch.int8), table)
+
+
+def test_float_input_is_refused() -> None:
+    with pytest.raises(ValueError, match="int8"):
+        lut(torch.zeros(4), torch.zeros(256, dtype=torch.int8))
+
+
+# --- the tables: bit-exact with the PT2E reference ----------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@settings(max_examples=40, deadline=None)
+@given(
+    in_scale=scales,
+    in_zp=zero_points,
+    out_scale=scales,
+    out_zp=zero_points,
+    seed=st.integers(0, 2**31),
+)
+def test_table_is_bit_exact_with_pt2e_for_all_256_inputs(
+    name: str, in_scale: float, in_zp: int, out_scale: float, out_zp: int, seed: int
+) -> None:
+    function, _ = FUNCTIONS[name]
+    table = lookup_table([function], in_scale, in_zp, out_scale, out_zp)
+    q = all_values_shuffled(seed)
+    expected = pt2e_reference(q, function, in_scale, in_zp, out_scale, out_zp)
+    assert torch.equal(lut(q, table), expected)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_table_is_bit_exact_over_a_sweep_of_quantizations(name: str) -> None:
+    """226 seeded quantizations per function, with the fixed sigmoid/tanh ranges and ties."""
+    function, _ = FUNCTIONS[name]
+    rng = random.Random(name)
+    cases = [(rng.uniform(2**-10, 0.5), rng.randint(-128, 127)) for _ in range(400)]
+    cases += [(1 / 256, -128), (1 / 128, 0)]  # TFLite's fixed sigmoid and tanh ranges
+    # Simple ratios put many results exactly on a .5 rounding boundary (half to even).
+    simple = [float(torch.tensor(s, dtype=torch.float32)) for s in (0.5, 0.25, 1 / 3, 0.1, 0.2)]
+    cases += [c for a in simple for b in simple for c in ((a, 0), (b, rng.randint(-2, 2)))]
+    q = all_values_shuffled(len(name))
+    for (in_scale, in_zp), (out_scale, out_zp) in zip(cases[0::2], cases[1::2], strict=True):
+        table = lookup_table([function], in_scale, in_zp, out_scale, out_zp)
+        expected = pt2e_reference(q, function, in_scale, in_zp, out_scale, out_zp)
+        assert torch.equal(lut(q, table), expected), (in_scale, in_zp, out_scale, out_zp)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@settings(max_examples=40, deadline=None)
+@given(in_scale=scales, in_zp=zero_points, out_scale=scales, out_zp=zero_points)
+def test_table_computes_the_named_function(
+    name: str, in_scale: float, in_zp: int, out_scale: float, out_zp: int
+) -> None:
+    """Against the function in float64 Python: within 1 LSB (float32 vs float64)."""
+    function, exact = FUNCTIONS[name]
+    table = lookup_table([function], in_scale, in_zp, out_scale, out_zp).tolist()
+    for index, got in enumerate(table):
+        y = exact((index - 128 - in_zp) * in_scale)
+        want = min(max(round(y / out_scale) + out_zp, -128), 127)
+        assert abs(got - want) <= 1, (index, got, want)
+
+
+def test_a_fused_activation_is_applied_after_the_function() -> None:
+    """tanh then clamp(-0.5, 0.5) in one table, as the PT2E graph computes them in float."""
+
+    def both(x: torch.Tensor) -> torch.Tensor:
+        return aten.hardtanh.default(aten.tanh.default(x), -0.5, 0.5)
+
+    table = lookup_table(
+        [aten.tanh.default, lambda x: aten.hardtanh.default(x, -0.5, 0.5)], 0.03, 5, 0.004, 2
+    )
+    q = all_values_shuffled(3)
+    assert torch.equal(lut(q, table), pt2e_reference(q, both, 0.03, 5, 0.004, 2))
+    low, high = round(-0.5 / 0.004) + 2, round(0.5 / 0.004) + 2
+    assert min(table.tolist()) == low and max(table.tolist()) == high
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "tanh", "gelu", "gelu_tanh", "silu"])
+def test_torch_scalar_path_gives_the_same_tables(name: str) -> None:
+    """torch computes a tensor's last few elements on a scalar path that can differ from the
+    vectorised one by a float32 ULP; on these seeded tables no int8 entry changes."""
+    function, _ = FUNCTIONS[name]
+    rng = random.Random(name)
+    for _ in range(20):
+        params = (rng.uniform(2**-10, 0.5), rng.randint(-128, 127))
+        params += (rng.uniform(2**-10, 0.5), rng.randint(-128, 127))
+        table = lookup_table([function], *params)
+        singles = [
+            pt2e_reference(torch.tensor([value], dtype=torch.int8), function, *params).item()
+            for value in range(-128, 128)
+        ]
+        assert table.tolist() == singles, params

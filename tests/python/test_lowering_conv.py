@@ -1,0 +1,236 @@
+"""Transposed convolutions and matrix products lowered from NCHW models: no fallbacks, numerics
+within 1 LSB of the PT2E reference per operator, on every kind of core."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from cortex_m_nn.errors import CompileError
+from cortex_m_nn.passes.graph_values import NCHW_TO_NHWC, NHWC_TO_NCHW
+from cortex_m_nn.quantizer.config import SOFTMAX_OUTPUT_SCALE
+from cortex_m_nn.target import Target
+from cortex_m_nn.testing import check_dialect, count_operators
+
+from .models import seeded
+
+TARGETS = ["cortex-m55", "cortex-m33", "cortex-m0plus"]
+
+
+class Decoder(nn.Module):
+    """Downsample, then upsample three ways: stride 2 with 24 input channels (CMSIS-NN's
+    reverse-conv path), stride 2 with output_padding, stride 1 "same" (rolling-buffer path)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = nn.Conv2d(3, 24, 3, stride=2, padding=1)
+        self.up1 = nn.ConvTranspose2d(24, 8, 2, stride=2)
+        self.up2 = nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+        self.out = nn.ConvTranspose2d(4, 3, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.down(x))
+        y = torch.relu(self.up1(y))
+        y = nn.functional.relu6(self.up2(y))
+        return self.out(y)
+
+
+class Scores(nn.Module):
+    """Attention scores: softmax(q @ k^T) on [batch, tokens, features]."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+
+
+class Attention(nn.Module):
+    """softmax(q @ k^T) @ v: the second product needs v transposed for CMSIS-NN."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+
+
+class Projection(nn.Module):
+    """An activation times a constant matrix, relu fused: the constant is transposed at
+    compile time; bmm of two 3-D activations with a permuted right operand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(8, 5))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        projected = torch.relu(x @ self.weight)  # [2, 4, 5]
+        return torch.bmm(projected, y.permute(0, 2, 1))  # y: [2, 3, 5]
+
+
+class TransposedWeight(nn.Module):
+    """x @ w.t(): the model's own transpose of a constant is read through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(5, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight.t()
+
+
+def inputs(*shapes: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
+    generator = torch.Generator().manual_seed(11)
+    return tuple(torch.randn(shape, generator=generator) for shape in shapes)
+
+
+def layout_changes(compiled) -> list[list[int]]:
+    return [
+        list(node.args[3])
+        for node in compiled.lowered.graph.nodes
+        if str(node.target) in ("cortex_m_nn.quantize.default", "cortex_m_nn.dequantize.default")
+        and node.args[3]
+    ]
+
+
+def operator_nodes(compiled, name: str) -> list[torch.fx.Node]:
+    target = f"cortex_m_nn.{name}.default"
+    return [n for n in compiled.lowered.graph.nodes if str(n.target) == target]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_decoder_lowers_completely(target: str) -> None:
+    module, example = seeded(Decoder, 1, 3, 8, 8)
+    compiled, verification = check_dialect(
+        module,
+        example,
+        target=Target.parse(target),
+        before={"aten.conv_transpose2d.input": 3},
+        after={
+            "cortex_m_nn.conv2d": 1,
+            "cortex_m_nn.transpose_conv2d": 3,
+            "aten.conv_transpose2d.input": 0,
+        },
+    )
+    assert not [r for r in compiled.records if not r.lowered]
+    assert verification.passed and verification.snr_db > 20
+    assert layout_changes(compiled) == [NCHW_TO_NHWC, NHWC_TO_NCHW]  # only at the boundary
+    # up1 (24 input channels, stride 2) plans a reversed-filter buffer after the conv buffer.
+    up1, up2, out = operator_nodes(compiled, "transpose_conv2d")
+    offset, total = up1.args[-2:]
+    assert total - offset == 8 * 2 * 2 * 24
+    for node in (up2, out):
+        offset, total = node.args[-2:]
+        assert offset == total > 0
+    assert compiled.arena_bytes > 0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_attention_scores_lower_completely(target: str) -> None:
+    compiled, verification = check_dialect(
+        Scores(),
+        inputs((2, 4, 8), (2, 6, 8)),
+        target=Target.parse(target),
+        after={"cortex_m_nn.batch_matmul": 1, "cortex_m_nn.softmax": 1, "aten.transpose.int": 0},
+    )
+    assert verification.passed
+    (matmul,) = operator_nodes(compiled, "batch_matmul")
+    q, k = matmul.args[:2]  # the quantized inputs themselves: k is not transposed
+    assert [str(n.target) for n in (q, k)] == ["cortex_m_nn.quantize.default"] * 2
+    assert [n.args[0].name for n in (q, k)] == ["q", "k"]
+    folded = [r for r in compiled.records if r.source_op == "aten.transpose.int"]
+    assert [r.kernel for r in folded] == ["read through (no kernel)"]
+    scratch = matmul.args[-1]
+    assert scratch == (6 * 4 if target == "cortex-m55" else 0)  # MVE: a kernel sum per k row
+
+
+def test_single_head_4d_attention_scores() -> None:
+    _, verification = check_dialect(
+        Scores(), inputs((1, 1, 4, 8), (1, 1, 6, 8)), after={"cortex_m_nn.batch_matmul": 1}
+    )
+    assert verification.passed
+
+
+@pytest.mark.xfail(reason="needs cortex_m_nn::transpose", raises=CompileError, strict=False)
+def test_full_attention_lowers_completely() -> None:
+    check_dialect(
+        Attention(),
+        inputs((2, 4, 8), (2, 6, 8), (2, 6, 8)),
+        after={"cortex_m_nn.batch_matmul": 2},
+    )
+
+
+def test_attention_without_transpose_kernel_names_the_missing_operator() -> None:
+    with pytest.raises(CompileError, match="needs cortex_m_nn::transpose"):
+        check_dialect(Attention(), inputs((2, 4, 8), (2, 6, 8), (2, 6, 8)))
+
+
+def test_probabilities_feed_the_product_without_requantization() -> None:
+    """softmax's fixed 1/256 output is the product's left operand as it is."""
+    compiled, _ = check_dialect(
+        Attention(), inputs((2, 4, 8), (2, 6, 8), (2, 6, 8)), allow_fallback=True
+    )
+    quantizes = [
+        n.args[1]
+        for n in compiled.stages.quantized.graph.nodes
+        if n.target == torch.ops.quantized_decomposed.quantize_per_tensor.default
+    ]
+    assert quantizes.count(SOFTMAX_OUTPUT_SCALE) == 1
+
+
+def test_constant_and_permuted_right_operands() -> None:
+    module, _ = seeded(Projection, 1)
+    compiled, verification = check_dialect(
+        module,
+        inputs((2, 4, 8), (2, 3, 5)),
+        after={"cortex_m_nn.batch_matmul": 2, "aten.permute": 0, "aten.relu": 0},
+    )
+    assert verification.passed
+    first, _ = operator_nodes(compiled, "batch_matmul")
+    constant = getattr(compiled.lowered, first.args[1].target)
+    assert constant.shape == (5, 8) and constant.dtype == torch.int8  # transposed weight
+    assert first.args[-3] == -128  # relu fused: output clamped at the zero point
+
+
+def test_transposed_constant_is_used_as_stored() -> None:
+    module, _ = seeded(TransposedWeight, 1)
+    compiled, verification = check_dialect(
+        module, inputs((3, 8)), after={"cortex_m_nn.batch_matmul": 1, "aten.t": 0}
+    )
+    assert verification.passed
+    (matmul,) = operator_nodes(compiled, "batch_matmul")
+    constant = getattr(compiled.lowered, matmul.args[1].target)
+    assert constant.shape == (5, 8)  # the [out, in] parameter's rows, not transposed twice
+
+
+def test_heads_stored_channels_last_fall_back_with_the_transposes_kept() -> None:
+    """Two heads in a 4-D input are stored channels-last: the product refuses, and the
+    transpose it would have read through is lowered on its own after all."""
+    compiled, verification = check_dialect(
+        Scores(), inputs((1, 2, 4, 8), (1, 2, 6, 8)), allow_fallback=True
+    )
+    reasons = {r.source_op: r.fallback_reason for r in compiled.records if not r.lowered}
+    assert "needs cortex_m_nn::transpose" in reasons["aten.matmul"]
+    assert "aten.transpose.int" not in reasons  # lowered (a cortex_m_nn::transpose or a view)
+    assert not [r for r in compiled.records if r.kernel == "read through (no kernel)"]
+    assert verification.passed
+    assert count_operators(compiled.lowered)["aten.transpose.int"] == 0
+
+
+class OneTranspose(nn.Module):
+    def __init__(self, **options: object) -> None:
+        super().__init__()
+        self.up = nn.ConvTranspose2d(4, 4, **options)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.up(x)
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"kernel_size": 3, "stride": 2, "groups": 2}, "groups=2"),
+        ({"kernel_size": 3, "stride": 2, "dilation": 2}, "dilation"),
+        ({"kernel_size": 3, "stride": 2, "output_padding": 1}, "output_padding 1 > padding 0"),
+    ],
+)
+def test_unsupported_transposed_convolutions_are_refused(options: dict, words: str) -> None:
+    module = OneTranspose(**options).eval()
+    with pytest.raises(CompileError, match=words) as error:
+        check_dialect(module, inputs((1, 4, 5, 5)))
+    assert "aten.conv_transpose2d" in str(error.value)
