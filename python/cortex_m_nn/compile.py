@@ -7,6 +7,7 @@ which is how ``verify`` checks it against the PT2E-quantized model.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.passes.lower import LoweringResult, OpRecord, lower
 from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
 from cortex_m_nn.quantizer import CortexMQuantizer
+from cortex_m_nn.rewrites import rewrite_for
 from cortex_m_nn.target import Target
 
 __all__ = [
@@ -173,15 +175,40 @@ def compile_model(
         stages.lowering = lower(stages.quantized, target)
     fallbacks = stages.lowering.fallbacks
     if fallbacks and not allow_fallback:
-        first = fallbacks[0]
-        more = f" (and {len(fallbacks) - 1} more)" if len(fallbacks) > 1 else ""
-        raise CompileError(
-            f"{first.source_op} at {first.location or first.name} cannot be lowered: "
-            f"{first.fallback_reason}{more}; rewrite it or pass --allow-fallback to keep it in fp32"
-        )
+        raise CompileError(unsupported_message(fallbacks))
     with timer("serialise"):
         pte = to_program(stages.lowering.graph_module, source, target, rounding, stages)
     return CompiledProgram(source, target, calibration, pte, stages, rounding)
+
+
+#: Further fallbacks an unsupported-operator error names after the first.
+NAMED_FALLBACKS = 3
+
+
+def where(record: OpRecord) -> str:
+    """``path/model.py:51 in norm (LayerNorm)``, or what the graph knows without a trace."""
+    first = record.location.split(", ", 1)[0]
+    module = first if re.fullmatch(r"[\w.]+ \([\w.]+\)", first) else ""  # module_of's form
+    if record.source_line:
+        return record.source_line + (f" in {module}" if module else "")
+    return module or f"node {record.name} (no source line recorded)"
+
+
+def unsupported_message(fallbacks: list[OpRecord]) -> str:
+    """One line: the first operator that cannot be lowered, where, why, the nearest rewrite."""
+    first, rest = fallbacks[0], fallbacks[1:]
+    message = (
+        f"{first.source_op} at {where(first)} cannot be lowered: {first.fallback_reason}; "
+        f"rewrite: {rewrite_for(first.source_op, first.fallback_reason or '')}; "
+        "or pass --allow-fallback to keep it in fp32"
+    )
+    if rest:
+        named = ", ".join(
+            f"{r.source_op} at {r.source_line or r.name}" for r in rest[:NAMED_FALLBACKS]
+        )
+        others = f", +{len(rest) - NAMED_FALLBACKS}" if len(rest) > NAMED_FALLBACKS else ""
+        message += f" ({len(rest)} more: {named}{others})"
+    return message
 
 
 class _Timer:

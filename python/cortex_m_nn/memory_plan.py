@@ -153,12 +153,44 @@ def _planned(node: Node) -> bool:
     return getattr(spec, "mem_id", None) is not None and not getattr(spec, "const", True)
 
 
-def _nbytes(node: Node) -> int:
+@dataclass(frozen=True)
+class _Part:
+    """One tensor of an ``alloc`` of several (the outputs of e.g. a float ``split``)."""
+
+    alloc: Node
+    index: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.alloc.name}_{self.index}"
+
+    @property
+    def spec(self) -> Any:
+        return self.alloc.meta["spec"][self.index]
+
+    @property
+    def nbytes(self) -> int:
+        shape, dtype = self.alloc.args[0][self.index]
+        return math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+
+
+def _is_multiple(node: Node) -> bool:
+    return node.target is memory.alloc and isinstance(node.meta.get("spec"), list | tuple)
+
+
+def _nbytes(node: Node | _Part) -> int:
+    if isinstance(node, _Part):
+        return node.nbytes
     if node.target is memory.alloc:
         shape, dtype = node.args[0]
         return math.prod(shape) * torch.empty((), dtype=dtype).element_size()
     value = node.meta["val"]
     return value.numel() * value.element_size()
+
+
+def _offset(storage: Node | _Part) -> int:
+    spec = storage.spec if isinstance(storage, _Part) else storage.meta["spec"]
+    return int(spec.mem_offset)
 
 
 def operator_name(node: Node) -> str:
@@ -183,14 +215,21 @@ def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
     lives from the first kernel call that touches it (the first, for a graph input) to the
     last (the last, for a graph output).
     """
-    owner: dict[Node, Node] = {}
-    kind: dict[Node, str] = {}
+    owner: dict[Node, Node | _Part] = {}
+    kind: dict[Node | _Part, str] = {}
+    #: an alloc of several tensors → one storage each (a call writing it writes them all)
+    parts: dict[Node, list[_Part]] = {}
     calls: list[Node] = []
     for node in graph_module.graph.nodes:
         if node.op == "placeholder" and _planned(node):
             owner[node], kind[node] = node, "input"
         elif node.op != "call_function":
             continue
+        elif _is_multiple(node):
+            parts[node] = [_Part(node, i) for i in range(len(node.meta["spec"]))]
+            kind.update(dict.fromkeys(parts[node], "activation"))
+        elif node.target is operator.getitem and node.args[0] in parts:
+            owner[node] = parts[node.args[0]][node.args[1]]
         elif node.target is memory.alloc:
             owner[node], kind[node] = node, "activation"
         elif node.target is memory.view and node.args[0] in owner:
@@ -209,21 +248,22 @@ def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
             if len(outs) == 1 and node.kwargs.get(outs[0]) in owner:
                 owner[node] = owner[node.kwargs[outs[0]]]
 
-    first: dict[Node, int] = {n: 0 for n, k in kind.items() if k == "input"}
-    last: dict[Node, int] = {}
-    producer: dict[Node, str] = {}
+    def storages(used: Node) -> list[Node | _Part]:
+        return parts.get(used) or ([owner[used]] if used in owner else [])
+
+    first: dict[Node | _Part, int] = {n: 0 for n, k in kind.items() if k == "input"}
+    last: dict[Node | _Part, int] = {}
+    producer: dict[Node | _Part, str] = {}
     for index, call in enumerate(calls):
         for used in _nodes_in((call.args, call.kwargs)):
-            if used in owner:
-                storage = owner[used]
+            for storage in storages(used):
                 first.setdefault(storage, index)
                 producer.setdefault(storage, operator_name(call))
                 last[storage] = index
     end = len(calls) - 1
     output = next(n for n in graph_module.graph.nodes if n.op == "output")
     for used in _nodes_in(output.args):
-        if used in owner:
-            storage = owner[used]
+        for storage in storages(used):
             kind[storage] = "output"
             first.setdefault(storage, end)
             last[storage] = end
@@ -233,7 +273,7 @@ def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
             name=storage.name,
             kind=kind[storage],
             nbytes=_nbytes(storage),
-            offset=int(storage.meta["spec"].mem_offset),
+            offset=_offset(storage),
             first=first[storage],
             last=last.get(storage, first[storage]),
             producer=producer.get(storage, ""),

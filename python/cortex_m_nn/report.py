@@ -10,6 +10,7 @@ from cortex_m_nn import __version__
 from cortex_m_nn.compile import CompiledProgram
 from cortex_m_nn.memory_plan import CONSTANT_KINDS
 from cortex_m_nn.pte import RUNTIME_OVERHEAD_FORMULA, constant_bytes, runtime_overhead
+from cortex_m_nn.rewrites import rewrite_for
 from cortex_m_nn.verify import MAX_LSB, Verification
 
 
@@ -47,6 +48,8 @@ def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dic
             asdict(r)
             | {
                 "lowered": r.lowered,
+                "fp32_macs": 0 if r.lowered else r.macs,
+                "rewrite": None if r.lowered else rewrite_for(r.source_op, r.fallback_reason),
                 "max_lsb_vs_pt2e": None
                 if verification is None
                 else verification.per_node.get(r.output_node),
@@ -59,6 +62,7 @@ def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dic
             "fallbacks": len(fallbacks),
             "macs": macs,
             "lowered_macs": lowered_macs,
+            "lowered_macs_percent": 100.0 * lowered_macs / macs if macs else 100.0,
             "fp32_macs": macs - lowered_macs,
             "weight_bytes": sum(r.weight_bytes for r in records),
             "pte_bytes": len(compiled.pte),
@@ -105,14 +109,18 @@ def to_text(report: dict[str, Any]) -> str:
             f"{'' if row['max_lsb_vs_pt2e'] is None else row['max_lsb_vs_pt2e']:>5}"
         )
         if not row["lowered"]:
-            lines.append(f"{'':>5} why: {row['fallback_reason']} [{row['location']}]")
+            lines.append(
+                f"{'':>5} why: {row['fallback_reason']} [{row['location']}]; "
+                f"{row['fp32_macs']:,} MACs left in fp32"
+            )
+            lines.append(f"{'':>5} rewrite: {row['rewrite']}")
     totals = report["totals"]
-    share = 100.0 * totals["lowered_macs"] / totals["macs"] if totals["macs"] else 100.0
     lines += [
         "",
         f"operators: {totals['operators']} ({totals['lowered']} lowered, "
-        f"{totals['fallbacks']} fallbacks); MACs {totals['macs']:,} "
-        f"({share:.1f}% in cortex_m_nn, {totals['fp32_macs']:,} in fp32)",
+        f"{totals['fallbacks']} fallbacks)",
+        f"MACs in cortex_m_nn ops: {totals['lowered_macs']:,} "
+        f"({totals['lowered_macs_percent']:.1f} %), left in fp32: {totals['fp32_macs']:,}",
         f"weights and parameters: {totals['weight_bytes']:,} B",
         f".pte: {totals['pte_bytes']:,} B; planned arena (activations + scratch): "
         f"{totals['arena_bytes']:,} B",

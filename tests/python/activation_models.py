@@ -17,6 +17,8 @@ ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
     "gelu": nn.GELU,
     "gelu_tanh": lambda: nn.GELU(approximate="tanh"),
     "silu": lambda: nn.SiLU(inplace=True),
+    "leaky_relu": lambda: nn.LeakyReLU(0.1),
+    "elu": lambda: nn.ELU(alpha=0.5, inplace=True),
 }
 
 

@@ -217,3 +217,57 @@ class ProbabilityFloor(nn.Module):
 
 def probability_floor() -> tuple[nn.Module, tuple[torch.Tensor]]:
     return seeded(ProbabilityFloor, 1, 10)
+
+
+class GroupedConv(nn.Module):
+    """A grouped convolution (groups=2, not depthwise): no CMSIS-NN kernel, a fallback."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.grouped = nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.linear = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(x))
+        y = self.grouped(y)  # the unsupported operator
+        return self.linear(y.mean((2, 3)))
+
+
+def grouped_conv() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(GroupedConv, 1, 3, 8, 8)
+
+
+class Recurrent(nn.Module):
+    """conv → LSTM over the width → linear: the LSTM stays fp32 (with --allow-fallback)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(2, 6, (1, 3), padding=(0, 1))
+        self.lstm = nn.LSTM(6, 5, batch_first=True)
+        self.linear = nn.Linear(5, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x).squeeze(2).transpose(1, 2)  # [N, W, C]: W time steps of C features
+        out, _ = self.lstm(y)
+        return self.linear(out)
+
+
+def recurrent() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(Recurrent, 1, 2, 1, 7)
+
+
+class Split(nn.Module):
+    """torch.split: a float op with two outputs (one ``alloc`` of two tensors)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = torch.split(self.conv(x), 4, dim=1)
+        return a * 2.0, b
+
+
+def split() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(Split, 1, 3, 4, 4)

@@ -463,11 +463,77 @@ def test_bad_calibration_is_a_one_line_error(
 # 5. Operators without a lowering ------------------------------------------------------------
 
 
+def model_line(text: str) -> str:
+    """``path:line`` of the line of models.py holding ``text``, as the compiler names it: the
+    path relative to the working directory when the file is inside it."""
+    lines = MODELS.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines, 1) if text in line)
+    path = os.path.relpath(MODELS) if MODELS.is_relative_to(Path.cwd()) else str(MODELS)
+    return f"{path}:{number}"
+
+
 def test_unsupported_operator_is_refused(capsys, tmp_path: Path) -> None:
     pte = tmp_path / "ln.pte"
     line = error_line(run(capsys, f"{MODELS}:with_layer_norm", "-o", pte))
     assert "layer_norm" in line and "--allow-fallback" in line
+    assert f"aten.layer_norm at {model_line('self.norm(self.conv(x))')} in norm (LayerNorm)" in line
+    assert "BatchNorm" in line  # the nearest supported rewrite
     assert list(tmp_path.iterdir()) == []
+
+
+def test_unsupported_operator_error_names_op_line_and_rewrite(capsys, tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    output.mkdir()
+    result = run(
+        capsys,
+        f"{MODELS}:grouped_conv",
+        "-o",
+        output / "g.pte",
+        "--report-json",
+        output / "r.json",
+        "--intermediates",
+        output / "stages",
+    )
+    line = error_line(result)
+    where = model_line("self.grouped(y)  # the unsupported operator")
+    assert f"error: aten.conv2d at {where} in grouped (Conv2d) cannot be lowered: " in line
+    assert "grouped convolution (groups=2)" in line  # why
+    assert "rewrite: " in line and "groups=1" in line and "depthwise" in line  # what to do
+    assert line.endswith("or pass --allow-fallback to keep it in fp32")  # the only fallback
+    assert result.out == ""
+    assert list(output.iterdir()) == []
+    if where.startswith("tests/python/"):  # run from the repository root: README's example
+        assert line in (ROOT / "README.md").read_text(), "update the README's example error"
+
+
+def test_allow_fallback_counts_the_macs_left_in_fp32(capsys, tmp_path: Path) -> None:
+    pte, report = tmp_path / "g.pte", tmp_path / "r.json"
+    result = run(
+        capsys, f"{MODELS}:grouped_conv", "-o", pte, "--allow-fallback", "--report-json", report
+    )
+    assert result.status == 0, result.err
+    # The grouped conv, 8 → 8 channels in 2 groups, 3×3, on 8×8 with padding 1: each of the
+    # 8 × 8 × 8 outputs sums 4 input channels × 9 taps.
+    fp32 = 8 * 8 * 8 * 4 * 9
+    assert fp32 == 18_432
+    # Lowered: the first conv (8 × 8 × 8 outputs of 3 × 9) and the linear (4 outputs of 8).
+    lowered = 8 * 8 * 8 * 3 * 9 + 4 * 8
+    document = json.loads(report.read_text())
+    totals = document["totals"]
+    assert totals["fp32_macs"] == fp32
+    assert totals["lowered_macs"] == lowered
+    assert totals["lowered_macs_percent"] == pytest.approx(100 * lowered / (lowered + fp32))
+    (row,) = [r for r in document["operators"] if not r["lowered"]]
+    assert row["source_op"] == "aten.conv2d" and row["fp32_macs"] == row["macs"] == fp32
+    assert "depthwise" in row["rewrite"]
+    share = 100 * lowered / (lowered + fp32)
+    assert f"MACs in cortex_m_nn ops: {lowered:,} ({share:.1f} %), left in fp32: {fp32:,}" in (
+        result.out
+    )
+    (fallback_row,) = [r for r in operator_rows(result.out) if "FALLBACK" in r]
+    assert f"{fp32:,}" in fallback_row
+    assert f"{fp32:,} MACs left in fp32" in result.out
+    assert "aten::convolution.out" in pte_operators(pte.read_bytes())
 
 
 def test_allow_fallback_keeps_it_in_fp32(capsys, tmp_path: Path) -> None:
@@ -484,7 +550,9 @@ def test_allow_fallback_keeps_it_in_fp32(capsys, tmp_path: Path) -> None:
     assert result.status == 0, result.err
     (row,) = [r for r in operator_rows(result.out) if "FALLBACK" in r]
     assert "layer_norm" in row
-    assert json.loads(report.read_text())["totals"]["fallbacks"] == 1
+    totals = json.loads(report.read_text())["totals"]
+    assert totals["fallbacks"] == 1
+    assert totals["fp32_macs"] == 4 * 6 * 6 * 3  # per element: squares, scale, affine weight
     operators = pte_operators(pte.read_bytes())
     assert [op for op in operators if op.startswith("aten::") and "layer_norm" in op]
     assert "cortex_m_nn::conv2d.out" in operators

@@ -22,7 +22,7 @@ from cortex_m_nn.plot import render
 from cortex_m_nn.pte import runtime_overhead
 from cortex_m_nn.target import Target
 
-from .models import conv_stack, with_layer_norm
+from .models import conv_stack, split, with_layer_norm
 
 
 def compile_source(name: str, factory, allow_fallback: bool = False):
@@ -120,6 +120,22 @@ def test_every_scratch_operator_has_a_planned_scratch_buffer(stack) -> None:
 def test_fallback_operators_are_planned_too(fallback) -> None:
     assert any(name.startswith("aten::") for name in fallback.memory.operators)
     assert fallback.memory.conflicts() == []
+
+
+def test_float_op_with_two_outputs_is_planned() -> None:
+    """A fallback with several outputs (split) writes one ``alloc`` of several tensors: each
+    is planned on its own, and none overlaps another tensor live with it."""
+    compiled = compile_source("split", split, allow_fallback=True)
+    plan = compiled.memory
+    assert plan.conflicts() == []
+    parts = [t for t in plan.tensors if t.producer.startswith("aten::split")]
+    assert len(parts) == 2, plan.tensors
+    assert parts[1].kind == "output"  # b is returned as it is
+    # [1, 4, 4, 4] float32 each: half of the conv's 8 channels
+    assert [t.nbytes for t in parts] == [4 * 4 * 4 * 4] * 2
+    (call,) = [i for i, name in enumerate(plan.operators) if "split" in name]
+    assert all(t.first == call for t in parts)
+    assert parts[0].offset != parts[1].offset
 
 
 def tensor(name: str, nbytes: int, offset: int, first: int, last: int, kind="activation"):

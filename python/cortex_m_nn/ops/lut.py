@@ -1,11 +1,11 @@
 """``cortex_m_nn::lut``: any int8 → int8 element-wise function through a 256-entry table.
 
-CMSIS-NN has no s8 kernel for sigmoid, tanh, hardswish, hardsigmoid, gelu or silu (nor for
-a relu/clamp that cannot become a producer's activation range), and none is needed: with
-int8 input and output, such a function is a map from 256 values to 256 values. The table is
-computed at compile time (:func:`lookup_table`, the TFLite Micro "prepare" step) and stored
-in the ``.pte`` as a constant; the kernel only looks values up. No CMSIS-NN function is
-called.
+CMSIS-NN has no s8 kernel for sigmoid, tanh, hardswish, hardsigmoid, gelu, silu, leaky_relu
+or elu (nor for a relu/clamp that cannot become a producer's activation range), and none is
+needed: with int8 input and output, such a function is a map from 256 values to 256 values.
+The table is computed at compile time (:func:`lookup_table`, the TFLite Micro "prepare"
+step) and stored in the ``.pte`` as a constant; the kernel only looks values up. No CMSIS-NN
+function is called.
 
 Kernel contract (``op_lut.cpp``, registered as
 ``cortex_m_nn::lut.out(Tensor input, Tensor table, *, Tensor(a!) out) -> Tensor(a!)``)::

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch.fx import Graph, GraphModule, Node
 
+from cortex_m_nn.macs import RECURRENT, base_name, fp32_macs
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.ops.mul import mul_parameters
 from cortex_m_nn.passes.activation import is_activation
@@ -51,6 +54,8 @@ class OpRecord:
     location: str = ""
     #: name of the lowered graph's node holding this op's int8 output (verification keys)
     output_node: str | None = None
+    #: ``path:line`` of the model code the op comes from ("" when the graph has no trace)
+    source_line: str = ""
 
     @property
     def lowered(self) -> bool:
@@ -114,6 +119,10 @@ def reads_through(*targets: object) -> Callable[[ReadThrough], ReadThrough]:
     return register
 
 
+#: Why a float op the quantizer left alone stays float.
+NOT_QUANTIZED = "not quantized (no cortex_m_nn lowering for this op)"
+
+
 def op_name(target: object) -> str:
     name = getattr(target, "_name", None) or str(target)
     return name.replace("::", ".").removesuffix(".default")
@@ -122,18 +131,47 @@ def op_name(target: object) -> str:
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
 
 
-def source_location(node: Node) -> str:
-    """Where the op comes from: the innermost model frame and the module path."""
+def _model_frame(node: Node) -> tuple[str, str, str] | None:
+    """(file, line, code) of the innermost frame of the model's own code in the trace."""
     frames = _FRAME.findall(node.meta.get("stack_trace") or "")
     user = [f for f in frames if "/torch/" not in f[0]] or frames
-    parts = []
+    if not user:
+        return None
+    file, line, _, code = user[-1]
+    return file, line, code.strip()
+
+
+def module_of(node: Node) -> str:
+    """``norm (LayerNorm)``: the innermost module the op was called in."""
     module_stack = node.meta.get("nn_module_stack") or {}
-    if module_stack:
-        path, kind = list(module_stack.values())[-1]
-        parts.append(f"{path or 'model'} ({kind.rsplit('.', 1)[-1]})")
-    if user:
-        file, line, _, code = user[-1]
-        parts.append(f"{file.rsplit('/', 1)[-1]}:{line}: {code.strip()}")
+    if not module_stack:
+        return ""
+    path, kind = list(module_stack.values())[-1]
+    return f"{path or 'model'} ({kind.rsplit('.', 1)[-1]})"
+
+
+def source_line(node: Node) -> str:
+    """``path/to/model.py:51``, the path relative to the working directory when inside it."""
+    frame = _model_frame(node)
+    if frame is None:
+        return ""
+    file, line, _ = frame
+    path = Path(file)
+    if path.is_absolute():
+        try:
+            file = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else file
+        except (OSError, ValueError):
+            pass
+    return f"{file}:{line}"
+
+
+def source_location(node: Node) -> str:
+    """Where the op comes from: the module path and the innermost model frame."""
+    parts = [module_of(node)] if module_of(node) else []
+    frame = _model_frame(node)
+    if frame is not None:
+        file, line, code = frame
+        parts.append(f"{file.rsplit('/', 1)[-1]}:{line}: {code}")
     return ", ".join(parts)
 
 
@@ -155,6 +193,8 @@ class LoweringContext:
     visit: Callable[[Node], None] | None = None
     #: report rows of the ops read through (removed again should one be lowered after all)
     read_through_records: dict[Node, OpRecord] = field(default_factory=dict)
+    #: float ops of constants evaluated at compile time (e.g. an LSTM's zero initial state)
+    folded: dict[Node, torch.Tensor] = field(default_factory=dict)
     _dequantized: dict[Node, Node] = field(default_factory=dict)
     _constants: int = 0
 
@@ -344,6 +384,60 @@ class LoweringContext:
     def _evaluate(self, argument: object) -> object:
         return self.attribute(argument) if isinstance(argument, Node) else argument
 
+    def shape_of(self, node: object) -> tuple[int, ...] | None:
+        """A source-graph tensor's shape, None for anything else."""
+        if not isinstance(node, Node):
+            return None
+        if node.op == "get_attr":
+            value = self.attribute(node)
+            return tuple(value.shape) if isinstance(value, torch.Tensor) else None
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor):
+            return tuple(int(d) for d in value.shape)
+        if node.target in DEQUANTIZE | QUANTIZE or node.target in DEQUANTIZE_PER_CHANNEL:
+            return self.shape_of(node.args[0])
+        return None
+
+    def float_macs(self, node: Node) -> int:
+        """The MACs ``node`` computes in fp32 (see ``cortex_m_nn.macs``)."""
+        name = base_name(op_name(node.target))
+        weights = []
+        if name in RECURRENT and len(node.args) > 2 and isinstance(node.args[2], list | tuple):
+            weights = [self.shape_of(w) for w in node.args[2]]
+        transposed = name == "convolution" and len(node.args) > 6 and bool(node.args[6])
+        return fp32_macs(
+            name,
+            [self.shape_of(a) for a in node.args],
+            self.shape_of(node),
+            [w for w in weights if w is not None],
+            transposed,
+        )
+
+    def fold(self, node: Node) -> bool:
+        """Evaluate a float op of constants now, into a constant; False if it is no such op.
+
+        Constants an op builds for itself (an LSTM's zero initial state, a lifted tensor
+        literal) are no operators of the model: they are neither kernels nor fallbacks.
+        """
+        inputs: list[Node] = []
+        torch.fx.node.map_arg((node.args, node.kwargs), inputs.append)
+        if any(n.op != "get_attr" and n not in self.folded for n in inputs):
+            return False
+        if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
+            return False
+
+        def value(n: Node) -> object:
+            return self.folded[n] if n in self.folded else self.attribute(n)
+
+        result = node.target(
+            *torch.fx.node.map_arg(node.args, value), **torch.fx.node.map_arg(node.kwargs, value)
+        )
+        if not isinstance(result, torch.Tensor):
+            return False
+        self.folded[node] = result
+        self.floats[node] = self.constant(result, node.name)
+        return True
+
     def copy_float(self, node: Node) -> Node:
         """Keep ``node`` as a float op in the lowered graph (a fallback)."""
         args = torch.fx.node.map_arg(node.args, self.float_of)
@@ -445,11 +539,18 @@ def lower(converted: GraphModule, target: Target) -> LoweringResult:
                 return
             op, activation = found
             pattern = Pattern(op, activation, scale, zero_point, logical_shape(op))
-            record = OpRecord(op.name, op_name(op.target), None, location=source_location(op))
+            record = OpRecord(
+                op.name,
+                op_name(op.target),
+                None,
+                location=source_location(op),
+                source_line=source_line(op),
+            )
             try:
                 lowered = RULES[op.target](context, pattern)
             except LoweringRefused as refusal:
                 record.fallback_reason = str(refusal)
+                record.macs = context.float_macs(op)
                 for float_node in (op, activation):
                     if float_node is not None:
                         context.copy_float(float_node)
@@ -468,15 +569,19 @@ def lower(converted: GraphModule, target: Target) -> LoweringResult:
                 record.output_node = lowered.value.node.name
                 context.quantized[node] = lowered.value
             records.append(record)
-        else:
+        elif node.target is operator.getitem:
+            context.copy_float(node)  # one output of a float op: no operator of its own
+        elif not context.fold(node):
             context.copy_float(node)
             records.append(
                 OpRecord(
                     node.name,
                     op_name(node.target),
                     None,
-                    fallback_reason="not quantized (no cortex_m_nn lowering for this op)",
+                    macs=context.float_macs(node),
+                    fallback_reason=NOT_QUANTIZED,
                     location=source_location(node),
+                    source_line=source_line(node),
                 )
             )
 
@@ -491,6 +596,7 @@ def lower(converted: GraphModule, target: Target) -> LoweringResult:
                 "read through (no kernel)",
                 "(its consumer reads its input)",
                 location=source_location(node),
+                source_line=source_line(node),
             )
             context.read_through_records[node] = record
             records.append(record)

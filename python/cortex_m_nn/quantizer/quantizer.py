@@ -90,6 +90,10 @@ LOOKUP = {
     aten.gelu.default,
     aten.silu.default,
     aten.silu_.default,
+    aten.leaky_relu.default,
+    aten.leaky_relu_.default,
+    aten.elu.default,
+    aten.elu_.default,
 }
 
 

@@ -1,10 +1,11 @@
 """Element-wise functions without a CMSIS-NN s8 kernel → cortex_m_nn::lut (a 256-entry table).
 
-sigmoid, tanh, hardswish, hardsigmoid, gelu and silu, and relu/relu6/hardtanh/clamp where
-they cannot become a producer's activation range (at a model input, after a pool or view,
-after an op whose output has other users). An activation fused after the function by the
-quantizer is folded into the same table. The table takes the int8 values of the producing
-operator as they are: no requantization in between, whatever the producer.
+sigmoid, tanh, hardswish, hardsigmoid, gelu, silu, leaky_relu and elu, and
+relu/relu6/hardtanh/clamp where they cannot become a producer's activation range (at a model
+input, after a pool or view, after an op whose output has other users). An activation fused
+after the function by the quantizer is folded into the same table. The table takes the int8
+values of the producing operator as they are: no requantization in between, whatever the
+producer.
 """
 
 from __future__ import annotations

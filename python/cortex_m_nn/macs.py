@@ -1,0 +1,84 @@
+"""Multiply-accumulates of an operator left in fp32, from its tensor shapes.
+
+The report counts MACs the way the lowering rules do for their kernels: the products of
+convolutions, linear layers and matrix products. Element-wise ops, pools and data movement
+count 0, as their lowered forms do. Normalizations are counted per element: 1 MAC for the
+variance's sum of squares and 1 for applying the per-row scale, 1 more with an affine weight
+(batch norm at inference has fixed statistics: 1 MAC, a scale and shift). Recurrent layers
+multiply every 2-D weight matrix with one vector per time step and batch item.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+Shape = tuple[int, ...]
+
+CONVOLUTIONS = {"conv1d", "conv2d", "conv3d", "convolution", "_convolution"}
+TRANSPOSED = {"conv_transpose1d", "conv_transpose2d", "conv_transpose3d"}
+MATMULS = {"matmul", "mm", "bmm", "linear"}
+#: Matrix products with an added first operand: ``addmm(bias, a, b)``.
+ADDED_MATMULS = {"addmm", "baddbmm"}
+#: Normalizations that compute their input's statistics → the argument index of their weight.
+NORMALIZATIONS = {
+    "layer_norm": 2,
+    "native_layer_norm": 2,
+    "group_norm": 2,
+    "native_group_norm": 1,
+    "instance_norm": 1,
+    "rms_norm": 2,
+}
+BATCH_NORMS = {"batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm"}
+RECURRENT = {"lstm", "gru", "rnn_tanh", "rnn_relu"}
+
+
+def base_name(op: str) -> str:
+    """``conv2d`` for ``aten.conv2d``, ``aten.conv2d.padding`` or ``aten::relu_`` → ``relu``."""
+    parts = op.replace("::", ".").split(".")
+    if len(parts) > 1 and parts[0] in ("aten", "torch", "ops"):
+        parts = parts[1:]
+    return parts[0].removesuffix("_")
+
+
+def fp32_macs(
+    op: str,
+    args: Sequence[Shape | None],
+    output: Shape | None,
+    weights: Sequence[Shape] = (),
+    transposed: bool = False,
+) -> int:
+    """MACs of ``op`` (an ATen name) from the shapes of its positional arguments.
+
+    ``args[i]`` is the shape of argument ``i`` when it is a tensor, else None. ``weights``
+    are the shapes of a recurrent layer's parameter list; ``transposed`` is
+    ``aten.convolution``'s flag. Other ops, and missing shapes, count 0.
+    """
+    name = base_name(op)
+
+    def arg(index: int) -> Shape | None:
+        return args[index] if index < len(args) else None
+
+    if name in CONVOLUTIONS and not transposed:
+        weight = arg(1)  # [out, in / groups, *kernel]: each output sums in/groups × kernel
+        return math.prod(output) * math.prod(weight[1:]) if output and weight else 0
+    if name in TRANSPOSED or name in CONVOLUTIONS:
+        x, weight = arg(0), arg(1)  # weight [in, out / groups, *kernel]
+        return math.prod(x) * math.prod(weight[1:]) if x and weight else 0
+    if name in MATMULS or name in ADDED_MATMULS:
+        first = arg(1) if name in ADDED_MATMULS else arg(0)
+        return math.prod(output) * first[-1] if output and first else 0
+    if name in NORMALIZATIONS:
+        x = arg(0)
+        affine = arg(NORMALIZATIONS[name]) is not None
+        return math.prod(x) * (3 if affine else 2) if x else 0
+    if name in BATCH_NORMS:
+        x = arg(0)
+        return math.prod(x) if x else 0
+    if name in RECURRENT:
+        x = arg(0)
+        if not x:
+            return 0
+        vectors = math.prod(x) // x[-1]  # batch items × time steps
+        return vectors * sum(math.prod(w) for w in weights if len(w) == 2)
+    return 0

@@ -1,0 +1,284 @@
+"""The nearest supported rewrite for an operator cortex_m_nn cannot lower.
+
+A compile that meets such an operator fails naming it, its source line and the advice found
+here (``--allow-fallback`` keeps it in fp32 instead). Advice is looked up by the ATen op
+(``layer_norm`` for ``aten.layer_norm.default``) and the reason the lowering refused it:
+first an entry matching both, then one matching the reason alone (the reason is about the
+graph, e.g. an input that stayed float), then one for the op alone. Every rewrite named is
+one the README's operator table lowers, or the advice says plainly that nothing does yet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cortex_m_nn.macs import base_name
+
+#: The tables of ``cortex_m_nn::lut``, for advice on element-wise functions.
+TABLES = "sigmoid, tanh, hardswish, hardsigmoid, gelu, silu, leaky_relu, elu"
+SLICES = "split", "chunk", "slice", "narrow", "select", "unbind", "index", "index_select"
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """Advice for ``ops`` (ATen base names; empty: any op) refused for ``reason``."""
+
+    ops: tuple[str, ...]
+    advice: str
+    #: a regular expression searched in the refusal ("": any reason)
+    reason: str = ""
+
+    def matches(self, op: str, reason: str) -> bool:
+        return (not self.ops or op in self.ops) and (
+            not self.reason or re.search(self.reason, reason) is not None
+        )
+
+
+REWRITES: tuple[Rewrite, ...] = (
+    # -- an op refused for a particular reason ---------------------------------------------
+    Rewrite(
+        ("conv2d",),
+        "CMSIS-NN convolves with groups=1 or depthwise (groups = in channels): use groups=1, "
+        "or a depthwise conv2d followed by a 1x1 conv2d (splitting into per-group convs "
+        "needs channel slices, which are not lowered)",
+        reason=r"grouped convolution",
+    ),
+    Rewrite(
+        ("conv2d",),
+        "give the padding as numbers: padding=(k - 1) // 2 is 'same' for an odd kernel k "
+        "at stride 1",
+        reason=r"string padding",
+    ),
+    Rewrite(
+        ("conv_transpose2d",),
+        "CMSIS-NN's transposed convolution has groups=1 and dilation=1 only: use those",
+        reason=r"grouped transposed|dilated transposed",
+    ),
+    Rewrite(
+        ("conv_transpose2d",),
+        "change kernel, stride, padding or output_padding so that CMSIS-NN computes it "
+        "exactly (the reason says which bound fails)",
+        reason=r"not exact",
+    ),
+    Rewrite(
+        ("max_pool2d",),
+        "arm_max_pool_s8 has no dilation: use dilation=1 (a kernel of (k - 1) * d + 1 "
+        "spans the same window)",
+        reason=r"dilation",
+    ),
+    Rewrite(
+        ("avg_pool2d",),
+        "use ceil_mode=False; pad the input with F.pad first if the last window matters",
+        reason=r"ceil_mode",
+    ),
+    Rewrite(("avg_pool2d",), "pass count_include_pad=False", reason=r"count_include_pad"),
+    Rewrite(
+        ("avg_pool2d",),
+        "drop divisor_override and scale the result with a multiplication (cortex_m_nn::mul)",
+        reason=r"divisor_override",
+    ),
+    Rewrite(
+        ("adaptive_avg_pool2d",),
+        "make the input size a multiple of the output size (uniform windows), or use "
+        "avg_pool2d with an explicit kernel and stride",
+        reason=r"not uniform",
+    ),
+    Rewrite(
+        ("mean",),
+        "an int8 mean is an average pool over H and W of a 4-D tensor: permute or view the "
+        "reduced dims into H and W first",
+        reason=r"mean over dims",
+    ),
+    Rewrite(
+        ("softmax", "_softmax"),
+        "softmax runs over the innermost stored dim, the last one (channels, dim 1, of a "
+        "4-D tensor): move the dim there, x.transpose(dim, -1).softmax(-1).transpose(dim, -1) "
+        "(4-D: x.transpose(dim, 1).softmax(1).transpose(dim, 1)); transposes are lowered",
+        reason=r"not the innermost",
+    ),
+    Rewrite(
+        ("softmax", "_softmax"),
+        "arm_softmax_s8 is exact for rows of at most 511 entries: shorten the rows (e.g. "
+        "softmax over fewer classes or positions)",
+        reason=r"entries",
+    ),
+    Rewrite(
+        ("pad", "constant_pad_nd"),
+        "only constant padding has a kernel: use F.pad(x, pads, mode='constant')",
+        reason=r"pad mode",
+    ),
+    Rewrite(
+        ("pad", "constant_pad_nd"),
+        "negative padding crops, and slicing is not lowered: reduce the padding of the "
+        "layer that produces the tensor instead",
+        reason=r"negative padding",
+    ),
+    Rewrite(
+        ("add", "sub"),
+        "scale the operand instead of passing alpha: a - b * alpha (cortex_m_nn::mul, then sub)",
+        reason=r"alpha",
+    ),
+    Rewrite(
+        ("minimum", "maximum"),
+        "arm_minimum_s8/arm_maximum_s8 cannot requantize: compare tensors from one "
+        "quantization (e.g. a tensor and a clamp of it), or use clamp with constant bounds",
+        reason=r"quantized differently",
+    ),
+    Rewrite(
+        ("concat", "cat"),
+        "concatenate tensors that feed only this cat (the quantizer then gives them the "
+        "output's quantization)",
+        reason=r"requantizing",
+    ),
+    Rewrite(
+        ("linear",),
+        "make the features the last dim of a 2-D or 3-D tensor (flatten or permute first), "
+        "or mix channels with a 1x1 conv2d",
+        reason=r"over the width",
+    ),
+    Rewrite(
+        ("matmul", "bmm", "mm"),
+        "give the right operand transposed: a @ b.transpose(-2, -1), with b produced as "
+        "[..., N, K]",
+        reason=r"right operand must be given transposed|needs cortex_m_nn::transpose",
+    ),
+    Rewrite(
+        ("matmul", "bmm", "mm"),
+        "reshape both operands to 2-D to 4-D with broadcastable batch dims",
+        reason=r"operand of rank|takes 2-D to 4-D|do not broadcast",
+    ),
+    Rewrite(("dropout",), "call model.eval() before compiling", reason=r"training"),
+    # -- any op, by reason ------------------------------------------------------------------
+    Rewrite(
+        (),
+        "the table takes constant arguments: pass the bound or slope as a number",
+        reason=r"tensor arguments",
+    ),
+    Rewrite(
+        (),
+        "its input stays float (an earlier op that fell back, or a float input the "
+        "quantizer left alone): fix that op first",
+        reason=r"input is not a quantized activation",
+    ),
+    Rewrite(
+        (),
+        "weights must be constants (parameters or buffers), not tensors computed at run time",
+        reason=r"weight is not a quantized constant",
+    ),
+    Rewrite(
+        (),
+        "quantize with cortex_m_nn's own quantizer (CortexMQuantizer: int8, symmetric "
+        "per-channel weights)",
+        reason=r"not int8|per-channel weight quantized on axis|symmetrically|per-channel linear",
+    ),
+    Rewrite(
+        (),
+        "the relu/clamp cannot fuse into this op: apply it before, or after an op it fuses "
+        "into (conv2d, linear, add, mul, pools)",
+        reason=r"activation after",
+    ),
+    # -- an op, whatever the reason ---------------------------------------------------------
+    Rewrite(
+        ("layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "instance_norm"),
+        "CMSIS-NN has no int8 normalization: use BatchNorm right after a conv2d or linear "
+        "(folded into its weights)",
+    ),
+    Rewrite(
+        ("rms_norm",),
+        "CMSIS-NN has no int8 normalization: use BatchNorm right after a conv2d or linear "
+        "(folded into its weights)",
+    ),
+    Rewrite(
+        ("batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm"),
+        "put the BatchNorm right after a conv2d or linear, which absorbs it into its weights",
+    ),
+    Rewrite(
+        ("conv1d",),
+        "use conv2d with a 1 x k kernel on x.unsqueeze(2) ([N, C, 1, L]), then squeeze(2)",
+    ),
+    Rewrite(
+        ("conv3d",),
+        "no 3-D kernel: fold the depth into the batch or the channels and use conv2d",
+    ),
+    Rewrite(
+        ("conv_transpose1d", "conv_transpose3d"),
+        "use conv_transpose2d (a 1 x k kernel on [N, C, 1, L] for 1-D)",
+    ),
+    Rewrite(
+        ("lstm", "gru", "rnn_tanh", "rnn_relu"),
+        "recurrent layers are not lowered yet (planned: arm_lstm_unidirectional_s8); the "
+        "nearest lowered layer is a temporal convolution (conv2d with a 1 x k kernel over "
+        "[N, C, 1, T])",
+    ),
+    Rewrite(
+        ("div",),
+        "for a constant divisor c multiply by its reciprocal, x * (1 / c) "
+        "(cortex_m_nn::mul); a tensor divisor has no int8 kernel",
+    ),
+    Rewrite(("neg",), "multiply by -1: x * -1 (cortex_m_nn::mul)"),
+    Rewrite(("pow", "square"), "write x ** 2 as x * x (cortex_m_nn::mul); other powers stay fp32"),
+    Rewrite(
+        ("sum",),
+        "a sum over H and W is mean((2, 3)) times H * W: an average pool and a mul",
+    ),
+    Rewrite(
+        ("prelu",),
+        "use leaky_relu with a constant negative_slope (a 256-entry table); a learned "
+        "per-channel slope has no kernel",
+    ),
+    Rewrite(
+        ("log_softmax",),
+        "use softmax (int8, arm_softmax_s8) and take the log after the model's output",
+    ),
+    Rewrite(
+        ("exp", "log", "sqrt", "rsqrt", "reciprocal", "erf", "sin", "cos", "abs", "softplus"),
+        f"no table for it yet: the int8 element-wise tables are {TABLES} and "
+        "relu/relu6/hardtanh/clamp: rewrite with those",
+    ),
+    Rewrite(
+        ("mish", "selu", "celu", "log_sigmoid", "hardshrink", "softshrink", "logit"),
+        f"no table for it yet: the int8 element-wise tables are {TABLES} and "
+        "relu/relu6/hardtanh/clamp: rewrite with those",
+    ),
+    Rewrite(
+        ("leaky_relu", "elu"),
+        "lowered as a 256-entry table when its input is an int8 activation and its "
+        "arguments (negative_slope, alpha) are constants",
+    ),
+    Rewrite(
+        ("upsample_nearest2d", "upsample_bilinear2d", "upsample_bicubic2d"),
+        "no resize kernel: upsample with conv_transpose2d (kernel = stride = the scale "
+        "factor), which is lowered",
+    ),
+    Rewrite(
+        SLICES,
+        "slicing is not lowered yet: compute the parts with separate layers (e.g. two "
+        "conv2d with half the channels each) instead of slicing one",
+    ),
+    Rewrite(
+        ("embedding",),
+        "no int8 gather kernel: look the embeddings up before the model and feed them as its input",
+    ),
+)
+
+#: Advice for an op no entry covers.
+GENERIC = (
+    "no cortex_m_nn lowering for it: express it with the operators in the README's "
+    "'Operators lowered today' table"
+)
+
+
+def rewrite_for(op: str, reason: str) -> str:
+    """The nearest supported rewrite for ``op`` (``aten.layer_norm``) refused for ``reason``."""
+    name = base_name(op)
+    for entry in REWRITES:
+        if entry.ops and entry.reason and entry.matches(name, reason):
+            return entry.advice
+    for entry in REWRITES:
+        if not entry.ops and entry.matches(name, reason):
+            return entry.advice
+    for entry in REWRITES:
+        if not entry.reason and entry.matches(name, reason):
+            return entry.advice
+    return GENERIC

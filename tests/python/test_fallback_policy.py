@@ -1,0 +1,155 @@
+"""Operators cortex_m_nn cannot lower: the rewrite advice, the MACs they leave in fp32, and
+the one-line error naming them (the CLI's side is in test_cli.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from cortex_m_nn.calibration import synthetic
+from cortex_m_nn.compile import compile_model, unsupported_message
+from cortex_m_nn.macs import fp32_macs
+from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.passes.lower import NOT_QUANTIZED
+from cortex_m_nn.rewrites import GENERIC, REWRITES, rewrite_for
+from cortex_m_nn.target import Target
+
+from .models import recurrent
+
+ROOT = Path(__file__).resolve().parents[2]
+PASSES = ROOT / "python" / "cortex_m_nn" / "passes"
+OPS = ROOT / "python" / "cortex_m_nn" / "ops"
+MODELS = Path(__file__).with_name("models.py")
+
+# -- MACs left in fp32, by hand -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "args", "output", "weights", "expected"),
+    [
+        # 8 outputs × 8×8 positions, each summing 8/2 input channels × 3×3
+        ("aten.conv2d", [(1, 8, 8, 8), (8, 4, 3, 3), (8,)], (1, 8, 8, 8), [], 8 * 64 * 4 * 9),
+        # 2 batches × 5 channels × 8 positions × 3 channels × 3 taps
+        ("aten.conv1d.default", [(2, 3, 10), (5, 3, 3)], (2, 5, 8), [], 720),
+        # 2 channels × 2×6×6 positions × 27 taps
+        ("aten.conv3d", [(1, 1, 4, 8, 8), (2, 1, 3, 3, 3)], (1, 2, 2, 6, 6), [], 3888),
+        # each of 4×3×3 inputs feeds 2 outputs × 2×2 taps
+        ("aten.conv_transpose2d.input", [(1, 4, 3, 3), (4, 2, 2, 2)], (1, 2, 6, 6), [], 288),
+        # 2×7 rows × 5 outputs, 6 products each
+        ("aten.linear", [(2, 7, 6), (5, 6), (5,)], (2, 7, 5), [], 420),
+        ("aten.matmul", [(3, 4, 5), (3, 5, 2)], (3, 4, 2), [], 120),
+        ("aten.addmm", [(2,), (4, 5), (5, 2)], (4, 2), [], 40),
+        # 144 elements × (sum of squares + scale + affine weight)
+        ("aten.layer_norm", [(1, 4, 6, 6), None, (6,), (6,)], (1, 4, 6, 6), [], 432),
+        ("aten.layer_norm", [(1, 4, 6, 6), None, None, None], (1, 4, 6, 6), [], 288),
+        ("aten.group_norm", [(2, 8, 4, 4), None, (8,), (8,)], (2, 8, 4, 4), [], 768),
+        ("aten._native_batch_norm_legit_no_training", [(1, 8, 4, 4)], None, [], 128),
+        # 7 steps × (4·5×6 input weights + 4·5×5 recurrent weights); biases are no MACs
+        ("aten.lstm.input", [(1, 7, 6)], None, [(20, 6), (20, 5), (20,), (20,)], 1540),
+        # 7 steps × 2 sequences × (3·5×6 + 3·5×5)
+        ("aten.gru.input", [(7, 2, 6)], None, [(15, 6), (15, 5)], 2310),
+        ("aten.add.Tensor", [(1, 8), (1, 8)], (1, 8), [], 0),
+        ("aten.layer_norm", [None], None, [], 0),  # no shape recorded: nothing counted
+    ],
+)
+def test_fp32_macs_by_hand(op, args, output, weights, expected: int) -> None:
+    assert fp32_macs(op, args, output, weights) == expected
+
+
+def test_transposed_convolution_flag() -> None:
+    args = [(1, 4, 3, 3), (4, 2, 2, 2)]
+    assert fp32_macs("aten.convolution", args, (1, 2, 6, 6), transposed=True) == 288
+    assert fp32_macs("aten.convolution", args, (1, 4, 2, 2)) == 16 * 2 * 4
+
+
+# -- the rewrite table --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "reason", "words"),
+    [
+        ("aten.conv2d", "grouped convolution (groups=2) is not depthwise", ["depthwise"]),
+        ("aten.layer_norm", NOT_QUANTIZED, ["BatchNorm"]),
+        ("aten.softmax.int", "softmax over dim 2, not the innermost one", ["transpose(dim, 1)"]),
+        ("aten.div.Tensor", NOT_QUANTIZED, ["1 / c"]),
+        ("aten.max_pool2d", "max_pool2d with dilation [2, 2]: …", ["dilation=1"]),
+        ("aten.lstm.input", NOT_QUANTIZED, ["not lowered yet"]),
+        ("aten.conv3d", NOT_QUANTIZED, ["conv2d"]),
+        ("aten.elu", "aten.elu.default with tensor arguments (bounds …)", ["number"]),
+        ("aten.leaky_relu_", NOT_QUANTIZED, ["table"]),
+        # the reason says more than the op: the input is the problem
+        ("aten.conv2d", "input is not a quantized activation", ["earlier op"]),
+        ("aten.softmax.int", "activation after softmax", ["relu/clamp"]),
+    ],
+)
+def test_rewrite_for(op: str, reason: str, words: list[str]) -> None:
+    advice = rewrite_for(op, reason)
+    assert all(word in advice for word in words), advice
+
+
+def test_an_op_no_entry_knows_gets_the_generic_advice() -> None:
+    assert rewrite_for("aten.fft_rfft", NOT_QUANTIZED) == GENERIC
+    assert "Operators lowered today" in GENERIC
+
+
+def test_rewrites_are_one_line_each() -> None:
+    assert all("\n" not in r.advice and r.advice == r.advice.strip() for r in REWRITES)
+
+
+@pytest.mark.parametrize("name", sorted({op for r in REWRITES for op in r.ops}))
+def test_rewrite_ops_are_aten_ops(name: str) -> None:
+    assert hasattr(torch.ops.aten, name), f"aten.{name} does not exist: fix REWRITES"
+
+
+def _sources() -> str:
+    return "\n".join(p.read_text() for d in (PASSES, OPS) for p in sorted(d.rglob("*.py")))
+
+
+@pytest.mark.parametrize("entry", [r for r in REWRITES if r.reason], ids=lambda r: r.reason)
+def test_rewrite_reasons_are_refusals_the_rules_give(entry) -> None:
+    """Each reason pattern matches a message in the lowering's source: a rule whose message
+    changes breaks this test instead of silently losing its advice."""
+    assert re.search(entry.reason, _sources()), entry.reason
+
+
+# -- a recurrent layer with --allow-fallback ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lstm():
+    module, inputs = recurrent()
+    return compile_model(
+        ModelSource("recurrent", module, inputs),
+        Target.parse("cortex-m55"),
+        synthetic(inputs, 4),
+        allow_fallback=True,
+        progress=False,
+    )
+
+
+def _line_of(text: str) -> int:
+    lines = MODELS.read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+def test_lstm_is_the_one_fallback_with_its_macs(lstm) -> None:
+    (fallback,) = [r for r in lstm.records if not r.lowered]
+    # The LSTM's zero initial state is a constant, not an operator; its getitem no op either.
+    assert fallback.source_op == "aten.lstm.input"
+    # 7 time steps × (4 gates · 5 hidden × 6 inputs + 4 · 5 × 5 recurrent)
+    assert fallback.macs == 7 * (4 * 5 * 6 + 4 * 5 * 5) == 1540
+    relative = os.path.relpath(MODELS) if MODELS.is_relative_to(Path.cwd()) else str(MODELS)
+    assert fallback.source_line == f"{relative}:{_line_of('self.lstm(y)')}"
+    assert lstm.memory.conflicts() == []
+
+
+def test_lstm_error_names_it_where_and_what_to_do(lstm) -> None:
+    message = unsupported_message(lstm.stages.lowering.fallbacks)
+    assert "\n" not in message
+    assert message.startswith("aten.lstm.input at ")
+    assert f"models.py:{_line_of('self.lstm(y)')} in lstm (LSTM)" in message
+    assert "not lowered yet" in message and "--allow-fallback" in message
