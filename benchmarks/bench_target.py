@@ -1,0 +1,224 @@
+"""Instructions per inference on emulated Cortex-M cores, per model, and the runner's flash/RAM.
+
+Usage (from the repository root; needs what tests/target needs: EXECUTORCH_ROOT, CMSIS_NN_PATH,
+arm-none-eabi-gcc, qemu-system-arm, flatbuffers ≥ 23 — see README "On target")::
+
+    PYTHONPATH=python:. python benchmarks/bench_target.py [--cores m55,m33,m4,m3]
+        [--models ds_cnn,resnet8,mobilenet_v1_025,autoencoder] [--build-dir DIR] [--json FILE]
+
+``--build-dir .pytest_cache/d`` reuses the builds of ``pytest tests/target`` (only the models
+are recompiled and the runners relinked).
+
+For each core, every model is compiled (``--target`` of that core), embedded in the bare-metal
+runner (tests/target/runner, ``-O3``, selective registration) and run once under QEMU with the
+insncount TCG plugin (benchmarks/qemu/plugin, ``symbols=on``). Per model and core it prints:
+
+* instructions per inference: exactly the instructions between ``bench_start()`` and
+  ``bench_stop()`` around ``Method::execute()`` (the whole graph: quantize of the float input,
+  every kernel, dequantize of the output, ExecuTorch's dispatch);
+* CMSIS-NN share: the instructions executed inside functions defined by the CMSIS-NN library
+  (every function symbol of ``libcmsis-nn.a``), as a fraction of the above;
+* instructions per MAC: instructions per inference ÷ the model's MACs (compile report);
+* flash and RAM of the runner ELF (``cortex_m_nn.firmware.inspect``; RAM = ``.data`` + ``.bss``
+  incl. the planned arena and method allocator, stack and heap not counted);
+* whether the outputs were bit-exact against the Python reference (the runner's exit status).
+
+These are instructions, not cycles: QEMU has no timing model. The peer (ExecuTorch's own
+``backends/cortex_m`` runtime) is built the same way only if EXECUTORCH_ROOT's kernels declare
+every operator of the peer's ``.pte``; otherwise the script prints which operators are missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "python"), str(REPO)]
+warnings.filterwarnings("ignore")
+
+from tests.target import harness  # noqa: E402
+
+from cortex_m_nn import firmware  # noqa: E402
+
+
+def cmsis_nn_functions(build_dir: Path) -> set[str]:
+    """Function symbols defined by the CMSIS-NN static library of this build."""
+    archive = next(build_dir.rglob("libcmsis-nn.a"))
+    listing = subprocess.run(
+        ["arm-none-eabi-nm", "--defined-only", str(archive)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {
+        parts[2]
+        for line in listing.splitlines()
+        if len(parts := line.split()) == 3 and parts[1] in "Tt"
+    }
+
+
+def measure(run: harness.ModelRun, core: harness.Core, build_dir: Path, plugin: Path) -> dict:
+    elf = build_dir / f"runner_{run.name}.elf"
+    result = harness.run(elf, core, f"{plugin},symbols=on")
+    region = re.search(r"insncount: region 0 = (\d+) insns", result.stderr + result.stdout)
+    symbols = {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r"insncount: symbol (\S+) = (\d+)", result.stderr + result.stdout)
+    }
+    instructions = int(region.group(1)) if region else None
+    cmsis = cmsis_nn_functions(build_dir)
+    in_cmsis = sum(n for name, n in symbols.items() if name in cmsis)
+    macs = sum(r.macs for r in run.compiled.records)
+    report = firmware.inspect(elf, run.compiled.pte)
+    top = sorted(symbols.items(), key=lambda kv: -kv[1])[:5]
+    return {
+        "model": run.name,
+        "core": core.name,
+        "bit_exact": result.returncode == 0
+        and result.outputs() == harness.output_bytes(run.expected),
+        "instructions": instructions,
+        "cmsis_nn_instructions": in_cmsis,
+        "cmsis_nn_share": in_cmsis / instructions if instructions else None,
+        "macs": macs,
+        "instructions_per_mac": instructions / macs if instructions and macs else None,
+        "flash_bytes": report["flash_bytes"],
+        "ram_bytes": report["ram_bytes"],
+        "flash": report["flash"],
+        "ram": report["ram"],
+        "pte_bytes": len(run.compiled.pte),
+        "arena_bytes": run.compiled.arena_bytes,
+        "method_allocator_used": result.method_allocator_used(),
+        "top_functions": top,
+    }
+
+
+def peer_status(models: list[str]) -> str:
+    """Why the peer's runtime cannot be built from EXECUTORCH_ROOT the same way (or '')."""
+    import os
+
+    root = Path(os.environ["EXECUTORCH_ROOT"])
+    yaml = root / "backends" / "cortex_m" / "ops" / "operators.yaml"
+    if not yaml.is_file():
+        return "EXECUTORCH_ROOT has no backends/cortex_m/ops/operators.yaml"
+    declared = dict(re.findall(r"func: ((?:\w+)::\w+\.out)(\(.*)", yaml.read_text()))
+    import executorch
+
+    wheel_yaml = Path(list(executorch.__path__)[0]) / "backends/cortex_m/ops/operators.yaml"
+    wheel = dict(re.findall(r"func: ((?:\w+)::\w+\.out)(\(.*)", wheel_yaml.read_text()))
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from peer import compile_with_peer
+    except Exception as error:  # noqa: BLE001
+        return f"the peer's pipeline does not import ({error})"
+    from cortex_m_nn.calibration import synthetic
+
+    reasons = []
+    for name in models:
+        source = harness.model_source(name)
+        peer = compile_with_peer(
+            source.module,
+            source.example_inputs,
+            synthetic(source.example_inputs, count=8).samples,
+            channels_last=True,
+        )
+        if "error" in peer:
+            reasons.append(f"{name}: the peer fails at {peer.get('stage')}: {peer['error']}")
+            continue
+        operators = set(peer["operators"])
+        ours = sorted(op for op in operators if op.startswith("cortex_m::"))
+        missing = [op for op in ours if op not in declared]
+        changed = [op for op in ours if op in declared and declared[op] != wheel.get(op)]
+        other = sorted(op for op in operators if not op.startswith("cortex_m::"))
+        problems = []
+        if missing:
+            problems.append(f"EXECUTORCH_ROOT lacks {', '.join(missing)}")
+        if changed:
+            problems.append(f"EXECUTORCH_ROOT changed the schema of {', '.join(changed)}")
+        problems.append(
+            "its kernels register through ExecuTorch's torchgen codegen (gen_operators_lib), "
+            "which this runner's build does not run"
+            + (f", and it needs portable kernels for {', '.join(other)}" if other else "")
+        )
+        reasons.append(f"{name}: " + "; ".join(problems))
+    return "; ".join(reasons)
+
+
+def table(rows: list[dict]) -> str:
+    head = (
+        f"{'model':<18}{'core':<5}{'exact':<6}{'instructions':>13}{'CMSIS-NN':>9}"
+        f"{'MACs':>11}{'insn/MAC':>9}{'flash B':>10}{'RAM B':>9}{'arena B':>9}{'method B':>9}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        share = f"{r['cmsis_nn_share']:.1%}" if r["cmsis_nn_share"] is not None else "-"
+        per_mac = f"{r['instructions_per_mac']:.3f}" if r["instructions_per_mac"] else "-"
+        lines.append(
+            f"{r['model']:<18}{r['core']:<5}{'yes' if r['bit_exact'] else 'NO':<6}"
+            f"{r['instructions'] or 0:>13,}{share:>9}{r['macs']:>11,}{per_mac:>9}"
+            f"{r['flash_bytes']:>10,}{r['ram_bytes']:>9,}{r['arena_bytes']:>9,}"
+            f"{r['method_allocator_used'] or 0:>9,}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cores", default=",".join(harness.CORES))
+    parser.add_argument("--models", default=",".join(harness.MODEL_NAMES))
+    parser.add_argument("--build-dir", type=Path, default=REPO / "build" / "bench-target")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--no-peer", action="store_true", help="skip the peer check")
+    args = parser.parse_args(argv)
+    reason = harness.missing()
+    if reason:
+        print(f"bench_target: skipped: {reason}")
+        return 0
+    cores = [harness.CORES[c] for c in args.cores.split(",")]
+    models = args.models.split(",")
+    plugin = harness.build_plugin(args.build_dir / "plugin")
+    rows: list[dict[str, Any]] = []
+    for core in cores:
+        root = args.build_dir / f"target-{core.name}"  # the layout of tests/target's cache
+        models_dir = root / "models"
+        models_dir.mkdir(parents=True, exist_ok=True)
+        for stale in models_dir.glob("*"):
+            stale.unlink()
+        runs = [harness.compile_for(name, core) for name in models]
+        for run in runs:
+            harness.write_model(run, models_dir)
+        harness.build(core, models_dir, root / "build")
+        for run in runs:
+            rows.append(measure(run, core, root / "build", plugin))
+            print(table(rows[-1:]).splitlines()[-1], flush=True)
+    print()
+    print(table(rows))
+    by = {(r["model"], r["core"]): r for r in rows}
+    if any(c.name == "m55" for c in cores) and len(cores) > 1:
+        print("\ninstructions relative to M55:")
+        for model in models:
+            base = by.get((model, "m55"), {}).get("instructions")
+            ratios = [
+                f"{c.name} {by[(model, c.name)]['instructions'] / base:.2f}x"
+                for c in cores
+                if c.name != "m55" and base and by.get((model, c.name), {}).get("instructions")
+            ]
+            print(f"  {model:<18} " + ", ".join(ratios))
+    peer = "" if args.no_peer else peer_status(models)
+    print(
+        "\npeer (ExecuTorch backends/cortex_m runtime on the same runner): "
+        + (f"not run: {peer}" if peer else "not run: --no-peer" if args.no_peer else "not run")
+    )
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "peer": peer}, indent=1))
+    return 0 if all(r["bit_exact"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""Compile models per core, build the bare-metal runner (tests/target/runner) and run it under
+QEMU. Shared by tests/target and benchmarks/bench_target.py.
+
+Needs ``EXECUTORCH_ROOT`` (an ExecuTorch source checkout), ``CMSIS_NN_PATH`` (a CMSIS-NN
+checkout), Debian's ``arm-none-eabi-gcc`` and ``qemu-system-arm``, and flatbuffers ≥ 23:
+``flatc`` (``FLATC_EXECUTABLE``, default the one in the executorch wheel) with its headers
+(``FLATBUFFERS_INCLUDE_DIR``, default ``EXECUTORCH_ROOT/third-party/flatbuffers/include``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils._pytree import tree_leaves
+
+from cortex_m_nn.calibration import synthetic
+from cortex_m_nn.compile import CompiledProgram, compile_model
+from cortex_m_nn.model_source import ModelSource, load_model
+from cortex_m_nn.ops.arithmetic import use_rounding
+from cortex_m_nn.target import Target
+
+REPO = Path(__file__).resolve().parents[2]
+RUNNER = REPO / "tests" / "target" / "runner"
+PLUGIN_SOURCE = REPO / "benchmarks" / "qemu" / "plugin" / "insncount.c"
+
+
+@dataclass(frozen=True)
+class Core:
+    name: str
+    target: str
+    cpu: str
+    machine: str
+
+
+#: The emulated cores: M55 with MVE, M33 and M4 with DSP, M3 scalar.
+CORES = {
+    "m55": Core("m55", "cortex-m55", "cortex-m55", "mps3-an547"),
+    "m33": Core("m33", "cortex-m33", "cortex-m33", "mps2-an505"),
+    "m4": Core("m4", "cortex-m4", "cortex-m4", "mps2-an386"),
+    "m3": Core("m3", "cortex-m3", "cortex-m3", "mps2-an385"),
+}
+
+
+def _wheel_flatc() -> Path | None:
+    try:
+        import executorch
+    except ImportError:
+        return None
+    flatc = Path(list(executorch.__path__)[0]) / "data" / "bin" / "flatc"
+    return flatc if flatc.is_file() else None
+
+
+def flatbuffers() -> tuple[Path | None, Path | None]:
+    """(flatc, flatbuffers include dir) from the environment or the defaults."""
+    flatc = os.environ.get("FLATC_EXECUTABLE")
+    flatc_path = Path(flatc) if flatc else _wheel_flatc()
+    include = os.environ.get("FLATBUFFERS_INCLUDE_DIR")
+    if not include and os.environ.get("EXECUTORCH_ROOT"):
+        include = str(Path(os.environ["EXECUTORCH_ROOT"]) / "third-party/flatbuffers/include")
+    include_path = Path(include) if include else None
+    if include_path and not (include_path / "flatbuffers" / "flatbuffers.h").is_file():
+        include_path = None
+    return flatc_path, include_path
+
+
+def missing() -> str | None:
+    """One line naming what the target tests lack, or None."""
+    root = os.environ.get("EXECUTORCH_ROOT")
+    if not root or not (Path(root) / "runtime" / "executor" / "program.h").is_file():
+        return "EXECUTORCH_ROOT is not set to an ExecuTorch source checkout"
+    cmsis = os.environ.get("CMSIS_NN_PATH")
+    if not cmsis or not (Path(cmsis) / "Include" / "arm_nnfunctions.h").is_file():
+        return "CMSIS_NN_PATH is not set to a CMSIS-NN checkout"
+    for tool in ("arm-none-eabi-gcc", "qemu-system-arm", "cmake"):
+        if not shutil.which(tool):
+            return f"{tool} is not on PATH"
+    flatc, include = flatbuffers()
+    if flatc is None:
+        return "no flatc: set FLATC_EXECUTABLE (flatbuffers >= 23, e.g. the executorch wheel's)"
+    if include is None:
+        return (
+            "no flatbuffers headers: set FLATBUFFERS_INCLUDE_DIR (google/flatbuffers include/, "
+            "same version as flatc)"
+        )
+    return None
+
+
+# --- models -----------------------------------------------------------------------------------
+
+
+def model_source(name: str) -> ModelSource:
+    if name == "ds_cnn":
+        return load_model(None)
+    from tests.target.models import MODELS
+
+    module, example = MODELS[name]()
+    return ModelSource(name, module, example)
+
+
+MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder"]
+
+
+@dataclass
+class ModelRun:
+    name: str
+    compiled: CompiledProgram
+    inputs: tuple[torch.Tensor, ...]
+    expected: list[torch.Tensor]
+
+
+def compile_for(name: str, core: Core, seed: int = 3) -> ModelRun:
+    """Compile ``name`` for ``core`` and compute the Python reference on seeded inputs."""
+    source = model_source(name)
+    compiled = compile_model(
+        source,
+        Target.parse(core.target),
+        synthetic(source.example_inputs, count=8),
+        progress=False,
+    )
+    gen = torch.Generator().manual_seed(seed)
+    inputs = tuple(torch.randn(x.shape, generator=gen) for x in source.example_inputs)
+    with use_rounding(compiled.rounding):
+        expected = [t.detach().clone() for t in tree_leaves(compiled.lowered(*inputs))]
+    return ModelRun(name, compiled, inputs, expected)
+
+
+def write_model(run: ModelRun, directory: Path) -> None:
+    """``NAME.pte`` + ``NAME.npz`` (inputs and expected outputs) for the runner's build."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{run.name}.pte").write_bytes(run.compiled.pte)
+    arrays = {f"input_{i}": t.numpy() for i, t in enumerate(run.inputs)}
+    arrays |= {f"expected_{i}": t.numpy() for i, t in enumerate(run.expected)}
+    with open(directory / f"{run.name}.npz", "wb") as stream:
+        np.savez(stream, **arrays)
+
+
+# --- build and run ----------------------------------------------------------------------------
+
+
+def build(core: Core, models_dir: Path, build_dir: Path, optimization: str = "-O3") -> Path:
+    """Configure and build the runners for every model in ``models_dir``; returns build_dir."""
+    flatc, include = flatbuffers()
+    configure = [
+        "cmake",
+        "-S",
+        str(RUNNER),
+        "-B",
+        str(build_dir),
+        f"-DCMAKE_TOOLCHAIN_FILE={RUNNER / 'arm-none-eabi.cmake'}",
+        f"-DCORTEX_M_NN_CPU={core.cpu}",
+        f"-DRUNNER_MACHINE={core.machine}",
+        f"-DRUNNER_MODELS_DIR={models_dir}",
+        f"-DRUNNER_OPTIMIZATION={optimization}",
+        f"-DEXECUTORCH_ROOT={os.environ['EXECUTORCH_ROOT']}",
+        f"-DCMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}",
+        f"-DPython3_EXECUTABLE={sys.executable}",
+        f"-DFLATC_EXECUTABLE={flatc}",
+        f"-DFLATBUFFERS_INCLUDE_DIR={include}",
+    ]
+    _check(configure)
+    _check(["cmake", "--build", str(build_dir), "-j", str(os.cpu_count() or 1)])
+    return build_dir
+
+
+def _check(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
+        raise RuntimeError(f"{' '.join(command[:3])} failed:\n{tail}")
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def outputs(self) -> list[bytes]:
+        return [
+            bytes.fromhex(m.group(2))
+            for m in re.finditer(r"^output (\d+) hex:([0-9a-f]*)$", self.stdout, re.M)
+        ]
+
+    def method_allocator_used(self) -> int | None:
+        m = re.search(r"method allocator (\d+) of (\d+) B used", self.stdout)
+        return int(m.group(1)) if m else None
+
+
+def run(elf: Path, core: Core, plugin_args: str | None = None, timeout: float = 600) -> Result:
+    """Run ``elf`` on ``core``'s QEMU machine; ``plugin_args`` loads the insncount plugin."""
+    command = [
+        "qemu-system-arm",
+        "-M",
+        core.machine,
+        "-nographic",
+        "-monitor",
+        "none",
+        "-serial",
+        "none",
+        "-semihosting-config",
+        "enable=on,target=native",
+        "-kernel",
+        str(elf),
+    ]
+    if plugin_args is not None:
+        command += ["-plugin", plugin_args, "-d", "plugin"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+def output_bytes(tensors: list[torch.Tensor]) -> list[bytes]:
+    return [t.contiguous().numpy().tobytes() for t in tensors]
+
+
+def build_plugin(directory: Path) -> Path:
+    """The insncount TCG plugin as a shared library (host gcc)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    library = directory / "libinsncount.so"
+    if not library.exists() or library.stat().st_mtime < PLUGIN_SOURCE.stat().st_mtime:
+        _check(["gcc", "-O2", "-shared", "-fPIC", "-o", str(library), str(PLUGIN_SOURCE)])
+    return library

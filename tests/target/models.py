@@ -1,0 +1,98 @@
+"""MLPerf Tiny reference architectures as small seeded modules (random weights), for the
+on-target tests and benchmarks. DS-CNN is the built-in model (``cortex_m_nn.models``).
+
+Defined here until the shared model zoo (tests/zoo) lands; the layer shapes follow the MLPerf
+Tiny v1 reference models, batch norms left out (they fold into the convolutions anyway).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class _Residual(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.shortcut = nn.Conv2d(cin, cout, 1, stride=stride) if stride != 1 else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv2(torch.relu(self.conv1(x)))
+        return torch.relu(y + (x if self.shortcut is None else self.shortcut(x)))
+
+
+class ResNet8(nn.Module):
+    """MLPerf Tiny image classification: 32×32×3 → 10 classes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.stages = nn.Sequential(
+            _Residual(16, 16, 1), _Residual(16, 32, 2), _Residual(32, 64, 2)
+        )
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.stages(torch.relu(self.stem(x)))
+        y = nn.functional.avg_pool2d(y, 8).flatten(1)
+        return torch.softmax(self.fc(y), dim=-1)
+
+
+class MobileNetV1(nn.Module):
+    """MLPerf Tiny visual wake words: MobileNetV1 width 0.25, 96×96×3 → 2 classes."""
+
+    BLOCKS = [(8, 16, 1), (16, 32, 2), (32, 32, 1), (32, 64, 2), (64, 64, 1), (64, 128, 2)]
+    BLOCKS += [(128, 128, 1)] * 5 + [(128, 256, 2), (256, 256, 1)]
+
+    def __init__(self) -> None:
+        super().__init__()
+        layers: list[nn.Module] = [nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU()]
+        for cin, cout, stride in self.BLOCKS:
+            layers += [
+                nn.Conv2d(cin, cin, 3, stride=stride, padding=1, groups=cin),
+                nn.ReLU(),
+                nn.Conv2d(cin, cout, 1),
+                nn.ReLU(),
+            ]
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(256, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = nn.functional.avg_pool2d(self.features(x), 3).flatten(1)
+        return torch.softmax(self.fc(y), dim=-1)
+
+
+class Autoencoder(nn.Module):
+    """MLPerf Tiny anomaly detection: the deep autoencoder, 640 → 128×4 → 8 → 128×4 → 640."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        sizes = [640, 128, 128, 128, 128, 8, 128, 128, 128, 128]
+        layers: list[nn.Module] = []
+        for cin, cout in zip(sizes, sizes[1:], strict=False):
+            layers += [nn.Linear(cin, cout), nn.ReLU()]
+        layers.append(nn.Linear(128, 640))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+def seeded(
+    factory: type[nn.Module], *shape: int, seed: int = 7
+) -> tuple[nn.Module, tuple[torch.Tensor]]:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module = factory().eval()
+        example = torch.randn(*shape)
+    return module, (example,)
+
+
+#: name → (module, example inputs) factory
+MODELS = {
+    "resnet8": lambda: seeded(ResNet8, 1, 3, 32, 32),
+    "mobilenet_v1_025": lambda: seeded(MobileNetV1, 1, 3, 96, 96),
+    "autoencoder": lambda: seeded(Autoencoder, 1, 640),
+}

@@ -1,0 +1,112 @@
+# ExecuTorch's runtime core (Program, Method, operator registry, minimal PAL) compiled for the
+# core from the user's checkout EXECUTORCH_ROOT, as static library `executorch_core`.
+#
+# The source list is ExecuTorch's own (EXECUTORCH_CORE_SRCS in
+# shim_et/xplat/executorch/build/build_variables.bzl, read the way ExecuTorch's CMake reads
+# it), so nothing here names a runtime source file. Not add_subdirectory(EXECUTORCH_ROOT): that
+# configures the whole tree (portable kernels, third-party submodules, the Ethos-U preset),
+# which a checkout without submodules cannot do and which a runner does not need.
+#
+# Needs, besides EXECUTORCH_ROOT: a flatbuffers compiler (FLATC_EXECUTABLE, default `flatc` on
+# PATH) and the flatbuffers headers of the same version (FLATBUFFERS_INCLUDE_DIR, default
+# EXECUTORCH_ROOT/third-party/flatbuffers/include, else the system's). Checked: Debian 12's
+# flatbuffers-compiler + libflatbuffers-dev 2.0.8.
+#
+# Also defines the OBJECT library `executorch_prim_ops` (executorch_prim::* operators, which
+# register themselves statically: link its objects into a program that uses them).
+# Option EXECUTORCH_LOGGING (ON: ET_LOG messages reach et_pal_emit_log_message).
+
+if(NOT EXECUTORCH_ROOT AND DEFINED ENV{EXECUTORCH_ROOT})
+  set(EXECUTORCH_ROOT "$ENV{EXECUTORCH_ROOT}")
+endif()
+set(_variables "${EXECUTORCH_ROOT}/shim_et/xplat/executorch/build/build_variables.bzl")
+if(NOT EXECUTORCH_ROOT OR NOT EXISTS "${_variables}")
+  message(FATAL_ERROR
+    "ExecuTorch not found: set EXECUTORCH_ROOT to an ExecuTorch source checkout "
+    "(https://github.com/pytorch/executorch; needs runtime/, schema/, kernels/prim_ops/, "
+    "shim_et/xplat/executorch/build/build_variables.bzl)")
+endif()
+option(EXECUTORCH_LOGGING "Keep ExecuTorch's ET_LOG messages" ON)
+
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+function(_executorch_filelist name out)
+  execute_process(
+    COMMAND "${Python3_EXECUTABLE}" -c
+            "exec(open(r'${_variables}').read()); print(';'.join(${name}))"
+    OUTPUT_VARIABLE _list OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "cannot read ${name} from ${_variables}")
+  endif()
+  list(TRANSFORM _list PREPEND "${EXECUTORCH_ROOT}/")
+  set(${out} "${_list}" PARENT_SCOPE)
+endfunction()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_variables}")
+
+_executorch_filelist(EXECUTORCH_CORE_SRCS _core_sources)
+# The platform layer: ExecuTorch's weak minimal PAL; the runner overrides what it uses.
+list(FILTER _core_sources EXCLUDE REGEX "runtime/platform/default/[^/]*\\.cpp$")
+list(APPEND _core_sources "${EXECUTORCH_ROOT}/runtime/platform/default/minimal.cpp")
+_executorch_filelist(EXECUTORCH_SRCS _prim_sources)
+
+# Sources include <executorch/...>: give the checkout that name whatever its directory is.
+set(_include_root "${CMAKE_CURRENT_BINARY_DIR}/executorch-include")
+file(MAKE_DIRECTORY "${_include_root}")
+if(NOT EXISTS "${_include_root}/executorch")
+  file(CREATE_LINK "${EXECUTORCH_ROOT}" "${_include_root}/executorch" SYMBOLIC)
+endif()
+
+# --- program schema headers (flatc) ----------------------------------------------------------
+find_program(FLATC_EXECUTABLE flatc)
+if(NOT FLATC_EXECUTABLE)
+  message(FATAL_ERROR "flatc not found: install a flatbuffers compiler (Debian: "
+                      "flatbuffers-compiler) or pass -DFLATC_EXECUTABLE=/path/to/flatc")
+endif()
+if(NOT FLATBUFFERS_INCLUDE_DIR)
+  if(EXISTS "${EXECUTORCH_ROOT}/third-party/flatbuffers/include/flatbuffers/flatbuffers.h")
+    set(FLATBUFFERS_INCLUDE_DIR "${EXECUTORCH_ROOT}/third-party/flatbuffers/include")
+  else()
+    # The headers installed beside flatc (a system or SDK install of flatbuffers).
+    get_filename_component(_flatc_prefix "${FLATC_EXECUTABLE}" DIRECTORY)
+    find_path(FLATBUFFERS_INCLUDE_DIR flatbuffers/flatbuffers.h
+              HINTS "${_flatc_prefix}/../include" NO_CMAKE_FIND_ROOT_PATH)
+  endif()
+endif()
+if(NOT FLATBUFFERS_INCLUDE_DIR)
+  message(FATAL_ERROR "flatbuffers headers not found: initialise ExecuTorch's third-party/"
+                      "flatbuffers submodule, install libflatbuffers-dev, or pass "
+                      "-DFLATBUFFERS_INCLUDE_DIR (same version as flatc)")
+endif()
+# Only the flatbuffers directory, never the rest of e.g. /usr/include (host C headers).
+set(_flatbuffers_include "${CMAKE_CURRENT_BINARY_DIR}/flatbuffers-include")
+file(MAKE_DIRECTORY "${_flatbuffers_include}")
+if(NOT EXISTS "${_flatbuffers_include}/flatbuffers")
+  file(CREATE_LINK "${FLATBUFFERS_INCLUDE_DIR}/flatbuffers" "${_flatbuffers_include}/flatbuffers"
+       SYMBOLIC)
+endif()
+set(_schema_out "${CMAKE_CURRENT_BINARY_DIR}/schema-include/executorch/schema")
+add_custom_command(
+  OUTPUT "${_schema_out}/program_generated.h" "${_schema_out}/scalar_type_generated.h"
+  COMMAND "${FLATC_EXECUTABLE}" --cpp --cpp-std c++11 --gen-mutable --scoped-enums
+          -o "${_schema_out}" "${EXECUTORCH_ROOT}/schema/program.fbs"
+          "${EXECUTORCH_ROOT}/schema/scalar_type.fbs"
+  DEPENDS "${EXECUTORCH_ROOT}/schema/program.fbs" "${EXECUTORCH_ROOT}/schema/scalar_type.fbs"
+  COMMENT "ExecuTorch: generating program schema headers"
+  VERBATIM)
+add_custom_target(executorch_schema DEPENDS "${_schema_out}/program_generated.h")
+
+add_library(executorch_core STATIC ${_core_sources})
+add_dependencies(executorch_core executorch_schema)
+target_include_directories(executorch_core PUBLIC
+  "${_include_root}"
+  "${EXECUTORCH_ROOT}/runtime/core/portable_type/c10"
+  "${CMAKE_CURRENT_BINARY_DIR}/schema-include"
+  "${_flatbuffers_include}")
+target_compile_definitions(executorch_core PUBLIC
+  C10_USING_CUSTOM_GENERATED_MACROS
+  FLATBUFFERS_MAX_ALIGNMENT=1024
+  $<$<NOT:$<BOOL:${EXECUTORCH_LOGGING}>>:ET_LOG_ENABLED=0>)
+target_compile_options(executorch_core PRIVATE -fno-exceptions -fno-rtti -Wno-psabi)
+
+add_library(executorch_prim_ops OBJECT ${_prim_sources})
+target_link_libraries(executorch_prim_ops PUBLIC executorch_core)
+target_compile_options(executorch_prim_ops PRIVATE -fno-exceptions -fno-rtti -Wno-psabi)
