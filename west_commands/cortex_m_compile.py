@@ -1,7 +1,8 @@
 """``west cortex-m-compile``: the ``cortex-m-compile`` console script as a west command.
 
 Options and behaviour come from :mod:`cortex_m_nn.cli`, so the two cannot drift apart:
-``west cortex-m-compile inspect app.elf [--pte …]`` runs ``cortex-m-compile inspect``.
+``west cortex-m-compile inspect app.elf [--pte …]`` runs ``cortex-m-compile inspect`` and
+``west cortex-m-compile embed model.pte --output-dir DIR`` runs ``cortex-m-compile embed``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class CortexMCompile(WestCommand):
             "cortex-m-compile",
             "compile a PyTorch model into an ExecuTorch .pte that runs CMSIS-NN operators",
             cli.DESCRIPTION + " Same options as the cortex-m-compile console script.",
-            accepts_unknown_args=True,  # for `inspect ELF …`; anything else is refused below
+            accepts_unknown_args=True,  # for `inspect`/`embed …`; anything else is refused below
         )
 
     def do_add_parser(self, parser_adder) -> argparse.ArgumentParser:
@@ -38,9 +39,23 @@ class CortexMCompile(WestCommand):
         )
         return cli.add_arguments(parser)
 
+    def _subcommand_arguments(self, subcommand: str, unknown_args: list[str]) -> list[str]:
+        """What follows ``west cortex-m-compile SUBCOMMAND`` on the command line.
+
+        The compile options were parsed first, so a subcommand option of the same name
+        (``embed --board``, ``-q``) would have been taken by them: use the raw arguments.
+        """
+        argv = sys.argv
+        for index in range(len(argv) - 1):
+            if argv[index] == self.name and argv[index + 1] == subcommand:
+                return argv[index + 2 :]
+        return unknown_args
+
     def do_run(self, args: argparse.Namespace, unknown_args: list[str]) -> None:
-        if args.model == "inspect":
-            status = cli.inspect_main(unknown_args)
+        if args.model in cli.SUBCOMMANDS:
+            status = cli.SUBCOMMANDS[args.model](
+                self._subcommand_arguments(args.model, unknown_args)
+            )
         elif unknown_args:
             self.parser.error(f"unrecognized arguments: {' '.join(unknown_args)}")
         else:

@@ -1,7 +1,9 @@
 """Command line shared by the ``cortex-m-compile`` console script and ``west cortex-m-compile``.
 
 ``cortex-m-compile MODEL …`` compiles; ``cortex-m-compile inspect app.elf …`` reports on a
-built firmware image (a model file literally named ``inspect`` is given as ``./inspect``).
+built firmware image; ``cortex-m-compile embed model.pte …`` writes what a firmware build needs
+to embed a ``.pte`` (a model file literally named ``inspect`` or ``embed`` is given as
+``./inspect``, ``./embed``).
 """
 
 from __future__ import annotations
@@ -69,6 +71,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--intermediates", type=Path, metavar="DIR", help="write each stage's graph as text"
+    )
+    parser.add_argument(
+        "--test-vector",
+        type=Path,
+        metavar="FILE.h",
+        help="also write a C header with the first calibration sample and the outputs the "
+        "compiled program gives for it (bit-exact references), for firmware tests",
     )
     parser.add_argument(
         "--plot",
@@ -188,6 +197,11 @@ def compile_from_args(args: argparse.Namespace) -> int:
             raise CompileError(
                 f"cannot draw --plot {args.plot}: {error}; use .png, .svg or .pdf"
             ) from error
+    vector = None
+    if args.test_vector is not None:
+        from cortex_m_nn import test_vector
+
+        vector = test_vector.for_program(compiled)
     output = args.output or Path(f"{source.name.replace(':', '_')}.pte")
     _write_atomically(output, compiled.pte)
     if args.report_json is not None:
@@ -196,6 +210,8 @@ def compile_from_args(args: argparse.Namespace) -> int:
         write_intermediates(compiled, args.intermediates)
     if image is not None:
         _write_atomically(args.plot, image)
+    if vector is not None:
+        _write_atomically(args.test_vector, vector.encode())
     if not args.quiet:
         print(f"wrote {output} ({len(compiled.pte):,} B)")
     return 0
@@ -282,15 +298,135 @@ def inspect_main(argv: list[str]) -> int:
         return 2
 
 
+EMBED_DESCRIPTION = (
+    "Write what a firmware build needs to embed a compiled .pte: a C source holding it "
+    "(16-byte aligned, in section .cortex_m_nn_model), a header with the memory to reserve "
+    "for it (planned arena, scratch, method allocator) and what it was compiled for, and a "
+    "CMake file listing the operators to register; optionally check it fits the memories."
+)
+
+
+def add_embed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``cortex-m-compile embed``."""
+    parser.add_argument("pte", type=Path, metavar="PTE", help="the compiled program")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        metavar="DIR",
+        required=True,
+        help="where to write cortex_m_nn_model.c, cortex_m_nn_model.h, cortex_m_nn_model.cmake",
+    )
+    parser.add_argument(
+        "--board", metavar="NAME", help="check the model fits this board (as for compiling)"
+    )
+    parser.add_argument(
+        "--flash", metavar="SIZE", help="size of the memory that holds the model (.pte)"
+    )
+    parser.add_argument("--ram", metavar="SIZE", help="size of the memory that holds the arena")
+    parser.add_argument(
+        "--flash-region",
+        metavar="NAME",
+        default="--flash",
+        help="name of the --flash memory in messages (e.g. ITCM, DDR4)",
+    )
+    parser.add_argument(
+        "--ram-region",
+        metavar="NAME",
+        default="--ram",
+        help="name of the --ram memory in messages (e.g. DTCM, ISRAM)",
+    )
+    parser.add_argument(
+        "--model-alone",
+        action="store_true",
+        help="the model has its memory to itself: do not count the runtime's code there",
+    )
+    parser.add_argument(
+        "--arena-alone",
+        action="store_true",
+        help="the arena has its memory to itself: do not count the runtime's RAM there",
+    )
+    parser.add_argument(
+        "--method-margin",
+        type=int,
+        metavar="PERCENT",
+        default=25,
+        help="method allocator = runtime-overhead estimate plus this many percent (default 25)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    return parser
+
+
+def embed_from_args(args: argparse.Namespace) -> int:
+    from cortex_m_nn import embed, fit
+    from cortex_m_nn.boards import format_size
+
+    if not args.pte.is_file():
+        raise CompileError(f"{args.pte} does not exist")
+    pte = args.pte.read_bytes()
+    budget = fit.budget(args.board, args.flash, args.ram, args.flash_region, args.ram_region)
+    facts = embed.model_facts(pte, args.method_margin)
+    report = None
+    if budget is not None:
+        report = fit.check(
+            budget,
+            facts.pte_bytes,
+            len(facts.operators),
+            facts.arena_bytes,
+            facts.method_allocator_bytes,
+            code_with_model=not args.model_alone,
+            runtime_with_arena=not args.arena_alone,
+        )
+        fit.require_fit(report)
+    written = embed.write_embedding(pte, args.output_dir, facts)
+    if not args.quiet:
+        print(
+            f"{args.pte}: {facts.pte_bytes:,} B, {facts.core}+{facts.isa}, rounding "
+            f"{facts.rounding}; arena {facts.arena_bytes:,} B "
+            f"({len(facts.planned_buffers)} planned buffer(s), largest scratch "
+            f"{max(facts.scratch_buffers, default=0):,} B); method allocator "
+            f"{facts.method_allocator_bytes:,} B"
+        )
+        print(f"kernels: {', '.join(facts.kernels) or 'none'}")
+        if facts.fallback_operators:
+            print(f"portable (fallback) operators: {', '.join(facts.fallback_operators)}")
+        if report is not None:
+            for role in ("flash", "ram"):
+                found = report[role]
+                if found is not None:
+                    print(
+                        f"fits {found['region']}: {found['needed_bytes']:,} B needed "
+                        f"({found['share']:.0%} of {format_size(found['size_bytes'])})"
+                    )
+        for path in written:
+            print(f"wrote {path}")
+    return 0
+
+
+def embed_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="cortex-m-compile embed", description=EMBED_DESCRIPTION)
+    args = add_embed_arguments(parser).parse_args(argv)
+    try:
+        return embed_from_args(args)
+    except CompileError as error:
+        print(f"cortex-m-compile embed: error: {error}", file=sys.stderr)
+        return 2
+
+
+#: Subcommands: the first argument selects them (a model file of that name is ./NAME).
+SUBCOMMANDS = {"inspect": inspect_main, "embed": embed_main}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["inspect"]:
-        return inspect_main(argv[1:])
+    if argv[:1] and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv[1:])
     parser = argparse.ArgumentParser(
         prog="cortex-m-compile",
         description=DESCRIPTION,
         epilog="cortex-m-compile inspect ELF [--pte PTE] reports on a built firmware image; "
-        "a model file named 'inspect' is given as ./inspect.",
+        "cortex-m-compile embed PTE --output-dir DIR writes the C source, header and CMake "
+        "facts that embed a .pte in firmware; a model file named 'inspect' or 'embed' is "
+        "given as ./inspect or ./embed.",
     )
     return run(add_arguments(parser).parse_args(argv))
 

@@ -212,7 +212,10 @@ def to_text(report: dict[str, Any]) -> str:
         lines.append(f"  {summary['error']}")
     else:
         meta = summary["metadata"]
-        target = " ".join(f"{k.removeprefix('cortex_m_nn_')}={v}" for k, v in sorted(meta.items()))
+        order = ("core", "isa", "rounding", "ops_version", "version")
+        named = {k.removeprefix("cortex_m_nn_"): v for k, v in meta.items()}
+        keys = [k for k in order if k in named] + sorted(set(named) - set(order))
+        target = " ".join(f"{k}={named[k]}" for k in keys)
         lines += [
             f"  target: {target or 'not recorded (not compiled by cortex-m-nn)'}",
             f"  operators: {', '.join(summary['operators'])}",

@@ -37,13 +37,20 @@ class Budget:
     board: Board | None = None
 
 
-def budget(board: str | None, flash: str | None, ram: str | None) -> Budget | None:
-    """From ``--board``, ``--flash`` and ``--ram`` (explicit sizes override the board's)."""
+def budget(
+    board: str | None,
+    flash: str | None,
+    ram: str | None,
+    flash_name: str = "--flash",
+    ram_name: str = "--ram",
+) -> Budget | None:
+    """From ``--board``, ``--flash`` and ``--ram`` (explicit sizes override the board's;
+    ``flash_name``/``ram_name`` name those memories in messages)."""
     if board is None and flash is None and ram is None:
         return None
     found = find_board(board) if board is not None else None
-    flash_region = Region("--flash", parse_size(flash)) if flash is not None else None
-    ram_region = Region("--ram", parse_size(ram)) if ram is not None else None
+    flash_region = Region(flash_name, parse_size(flash)) if flash is not None else None
+    ram_region = Region(ram_name, parse_size(ram)) if ram is not None else None
     if found is not None:
         flash_region = flash_region or found.region(found.flash)
         ram_region = ram_region or found.region(found.ram)
@@ -111,28 +118,48 @@ def _region(budget: Budget, role: str) -> Region:
 
 
 def check(
-    budget: Budget, pte_bytes: int, operators: int, arena_bytes: int, overhead_bytes: int
+    budget: Budget,
+    pte_bytes: int,
+    operators: int,
+    arena_bytes: int,
+    overhead_bytes: int,
+    *,
+    code_with_model: bool = True,
+    runtime_with_arena: bool = True,
 ) -> dict[str, Any]:
-    """The fit report (``fits`` and, when it does not, a one-line ``error`` naming the fix)."""
+    """The fit report (``fits`` and, when it does not, a one-line ``error`` naming the fix).
+
+    ``code_with_model=False``: the model has its memory to itself (placed apart from the
+    image's code), so only the ``.pte`` counts there; ``runtime_with_arena=False`` likewise
+    for the arena and the runtime's own RAM.
+    """
     report: dict[str, Any] = {"where": budget.where, "flash": None, "ram": None}
     if budget.flash is not None:
-        code = code_bytes_estimate(operators)
+        code = code_bytes_estimate(operators) if code_with_model else 0
+        what = f".pte {pte_bytes:,} B"
+        if code_with_model:
+            what += (
+                f" + runtime code ≈ {code:,} B (estimate: {RUNTIME_CODE_BYTES // KIB} KiB + "
+                f"{OPERATOR_CODE_BYTES // KIB} KiB × {operators} operators)"
+            )
         report["flash"] = _need(
             "flash",
             budget.flash,
             pte_bytes + code,
-            f".pte {pte_bytes:,} B + runtime code ≈ {code:,} B (estimate: "
-            f"{RUNTIME_CODE_BYTES // KIB} KiB + {OPERATOR_CODE_BYTES // KIB} KiB × "
-            f"{operators} operators)",
+            what,
             {"pte_bytes": pte_bytes, "code_bytes_estimate": code},
         )
     if budget.ram is not None:
+        overhead = overhead_bytes if runtime_with_arena else 0
+        what = f"arena {arena_bytes:,} B"
+        if runtime_with_arena:
+            what += f" + runtime ≈ {overhead_bytes:,} B (estimate)"
         report["ram"] = _need(
             "RAM",
             budget.ram,
-            arena_bytes + overhead_bytes,
-            f"arena {arena_bytes:,} B + runtime ≈ {overhead_bytes:,} B (estimate)",
-            {"arena_bytes": arena_bytes, "runtime_overhead_bytes": overhead_bytes},
+            arena_bytes + overhead,
+            what,
+            {"arena_bytes": arena_bytes, "runtime_overhead_bytes": overhead},
         )
     problems = []
     for role in ("flash", "ram"):

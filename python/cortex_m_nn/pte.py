@@ -68,7 +68,8 @@ def constant_storage_bytes(pte: bytes) -> int:
 
 
 def pte_metadata(pte: bytes) -> dict[str, str]:
-    """The ``cortex_m_nn_*`` constant methods (core, isa, rounding, version) by name."""
+    """The ``cortex_m_nn_*`` constant methods (core, isa, rounding, version, ops_version) by
+    name, as text."""
     found = {}
     for plan in _program(pte).execution_plan:
         if not plan.name.startswith(METADATA_PREFIX) or len(plan.outputs) != 1:
@@ -76,6 +77,8 @@ def pte_metadata(pte: bytes) -> dict[str, str]:
         value = plan.values[plan.outputs[0]].val
         if isinstance(value, schema.String):
             found[plan.name] = value.string_val
+        elif isinstance(value, schema.Int):
+            found[plan.name] = str(value.int_val)
     return found
 
 
@@ -138,3 +141,45 @@ def runtime_overhead(pte: bytes) -> RuntimeOverhead:
             args = getattr(instruction.instr_args, "args", [])
             instructions += POINTER_BYTES * len(args) + 12
     return RuntimeOverhead(EVALUE_BYTES * len(plan.values), tensors, lists, instructions)
+
+
+# --- what firmware needs to allocate and register ------------------------------------------
+
+
+def planned_buffer_sizes(pte: bytes) -> list[int]:
+    """Sizes of ``forward``'s memory-planned buffers, in the order ExecuTorch's
+    ``MethodMeta::memory_planned_buffer_size(i)`` reports them (buffer 0 of the program is
+    reserved and not listed)."""
+    return [int(size) for size in forward_plan(pte).non_const_buffer_sizes[1:]]
+
+
+def scratch_buffer_sizes(pte: bytes) -> list[int]:
+    """Bytes of every CMSIS-NN scratch buffer ``forward`` passes to a kernel (the planned
+    ``scratch`` out-argument of ``cortex_m_nn`` operators), in kernel-call order."""
+    from cortex_m_nn.kernel_codegen import load_yaml
+
+    scratch_position = {
+        f"cortex_m_nn::{op.name}": [a.name for a in op.arguments].index("scratch")
+        for op in load_yaml()[1]
+        if "scratch" in [a.name for a in op.arguments]
+    }
+    plan = forward_plan(pte)
+    sizes = []
+    for chain in plan.chains:
+        for instruction in chain.instructions:
+            call = instruction.instr_args
+            if not isinstance(call, schema.KernelCall):
+                continue
+            position = scratch_position.get(plan.operators[call.op_index].name)
+            if position is None:
+                continue
+            tensor = plan.values[call.args[position]].val
+            element = _ELEMENT_BYTES[int(tensor.scalar_type)]
+            sizes.append(element * math.prod(tensor.sizes))
+    return sizes
+
+
+def forward_io(pte: bytes) -> tuple[int, int]:
+    """Number of inputs and outputs of ``forward``."""
+    plan = forward_plan(pte)
+    return len(plan.inputs), len(plan.outputs)

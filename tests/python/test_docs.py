@@ -17,6 +17,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted((ROOT / "docs").glob("*.md"))
+#: Pages that quote this repository's files: their excerpts and paths must stay true. (The
+#: Zephyr verification list cites paths in Zephyr's and ExecuTorch's repositories instead.)
+WALKTHROUGHS = [page for page in DOCS if page.name != "zephyr-verification.md"]
 #: What ``<name>`` stands for in the paths of a page.
 EXAMPLE_OPERATOR = "mul"
 
@@ -72,7 +75,7 @@ def test_there_are_docs() -> None:
     assert (ROOT / "docs" / "adding-an-operator.md") in DOCS
 
 
-@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", WALKTHROUGHS, ids=lambda p: p.name)
 def test_excerpts_occur_in_their_files(page: Path) -> None:
     found = excerpts(page.read_text())
     assert found, f"{page.name} has no attributed excerpts"
@@ -82,7 +85,7 @@ def test_excerpts_occur_in_their_files(page: Path) -> None:
         assert code in source.read_text(), f"{page.name}: this excerpt is not in {path}:\n{code}"
 
 
-@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", WALKTHROUGHS, ids=lambda p: p.name)
 def test_mentioned_paths_exist(page: Path) -> None:
     text = page.read_text()
     missing = sorted(p for p in mentioned_paths(text) if not resolve(p).exists())

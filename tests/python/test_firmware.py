@@ -15,6 +15,7 @@ import pytest
 from cortex_m_nn import embed, firmware
 from cortex_m_nn.calibration import synthetic
 from cortex_m_nn.compile import compile_model
+from cortex_m_nn.kernel_codegen import ops_version
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.pte import planned_buffer_bytes, pte_operators
 from cortex_m_nn.target import Target
@@ -206,6 +207,7 @@ def test_model_section_is_aligned_and_equals_the_pte(elf: Path, pte: bytes) -> N
         "cortex_m_nn_isa": "mve",
         "cortex_m_nn_rounding": "double",
         "cortex_m_nn_version": summary["metadata"]["cortex_m_nn_version"],
+        "cortex_m_nn_ops_version": str(ops_version()),
     }
 
 

@@ -136,6 +136,18 @@ def test_inspect_runs_the_firmware_report(workspace, tmp_path):
     assert "cortex-m-compile inspect: error:" in result.stderr and "ARM ELF" in result.stderr
 
 
+def test_embed_gets_its_own_options(workspace, tmp_path):
+    # --board, --flash, --ram and -q are also compile options: they must reach embed.
+    pte = tmp_path / "model.pte"
+    pte.write_bytes(b"not a program")
+    result = _west(
+        workspace, "cortex-m-compile", "embed", str(pte), "--output-dir", str(tmp_path / "out"),
+        "--board", "nowhere", "-q",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "cortex-m-compile embed: error: unknown board 'nowhere'" in result.stderr
+
+
 def test_unknown_arguments_are_refused(workspace):
     result = _west(workspace, "cortex-m-compile", "--no-such-option")
     assert result.returncode != 0

@@ -1,0 +1,364 @@
+# cortex-m-nn's Zephyr build (included by the module's CMakeLists.txt when CONFIG_CORTEX_M_NN).
+#
+#  1. the target (core, ISA, rounding) from Kconfig;
+#  2. the model: CONFIG_CORTEX_M_NN_MODEL_PTE, or CONFIG_CORTEX_M_NN_MODEL_SOURCE compiled here
+#     with cortex-m-compile for that target (at configure time, again only when an input
+#     changes);
+#  3. cortex-m-compile embed: the model's C source (section .cortex_m_nn_model, 16-byte
+#     aligned), cortex_m_nn_model.h (planned arena, scratch, method allocator) and the list of
+#     operators it calls, after checking it fits the memories the devicetree gives;
+#  4. the Zephyr library cortex_m_nn: the kernels of those operators only, their registration,
+#     the embedded model and src/model.cpp (include/cortex_m_nn/model.h);
+#  5. the model's placement (linker fragments) and ExecuTorch's kernels for what is not ours.
+#
+# Zephyr APIs used here (checked against zephyrproject-rtos/zephyr, docs/zephyr-verification.md):
+# zephyr_library_named, zephyr_library_sources, zephyr_library_include_directories,
+# zephyr_library_compile_definitions, zephyr_library_link_libraries, zephyr_include_directories,
+# zephyr_compile_definitions, zephyr_linker_sources, zephyr_append_cmake_library, dt_chosen,
+# dt_nodelabel, dt_prop, dt_reg_size; variables BOARD, BOARD_QUALIFIERS, PYTHON_EXECUTABLE,
+# APPLICATION_SOURCE_DIR, ZEPHYR_EXECUTORCH_MODULE_DIR, ZEPHYR_CMSIS_NN_MODULE_DIR.
+
+get_filename_component(CORTEX_M_NN_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+set(_cmnn_out "${CMAKE_CURRENT_BINARY_DIR}/cortex_m_nn")
+file(MAKE_DIRECTORY "${_cmnn_out}")
+
+# --- Python: this checkout's cortex_m_nn package, run by an interpreter that has torch --------
+
+set(CORTEX_M_NN_PYTHON "${PYTHON_EXECUTABLE}" CACHE FILEPATH
+    "Python that runs cortex-m-compile (needs torch and executorch; default: Zephyr's)")
+set(_cmnn_python
+    ${CMAKE_COMMAND} -E env "PYTHONPATH=${CORTEX_M_NN_ROOT}/python" ${CORTEX_M_NN_PYTHON})
+set(_cmnn_cli ${_cmnn_python} -m cortex_m_nn.cli)
+
+function(_cmnn_run what)
+  execute_process(
+    COMMAND ${ARGN}
+    RESULT_VARIABLE result
+    OUTPUT_VARIABLE output
+    ERROR_VARIABLE errors)
+  if(NOT result EQUAL 0)
+    string(STRIP "${errors}" errors)
+    string(REGEX REPLACE ".*\n" "" last_line "${errors}")
+    message(FATAL_ERROR "cortex-m-nn: ${what} failed: ${last_line}\n(full output:\n${errors})")
+  endif()
+  string(STRIP "${output}" output)
+  if(output)
+    message(STATUS "cortex-m-nn: ${output}")
+  endif()
+endfunction()
+
+# Finding (not importing) the packages is quick; importing torch is not.
+execute_process(
+  COMMAND ${_cmnn_python} -c
+          "import importlib.util as u, sys; missing = [m for m in ('torch', 'torchao', \
+'executorch', 'yaml') if u.find_spec(m) is None]; print(', '.join(missing)); \
+sys.exit(1 if missing else 0)"
+  RESULT_VARIABLE _cmnn_import
+  OUTPUT_VARIABLE _cmnn_missing
+  ERROR_VARIABLE _cmnn_missing
+  OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT _cmnn_import EQUAL 0)
+  message(FATAL_ERROR
+    "cortex-m-nn: ${CORTEX_M_NN_PYTHON} cannot run cortex-m-compile (missing: ${_cmnn_missing}): "
+    "install it there (pip install -e ${CORTEX_M_NN_ROOT}) or pass "
+    "-DCORTEX_M_NN_PYTHON=<a Python that has it>")
+endif()
+
+# --- 1. the target ----------------------------------------------------------------------------
+
+set(_cmnn_core)
+foreach(_cmnn_pair
+    M0:cortex-m0 M0PLUS:cortex-m0plus M3:cortex-m3 M4:cortex-m4 M7:cortex-m7 M23:cortex-m23
+    M33:cortex-m33 M52:cortex-m52 M55:cortex-m55 M85:cortex-m85)
+  string(REPLACE ":" ";" _cmnn_pair "${_cmnn_pair}")
+  list(GET _cmnn_pair 0 _cmnn_symbol)
+  list(GET _cmnn_pair 1 _cmnn_name)
+  if(CONFIG_CPU_CORTEX_${_cmnn_symbol})
+    set(_cmnn_core ${_cmnn_name})
+  endif()
+endforeach()
+if(NOT _cmnn_core)
+  message(FATAL_ERROR "cortex-m-nn: this Cortex-M core is not a cortex-m-nn target; targets: "
+                      "cortex-m0, m0plus, m3, m4, m7, m23, m33, m52, m55, m85")
+endif()
+
+if(CONFIG_CORTEX_M_NN_ISA_MVE)
+  set(_cmnn_isa mve)
+elseif(CONFIG_CORTEX_M_NN_ISA_DSP)
+  set(_cmnn_isa dsp)
+else()
+  set(_cmnn_isa scalar)
+endif()
+set(_cmnn_target "${_cmnn_core}+${_cmnn_isa}")
+
+if(CONFIG_CORTEX_M_NN_ROUNDING_SINGLE)
+  set(_cmnn_rounding single)
+  # The whole image's CMSIS-NN (Zephyr's modules/cmsis-nn library) uses one rounding.
+  zephyr_compile_definitions(CMSIS_NN_USE_SINGLE_ROUNDING)
+else()
+  set(_cmnn_rounding double)
+endif()
+
+if(CONFIG_CORTEX_M_NN_MVE_WITHOUT_FPU)
+  message(WARNING
+    "cortex-m-nn: this core has Helium (MVE) but CONFIG_FPU is off, so the compiler (soft "
+    "float) and CMSIS-NN leave MVE out and the kernels run the slower DSP path: set "
+    "CONFIG_FPU=y and CONFIG_FP_HARDABI=y")
+elseif(CONFIG_CORTEX_M_NN_MVE_SOFT_ABI)
+  message(STATUS
+    "cortex-m-nn: MVE with -mfloat-abi=softfp (CONFIG_FP_SOFTABI); CONFIG_FP_HARDABI=y passes "
+    "floats in FPU registers")
+endif()
+if(CONFIG_STD_CPP98 OR CONFIG_STD_CPP11 OR CONFIG_STD_CPP14)
+  message(FATAL_ERROR "cortex-m-nn: ExecuTorch needs C++17: set CONFIG_STD_CPP17=y")
+endif()
+message(STATUS "cortex-m-nn: target ${_cmnn_target}, rounding ${_cmnn_rounding}")
+
+# --- 2. the model -----------------------------------------------------------------------------
+
+# A path from Kconfig, relative to the application's directory.
+function(_cmnn_path out value)
+  if(IS_ABSOLUTE "${value}")
+    set(${out} "${value}" PARENT_SCOPE)
+  else()
+    get_filename_component(path "${value}" ABSOLUTE BASE_DIR "${APPLICATION_SOURCE_DIR}")
+    set(${out} "${path}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+if(NOT "${CONFIG_CORTEX_M_NN_MODEL_PTE}" STREQUAL "")
+  _cmnn_path(_cmnn_pte "${CONFIG_CORTEX_M_NN_MODEL_PTE}")
+  if(NOT EXISTS "${_cmnn_pte}")
+    message(FATAL_ERROR "cortex-m-nn: CONFIG_CORTEX_M_NN_MODEL_PTE: ${_cmnn_pte} does not exist; "
+                        "compile it with cortex-m-compile --target ${_cmnn_target}")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_cmnn_pte}")
+elseif(NOT "${CONFIG_CORTEX_M_NN_MODEL_SOURCE}" STREQUAL "")
+  set(_cmnn_pte "${_cmnn_out}/model.pte")
+  # The model: a built-in name, file.pt2 or path/file.py:factory (paths from the application).
+  set(_cmnn_source "${CONFIG_CORTEX_M_NN_MODEL_SOURCE}")
+  set(_cmnn_inputs)
+  if(_cmnn_source MATCHES "^(.+\\.py):([A-Za-z_][A-Za-z0-9_]*)$")
+    _cmnn_path(_cmnn_file "${CMAKE_MATCH_1}")
+    set(_cmnn_source "${_cmnn_file}:${CMAKE_MATCH_2}")
+    list(APPEND _cmnn_inputs "${_cmnn_file}")
+  elseif(_cmnn_source MATCHES "[./]")
+    _cmnn_path(_cmnn_source "${_cmnn_source}")
+    list(APPEND _cmnn_inputs "${_cmnn_source}")
+  endif()
+  set(_cmnn_compile ${_cmnn_source} --target ${_cmnn_target} --rounding ${_cmnn_rounding}
+      -o "${_cmnn_pte}" --report-json "${_cmnn_out}/model_report.json" -q)
+  if(NOT "${CONFIG_CORTEX_M_NN_MODEL_CALIBRATION}" STREQUAL "")
+    _cmnn_path(_cmnn_calibration "${CONFIG_CORTEX_M_NN_MODEL_CALIBRATION}")
+    list(APPEND _cmnn_compile --calibration "${_cmnn_calibration}")
+    list(APPEND _cmnn_inputs "${_cmnn_calibration}")
+  endif()
+  if(CONFIG_CORTEX_M_NN_MODEL_ALLOW_FALLBACK)
+    list(APPEND _cmnn_compile --allow-fallback)
+  endif()
+  if(CONFIG_CORTEX_M_NN_TEST_VECTOR)
+    list(APPEND _cmnn_compile --test-vector "${_cmnn_out}/cortex_m_nn_test_vector.h")
+  endif()
+  # Compile again only when the command, an input file or the compiler itself changed.
+  file(GLOB_RECURSE _cmnn_compiler "${CORTEX_M_NN_ROOT}/python/cortex_m_nn/*.py"
+       "${CORTEX_M_NN_ROOT}/python/cortex_m_nn/*.yaml")
+  list(SORT _cmnn_compiler)
+  set(_cmnn_key "${_cmnn_compile}")
+  foreach(_cmnn_file IN LISTS _cmnn_inputs _cmnn_compiler)
+    if(EXISTS "${_cmnn_file}")
+      file(SHA256 "${_cmnn_file}" _cmnn_hash)
+      string(APPEND _cmnn_key ";${_cmnn_hash}")
+    endif()
+  endforeach()
+  string(SHA256 _cmnn_key "${_cmnn_key}")
+  set(_cmnn_stamp "${_cmnn_out}/model.stamp")
+  set(_cmnn_previous "")
+  if(EXISTS "${_cmnn_stamp}" AND EXISTS "${_cmnn_pte}")
+    file(READ "${_cmnn_stamp}" _cmnn_previous)
+  endif()
+  if(NOT _cmnn_previous STREQUAL _cmnn_key)
+    message(STATUS "cortex-m-nn: compiling ${CONFIG_CORTEX_M_NN_MODEL_SOURCE} for ${_cmnn_target}")
+    file(REMOVE "${_cmnn_stamp}")
+    _cmnn_run("cortex-m-compile ${CONFIG_CORTEX_M_NN_MODEL_SOURCE}" ${_cmnn_cli} ${_cmnn_compile})
+    file(WRITE "${_cmnn_stamp}" "${_cmnn_key}")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_cmnn_inputs} ${_cmnn_compiler})
+else()
+  message(FATAL_ERROR "cortex-m-nn: no model: set CONFIG_CORTEX_M_NN_MODEL_PTE=\"model.pte\" or "
+                      "CONFIG_CORTEX_M_NN_MODEL_SOURCE=\"ds_cnn\" (or path/model.py:factory)")
+endif()
+
+# --- 3. embed, after checking the memories ------------------------------------------------------
+
+# The size and linker region of the memory a devicetree node label names.
+function(_cmnn_memory label size_out region_out)
+  dt_nodelabel(path NODELABEL "${label}")
+  if(NOT DEFINED path)
+    message(FATAL_ERROR "cortex-m-nn: no devicetree node is labelled '${label}'; name a node "
+                        "with compatible \"zephyr,memory-region\" (boards/ has examples)")
+  endif()
+  dt_prop(region PATH "${path}" PROPERTY "zephyr,memory-region")
+  if(NOT DEFINED region)
+    message(FATAL_ERROR "cortex-m-nn: devicetree node '${label}' (${path}) has no "
+                        "zephyr,memory-region property, so the linker has no region for it; add "
+                        "one in an overlay (boards/ has examples)")
+  endif()
+  dt_reg_size(size PATH "${path}")
+  math(EXPR size "${size}" OUTPUT_FORMAT DECIMAL)  # the devicetree gives hexadecimal
+  string(MAKE_C_IDENTIFIER "${region}" region)
+  set(${size_out} ${size} PARENT_SCOPE)
+  set(${region_out} ${region} PARENT_SCOPE)
+endfunction()
+
+# The size and a name of the memory a /chosen property names (zephyr,flash, zephyr,sram).
+function(_cmnn_chosen property size_out name_out)
+  dt_chosen(path PROPERTY "${property}")
+  if(NOT DEFINED path)
+    set(${size_out} "" PARENT_SCOPE)
+    return()
+  endif()
+  dt_reg_size(size PATH "${path}")
+  math(EXPR size "${size}" OUTPUT_FORMAT DECIMAL)
+  dt_prop(name PATH "${path}" PROPERTY "zephyr,memory-region")
+  if(NOT DEFINED name)
+    get_filename_component(name "${path}" NAME)  # /soc/mram@80000000 -> mram
+    string(REGEX REPLACE "@.*" "" name "${name}")
+    string(TOUPPER "${name}" name)
+  endif()
+  set(${size_out} ${size} PARENT_SCOPE)
+  set(${name_out} "${name}" PARENT_SCOPE)
+endfunction()
+
+set(_cmnn_embed "${_cmnn_pte}" --output-dir "${_cmnn_out}" -q
+    --method-margin ${CONFIG_CORTEX_M_NN_METHOD_ALLOCATOR_MARGIN})
+if(NOT "${CONFIG_CORTEX_M_NN_MODEL_MEMORY}" STREQUAL "")
+  _cmnn_memory("${CONFIG_CORTEX_M_NN_MODEL_MEMORY}" _cmnn_model_size CORTEX_M_NN_MODEL_REGION)
+  list(APPEND _cmnn_embed --flash ${_cmnn_model_size} --flash-region ${CORTEX_M_NN_MODEL_REGION}
+       --model-alone)
+else()
+  _cmnn_chosen("zephyr,flash" _cmnn_model_size _cmnn_model_name)
+  if(_cmnn_model_size)
+    list(APPEND _cmnn_embed --flash ${_cmnn_model_size} --flash-region ${_cmnn_model_name})
+  endif()
+endif()
+if(NOT "${CONFIG_CORTEX_M_NN_ARENA_MEMORY}" STREQUAL "")
+  _cmnn_memory("${CONFIG_CORTEX_M_NN_ARENA_MEMORY}" _cmnn_arena_size _cmnn_arena_region)
+  list(APPEND _cmnn_embed --ram ${_cmnn_arena_size} --ram-region ${_cmnn_arena_region}
+       --arena-alone)
+else()
+  _cmnn_chosen("zephyr,sram" _cmnn_arena_size _cmnn_arena_name)
+  if(_cmnn_arena_size)
+    list(APPEND _cmnn_embed --ram ${_cmnn_arena_size} --ram-region ${_cmnn_arena_name})
+  endif()
+endif()
+if(NOT CONFIG_CORTEX_M_NN_FIT_CHECK)
+  # Sizes only name the memories; drop them so nothing is checked.
+  set(_cmnn_embed "${_cmnn_pte}" --output-dir "${_cmnn_out}" -q
+      --method-margin ${CONFIG_CORTEX_M_NN_METHOD_ALLOCATOR_MARGIN})
+else()
+  # A board the fit check knows also gets suggestions of where else things could go.
+  execute_process(
+    COMMAND ${_cmnn_python} -c
+            "import sys; from cortex_m_nn.boards import find_board; find_board(sys.argv[1])"
+            "${BOARD}${BOARD_QUALIFIERS}"
+    RESULT_VARIABLE _cmnn_unknown_board OUTPUT_QUIET ERROR_QUIET)
+  if(_cmnn_unknown_board EQUAL 0)
+    list(APPEND _cmnn_embed --board "${BOARD}${BOARD_QUALIFIERS}")
+  endif()
+endif()
+_cmnn_run("cortex-m-compile embed (does the model fit ${BOARD}${BOARD_QUALIFIERS}?)"
+          ${_cmnn_cli} embed ${_cmnn_embed})
+include("${_cmnn_out}/cortex_m_nn_model.cmake")
+
+if(NOT CORTEX_M_NN_MODEL_CORE STREQUAL _cmnn_core
+   OR NOT CORTEX_M_NN_MODEL_ISA STREQUAL _cmnn_isa
+   OR NOT CORTEX_M_NN_MODEL_ROUNDING STREQUAL _cmnn_rounding)
+  message(FATAL_ERROR
+    "cortex-m-nn: the model was compiled for ${CORTEX_M_NN_MODEL_CORE}+${CORTEX_M_NN_MODEL_ISA} "
+    "with ${CORTEX_M_NN_MODEL_ROUNDING} rounding, but this build is ${_cmnn_target} with "
+    "${_cmnn_rounding} rounding: recompile it with cortex-m-compile --target ${_cmnn_target} "
+    "--rounding ${_cmnn_rounding}")
+endif()
+message(STATUS "cortex-m-nn: model ${CORTEX_M_NN_MODEL_BYTES} B, arena ${CORTEX_M_NN_ARENA_BYTES} "
+               "B, method allocator ${CORTEX_M_NN_METHOD_ALLOCATOR_BYTES} B; kernels: "
+               "${CORTEX_M_NN_MODEL_KERNELS}")
+
+# --- 4. the kernels the model calls, registered, and the API ----------------------------------
+
+set(_cmnn_generated "${_cmnn_out}/generated")
+string(REPLACE ";" "," _cmnn_only "${CORTEX_M_NN_MODEL_KERNELS}")
+_cmnn_run("generating the kernel registration" ${_cmnn_python} -m cortex_m_nn.kernel_codegen
+          --output-dir "${_cmnn_generated}" --only "${_cmnn_only}")
+
+zephyr_library_named(cortex_m_nn)
+foreach(_cmnn_kernel IN LISTS CORTEX_M_NN_MODEL_KERNELS)
+  zephyr_library_sources("${CORTEX_M_NN_ROOT}/kernels/op_${_cmnn_kernel}.cpp")
+endforeach()
+zephyr_library_sources(
+  "${CORTEX_M_NN_ROOT}/kernels/abi.cpp"
+  "${_cmnn_generated}/cortex_m_nn_register.cpp"
+  "${_cmnn_out}/cortex_m_nn_model.c"
+  "${CORTEX_M_NN_ROOT}/src/model.cpp")
+zephyr_library_include_directories("${CORTEX_M_NN_ROOT}/kernels/include" "${_cmnn_generated}")
+# The application includes <cortex_m_nn/model.h>, cortex_m_nn_model.h (the sizes) and, with
+# CONFIG_CORTEX_M_NN_TEST_VECTOR, cortex_m_nn_test_vector.h.
+zephyr_include_directories("${CORTEX_M_NN_ROOT}/include" "${_cmnn_out}")
+if(NOT TARGET libexecutorch)
+  message(FATAL_ERROR "cortex-m-nn: ExecuTorch's Zephyr library (libexecutorch) is missing: "
+                      "add ExecuTorch to the workspace (west.yml) and set CONFIG_EXECUTORCH=y")
+endif()
+zephyr_library_link_libraries(libexecutorch)
+if(CONFIG_CORTEX_M_NN_TEMP_ALLOCATOR_SIZE GREATER 0)
+  zephyr_library_compile_definitions(
+    CORTEX_M_NN_TEMP_ALLOCATOR_BYTES=${CONFIG_CORTEX_M_NN_TEMP_ALLOCATOR_SIZE})
+endif()
+
+# CMSIS-NN functions our kernels call that Zephyr's modules/cmsis-nn library does not build
+# (it has no group for them): compiled here from the same checkout.
+set(_cmnn_extra_cmsis_nn)
+if("pad" IN_LIST CORTEX_M_NN_MODEL_KERNELS)
+  list(APPEND _cmnn_extra_cmsis_nn PadFunctions/arm_pad_s8.c)
+endif()
+if("transpose" IN_LIST CORTEX_M_NN_MODEL_KERNELS AND NOT CONFIG_CMSIS_NN_TRANSPOSE)
+  list(APPEND _cmnn_extra_cmsis_nn TransposeFunctions/arm_transpose_s8.c)
+endif()
+foreach(_cmnn_file IN LISTS _cmnn_extra_cmsis_nn)
+  set(_cmnn_path "${ZEPHYR_CMSIS_NN_MODULE_DIR}/Source/${_cmnn_file}")
+  if(NOT EXISTS "${_cmnn_path}")
+    message(FATAL_ERROR "cortex-m-nn: the model needs ${_cmnn_file}, which this workspace's "
+                        "CMSIS-NN (${ZEPHYR_CMSIS_NN_MODULE_DIR}) does not have: update cmsis-nn")
+  endif()
+  zephyr_library_sources("${_cmnn_path}")
+endforeach()
+
+# --- 5. where the model and the arena go; what ExecuTorch must add -----------------------------
+
+if(NOT "${CONFIG_CORTEX_M_NN_MODEL_MEMORY}" STREQUAL "")
+  set(CORTEX_M_NN_MODEL_NODELABEL "${CONFIG_CORTEX_M_NN_MODEL_MEMORY}")
+  configure_file("${CORTEX_M_NN_ROOT}/cmake/model_region.ld.in" "${_cmnn_out}/model_region.ld"
+                 @ONLY)
+  zephyr_linker_sources(SECTIONS "${_cmnn_out}/model_region.ld")
+else()
+  zephyr_linker_sources(ROM_SECTIONS "${CORTEX_M_NN_ROOT}/cmake/model_rom.ld")
+endif()
+if(NOT "${CONFIG_CORTEX_M_NN_ARENA_MEMORY}" STREQUAL "")
+  zephyr_library_compile_definitions(CORTEX_M_NN_ARENA_NODELABEL=${CONFIG_CORTEX_M_NN_ARENA_MEMORY})
+endif()
+
+if(CORTEX_M_NN_MODEL_PRIM_OPERATORS)
+  # ExecuTorch's primitive operators (executorch_prim::) are registered by its `executorch`
+  # library; linked whole, like every Zephyr library, so the registration is kept.
+  if(NOT TARGET executorch)
+    message(FATAL_ERROR "cortex-m-nn: the model calls ${CORTEX_M_NN_MODEL_PRIM_OPERATORS}, "
+                        "registered by ExecuTorch's `executorch` library, which is not built")
+  endif()
+  zephyr_append_cmake_library(executorch)
+endif()
+if(CORTEX_M_NN_MODEL_FALLBACK_OPERATORS)
+  include("${CORTEX_M_NN_ROOT}/cmake/portable_fallbacks.cmake")
+elseif(CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS)
+  message(WARNING
+    "cortex-m-nn: the model runs only cortex_m_nn kernels, but "
+    "CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS=y links every ExecuTorch portable operator: set "
+    "CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS=n to leave them out")
+endif()

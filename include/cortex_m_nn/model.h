@@ -1,0 +1,86 @@
+// cortex-m-nn's C++ API for applications: the model built into the image, run by ExecuTorch
+// with the cortex_m_nn kernels in memory reserved at build time.
+//
+//   cortex_m_nn::Model& model = cortex_m_nn::Model::embedded();
+//   if (model.load() != cortex_m_nn::Status::kOk) { printk("%s\n", model.error()); ... }
+//   model.set_input(0, samples, count);
+//   model.run();
+//   cortex_m_nn::Tensor scores = model.output(0);
+//
+// Nothing is allocated at run time: the planned arena (activations, inputs, outputs and every
+// CMSIS-NN scratch buffer) and ExecuTorch's method allocator are static buffers sized by the
+// build from the model (cortex_m_nn_model.h). load() refuses a model compiled for other
+// kernels (ISA, rounding, operator version) with a message naming the fix.
+#ifndef CORTEX_M_NN_MODEL_API_H
+#define CORTEX_M_NN_MODEL_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace cortex_m_nn {
+
+enum class Status : uint8_t {
+  kOk = 0,
+  kNotLoaded,   // load() has not succeeded yet
+  kLoadFailed,  // the program cannot be read, or forward cannot be loaded into its memory
+  kMismatch,    // the program was compiled for other kernels (ISA, rounding, operators)
+  kBadInput,    // no such input/output, wrong size or type
+  kRunFailed,   // a kernel refused its arguments or failed (the log says which)
+};
+
+// "ok", "not loaded", ...
+const char* to_string(Status status);
+
+// A float input or output of forward: contiguous, in the model's own layout (e.g. NCHW).
+struct Tensor {
+  const float* data;
+  size_t size;  // elements
+};
+
+class Model {
+ public:
+  // The model of CONFIG_CORTEX_M_NN_MODEL_PTE / _SOURCE, embedded in section
+  // .cortex_m_nn_model.
+  static Model& embedded();
+
+  // Parse the program, check it was compiled for the kernels in this image, and load forward
+  // into the planned arena. Idempotent once it succeeded.
+  Status load();
+  bool loaded() const { return loaded_; }
+
+  // One line describing the last failure ("" after success).
+  const char* error() const;
+
+  size_t num_inputs() const;
+  size_t num_outputs() const;
+  // Elements of input/output `index` (0 if there is none).
+  size_t input_size(size_t index) const;
+  size_t output_size(size_t index) const;
+
+  // Copy `size` floats into input `index` (size must equal input_size(index)). Set every
+  // input before each run(): the memory plan may reuse an input's bytes for later tensors.
+  Status set_input(size_t index, const float* data, size_t size);
+  // Run forward once on the inputs set.
+  Status run();
+  // Output `index` of the last run() ({nullptr, 0} if there is none); valid until the next run.
+  Tensor output(size_t index) const;
+
+  // What this program was compiled for and what the kernels were built for, as
+  // "isa=mve rounding=double ops_version=1".
+  const char* model_abi() const;
+  static const char* kernels_abi();
+
+  // Bytes reserved for the model: the planned arena and ExecuTorch's method allocator.
+  static size_t arena_bytes();
+  static size_t method_allocator_bytes();
+
+ private:
+  Model() = default;
+  Status fail(Status status, const char* format, ...);
+
+  bool loaded_ = false;
+};
+
+}  // namespace cortex_m_nn
+
+#endif  // CORTEX_M_NN_MODEL_API_H

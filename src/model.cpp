@@ -1,0 +1,399 @@
+// cortex_m_nn::Model: the embedded program run by ExecuTorch in memory reserved at build time.
+//
+// Built by the Zephyr module (CMakeLists.txt) with the generated cortex_m_nn_model.h (sizes and
+// target of the embedded .pte) and cortex_m_nn_operators.h (the kernels' operator version);
+// it uses nothing Zephyr-specific unless CORTEX_M_NN_ARENA_NODELABEL places the arena, so the
+// host tests build it too.
+#include "cortex_m_nn/model.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <new>
+
+#include <executorch/extension/data_loader/buffer_data_loader.h>
+#include <executorch/runtime/core/hierarchical_allocator.h>
+#include <executorch/runtime/core/memory_allocator.h>
+#include <executorch/runtime/executor/memory_manager.h>
+#include <executorch/runtime/executor/program.h>
+#include <executorch/runtime/platform/runtime.h>
+
+#include "cortex_m_nn_model.h"
+#include "cortex_m_nn_operators.h"
+
+extern "C" const char* cortex_m_nn_kernels_abi(void);
+
+// --- what this build's compiler makes CMSIS-NN run, checked against the embedded program --------
+
+// The path CMSIS-NN's arm_nn_math_types.h picks from the same compiler macros.
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define CORTEX_M_NN_BUILT_ISA "mve"
+#elif defined(__ARM_FEATURE_DSP) && (__ARM_FEATURE_DSP == 1)
+#define CORTEX_M_NN_BUILT_ISA "dsp"
+#else
+#define CORTEX_M_NN_BUILT_ISA "scalar"
+#endif
+
+#if defined(CMSIS_NN_USE_SINGLE_ROUNDING)
+#define CORTEX_M_NN_BUILT_ROUNDING "single"
+#else
+#define CORTEX_M_NN_BUILT_ROUNDING "double"
+#endif
+
+#if defined(CONFIG_CORTEX_M_NN_ISA_MVE)
+#if !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+#error "CONFIG_CORTEX_M_NN_ISA_MVE is set but the compiler does not emit MVE: set CONFIG_FPU=y"
+#endif
+#elif defined(CONFIG_CORTEX_M_NN_ISA_DSP)
+#if (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)) || !defined(__ARM_FEATURE_DSP)
+#error "CONFIG_CORTEX_M_NN_ISA_DSP does not match the compiler's -mcpu (see cmake/gcc-m-cpu.cmake)"
+#endif
+#elif defined(CONFIG_CORTEX_M_NN_ISA_SCALAR)
+#if defined(__ARM_FEATURE_DSP)
+#error "CONFIG_CORTEX_M_NN_ISA_SCALAR does not match the compiler's -mcpu (it emits DSP)"
+#endif
+#endif
+
+namespace {
+
+constexpr bool same(const char* a, const char* b) {
+  return *a == *b && (*a == '\0' || same(a + 1, b + 1));
+}
+
+static_assert(same(CORTEX_M_NN_MODEL_ISA, CORTEX_M_NN_BUILT_ISA),
+              "the embedded .pte was compiled for another CMSIS-NN code path than this build's "
+              "compiler emits (cortex_m_nn_model.h: CORTEX_M_NN_MODEL_ISA): recompile it with "
+              "cortex-m-compile --target <core>+<isa of this build>");
+static_assert(same(CORTEX_M_NN_MODEL_ROUNDING, CORTEX_M_NN_BUILT_ROUNDING),
+              "the embedded .pte was compiled for another requantization rounding than CMSIS-NN "
+              "is built with: recompile it with cortex-m-compile --rounding, or change "
+              "CONFIG_CORTEX_M_NN_ROUNDING");
+static_assert(CORTEX_M_NN_MODEL_OPS_VERSION == CORTEX_M_NN_OPS_VERSION,
+              "the embedded .pte uses another operator version than these kernels: compile the "
+              "model and build the firmware with the same cortex-m-nn release");
+
+}  // namespace
+
+// --- memory reserved at build time ----------------------------------------------------------
+
+#if defined(CORTEX_M_NN_ARENA_NODELABEL)
+// The arena goes to the memory-region node CONFIG_CORTEX_M_NN_ARENA_MEMORY names: Zephyr's
+// linker script gives every "zephyr,memory-region" node a NOLOAD section of that name.
+#include <zephyr/devicetree.h>
+#include <zephyr/linker/devicetree_regions.h>
+#define CORTEX_M_NN_ARENA_PLACEMENT \
+  __attribute__((section(LINKER_DT_NODE_REGION_NAME(DT_NODELABEL(CORTEX_M_NN_ARENA_NODELABEL)))))
+#else
+#define CORTEX_M_NN_ARENA_PLACEMENT
+#endif
+
+#ifndef CORTEX_M_NN_TEMP_ALLOCATOR_BYTES
+#define CORTEX_M_NN_TEMP_ALLOCATOR_BYTES 0
+#endif
+
+namespace cortex_m_nn {
+namespace {
+
+using executorch::aten::ScalarType;
+using executorch::extension::BufferDataLoader;
+using executorch::runtime::Error;
+using executorch::runtime::EValue;
+using executorch::runtime::HierarchicalAllocator;
+using executorch::runtime::MemoryAllocator;
+using executorch::runtime::MemoryManager;
+using executorch::runtime::Method;
+using executorch::runtime::MethodMeta;
+using executorch::runtime::Program;
+using executorch::runtime::Result;
+using executorch::runtime::Span;
+using executorch::runtime::TensorInfo;
+
+constexpr size_t kAlignment = 16;
+constexpr size_t kPlannedBuffers = CORTEX_M_NN_PLANNED_BUFFERS;
+constexpr size_t kPlannedSizes[kPlannedBuffers > 0 ? kPlannedBuffers : 1] =
+    CORTEX_M_NN_PLANNED_BUFFER_SIZES;
+constexpr size_t kArenaBytes = CORTEX_M_NN_ARENA_BYTES > 0 ? CORTEX_M_NN_ARENA_BYTES : 1;
+constexpr size_t kMaxDims = 16;  // ExecuTorch's kTensorDimensionLimit
+constexpr size_t kMaxInputs = 8;
+constexpr const char* kForward = "forward";
+
+alignas(kAlignment) uint8_t arena[kArenaBytes] CORTEX_M_NN_ARENA_PLACEMENT;
+alignas(kAlignment) uint8_t method_pool[CORTEX_M_NN_METHOD_ALLOCATOR_BYTES];
+#if CORTEX_M_NN_TEMP_ALLOCATOR_BYTES > 0
+alignas(kAlignment) uint8_t temp_pool[CORTEX_M_NN_TEMP_ALLOCATOR_BYTES];
+#endif
+
+// ExecuTorch objects live in static storage, constructed by load().
+alignas(BufferDataLoader) uint8_t loader_storage[sizeof(BufferDataLoader)];
+alignas(Program) uint8_t program_storage[sizeof(Program)];
+alignas(Method) uint8_t method_storage[sizeof(Method)];
+alignas(MemoryAllocator) uint8_t method_allocator_storage[sizeof(MemoryAllocator)];
+alignas(MemoryAllocator) uint8_t temp_allocator_storage[sizeof(MemoryAllocator)];
+alignas(HierarchicalAllocator) uint8_t planned_storage[sizeof(HierarchicalAllocator)];
+alignas(MemoryManager) uint8_t manager_storage[sizeof(MemoryManager)];
+Span<uint8_t> planned_spans[kPlannedBuffers > 0 ? kPlannedBuffers : 1];
+
+char error_text[192] = "";
+char model_abi_text[96] = "unknown";
+
+Program& program() { return *reinterpret_cast<Program*>(program_storage); }
+Method& method() { return *reinterpret_cast<Method*>(method_storage); }
+
+// The metadata method `name` (a constant method the compiler adds) as text.
+Error read_metadata(const char* name, MemoryManager* manager, char* out, size_t out_size) {
+  Result<Method> loaded = program().load_method(name, manager);
+  if (!loaded.ok()) {
+    return loaded.error();
+  }
+  if (loaded->outputs_size() != 1) {
+    return Error::InvalidProgram;
+  }
+  const EValue& value = loaded->get_output(0);
+  if (value.isString()) {
+    std::string_view text = value.toString();
+    snprintf(out, out_size, "%.*s", static_cast<int>(text.size()), text.data());
+  } else if (value.isInt()) {
+    snprintf(out, out_size, "%lld", static_cast<long long>(value.toInt()));
+  } else {
+    return Error::InvalidProgram;
+  }
+  return Error::Ok;
+}
+
+size_t numel(const TensorInfo& info) {
+  size_t count = 1;
+  for (int32_t size : info.sizes()) {
+    count *= static_cast<size_t>(size);
+  }
+  return count;
+}
+
+}  // namespace
+
+const char* to_string(Status status) {
+  switch (status) {
+    case Status::kOk:
+      return "ok";
+    case Status::kNotLoaded:
+      return "not loaded";
+    case Status::kLoadFailed:
+      return "load failed";
+    case Status::kMismatch:
+      return "compiled for other kernels";
+    case Status::kBadInput:
+      return "bad input";
+    case Status::kRunFailed:
+      return "run failed";
+  }
+  return "unknown";
+}
+
+Model& Model::embedded() {
+  static Model model;
+  return model;
+}
+
+const char* Model::error() const { return error_text; }
+const char* Model::model_abi() const { return model_abi_text; }
+const char* Model::kernels_abi() { return cortex_m_nn_kernels_abi(); }
+size_t Model::arena_bytes() { return CORTEX_M_NN_ARENA_BYTES; }
+size_t Model::method_allocator_bytes() { return CORTEX_M_NN_METHOD_ALLOCATOR_BYTES; }
+
+Status Model::fail(Status status, const char* format, ...) {
+  va_list arguments;
+  va_start(arguments, format);
+  vsnprintf(error_text, sizeof(error_text), format, arguments);
+  va_end(arguments);
+  return status;
+}
+
+Status Model::load() {
+  if (loaded_) {
+    return Status::kOk;
+  }
+  executorch::runtime::runtime_init();
+  auto* loader = new (loader_storage)
+      BufferDataLoader(cortex_m_nn_model, cortex_m_nn_model_size);
+  Result<Program> parsed = Program::load(loader);
+  if (!parsed.ok()) {
+    return fail(Status::kLoadFailed, "the embedded .pte cannot be read (error 0x%x)",
+                static_cast<unsigned>(parsed.error()));
+  }
+  new (program_storage) Program(std::move(parsed.get()));
+
+  // What the program was compiled for, against what the kernels were built for.
+  auto* method_allocator = new (method_allocator_storage)
+      MemoryAllocator(static_cast<uint32_t>(sizeof(method_pool)), method_pool);
+  auto* planned = new (planned_storage) HierarchicalAllocator(
+      Span<Span<uint8_t>>(planned_spans, static_cast<size_t>(0)));
+  {
+    MemoryManager metadata_manager(method_allocator, planned);
+    char isa[16], rounding[16], ops_version[16];
+    if (read_metadata("cortex_m_nn_isa", &metadata_manager, isa, sizeof(isa)) != Error::Ok ||
+        read_metadata("cortex_m_nn_rounding", &metadata_manager, rounding, sizeof(rounding)) !=
+            Error::Ok ||
+        read_metadata("cortex_m_nn_ops_version", &metadata_manager, ops_version,
+                      sizeof(ops_version)) != Error::Ok) {
+      return fail(Status::kMismatch,
+                  "the embedded .pte records no cortex_m_nn target: compile it with "
+                  "cortex-m-compile");
+    }
+    snprintf(model_abi_text, sizeof(model_abi_text), "isa=%s rounding=%s ops_version=%s", isa,
+             rounding, ops_version);
+  }
+  method_allocator->reset();
+  if (strcmp(model_abi_text, cortex_m_nn_kernels_abi()) != 0) {
+    return fail(Status::kMismatch,
+                "the .pte was compiled for %s but the kernels are %s: recompile it with "
+                "cortex-m-compile for this build's ISA and rounding",
+                model_abi_text, cortex_m_nn_kernels_abi());
+  }
+
+  // The planned buffers, carved out of the arena exactly as the build sized it.
+  Result<MethodMeta> meta = program().method_meta(kForward);
+  if (!meta.ok()) {
+    return fail(Status::kLoadFailed, "the .pte has no forward method (error 0x%x)",
+                static_cast<unsigned>(meta.error()));
+  }
+  size_t buffers = meta->num_memory_planned_buffers();
+  if (buffers != kPlannedBuffers) {
+    return fail(Status::kLoadFailed,
+                "forward plans %u buffers but the build reserved %u: rebuild with this .pte",
+                static_cast<unsigned>(buffers), static_cast<unsigned>(kPlannedBuffers));
+  }
+  size_t offset = 0;
+  for (size_t i = 0; i < buffers; ++i) {
+    Result<int64_t> size = meta->memory_planned_buffer_size(i);
+    if (!size.ok() || static_cast<size_t>(size.get()) > kPlannedSizes[i]) {
+      return fail(Status::kLoadFailed,
+                  "planned buffer %u needs %lld B but the build reserved %u B: rebuild with "
+                  "this .pte",
+                  static_cast<unsigned>(i), size.ok() ? static_cast<long long>(size.get()) : -1LL,
+                  static_cast<unsigned>(kPlannedSizes[i]));
+    }
+    planned_spans[i] = Span<uint8_t>(arena + offset, kPlannedSizes[i]);
+    offset += (kPlannedSizes[i] + kAlignment - 1) / kAlignment * kAlignment;
+  }
+  planned = new (planned_storage)
+      HierarchicalAllocator(Span<Span<uint8_t>>(planned_spans, buffers));
+  MemoryAllocator* temp_allocator = nullptr;
+#if CORTEX_M_NN_TEMP_ALLOCATOR_BYTES > 0
+  temp_allocator = new (temp_allocator_storage)
+      MemoryAllocator(static_cast<uint32_t>(sizeof(temp_pool)), temp_pool);
+#else
+  (void)temp_allocator_storage;
+#endif
+  auto* manager =
+      new (manager_storage) MemoryManager(method_allocator, planned, temp_allocator);
+  Result<Method> forward = program().load_method(kForward, manager);
+  if (!forward.ok()) {
+    return fail(Status::kLoadFailed,
+                "forward cannot be loaded (error 0x%x): an operator may be missing from the "
+                "image, or the method allocator (%u B) may be too small (raise "
+                "CONFIG_CORTEX_M_NN_METHOD_ALLOCATOR_MARGIN)",
+                static_cast<unsigned>(forward.error()),
+                static_cast<unsigned>(sizeof(method_pool)));
+  }
+  new (method_storage) Method(std::move(forward.get()));
+  loaded_ = true;
+  error_text[0] = '\0';
+  return Status::kOk;
+}
+
+size_t Model::num_inputs() const { return loaded_ ? method().inputs_size() : 0; }
+size_t Model::num_outputs() const { return loaded_ ? method().outputs_size() : 0; }
+
+size_t Model::input_size(size_t index) const {
+  if (!loaded_ || index >= method().inputs_size()) {
+    return 0;
+  }
+  Result<TensorInfo> info = method().method_meta().input_tensor_meta(index);
+  return info.ok() ? numel(info.get()) : 0;
+}
+
+size_t Model::output_size(size_t index) const {
+  if (!loaded_ || index >= method().outputs_size()) {
+    return 0;
+  }
+  Result<TensorInfo> info = method().method_meta().output_tensor_meta(index);
+  return info.ok() ? numel(info.get()) : 0;
+}
+
+Status Model::set_input(size_t index, const float* data, size_t size) {
+  if (!loaded_) {
+    return fail(Status::kNotLoaded, "set_input before a successful load()");
+  }
+  if (index >= method().inputs_size() || index >= kMaxInputs) {
+    return fail(Status::kBadInput, "no input %u (forward has %u)", static_cast<unsigned>(index),
+                static_cast<unsigned>(method().inputs_size()));
+  }
+  Result<TensorInfo> info = method().method_meta().input_tensor_meta(index);
+  if (!info.ok() || info->scalar_type() != ScalarType::Float) {
+    return fail(Status::kBadInput, "input %u is not a float tensor", static_cast<unsigned>(index));
+  }
+  if (!info->is_memory_planned()) {
+    return fail(Status::kBadInput, "input %u has no planned memory: compile with cortex-m-compile",
+                static_cast<unsigned>(index));
+  }
+  if (size != numel(info.get())) {
+    return fail(Status::kBadInput, "input %u takes %u values, not %u",
+                static_cast<unsigned>(index), static_cast<unsigned>(numel(info.get())),
+                static_cast<unsigned>(size));
+  }
+  // A tensor header over the caller's data; set_input copies it into the planned input.
+  static executorch::aten::SizesType sizes[kMaxDims];
+  static executorch::aten::DimOrderType dim_order[kMaxDims];
+  static executorch::aten::StridesType strides[kMaxDims];
+  size_t dims = info->sizes().size();
+  if (dims > kMaxDims || info->dim_order().size() != dims) {
+    return fail(Status::kBadInput, "input %u has %u dimensions", static_cast<unsigned>(index),
+                static_cast<unsigned>(dims));
+  }
+  for (size_t d = 0; d < dims; ++d) {
+    sizes[d] = info->sizes()[d];
+    dim_order[d] = info->dim_order()[d];
+  }
+  executorch::aten::StridesType stride = 1;
+  for (size_t k = dims; k-- > 0;) {
+    strides[dim_order[k]] = stride;
+    stride *= sizes[dim_order[k]];
+  }
+  executorch::aten::TensorImpl impl(ScalarType::Float, static_cast<ssize_t>(dims), sizes,
+                                    const_cast<float*>(data), dim_order, strides);
+  Error error = method().set_input(EValue(executorch::aten::Tensor(&impl)), index);
+  if (error != Error::Ok) {
+    return fail(Status::kBadInput, "input %u refused (error 0x%x)", static_cast<unsigned>(index),
+                static_cast<unsigned>(error));
+  }
+  return Status::kOk;
+}
+
+Status Model::run() {
+  if (!loaded_) {
+    return fail(Status::kNotLoaded, "run before a successful load()");
+  }
+  Error error = method().execute();
+  if (error != Error::Ok) {
+    return fail(Status::kRunFailed, "forward failed (error 0x%x); the log names the kernel",
+                static_cast<unsigned>(error));
+  }
+  return Status::kOk;
+}
+
+Tensor Model::output(size_t index) const {
+  if (!loaded_ || index >= method().outputs_size()) {
+    return {nullptr, 0};
+  }
+  const EValue& value = method().get_output(index);
+  if (!value.isTensor()) {
+    return {nullptr, 0};
+  }
+  const executorch::aten::Tensor& tensor = value.toTensor();
+  if (tensor.scalar_type() != ScalarType::Float) {
+    return {nullptr, 0};
+  }
+  return {tensor.const_data_ptr<float>(), static_cast<size_t>(tensor.numel())};
+}
+
+}  // namespace cortex_m_nn

@@ -1,0 +1,133 @@
+"""The samples' firmware code on the host: the same main.cpp, src/model.cpp and generated files
+the Zephyr build compiles, run with ExecuTorch's runtime and the host build of the kernels.
+
+Each app's output must satisfy its sample.yaml console regexes the way Twister's console
+harness does (multi_line, ordered), and end with PASS: the outputs equal the compiler's
+bit-exact references. Needs CMSIS_NN_PATH (a CMSIS-NN checkout), cmake and a C++ compiler.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cortex_m_nn import cli, host_kernels
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST = Path(__file__).resolve().parent / "host"
+
+#: app name -> (main.cpp, model as CONFIG_CORTEX_M_NN_MODEL_SOURCE gives it, sample.yaml)
+APPS = {
+    "hello": (
+        ROOT / "samples/hello_cortex_m_nn/src/main.cpp",
+        f"{ROOT / 'samples/hello_cortex_m_nn/model.py'}:hello",
+        ROOT / "samples/hello_cortex_m_nn/sample.yaml",
+    ),
+    "keyword_spotting": (
+        ROOT / "samples/keyword_spotting/src/main.cpp",
+        "ds_cnn",
+        ROOT / "samples/keyword_spotting/sample.yaml",
+    ),
+    # Every cortex_m_nn operator (the on-target ztest model), driven by hello's main.
+    "kernels": (
+        ROOT / "samples/hello_cortex_m_nn/src/main.cpp",
+        f"{ROOT / 'tests/zephyr/kernels/model.py'}:kernels",
+        ROOT / "samples/hello_cortex_m_nn/sample.yaml",
+    ),
+}
+
+
+def _compile_model(source: str, directory: Path) -> None:
+    """What the module's CMake does: cortex-m-compile for the kernels' ISA, then embed."""
+    directory.mkdir(parents=True, exist_ok=True)
+    pte = directory / "model.pte"
+    status = cli.main(
+        [
+            source,
+            # The host kernels are CMSIS-NN's portable C path.
+            "--target",
+            "cortex-m55+scalar",
+            "-o",
+            str(pte),
+            "--test-vector",
+            str(directory / "cortex_m_nn_test_vector.h"),
+            "-q",
+        ]
+    )
+    assert status == 0
+    # The method-allocator estimate is for 32-bit cores; the host's 64-bit runtime
+    # structures (pointers, tensor headers) take up to about twice as much.
+    embedded = ["embed", str(pte), "--output-dir", str(directory), "--method-margin", "200"]
+    assert cli.main([*embedded, "-q"]) == 0
+
+
+@pytest.fixture(scope="module")
+def apps(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
+    cmsis_nn = os.environ.get(host_kernels.CMSIS_NN_VARIABLE)
+    if not cmsis_nn:
+        pytest.skip(f"{host_kernels.CMSIS_NN_VARIABLE} is not set (a CMSIS-NN checkout)")
+    cmake = shutil.which("cmake")
+    if cmake is None or shutil.which("c++") is None:
+        pytest.skip("cmake and a C++ compiler are needed")
+    work = tmp_path_factory.mktemp("host-apps")
+    specs = []
+    for name, (main, source, _) in APPS.items():
+        _compile_model(source, work / name)
+        specs.append(f"{name}={main}={work / name}")
+    import executorch
+
+    # Kept between runs (pytest's cache): CMSIS-NN and the kernels build once.
+    build = Path(request.config.cache.mkdir("host-apps"))
+    configure = [
+        cmake,
+        "-S",
+        str(HOST),
+        "-B",
+        str(build),
+        f"-DCMSIS_NN_PATH={cmsis_nn}",
+        f"-DPython3_EXECUTABLE={sys.executable}",
+        f"-DEXECUTORCH_LIB_DIR={Path(list(executorch.__path__)[0]) / 'lib'}",
+        f"-DCORTEX_M_NN_APPS={';'.join(specs)}",
+        "-DCMAKE_BUILD_TYPE=Release",
+    ]
+    for command in (configure, [cmake, "--build", str(build), "-j", "2"]):
+        result = subprocess.run(command, capture_output=True, text=True)
+        assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    return {name: build / f"app_{name}" for name in APPS}
+
+
+def twister_console(lines: list[str], harness_config: dict) -> bool:
+    """Twister's console harness, multi_line and ordered: each regex matches a later line."""
+    patterns = [re.compile(p) for p in harness_config["regex"]]
+    position = 0
+    for line in lines:
+        if position < len(patterns) and patterns[position].search(line):
+            position += 1
+    return position == len(patterns)
+
+
+@pytest.mark.parametrize("name", sorted(APPS))
+def test_app_passes_its_sample_checks(apps: dict[str, Path], name: str) -> None:
+    result = subprocess.run([str(apps[name])], capture_output=True, text=True, timeout=120)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    lines = output.splitlines()
+    assert lines[-1] == "PASS", output
+    sample = yaml.safe_load(APPS[name][2].read_text())
+    assert twister_console(lines, sample["common"]["harness_config"]), output
+
+
+def test_console_check_can_fail() -> None:
+    config = {"regex": ["first", "PASS"], "type": "multi_line", "ordered": True}
+    assert twister_console(["first", "PASS"], config)
+    assert not twister_console(["PASS", "first"], config)
+    assert not twister_console(["first", "FAIL"], config)
