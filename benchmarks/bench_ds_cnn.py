@@ -91,15 +91,20 @@ def model_macs(module: nn.Module, example_inputs: tuple[torch.Tensor, ...]) -> i
 # --- the .pte's numbers, counted the same way for every compiler ---------------------------
 
 
-def _fp32_call_macs(name: str, sizes: list[list[int] | None]) -> int | None:
+def _fp32_call_macs(
+    name: str, sizes: list[list[int] | None], transposed: bool = False
+) -> int | None:
     """MACs of one fp32 ``aten`` call from its argument shapes; None if it does no MACs.
 
     ``sizes`` are the call's arguments' tensor shapes (None for non-tensors), the out
-    variant's output last. Weights of ``aten`` ops keep PyTorch's logical layout.
+    variant's output last. Weights of ``aten`` ops keep PyTorch's logical layout. A
+    ``transposed`` convolution does ``weight[0].numel()`` MACs per *input* element.
     """
     out = sizes[-1]
     if out is None:
         return None
+    if name.startswith("aten::convolution") and transposed:
+        return math.prod(sizes[0]) * math.prod(sizes[1][1:])  # weight [I, O/groups, *kernel]
     if name.startswith("aten::convolution") or name.startswith("aten::linear"):
         weight = sizes[1]  # convolution: [O, I/groups, *kernel]; linear: [O, I]
         return math.prod(out) * math.prod(weight[1:])
@@ -128,7 +133,8 @@ def pte_metrics(buffer: bytes) -> dict[str, Any]:
             if name.startswith("aten::"):
                 values = [plan.values[i].val for i in instruction.instr_args.args]
                 sizes = [list(v.sizes) if isinstance(v, Tensor) else None for v in values]
-                fp32_macs += _fp32_call_macs(name, sizes) or 0
+                transposed = len(values) > 6 and getattr(values[6], "bool_val", False)
+                fp32_macs += _fp32_call_macs(name, sizes, bool(transposed)) or 0
     return {
         "pte_bytes": len(buffer),
         "arena_bytes": sum(plan.non_const_buffer_sizes),

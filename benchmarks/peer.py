@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import re
 import time
 from typing import Any
 
@@ -68,6 +69,22 @@ def _pte_summary(buffer: bytes) -> dict[str, Any]:
     }
 
 
+def _root_cause(error: BaseException) -> str:
+    """The innermost exception behind ``error`` (the peer's pass manager wraps them), as one
+    line."""
+    seen, where = {id(error)}, ""
+    while True:
+        found = re.search(r"running the '(\w+)' pass", str(error))
+        where = found.group(1) + ": " if found else where
+        inner = error.__cause__ or error.__context__
+        if inner is None or id(inner) in seen:
+            break
+        seen.add(id(inner))
+        error = inner
+    message = str(error).strip().splitlines()
+    return f"{where}{type(error).__name__}: {message[0] if message else ''}"
+
+
 def compile_with_peer(
     module: torch.nn.Module,
     example_inputs: tuple[torch.Tensor, ...],
@@ -82,7 +99,8 @@ def compile_with_peer(
     ``operators`` (the ``.pte``'s operator table), ``kernel_calls`` (per-operator call
     counts), ``fp32_convolutions`` (``aten::convolution`` calls left, i.e. float fallbacks)
     and ``cortex_m_operators`` (``cortex_m::`` calls). If the peer fails, the dict holds
-    ``error`` (and ``stage``) instead of the measurements; it never raises.
+    ``error``, its innermost ``cause`` (one line) and ``stage`` instead of the measurements;
+    it never raises.
     """
     stage = "import"
     start = time.perf_counter()
@@ -137,6 +155,7 @@ def compile_with_peer(
     except Exception as error:  # the peer failing on a model is a measurement too
         return {
             "error": f"{type(error).__name__}: {error}",
+            "cause": _root_cause(error),
             "stage": stage,
             "compile_seconds": time.perf_counter() - start,
         }

@@ -25,7 +25,7 @@ from torch.fx import GraphModule, Interpreter, Node
 from torch.utils._pytree import tree_leaves
 
 from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
-from cortex_m_nn.passes.graph_values import DEQUANTIZE, NCHW_TO_NHWC
+from cortex_m_nn.passes.graph_values import DEQUANTIZE, channels_last_order
 from cortex_m_nn.passes.lower import LoweringResult
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class _TeacherForced(Interpreter):
         name, nhwc = source
         expected = self.reference[name]
         if nhwc:
-            expected = expected.permute(NCHW_TO_NHWC)
+            expected = expected.permute(channels_last_order(expected.dim()))
         expected = expected.contiguous().view(result.shape)
         difference = int((result.to(torch.int32) - expected.to(torch.int32)).abs().max())
         self._record(node, difference)

@@ -11,7 +11,7 @@ from cortex_m_nn.errors import CompileError
 from cortex_m_nn.passes.graph_values import NCHW_TO_NHWC, NHWC_TO_NCHW
 from cortex_m_nn.quantizer.config import SOFTMAX_OUTPUT_SCALE
 from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect, count_operators
+from cortex_m_nn.testing import check_dialect
 
 from .models import seeded
 
@@ -146,18 +146,47 @@ def test_single_head_4d_attention_scores() -> None:
     assert verification.passed
 
 
-@pytest.mark.xfail(reason="needs cortex_m_nn::transpose", raises=CompileError, strict=False)
-def test_full_attention_lowers_completely() -> None:
-    check_dialect(
+@pytest.mark.parametrize("target", TARGETS)
+def test_full_attention_lowers_completely(target: str) -> None:
+    """``probabilities @ v`` takes v transposed: one cortex_m_nn::transpose in front of it."""
+    compiled, verification = check_dialect(
         Attention(),
         inputs((2, 4, 8), (2, 6, 8), (2, 6, 8)),
-        after={"cortex_m_nn.batch_matmul": 2},
+        target=Target.parse(target),
+        after={"cortex_m_nn.batch_matmul": 2, "cortex_m_nn.transpose": 0},
     )
+    assert verification.passed
+    _, second = operator_nodes(compiled, "batch_matmul")
+    v = second.args[1]  # v is a graph input: the transpose is folded into its quantize
+    assert str(v.target) == "cortex_m_nn.quantize.default" and v.args[3] == [0, 2, 1]
+    assert [r for r in compiled.records if not r.lowered] == []
 
 
-def test_attention_without_transpose_kernel_names_the_missing_operator() -> None:
-    with pytest.raises(CompileError, match="needs cortex_m_nn::transpose"):
-        check_dialect(Attention(), inputs((2, 4, 8), (2, 6, 8), (2, 6, 8)))
+class TwoProjections(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.k, self.v = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, q: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        scores = torch.softmax(q @ self.k(x).transpose(-2, -1), dim=-1)
+        return scores @ self.v(x)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_probabilities_times_a_computed_value_transpose_it(target: str) -> None:
+    module, _ = seeded(TwoProjections, 1)
+    compiled, verification = check_dialect(
+        module,
+        inputs((2, 4, 8), (2, 6, 8)),
+        target=Target.parse(target),
+        after={"cortex_m_nn.batch_matmul": 2, "cortex_m_nn.transpose": 1},
+    )
+    assert verification.passed
+    (transpose,) = operator_nodes(compiled, "transpose")
+    _, second = operator_nodes(compiled, "batch_matmul")
+    assert second.args[1] is transpose or second.args[1].args[0] is transpose
+    products = [r for r in compiled.records if r.source_op == "aten.matmul"]
+    assert products[1].cmsis_function == "arm_batch_matmul_s8 after arm_transpose_s8"
 
 
 def test_probabilities_feed_the_product_without_requantization() -> None:
@@ -198,18 +227,18 @@ def test_transposed_constant_is_used_as_stored() -> None:
     assert constant.shape == (5, 8)  # the [out, in] parameter's rows, not transposed twice
 
 
-def test_heads_stored_channels_last_fall_back_with_the_transposes_kept() -> None:
-    """Two heads in a 4-D input are stored channels-last: the product refuses, and the
-    transpose it would have read through is lowered on its own after all."""
+def test_heads_stored_channels_last_are_quantized_in_logical_order() -> None:
+    """Two heads in a 4-D input are stored channels-last at the boundary; the product wants
+    them in logical order, which the input quantize gives straight away (no transpose)."""
     compiled, verification = check_dialect(
-        Scores(), inputs((1, 2, 4, 8), (1, 2, 6, 8)), allow_fallback=True
+        Scores(),
+        inputs((1, 2, 4, 8), (1, 2, 6, 8)),
+        after={"cortex_m_nn.batch_matmul": 1, "cortex_m_nn.transpose": 0},
     )
-    reasons = {r.source_op: r.fallback_reason for r in compiled.records if not r.lowered}
-    assert "needs cortex_m_nn::transpose" in reasons["aten.matmul"]
-    assert "aten.transpose.int" not in reasons  # lowered (a cortex_m_nn::transpose or a view)
-    assert not [r for r in compiled.records if r.kernel == "read through (no kernel)"]
     assert verification.passed
-    assert count_operators(compiled.lowered)["aten.transpose.int"] == 0
+    (matmul,) = operator_nodes(compiled, "batch_matmul")
+    q = matmul.args[0]
+    assert str(q.target) == "cortex_m_nn.quantize.default" and q.args[3] == []
 
 
 class OneTranspose(nn.Module):

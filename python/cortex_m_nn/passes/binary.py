@@ -18,12 +18,14 @@ from torch.fx import Node
 
 from cortex_m_nn.ops.broadcast import MAX_RANK, collapse
 from cortex_m_nn.passes.graph_values import (
+    CHANNELS_LAST_RANKS,
     DEQUANTIZE,
-    NCHW_TO_NHWC,
     LoweringRefused,
     QValue,
+    channels_last_order,
     qparams_of,
 )
+from cortex_m_nn.passes.layout import relayout
 from cortex_m_nn.passes.lower import LoweringContext, Pattern
 
 
@@ -103,14 +105,18 @@ def _stored_shape(value: QValue | _Constant, rank: int, nhwc: bool) -> list[int]
                 f"a channels-last {list(value.shape)} activation broadcast to {rank} dimensions"
             )
         return logical
+    if isinstance(value, QValue) and value.nhwc and len(value.shape) != rank:
+        raise LoweringRefused(
+            f"a channels-last {list(value.shape)} activation broadcast to {rank} dimensions"
+        )
     if isinstance(value, QValue) and not value.nhwc:
         # An activation's bytes are in logical order: channels-last only if layout-free.
-        if logical[1] != 1 and logical[2] * logical[3] != 1:
+        if logical[1] != 1 and math.prod(logical[2:]) != 1:
             raise LoweringRefused(
                 f"a channels-first operand of shape {list(value.shape)} against channels-last "
-                "activations; make it [C, 1, 1]- or [1, H, W]-shaped, or 4-D"
+                f"activations; make it [C, 1, 1]- or [1, H, W]-shaped, or {rank}-D"
             )
-    return [logical[d] for d in NCHW_TO_NHWC]
+    return [logical[d] for d in channels_last_order(rank)]
 
 
 def _materialise(
@@ -124,7 +130,7 @@ def _materialise(
     if isinstance(value, _Constant):
         tensor = value.values.reshape(_padded(value.shape, rank))
         if nhwc:
-            tensor = tensor.permute(*NCHW_TO_NHWC)
+            tensor = tensor.permute(*channels_last_order(rank))
         node = context.constant(tensor.reshape(shape), "operand")
         return QValue(node, value.scale, value.zero_point, tuple(shape)), node
     node = value.node
@@ -133,13 +139,32 @@ def _materialise(
     return value, node
 
 
+def _fixed(value: QValue | _Constant, rank: int) -> bool:
+    """Whether ``value`` is a full-rank activation whose bytes depend on its layout."""
+    if not isinstance(value, QValue) or len(value.shape) != rank:
+        return False
+    return value.shape[1] != 1 and math.prod(value.shape[2:]) != 1
+
+
+def output_layout(values: list[QValue | _Constant], rank: int) -> bool:
+    """Whether the result is stored channels-last: like the full-rank activation operands whose
+    bytes depend on the layout (channels-last when they disagree), else 4-D channels-last."""
+    if rank not in CHANNELS_LAST_RANKS:
+        return False
+    fixed = [v for v in values if _fixed(v, rank)]
+    return any(v.nhwc for v in fixed) if fixed else rank == 4
+
+
 def operands(context: LoweringContext, pattern: Pattern) -> Operands:
     """Resolve, align and collapse the first two arguments of ``pattern.op``."""
     values = [_operand(context, arg) for arg in pattern.op.args[:2]]
     if all(isinstance(v, _Constant) for v in values):
         raise LoweringRefused("both operands are constants")
     rank = len(pattern.shape)
-    nhwc = rank == 4  # 4-D activations are stored channels-last
+    nhwc = output_layout(values, rank)
+    values = [
+        relayout(context, v, nhwc) if _fixed(v, rank) and v.nhwc != nhwc else v for v in values
+    ]
     stored1, stored2 = (_stored_shape(v, rank, nhwc) for v in values)
     shape1, shape2, shape_out = collapse(stored1, stored2)
     if len(shape_out) > MAX_RANK:
@@ -151,7 +176,8 @@ def operands(context: LoweringContext, pattern: Pattern) -> Operands:
         _materialise(context, v, rank, nhwc, s)
         for v, s in zip(values, (shape1, shape2), strict=True)
     )
-    stored_output = tuple(pattern.shape[d] for d in (NCHW_TO_NHWC if nhwc else range(rank)))
+    order = channels_last_order(rank) if nhwc else range(rank)
+    stored_output = tuple(pattern.shape[d] for d in order)
     constant_bytes = sum(v.values.numel() for v in values if isinstance(v, _Constant))
     return Operands(first, second, input1, input2, shape_out, stored_output, nhwc, constant_bytes)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -11,6 +12,8 @@ from cortex_m_nn.quantizer.config import INT8_MAX, INT8_MIN
 
 NCHW_TO_NHWC = [0, 2, 3, 1]
 NHWC_TO_NCHW = [0, 3, 1, 2]
+#: Ranks of the activations stored channels-last: NHWC for 4-D, NLC for 3-D ([N, C, L]).
+CHANNELS_LAST_RANKS = (3, 4)
 
 quantized_decomposed = torch.ops.quantized_decomposed
 QUANTIZE = {quantized_decomposed.quantize_per_tensor.default}
@@ -27,7 +30,9 @@ class QValue:
     """An int8 tensor in the lowered graph.
 
     ``shape`` is the logical (PyTorch, NCHW) shape; ``nhwc`` says the stored tensor is the
-    4-D logical tensor with channels last, i.e. its actual shape is ``shape`` permuted.
+    logical tensor with channels (dim 1) last, i.e. its actual shape is ``shape`` permuted by
+    :func:`channels_last_order`: NHWC for a 4-D value, NLC for a 3-D one (a 1-D convolution's
+    ``[N, C, L]``).
     """
 
     node: Node
@@ -39,13 +44,20 @@ class QValue:
     @property
     def stored_shape(self) -> tuple[int, ...]:
         if self.nhwc:
-            return tuple(self.shape[d] for d in NCHW_TO_NHWC)
+            return tuple(self.shape[d] for d in channels_last_order(len(self.shape)))
         return self.shape
 
     @property
     def layout_free(self) -> bool:
         """Stored bytes are in logical order whatever the layout (C == 1 or H·W == 1)."""
-        return not self.nhwc or self.shape[1] == 1 or self.shape[2] * self.shape[3] == 1
+        return not self.nhwc or self.shape[1] == 1 or math.prod(self.shape[2:]) == 1
+
+
+def channels_last_order(rank: int) -> list[int]:
+    """The permutation storing a ``rank``-D tensor channels-last: ``[0, 2, …, rank - 1, 1]``."""
+    if rank not in CHANNELS_LAST_RANKS:
+        raise ValueError(f"only 3-D and 4-D values are stored channels-last, not {rank}-D")
+    return [0, *range(2, rank), 1]
 
 
 def qparams_of(node: Node) -> tuple[float, int]:

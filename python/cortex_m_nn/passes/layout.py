@@ -12,8 +12,10 @@ the positions in it), so a later rearrangement that restores the origin's order 
 the origin and the transposes in between become dead code: ``flatten(2).transpose(1, 2)`` of
 a channels-last feature map moves nothing. Otherwise :func:`permute` collapses the physical
 permutation (size-1 dims dropped, dims that stay adjacent merged) and emits one
-``cortex_m_nn::transpose`` of at most 4 dims, or, when the value comes straight from the
-input quantize and nothing else reads it, quantizes again with the permutation folded in.
+``cortex_m_nn::transpose`` of at most 4 dims — from the origin when one transpose of it gives
+the result, so the transpose in between becomes dead code (attention's ``v`` split into heads
+and transposed for the product moves once) — or, when the value comes straight from the input
+quantize and nothing else reads it, quantizes again with the permutation folded in.
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ import torch
 from torch.fx import Graph, Node
 
 from cortex_m_nn.ops.library import operator as cortex_op
-from cortex_m_nn.passes.graph_values import NCHW_TO_NHWC, LoweringRefused, QValue
+from cortex_m_nn.passes.graph_values import (
+    LoweringRefused,
+    QValue,
+    channels_last_order,
+)
 from cortex_m_nn.passes.lower import LoweringContext, Pattern
 from cortex_m_nn.quantizer.quantizer import aten
 
@@ -53,11 +59,7 @@ _RELAYOUTS: weakref.WeakKeyDictionary[Graph, dict[tuple[Node, bool], QValue]] = 
 
 def stored_order(rank: int, nhwc: bool) -> list[int]:
     """The permutation from the logical tensor to the stored one."""
-    if nhwc:
-        if rank != 4:
-            raise ValueError(f"only 4-D values are stored channels-last, not {rank}-D")
-        return list(NCHW_TO_NHWC)
-    return list(range(rank))
+    return channels_last_order(rank) if nhwc else list(range(rank))
 
 
 def inverse(permutation: Sequence[int]) -> list[int]:
@@ -86,6 +88,41 @@ def collapse(shape: Sequence[int], permutation: Sequence[int]) -> tuple[list[int
     position = {r: i for i, r in enumerate(by_input)}
     dims = [math.prod(sizes[a] for a in runs[r]) for r in by_input]
     return dims, [position[r] for r in range(len(runs))]
+
+
+def as_transpose(mapping: torch.Tensor) -> tuple[list[int], list[int]] | None:
+    """The collapsed (dims, permutation) of one transpose whose output byte ``i`` is input
+    byte ``mapping[i]``, or None when no single transpose moves bytes that way."""
+    sizes: list[int] = []  # output dims, innermost first, with their input strides
+    strides: list[int] = []
+    rows = mapping
+    while rows.numel() > 1:
+        step = int(rows[1] - rows[0])
+        expected = rows[0] + step * torch.arange(rows.numel(), dtype=rows.dtype)
+        mismatch = (rows != expected).nonzero()
+        run = int(mismatch[0, 0]) if len(mismatch) else rows.numel()
+        if step <= 0 or rows.numel() % run:
+            return None
+        sizes.append(run)
+        strides.append(step)
+        rows = rows[::run]
+    if int(rows[0]) != 0:
+        return None
+    by_stride = sorted(range(len(sizes)), key=lambda d: strides[d])  # innermost input first
+    expected_stride = 1
+    for d in by_stride:  # the output dims must tile the input exactly
+        if strides[d] != expected_stride:
+            return None
+        expected_stride *= sizes[d]
+    rebuilt = torch.zeros((), dtype=mapping.dtype)
+    for size, stride in zip(reversed(sizes), reversed(strides), strict=True):
+        rebuilt = rebuilt.unsqueeze(-1) + stride * torch.arange(size, dtype=mapping.dtype)
+    if not torch.equal(rebuilt.reshape(-1), mapping):
+        return None
+    input_dims = by_stride[::-1]  # outermost input dim first
+    dims = [sizes[d] for d in input_dims]
+    permutation = [input_dims.index(d) for d in reversed(range(len(sizes)))]
+    return collapse(dims, permutation)
 
 
 def positions(x: QValue) -> torch.Tensor:
@@ -144,9 +181,10 @@ def is_free(context: LoweringContext, x: QValue, permutation: Sequence[int], nhw
     return _free_source(context, x, stored) is not None
 
 
-def only_reader(pattern: Pattern) -> bool:
-    """Whether the pattern's op is the one reader of its (first) quantized input."""
-    dequantize = pattern.op.args[0]
+def only_reader(pattern: Pattern, dequantize: object = None) -> bool:
+    """Whether the pattern's op is the one reader of a quantized input (``dequantize``, by
+    default its first argument)."""
+    dequantize = pattern.op.args[0] if dequantize is None else dequantize
     if not isinstance(dequantize, Node) or not isinstance(dequantize.args[0], Node):
         return False
     readers = [user for d in dequantize.args[0].users for user in d.users]
@@ -163,7 +201,7 @@ def quantize_as(context: LoweringContext, x: QValue, shape: Sequence[int], nhwc:
     ``shape`` and stored ``nhwc`` or not: a view of the input folded into the quantize."""
     source, scale, zero_point, _ = x.node.args
     reshaped = context.graph.call_function(aten.reshape.default, (source, list(shape)))
-    order = list(NCHW_TO_NHWC) if nhwc else []
+    order = channels_last_order(len(shape)) if nhwc else []
     node = context.call("quantize", reshaped, scale, zero_point, order)
     return QValue(node, x.scale, x.zero_point, tuple(shape), nhwc)
 
@@ -196,12 +234,18 @@ def permute(
         folded = [] if folded == sorted(folded) else folded  # identity: no permutation
         node = context.call("quantize", source, scale, zero_point, folded)
         return replace(result, node=node)
-    dims, collapsed = collapse(x.stored_shape, physical)
+    source, (dims, collapsed) = x, collapse(x.stored_shape, physical)
+    origin = _ORIGINS.setdefault(context.graph, {}).get(x.node)
+    if origin is not None:  # one transpose from the origin instead of a second one
+        found = as_transpose(origin[1][stored])
+        if found is not None and len(found[1]) <= 4:
+            source, (dims, collapsed) = origin[0], found
     if len(collapsed) > 4:
         raise LoweringRefused(
             f"transpose moving {len(collapsed)} independent dims {dims} (CMSIS-NN: at most 4)"
         )
-    moved = context.call("transpose", view(context, x.node, x.stored_shape, dims), collapsed)
+    source_node = view(context, source.node, source.stored_shape, dims)
+    moved = context.call("transpose", source_node, collapsed)
     node = view(context, moved, [dims[d] for d in collapsed], result.stored_shape)
     _remember(context, x, node, stored)
     return replace(result, node=node)
@@ -242,6 +286,11 @@ def movement(context: LoweringContext, before: tuple[int, int]) -> tuple[str, st
     return "view", "(view)"
 
 
+def noting_transposes(context: LoweringContext, before: tuple[int, int], function: str) -> str:
+    """The report's CMSIS-NN function of a rule that may have transposed an input first."""
+    return f"{function} after arm_transpose_s8" if census(context)[0] > before[0] else function
+
+
 def consumers(pattern: Pattern) -> list[Node]:
     """The source-graph ops reading this pattern's quantized output."""
     last = pattern.activation or pattern.op
@@ -259,3 +308,33 @@ def wants_channels_last(pattern: Pattern) -> bool:
         user.op == "call_function" and user.target in CHANNELS_LAST_CONSUMERS
         for user in consumers(pattern)
     )
+
+
+def as_image(context: LoweringContext, x: QValue, fold: bool = False) -> QValue:
+    """``x`` as a 4-D channels-last value for CMSIS-NN's 2-D kernels (``fold``: see
+    :func:`permute`).
+
+    A 3-D ``[N, C, L]`` becomes ``[N, C, 1, L]``: stored ``[N, 1, L, C]``, the bytes of the 3-D
+    value stored channels-last (NLC), so 1-D convolutions and pools run as 2-D ones of height 1.
+    """
+    if len(x.shape) not in (3, 4):
+        raise LoweringRefused(f"a {len(x.shape)}-D input; convolutions and pools take 3-D or 4-D")
+    x = relayout(context, x, nhwc=True, fold=fold)
+    if len(x.shape) == 4:
+        return x
+    n, channels, length = x.shape
+    image = reshape(context, x, (n, channels, 1, length), nhwc=True)
+    assert image is not None, "NLC is NHWC with H = 1"
+    return image
+
+
+def reshaped(context: LoweringContext, x: QValue, shape: Sequence[int]) -> QValue:
+    """``x`` viewed as ``shape`` where no byte moves, channels-last if possible (a 2-D kernel's
+    output as the 1-D op's ``[N, C, L]``, or a pool's 1×1 output as ``[N, C]``)."""
+    if tuple(shape) == x.shape:
+        return x
+    for nhwc in (True, False) if len(shape) in (3, 4) else (False,):
+        free = reshape(context, x, shape, nhwc)
+        if free is not None:
+            return free
+    raise LoweringRefused(f"output {list(x.shape)} is not a view of {list(shape)}")

@@ -29,10 +29,10 @@ from cortex_m_nn.passes.graph_values import (
     DEQUANTIZE,
     DEQUANTIZE_PER_CHANNEL,
     NCHW_TO_NHWC,
-    NHWC_TO_NCHW,
     QUANTIZE,
     LoweringRefused,
     QValue,
+    channels_last_order,
     logical_shape,
     qparams_of,
 )
@@ -83,6 +83,9 @@ class Pattern:
     zero_point: int
     shape: tuple[int, ...]
 
+
+#: The report's kernel for an operator whose lowered node turned out to be dead code.
+REMOVED = "removed (no kernel)"
 
 Rule = Callable[["LoweringContext", Pattern], Lowered]
 RULES: dict[object, Rule] = {}
@@ -355,7 +358,8 @@ class LoweringContext:
         if node.target in DEQUANTIZE and node.args[0] in self.quantized:
             value = self.quantized[node.args[0]]
             if value.node not in self._dequantized:
-                permutation = NHWC_TO_NCHW if value.nhwc else []
+                order = channels_last_order(len(value.shape)) if value.nhwc else []
+                permutation = [order.index(d) for d in range(len(order))]
                 self._dequantized[value.node] = self.call(
                     "dequantize", value.node, value.scale, value.zero_point, permutation
                 )
@@ -602,6 +606,14 @@ def lower(converted: GraphModule, target: Target) -> LoweringResult:
             records.append(record)
 
     context.graph.eliminate_dead_code()
+    alive = {node.name for node in context.graph.nodes}
+    for record in records:  # e.g. a transpose a later one composed, a quantize folded again
+        if (
+            record.kernel
+            and record.kernel.startswith("cortex_m_nn::")
+            and (record.output_node not in alive)
+        ):
+            record.kernel, record.cmsis_function = REMOVED, "(a later operator reads its input)"
     module = GraphModule(context.root, context.graph, class_name="LoweredModule")
     sources = {
         value.node.name: (quantize.name, value.nhwc)

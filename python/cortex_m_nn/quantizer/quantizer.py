@@ -24,7 +24,7 @@ from cortex_m_nn.quantizer import config
 aten = torch.ops.aten
 
 #: Ops whose weights are quantized per output channel (axis 0 of the weight).
-CONVOLUTIONS = {aten.conv2d.default}
+CONVOLUTIONS = {aten.conv2d.default, aten.conv1d.default}
 #: Transposed convolutions: per output channel is axis 1 of their weight.
 TRANSPOSED_CONVOLUTIONS = {aten.conv_transpose2d.input}
 LINEARS = {aten.linear.default}
@@ -52,6 +52,9 @@ POOLS = {
     aten.adaptive_avg_pool2d.default,
     aten.mean.dim,
     aten.max_pool2d.default,
+    aten.avg_pool1d.default,
+    aten.adaptive_avg_pool1d.default,
+    aten.max_pool1d.default,
 }
 #: Data movement: the output reuses the input's quantization parameters (no requantization).
 SHARING = POOLS | {

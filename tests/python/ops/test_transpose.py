@@ -16,7 +16,7 @@ from torch.fx import GraphModule
 import cortex_m_nn.ops  # noqa: F401
 from cortex_m_nn.ops.transpose import transpose
 from cortex_m_nn.passes.graph_values import QValue
-from cortex_m_nn.passes.layout import collapse, permute
+from cortex_m_nn.passes.layout import as_transpose, collapse, permute
 from cortex_m_nn.passes.lower import LoweringContext
 from cortex_m_nn.target import Target
 
@@ -121,6 +121,37 @@ def _lowered(shape: list[int], nhwc: bool, permutation: list[int], out_nhwc: boo
     result = permute(context, value, permutation, out_nhwc)
     context.graph.output(result.node)
     return GraphModule(context.root, context.graph), result
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(1, 4), min_size=1, max_size=5).flatmap(
+        lambda shape: st.tuples(st.just(shape), st.permutations(list(range(len(shape)))))
+    )
+)
+def test_as_transpose_finds_the_collapsed_transpose(case) -> None:
+    """Byte positions produced by any transpose are recognised as that transpose, collapsed."""
+    shape, permutation = case
+    positions = torch.arange(math.prod(shape)).view(shape).permute(permutation).reshape(-1)
+    assert as_transpose(positions) == collapse(shape, permutation)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(2, 24).flatmap(lambda n: st.permutations(list(range(n)))))
+def test_as_transpose_refuses_other_orders(order: list[int]) -> None:
+    """Any other order is refused; what is accepted moves the bytes exactly so."""
+    positions = torch.tensor(order)
+    found = as_transpose(positions)
+    if found is None:
+        return
+    dims, permutation = found
+    moved = torch.arange(len(order)).view(dims or [len(order)]).permute(permutation or [0])
+    assert moved.reshape(-1).tolist() == order
+
+
+@pytest.mark.parametrize("order", [[1, 0, 2], [2, 1, 0], [0, 2, 1, 3, 4, 5], [0, 1, 3, 2, 4, 5]])
+def test_as_transpose_refuses_orders_no_transpose_gives(order: list[int]) -> None:
+    assert as_transpose(torch.tensor(order)) is None
 
 
 @settings(max_examples=80, deadline=None)

@@ -11,6 +11,7 @@ from cortex_m_nn.ops.add import add_parameters, sub_parameters
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.binary import operands
 from cortex_m_nn.passes.graph_values import LoweringRefused
+from cortex_m_nn.passes.layout import census, noting_transposes
 from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
@@ -18,6 +19,7 @@ from cortex_m_nn.quantizer.quantizer import aten
 def _lower(context: LoweringContext, pattern: Pattern, subtract: bool) -> Lowered:
     if pattern.op.kwargs.get("alpha", 1) != 1:
         raise LoweringRefused(f"{'sub' if subtract else 'add'} with alpha != 1")
+    before = census(context)
     inputs = operands(context, pattern)
     a, b = inputs.first, inputs.second
     parameters = sub_parameters if subtract else add_parameters
@@ -48,7 +50,12 @@ def _lower(context: LoweringContext, pattern: Pattern, subtract: bool) -> Lowere
         act_max,
     )
     value = inputs.result(context, out, pattern)
-    return Lowered(value, "add", "arm_elementwise_add_s8", weight_bytes=inputs.constant_bytes)
+    return Lowered(
+        value,
+        "add",
+        noting_transposes(context, before, "arm_elementwise_add_s8"),
+        weight_bytes=inputs.constant_bytes,
+    )
 
 
 @rule(aten.add.Tensor)

@@ -4,7 +4,9 @@ CMSIS-NN takes the right operand transposed (``[..., N, K]``). ``a @ b.transpose
 (attention's ``q @ k^T``) therefore lowers onto ``b`` itself: the rule reads through the
 transpose, which is then not lowered at all. A constant right operand is transposed at
 compile time (``x @ w``), or used as it is when the model transposes it (``x @ w.t()``). Any
-other right operand needs a transpose kernel and is refused.
+other right operand (attention's ``probabilities @ v``) is transposed by one
+``cortex_m_nn::transpose`` in front of the product (none when its bytes need not move).
+Operands stored channels-last are brought to logical order first.
 """
 
 from __future__ import annotations
@@ -25,10 +27,15 @@ from cortex_m_nn.passes.graph_values import (
     QValue,
     qparams_of,
 )
+from cortex_m_nn.passes.layout import (
+    census,
+    noting_transposes,
+    only_reader,
+    permute,
+    relayout,
+)
 from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, reads_through, rule
 from cortex_m_nn.quantizer.quantizer import MATMULS, swaps_last_two_dims
-
-NEEDS_TRANSPOSE = "needs cortex_m_nn::transpose"
 
 
 def transposed_source(rhs: object) -> Node | None:
@@ -58,19 +65,38 @@ def _read_through(node: Node) -> list[Node]:
     return [rhs.args[0]] if transposed_source(rhs) is not None else []
 
 
-def _logical(context: LoweringContext, value: QValue, side: str) -> Node:
-    """The operand in logical (PyTorch) element order."""
+def _read_only_by(dequantize: Node, reader: Node) -> bool:
+    """Whether ``reader`` is the one op reading the value ``dequantize`` dequantizes."""
+    return [user for d in dequantize.args[0].users for user in d.users] == [reader]
+
+
+def _check_rank(value: QValue, side: str) -> None:
     if not 2 <= len(value.shape) <= MAX_RANK:
         raise LoweringRefused(
             f"{side} operand of rank {len(value.shape)}; CMSIS-NN takes 2-D to 4-D"
         )
+
+
+def _logical(context: LoweringContext, value: QValue, side: str, fold: bool) -> Node:
+    """The operand in logical (PyTorch) element order: transposed if stored channels-last, or
+    with ``fold`` (the product is its only reader) quantized so at the graph input."""
+    _check_rank(value, side)
     if not value.nhwc:
         return value.node
     if not value.layout_free:
-        raise LoweringRefused(
-            f"{side} operand {list(value.shape)} is stored channels-last; {NEEDS_TRANSPOSE}"
-        )
+        return relayout(context, value, nhwc=False, fold=fold).node
     return context.view(value.node, value.shape)
+
+
+def _transposed(
+    context: LoweringContext, value: QValue, fold: bool
+) -> tuple[Node, tuple[int, ...]]:
+    """An activation right operand ``[..., K, N]`` as CMSIS-NN's ``[..., N, K]``."""
+    _check_rank(value, "right")
+    rank = len(value.shape)
+    swap = [*range(rank - 2), rank - 1, rank - 2]
+    moved = permute(context, value, swap, nhwc=False, fold=fold)
+    return moved.node, moved.shape
 
 
 def is_constant(node: object) -> bool:
@@ -101,8 +127,9 @@ def _constant_rhs(
 def lower_batch_matmul(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     lhs_source, rhs_source = node.args[:2]
+    before = census(context)
     lhs = context.input_value(lhs_source)
-    lhs_node = _logical(context, lhs, "left")
+    lhs_node = _logical(context, lhs, "left", only_reader(pattern, lhs_source))
     inner = transposed_source(rhs_source)
     if is_constant(rhs_source) or is_constant(inner):
         constant = inner if inner is not None else rhs_source
@@ -112,14 +139,16 @@ def lower_batch_matmul(context: LoweringContext, pattern: Pattern) -> Lowered:
         weight_bytes = math.prod(rhs_shape)
     elif inner is not None:
         rhs = context.input_value(inner)
-        rhs_node, rhs_shape = _logical(context, rhs, "right"), rhs.shape
+        transpose = rhs_source.args[0].args[0]  # read through: dequantize(quantize(k^T))
+        fold = _read_only_by(inner, transpose) and _read_only_by(rhs_source, node)
+        rhs_node, rhs_shape = _logical(context, rhs, "right", fold), rhs.shape
         rhs_scale, rhs_zero_point = rhs.scale, rhs.zero_point
         weight_bytes = 0
     else:
-        raise LoweringRefused(
-            "right operand must be given transposed: a @ b.transpose(-2, -1) lowers, "
-            f"a @ b {NEEDS_TRANSPOSE}"
-        )
+        rhs = context.input_value(rhs_source)
+        rhs_node, rhs_shape = _transposed(context, rhs, only_reader(pattern, rhs_source))
+        rhs_scale, rhs_zero_point = rhs.scale, rhs.zero_point
+        weight_bytes = 0
     try:
         shape = output_shape(lhs.shape, rhs_shape)
     except ValueError as error:
@@ -144,4 +173,5 @@ def lower_batch_matmul(context: LoweringContext, pattern: Pattern) -> Lowered:
     )
     value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape)
     macs = math.prod(shape) * lhs.shape[-1]
-    return Lowered(value, "batch_matmul", "arm_batch_matmul_s8", macs, weight_bytes)
+    function = noting_transposes(context, before, "arm_batch_matmul_s8")
+    return Lowered(value, "batch_matmul", function, macs, weight_bytes)

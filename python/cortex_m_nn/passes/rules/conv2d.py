@@ -1,4 +1,9 @@
-"""aten.conv2d → cortex_m_nn::conv2d (groups 1) or cortex_m_nn::depthwise_conv2d."""
+"""aten.conv2d → cortex_m_nn::conv2d (groups 1) or cortex_m_nn::depthwise_conv2d.
+
+aten.conv1d on ``[N, C, L]`` lowers onto the same operators as a convolution of height 1:
+its input stored channels-last (NLC) is the NHWC tensor ``[N, 1, L, C]`` (``layout.as_image``),
+its weight ``[O, I, K]`` becomes ``[O, I, 1, K]`` and its output stays NLC for the next one.
+"""
 
 from __future__ import annotations
 
@@ -8,33 +13,46 @@ from cortex_m_nn import scratch
 from cortex_m_nn.ops.arithmetic import per_channel_parameters
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.layout import (
+    as_image,
+    census,
+    noting_transposes,
+    only_reader,
+    reshaped,
+)
 from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
 
-def _pair(value: object, name: str) -> list[int]:
+def _pair(value: object, name: str, one_d: bool, fill: int) -> list[int]:
+    """A stride/padding/dilation as [H, W]; a 1-D convolution's as [fill, L]."""
     if isinstance(value, str):
         raise LoweringRefused(f"{name}={value!r} (string padding); give explicit padding")
-    values = list(value) if isinstance(value, list | tuple) else [value]
-    if len(values) == 1:
-        values = values * 2
-    return [int(v) for v in values]
+    values = [int(v) for v in (value if isinstance(value, list | tuple) else [value])]
+    if one_d:
+        return [fill, values[0]]
+    return values * 2 if len(values) == 1 else values
 
 
-@rule(aten.conv2d.default)
+@rule(aten.conv2d.default, aten.conv1d.default)
 def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
+    one_d = node.target is aten.conv1d.default
     args = list(node.args) + [None] * (7 - len(node.args))
     source, weight_node, bias_node, stride, padding, dilation, groups = args[:7]
     x = context.input_value(source)
-    if len(x.shape) != 4 or not x.nhwc:
-        raise LoweringRefused("conv2d input is not a 4-D activation")
-    stride = _pair(stride if stride is not None else 1, "stride")
-    padding = _pair(padding if padding is not None else 0, "padding")
-    dilation = _pair(dilation if dilation is not None else 1, "dilation")
+    if len(x.shape) != (3 if one_d else 4):
+        raise LoweringRefused(f"{'conv1d' if one_d else 'conv2d'} input of shape {list(x.shape)}")
+    before = census(context)
+    x = as_image(context, x, fold=only_reader(pattern))
+    stride = _pair(stride if stride is not None else 1, "stride", one_d, 1)
+    padding = _pair(padding if padding is not None else 0, "padding", one_d, 0)
+    dilation = _pair(dilation if dilation is not None else 1, "dilation", one_d, 1)
     groups = int(groups if groups is not None else 1)
 
     weight, weight_scales = context.quantized_constant(weight_node)
+    if one_d:
+        weight = weight.unsqueeze(2)  # [O, I, K] → [O, I, 1, K]
     out_channels, in_per_group, kernel_h, kernel_w = weight.shape
     in_channels = x.shape[1]
     depthwise = groups > 1 and groups == in_channels and in_per_group == 1
@@ -49,7 +67,7 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
 
     multipliers, shifts = per_channel_parameters(x.scale, weight_scales, pattern.scale)
     act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
-    n, _, out_h, out_w = pattern.shape
+    n, _, out_h, out_w = (*pattern.shape[:2], 1, pattern.shape[2]) if one_d else pattern.shape
     output_nhwc = (n, out_h, out_w, out_channels)
     macs = n * out_h * out_w * out_channels * kernel_h * kernel_w * in_per_group
     common = dict(stride=stride, padding=padding, dilation=dilation)
@@ -89,6 +107,7 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
         act_max,
         scratch_bytes,
     )
-    value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape, nhwc=True)
+    value = QValue(out, pattern.scale, pattern.zero_point, (n, out_channels, out_h, out_w), True)
+    value = reshaped(context, value, pattern.shape)  # a 1-D convolution's [N, C, L], NLC
     weight_bytes = kernel.numel() + 4 * out_channels * 3
-    return Lowered(value, name, function, macs, weight_bytes)
+    return Lowered(value, name, noting_transposes(context, before, function), macs, weight_bytes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from cortex_m_nn.passes.binary import operands, same_quantization
 from cortex_m_nn.passes.graph_values import LoweringRefused
+from cortex_m_nn.passes.layout import census, noting_transposes
 from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
@@ -16,6 +17,7 @@ from cortex_m_nn.quantizer.quantizer import aten
 def _lower(context: LoweringContext, pattern: Pattern, name: str) -> Lowered:
     if pattern.activation is not None:
         raise LoweringRefused(f"activation after {name} (arm_{name}_s8 has no output clamp)")
+    before = census(context)
     inputs = operands(context, pattern)
     if not same_quantization(inputs.first, inputs.second, pattern):
         raise LoweringRefused(
@@ -26,7 +28,12 @@ def _lower(context: LoweringContext, pattern: Pattern, name: str) -> Lowered:
         )
     out = context.call(name, inputs.input1, inputs.input2)
     value = inputs.result(context, out, pattern)
-    return Lowered(value, name, f"arm_{name}_s8", weight_bytes=inputs.constant_bytes)
+    return Lowered(
+        value,
+        name,
+        noting_transposes(context, before, f"arm_{name}_s8"),
+        weight_bytes=inputs.constant_bytes,
+    )
 
 
 @rule(aten.minimum.default)

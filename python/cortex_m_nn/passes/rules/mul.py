@@ -9,12 +9,14 @@ from cortex_m_nn.ops.mul import mul_parameters
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.binary import operands
 from cortex_m_nn.passes.graph_values import LoweringRefused
+from cortex_m_nn.passes.layout import census, noting_transposes
 from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
 
 @rule(aten.mul.Tensor)
 def lower_mul(context: LoweringContext, pattern: Pattern) -> Lowered:
+    before = census(context)
     inputs = operands(context, pattern)
     a, b = inputs.first, inputs.second
     try:
@@ -42,4 +44,9 @@ def lower_mul(context: LoweringContext, pattern: Pattern) -> Lowered:
         act_max,
     )
     value = inputs.result(context, out, pattern)
-    return Lowered(value, "mul", "arm_elementwise_mul_s8", weight_bytes=inputs.constant_bytes)
+    return Lowered(
+        value,
+        "mul",
+        noting_transposes(context, before, "arm_elementwise_mul_s8"),
+        weight_bytes=inputs.constant_bytes,
+    )

@@ -4,6 +4,8 @@
   pool: the window is the whole H×W; this CMSIS-NN has no separate mean kernel)
   → cortex_m_nn::avg_pool2d (arm_avgpool_s8)
 * max_pool2d (dilation 1, floor or ceil mode) → cortex_m_nn::max_pool2d (arm_max_pool_s8)
+* the 1-D forms on ``[N, C, L]`` (avg_pool1d, adaptive_avg_pool1d, max_pool1d, mean over L)
+  → the same operators on ``[N, C, 1, L]`` (stored NLC: see ``layout.as_image``)
 """
 
 from __future__ import annotations
@@ -14,14 +16,24 @@ from cortex_m_nn import scratch
 from cortex_m_nn.ops.max_pool2d import pool_output_size
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
-from cortex_m_nn.passes.layout import relayout
+from cortex_m_nn.passes.layout import as_image, reshaped
 from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
 
-def _pair(value: object) -> list[int]:
-    values = list(value) if isinstance(value, list | tuple) else [value]
-    return [int(v) for v in (values * 2 if len(values) == 1 else values)]
+def _spatial(value: object, one_d: bool, fill: int) -> list[int]:
+    """A kernel/stride/padding/dilation argument as [H, W]; a 1-D op's is [fill, L]."""
+    values = [int(v) for v in (value if isinstance(value, list | tuple) else [value])]
+    if one_d:
+        if len(values) != 1:
+            raise LoweringRefused(f"1-D pool argument {values}")
+        return [fill, values[0]]
+    return values * 2 if len(values) == 1 else values
+
+
+def _given(values: list[int], one_d: bool) -> list[int]:
+    """A [H, W] argument as the op was given it (the stride defaults to the kernel)."""
+    return values[1:] if one_d else values
 
 
 def _argument(node: Node, index: int, name: str, default: object) -> object:
@@ -31,13 +43,14 @@ def _argument(node: Node, index: int, name: str, default: object) -> object:
 
 
 def _pooled_input(context: LoweringContext, pattern: Pattern, what: str) -> QValue:
-    """The pool's input, channels-last, with the output's quantization."""
+    """The pool's input, channels-last 4-D (a 3-D one with height 1), with the output's
+    quantization."""
     x = context.input_value(pattern.op.args[0])
-    if len(x.shape) != 4:
-        raise LoweringRefused(f"{what} input is not a 4-D activation")
+    if len(x.shape) not in (3, 4):
+        raise LoweringRefused(f"{what} input is not a 3-D or 4-D activation")
     if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
         raise LoweringRefused(f"{what} would need requantization (output qparams differ)")
-    return relayout(context, x, nhwc=True)
+    return as_image(context, x)
 
 
 def _pool(
@@ -57,40 +70,48 @@ def _pool(
     out = context.call(
         "avg_pool2d", x.node, kernel, stride, padding, act_min, act_max, scratch_bytes
     )
-    logical = (n, channels, out_h, out_w)
-    if logical != pattern.shape:  # mean without keepdim: drop the 1x1 spatial dims
-        if (out_h, out_w) != (1, 1):
-            raise LoweringRefused(f"pool output {list(logical)} vs {list(pattern.shape)}")
-        out = context.view(out, pattern.shape)
-        value = QValue(out, x.scale, x.zero_point, pattern.shape)
-    else:
-        value = QValue(out, x.scale, x.zero_point, logical, nhwc=True)
-    return Lowered(value, "avg_pool2d", "arm_avgpool_s8")
+    value = QValue(out, x.scale, x.zero_point, (n, channels, out_h, out_w), nhwc=True)
+    return Lowered(_result(context, value, pattern), "avg_pool2d", "arm_avgpool_s8")
 
 
-@rule(aten.avg_pool2d.default)
+def _result(context: LoweringContext, value: QValue, pattern: Pattern) -> QValue:
+    """The pool's 4-D output as the op's: itself, ``[N, C, L]`` of a 1-D pool, or ``[N, C]``
+    (``[N, C, 1]``) of a mean without (with) keepdim."""
+    n, channels, out_h, out_w = value.shape
+    expected = {(n, channels, out_h, out_w), (n, channels, out_w)}
+    if out_h == out_w == 1:
+        expected |= {(n, channels), (n, channels, 1)}
+    if pattern.shape not in expected:
+        raise LoweringRefused(f"pool output {list(value.shape)} vs {list(pattern.shape)}")
+    return reshaped(context, value, pattern.shape)
+
+
+@rule(aten.avg_pool2d.default, aten.avg_pool1d.default)
 def lower_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
-    kernel = _pair(_argument(node, 1, "kernel_size", None))
-    stride = _pair(_argument(node, 2, "stride", None) or kernel)
-    padding = _pair(_argument(node, 3, "padding", 0))
+    one_d = node.target is aten.avg_pool1d.default
+    kernel = _spatial(_argument(node, 1, "kernel_size", None), one_d, 1)
+    stride = _spatial(_argument(node, 2, "stride", None) or _given(kernel, one_d), one_d, 1)
+    padding = _spatial(_argument(node, 3, "padding", 0), one_d, 0)
     if _argument(node, 4, "ceil_mode", False):
-        raise LoweringRefused("avg_pool2d with ceil_mode=True")
+        raise LoweringRefused("average pool with ceil_mode=True")
     count_include_pad = _argument(node, 5, "count_include_pad", True)
     if any(padding) and count_include_pad:
         raise LoweringRefused(
-            "avg_pool2d with padding counts the padding; CMSIS-NN divides by the valid "
+            "average pool with padding counts the padding; CMSIS-NN divides by the valid "
             "elements: use count_include_pad=False"
         )
-    if _argument(node, 6, "divisor_override", None) is not None:
+    if not one_d and _argument(node, 6, "divisor_override", None) is not None:
         raise LoweringRefused("avg_pool2d with divisor_override")
     return _pool(context, pattern, kernel, stride, padding)
 
 
-@rule(aten.adaptive_avg_pool2d.default)
+@rule(aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default)
 def lower_adaptive_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
-    height, width = context.input_value(pattern.op.args[0]).shape[2:]
-    out_h, out_w = _pair(pattern.op.args[1])
+    x = context.input_value(pattern.op.args[0])
+    one_d = pattern.op.target is aten.adaptive_avg_pool1d.default
+    height, width = (1, x.shape[-1]) if one_d else x.shape[2:]
+    out_h, out_w = _spatial(pattern.op.args[1], one_d, 1)
     if height % out_h or width % out_w:
         raise LoweringRefused(f"adaptive pool {height}x{width} → {out_h}x{out_w} is not uniform")
     kernel = [height // out_h, width // out_w]
@@ -100,32 +121,35 @@ def lower_adaptive_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Low
 @rule(aten.mean.dim)
 def lower_mean(context: LoweringContext, pattern: Pattern) -> Lowered:
     x = context.input_value(pattern.op.args[0])
-    dims = pattern.op.args[1]
-    if len(x.shape) != 4 or sorted(d % 4 for d in dims) != [2, 3]:
-        raise LoweringRefused(f"mean over dims {list(dims)} (only H and W of a 4-D tensor)")
-    kernel = list(x.shape[2:])
+    rank = len(x.shape)
+    dims = sorted(int(d) % rank for d in pattern.op.args[1]) if rank else []
+    if (rank, dims) not in ((4, [2, 3]), (3, [2])):
+        raise LoweringRefused(
+            f"mean over dims {list(pattern.op.args[1])} (only H and W of a 4-D tensor or L of "
+            "a 3-D one)"
+        )
+    kernel = [1, x.shape[2]] if rank == 3 else list(x.shape[2:])
     return _pool(context, pattern, kernel, kernel, [0, 0])
 
 
-@rule(aten.max_pool2d.default)
+@rule(aten.max_pool2d.default, aten.max_pool1d.default)
 def lower_max_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
-    kernel = _pair(_argument(node, 1, "kernel_size", None))
-    stride = _pair(_argument(node, 2, "stride", None) or kernel)
-    padding = _pair(_argument(node, 3, "padding", 0))
-    dilation = _pair(_argument(node, 4, "dilation", 1))
+    one_d = node.target is aten.max_pool1d.default
+    kernel = _spatial(_argument(node, 1, "kernel_size", None), one_d, 1)
+    stride = _spatial(_argument(node, 2, "stride", None) or _given(kernel, one_d), one_d, 1)
+    padding = _spatial(_argument(node, 3, "padding", 0), one_d, 0)
+    dilation = _spatial(_argument(node, 4, "dilation", 1), one_d, 1)
     ceil_mode = bool(_argument(node, 5, "ceil_mode", False))
     if dilation != [1, 1]:
         raise LoweringRefused(
-            f"max_pool2d with dilation {dilation}: arm_max_pool_s8 has none; use dilation=1"
+            f"max pool with dilation {dilation}: arm_max_pool_s8 has none; use dilation=1"
         )
     x = _pooled_input(context, pattern, "max pool")
     act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
     n, channels, height, width = x.shape
     out_h = pool_output_size(height, kernel[0], stride[0], padding[0], ceil_mode)
     out_w = pool_output_size(width, kernel[1], stride[1], padding[1], ceil_mode)
-    if (n, channels, out_h, out_w) != pattern.shape:
-        raise LoweringRefused(f"max pool output {[n, channels, out_h, out_w]} vs {pattern.shape}")
     out = context.call("max_pool2d", x.node, kernel, stride, padding, ceil_mode, act_min, act_max)
-    value = QValue(out, x.scale, x.zero_point, pattern.shape, nhwc=True)
-    return Lowered(value, "max_pool2d", "arm_max_pool_s8")
+    value = QValue(out, x.scale, x.zero_point, (n, channels, out_h, out_w), nhwc=True)
+    return Lowered(_result(context, value, pattern), "max_pool2d", "arm_max_pool_s8")

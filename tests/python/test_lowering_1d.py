@@ -1,0 +1,146 @@
+"""1-D convolutions and pools on ``[N, C, L]``: lowered as 2-D ones of height 1 on the values
+stored channels-last (NLC), from NCHW-style models, within 1 LSB of the PT2E reference."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from cortex_m_nn.errors import CompileError
+from cortex_m_nn.target import Target
+from cortex_m_nn.testing import check_dialect
+
+from .models import seeded
+
+TARGETS = ["cortex-m55", "cortex-m33", "cortex-m0plus"]
+
+
+class Temporal(nn.Module):
+    """Conv1d (stride, dilation, padding) → depthwise Conv1d with a depth multiplier → residual
+    add → pointwise → max_pool1d, avg_pool1d, adaptive_avg_pool1d and mean over L."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(6, 8, 5, stride=2, padding=2)
+        self.dilated = nn.Conv1d(8, 8, 3, padding=2, dilation=2)
+        self.depthwise = nn.Conv1d(8, 16, 3, padding=1, groups=8)
+        self.pointwise = nn.Conv1d(16, 8, 1)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = torch.relu(self.conv(x))
+        y = y + nn.functional.relu6(self.dilated(y))
+        y = self.pointwise(torch.relu(self.depthwise(y)))
+        pooled = nn.functional.max_pool1d(y, 3, stride=2, padding=1)
+        pooled = nn.functional.avg_pool1d(pooled, 2)
+        pooled = nn.functional.adaptive_avg_pool1d(pooled, 1).flatten(1)
+        return self.fc(pooled), y.mean(-1, keepdim=True)
+
+
+class SequenceOut(nn.Module):
+    """A 1-D convolution's output leaves the graph: dequantized from NLC to [N, C, L]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+class Tokens(nn.Module):
+    """A [N, L, D] sequence transposed into a 1-D convolution and back: the transposes fold
+    into the input quantize and the output dequantize."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(8, 8, 3, padding=1, groups=8)
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(x.transpose(1, 2))).transpose(1, 2)
+        return self.linear(y)
+
+
+def operators(compiled, name: str) -> list[torch.fx.Node]:
+    target = f"cortex_m_nn.{name}.default"
+    return [n for n in compiled.lowered.graph.nodes if str(n.target) == target]
+
+
+def permutations(compiled) -> list[list[int]]:
+    """The layout changes of the boundary quantize/dequantize operators."""
+    return [
+        list(n.args[3])
+        for name in ("quantize", "dequantize")
+        for n in operators(compiled, name)
+        if n.args[3]
+    ]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_temporal_model_lowers_completely(target: str) -> None:
+    module, inputs = seeded(Temporal, 1, 6, 40)
+    compiled, verification = check_dialect(
+        module,
+        inputs,
+        target=Target.parse(target),
+        before={"aten.conv1d": 4},
+        after={
+            "cortex_m_nn.conv2d": 3,
+            "cortex_m_nn.depthwise_conv2d": 1,
+            "cortex_m_nn.max_pool2d": 1,
+            "cortex_m_nn.avg_pool2d": 3,
+            "cortex_m_nn.add": 1,
+            "cortex_m_nn.transpose": 0,
+            "aten.conv1d": 0,
+        },
+    )
+    assert not compiled.stages.lowering.fallbacks
+    assert verification.passed
+    # the input quantized straight to NLC, the mean's [1, 8, 1] output dequantized from it
+    assert permutations(compiled) == [[0, 2, 1], [0, 2, 1]]
+    first = operators(compiled, "conv2d")[0]
+    assert list(first.args[5:8]) == [[1, 2], [0, 2], [1, 1]]  # stride, padding, dilation
+    weight = getattr(compiled.lowered, first.args[1].target)
+    assert weight.shape == (8, 1, 5, 6)  # OHWI with H = 1
+    (depthwise,) = operators(compiled, "depthwise_conv2d")
+    assert depthwise.args[8] == 2  # depth multiplier
+    (max_pool,) = operators(compiled, "max_pool2d")
+    assert list(max_pool.args[1:4]) == [[1, 3], [1, 2], [0, 1]]
+
+
+def test_sequence_output_is_dequantized_back_to_channels_first() -> None:
+    module, inputs = seeded(SequenceOut, 1, 3, 10)
+    compiled, verification = check_dialect(module, inputs, after={"cortex_m_nn.conv2d": 1})
+    assert verification.passed
+    assert permutations(compiled) == [[0, 2, 1], [0, 2, 1]]
+    (output,) = compiled.lowered(*inputs)
+    assert output.shape == (1, 4, 10)
+
+
+def test_transposed_tokens_need_no_transpose_kernel() -> None:
+    module, inputs = seeded(Tokens, 1, 12, 8)
+    compiled, verification = check_dialect(
+        module,
+        inputs,
+        after={"cortex_m_nn.depthwise_conv2d": 1, "cortex_m_nn.linear": 1},
+    )
+    assert verification.passed
+    assert not operators(compiled, "transpose")  # [N, L, D] is the NLC of [N, D, L]
+    assert permutations(compiled) == []
+
+
+class Grouped(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(4, 4, 3, groups=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+def test_grouped_1d_convolution_is_refused_with_the_reason() -> None:
+    module, inputs = seeded(Grouped, 1, 4, 9)
+    with pytest.raises(CompileError, match=r"aten\.conv1d .*groups=2"):
+        check_dialect(module, inputs)

@@ -1,0 +1,38 @@
+"""A model zoo that must lower completely: MLPerf Tiny and common embedded architectures.
+
+Every factory takes no arguments and returns ``(module in eval mode, example_inputs)`` with
+seeded random weights, written here (nothing is downloaded). ``ZOO`` maps a name to its
+factory; ``MAY_FALL_BACK`` names, per model, the only source operators allowed to stay in
+float (the report then lists them as FALLBACK).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cortex_m_nn.models import ds_cnn
+
+from .audio1d import audio1d
+from .autoencoder import autoencoder
+from .common import Example
+from .mobilenet import mobilenet_v1, mobilenet_v2, mobilenet_v3_small
+from .resnet import resnet8
+from .transformer import transformer
+from .unet import unet
+
+ZOO: dict[str, Callable[[], Example]] = {
+    "ds_cnn": ds_cnn,
+    "resnet8": resnet8,
+    "mobilenet_v1_025": mobilenet_v1,
+    "autoencoder": autoencoder,
+    "mobilenet_v2_035": mobilenet_v2,
+    "mobilenet_v3_small_05": mobilenet_v3_small,
+    "transformer": transformer,
+    "audio1d": audio1d,
+    "unet": unet,
+}
+
+#: model → source operators (report names) that may stay in float; none for the others.
+MAY_FALL_BACK: dict[str, set[str]] = {"transformer": {"aten.layer_norm"}}
+
+__all__ = ["MAY_FALL_BACK", "ZOO"]
