@@ -66,7 +66,7 @@ def measure(source_spec: str, target_text: str, samples: int, peer: Any) -> dict
     from cortex_m_nn.model_source import load_model
     from cortex_m_nn.target import Target
 
-    source = load_model(source_spec)
+    source = zoo_source(source_spec) if source_spec.startswith("zoo:") else load_model(source_spec)
     calibration = synthetic(source.example_inputs, count=samples)
     compiled = compile_model(
         source, Target.parse(target_text), calibration, allow_fallback=True, progress=False
@@ -91,6 +91,25 @@ def measure(source_spec: str, target_text: str, samples: int, peer: Any) -> dict
             k: found[k] for k in ("arena_bytes", "pte_bytes", "error", "stage") if k in found
         }
     return result
+
+
+def zoo_source(spec: str) -> Any:
+    """``zoo:<name>``: a model of tests/zoo (a package, so not loadable as ``file.py:f``)."""
+    from cortex_m_nn.model_source import ModelSource
+
+    sys.path.insert(0, str(ROOT))
+    from tests.zoo import ZOO
+
+    name = spec.removeprefix("zoo:")
+    module, inputs = ZOO[name]()
+    return ModelSource(name, module, tuple(inputs))
+
+
+def zoo_specs() -> list[str]:
+    sys.path.insert(0, str(ROOT))
+    from tests.zoo import ZOO
+
+    return [f"zoo:{name}" for name in ZOO]
 
 
 def _ratio(a: int | None, b: int | None) -> str:
@@ -127,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=8, help="calibration samples (8)")
     parser.add_argument("--no-peer", action="store_true", help="our numbers only")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument("--zoo", action="store_true", help="every model of tests/zoo")
     args = parser.parse_args(argv)
 
     warnings.filterwarnings("ignore")
@@ -136,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"peer skipped ({peer_error}); to compare, run: {TOSA_HINT}")
 
     results = []
-    for spec in args.sources or DEFAULT_SOURCES:
+    specs = args.sources or ([] if args.zoo else DEFAULT_SOURCES)
+    if args.zoo:
+        specs = specs + zoo_specs()
+    for spec in specs:
         results.append(measure(spec, args.target, args.samples, peer))
         print(f"measured {results[-1]['model']}", file=sys.stderr)
     print(f"planned arena for {args.target} ({args.samples} synthetic calibration samples)")

@@ -139,12 +139,6 @@ REWRITES: tuple[Rewrite, ...] = (
     ),
     Rewrite(
         ("matmul", "bmm", "mm"),
-        "give the right operand transposed: a @ b.transpose(-2, -1), with b produced as "
-        "[..., N, K]",
-        reason=r"right operand must be given transposed|needs cortex_m_nn::transpose",
-    ),
-    Rewrite(
-        ("matmul", "bmm", "mm"),
         "reshape both operands to 2-D to 4-D with broadcastable batch dims",
         reason=r"operand of rank|takes 2-D to 4-D|do not broadcast",
     ),
