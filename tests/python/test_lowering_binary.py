@@ -180,3 +180,32 @@ def test_fixed_quantization_input_is_requantized_in_int8() -> None:
     assert requantize.cmsis_function == "arm_elementwise_mul_s8"
     only_cortex_m_nn_and_views(compiled)
     assert verification.passed and verification.per_node[requantize.output_node] <= 1
+
+
+class MixedLayouts(torch.nn.Module):
+    """A product scaled by a number and normalised (its [1, 4, 6, 6] bytes stay in logical
+    order), then added to a convolution's channels-last output (one operand transposed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 4, 1)
+
+    def forward(self, x: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
+        scores = (a @ b) * 0.5
+        return self.conv(x) + scores, torch.softmax(scores, dim=-1)
+
+
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m0plus"])
+def test_operands_in_different_layouts_are_aligned_once(target: str) -> None:
+    generator = torch.Generator().manual_seed(5)
+    inputs = tuple(torch.randn(1, 4, 6, 6, generator=generator) for _ in range(3))
+    compiled, verification = check_dialect(
+        MixedLayouts().eval(),
+        inputs,
+        target=Target.parse(target),
+        after={"cortex_m_nn.transpose": 1, "cortex_m_nn.softmax": 1, "cortex_m_nn.mul": 1},
+    )
+    assert not compiled.stages.lowering.fallbacks and verification.passed
+    kinds = {r.source_op: r.cmsis_function for r in compiled.records}
+    assert kinds["aten.mul.Tensor"] == "arm_elementwise_mul_s8"  # stays in logical order
+    assert kinds["aten.add.Tensor"] == "arm_elementwise_add_s8 after arm_transpose_s8"
