@@ -60,9 +60,9 @@ def budget(
     return Budget(where, flash_region, ram_region, found)
 
 
-def _need(
-    role: str, region: Region, needed: int, what: str, extra: dict[str, int]
-) -> dict[str, Any]:
+def _need(role: str, region: Region, parts: list[tuple[str, int, str | None]]) -> dict[str, Any]:
+    """What ``region`` must hold: ``parts`` are (report key, bytes, text or None if not shown)."""
+    needed = sum(size for _, size, _ in parts)
     return {
         "role": role,
         "region": f"{region.name} {format_size(region.size)}",
@@ -70,8 +70,8 @@ def _need(
         "needed_bytes": needed,
         "share": needed / region.size if region.size else float("inf"),
         "fits": needed <= region.size,
-        "what": what,
-        **extra,
+        "what": " + ".join(text for _, _, text in parts if text),
+        **{key: size for key, size, _ in parts},
     }
 
 
@@ -136,30 +136,28 @@ def check(
     report: dict[str, Any] = {"where": budget.where, "flash": None, "ram": None}
     if budget.flash is not None:
         code = code_bytes_estimate(operators) if code_with_model else 0
-        what = f".pte {pte_bytes:,} B"
-        if code_with_model:
-            what += (
-                f" + runtime code ≈ {code:,} B (estimate: {RUNTIME_CODE_BYTES // KIB} KiB + "
-                f"{OPERATOR_CODE_BYTES // KIB} KiB × {operators} operators)"
-            )
+        estimate = (
+            f"runtime code ≈ {code:,} B (estimate: {RUNTIME_CODE_BYTES // KIB} KiB + "
+            f"{OPERATOR_CODE_BYTES // KIB} KiB × {operators} operators)"
+        )
         report["flash"] = _need(
             "flash",
             budget.flash,
-            pte_bytes + code,
-            what,
-            {"pte_bytes": pte_bytes, "code_bytes_estimate": code},
+            [
+                ("pte_bytes", pte_bytes, f".pte {pte_bytes:,} B"),
+                ("code_bytes_estimate", code, estimate if code_with_model else None),
+            ],
         )
     if budget.ram is not None:
         overhead = overhead_bytes if runtime_with_arena else 0
-        what = f"arena {arena_bytes:,} B"
-        if runtime_with_arena:
-            what += f" + runtime ≈ {overhead_bytes:,} B (estimate)"
+        runtime = f"runtime ≈ {overhead_bytes:,} B (estimate)" if runtime_with_arena else None
         report["ram"] = _need(
             "RAM",
             budget.ram,
-            arena_bytes + overhead,
-            what,
-            {"arena_bytes": arena_bytes, "runtime_overhead_bytes": overhead},
+            [
+                ("arena_bytes", arena_bytes, f"arena {arena_bytes:,} B"),
+                ("runtime_overhead_bytes", overhead, runtime),
+            ],
         )
     problems = []
     for role in ("flash", "ram"):

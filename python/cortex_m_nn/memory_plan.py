@@ -207,19 +207,37 @@ def _nodes_in(value: object) -> list[Node]:
     return found
 
 
-def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
-    """The plan of an executorch-dialect graph (after ``to_executorch``), lifetimes computed here.
+@dataclass
+class _Storage:
+    """Who owns which bytes in an executorch-dialect graph, and the kernel calls in order."""
 
-    Storage owners are the ``alloc`` nodes and the planned graph inputs; ``view`` and
-    ``getitem`` nodes and out-variant calls are aliases of the storage they name. A tensor
-    lives from the first kernel call that touches it (the first, for a graph input) to the
-    last (the last, for a graph output).
-    """
-    owner: dict[Node, Node | _Part] = {}
-    kind: dict[Node | _Part, str] = {}
+    #: node → the storage it names (an alloc, a planned input, or one part of an alloc)
+    owner: dict[Node, Node | _Part] = field(default_factory=dict)
+    #: storage → "input", "activation", "scratch" or "output"
+    kind: dict[Node | _Part, str] = field(default_factory=dict)
     #: an alloc of several tensors → one storage each (a call writing it writes them all)
-    parts: dict[Node, list[_Part]] = {}
-    calls: list[Node] = []
+    parts: dict[Node, list[_Part]] = field(default_factory=dict)
+    calls: list[Node] = field(default_factory=list)
+
+    def of(self, used: Node) -> list[Node | _Part]:
+        """The storages a node reads or writes."""
+        return self.parts.get(used) or ([self.owner[used]] if used in self.owner else [])
+
+    def add_call(self, node: Node) -> None:
+        self.calls.append(node)
+        outs = _out_arguments(node)
+        for name in outs:
+            if name == "scratch" and node.kwargs.get(name) in self.owner:
+                self.kind[self.owner[node.kwargs[name]]] = "scratch"
+        if len(outs) == 1 and node.kwargs.get(outs[0]) in self.owner:
+            self.owner[node] = self.owner[node.kwargs[outs[0]]]
+
+
+def _storage(graph_module: GraphModule) -> _Storage:
+    """Storage owners are the ``alloc`` nodes and the planned graph inputs; ``view`` and
+    ``getitem`` nodes and out-variant calls are aliases of the storage they name."""
+    found = _Storage()
+    owner, kind, parts = found.owner, found.kind, found.parts
     for node in graph_module.graph.nodes:
         if node.op == "placeholder" and _planned(node):
             owner[node], kind[node] = node, "input"
@@ -240,48 +258,49 @@ def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
             if index < len(outs) and source.kwargs.get(outs[index]) in owner:
                 owner[node] = owner[source.kwargs[outs[index]]]
         else:
-            calls.append(node)
-            outs = _out_arguments(node)
-            for name in outs:
-                if name == "scratch" and node.kwargs.get(name) in owner:
-                    kind[owner[node.kwargs[name]]] = "scratch"
-            if len(outs) == 1 and node.kwargs.get(outs[0]) in owner:
-                owner[node] = owner[node.kwargs[outs[0]]]
+            found.add_call(node)
+    return found
 
-    def storages(used: Node) -> list[Node | _Part]:
-        return parts.get(used) or ([owner[used]] if used in owner else [])
 
+def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
+    """The plan of an executorch-dialect graph (after ``to_executorch``), lifetimes computed here.
+
+    A tensor lives from the first kernel call that touches it (the first, for a graph input)
+    to the last (the last, for a graph output).
+    """
+    storage = _storage(graph_module)
+    kind = storage.kind
     first: dict[Node | _Part, int] = {n: 0 for n, k in kind.items() if k == "input"}
     last: dict[Node | _Part, int] = {}
     producer: dict[Node | _Part, str] = {}
-    for index, call in enumerate(calls):
+    for index, call in enumerate(storage.calls):
         for used in _nodes_in((call.args, call.kwargs)):
-            for storage in storages(used):
-                first.setdefault(storage, index)
-                producer.setdefault(storage, operator_name(call))
-                last[storage] = index
-    end = len(calls) - 1
+            for owned in storage.of(used):
+                first.setdefault(owned, index)
+                producer.setdefault(owned, operator_name(call))
+                last[owned] = index
+    end = len(storage.calls) - 1
     output = next(n for n in graph_module.graph.nodes if n.op == "output")
     for used in _nodes_in(output.args):
-        for storage in storages(used):
-            kind[storage] = "output"
-            first.setdefault(storage, end)
-            last[storage] = end
+        for owned in storage.of(used):
+            kind[owned] = "output"
+            first.setdefault(owned, end)
+            last[owned] = end
 
     tensors = [
         PlannedTensor(
-            name=storage.name,
-            kind=kind[storage],
-            nbytes=_nbytes(storage),
-            offset=_offset(storage),
-            first=first[storage],
-            last=last.get(storage, first[storage]),
-            producer=producer.get(storage, ""),
+            name=owned.name,
+            kind=kind[owned],
+            nbytes=_nbytes(owned),
+            offset=_offset(owned),
+            first=first[owned],
+            last=last.get(owned, first[owned]),
+            producer=producer.get(owned, ""),
         )
-        for storage in kind
-        if storage in first
+        for owned in kind
+        if owned in first
     ]
-    return MemoryPlan([operator_name(c) for c in calls], tensors, arena_bytes)
+    return MemoryPlan([operator_name(c) for c in storage.calls], tensors, arena_bytes)
 
 
 # --- constants -------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from torchao.quantization.pt2e.quantizer import (
 
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+#: Observers' smallest scale: a constant tensor still gets a usable one.
+EPS = 2**-20
 
 #: CMSIS-NN's arm_softmax_s8 writes probabilities with this fixed scale and zero point.
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
@@ -32,35 +34,32 @@ ACTIVATION = QuantizationSpec(
     quant_min=INT8_MIN,
     quant_max=INT8_MAX,
     qscheme=torch.per_tensor_affine,
-    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=EPS),
 )
 
-WEIGHT_PER_CHANNEL = QuantizationSpec(
-    dtype=torch.int8,
-    quant_min=-INT8_MAX,
-    quant_max=INT8_MAX,
-    qscheme=torch.per_channel_symmetric,
-    ch_axis=0,
-    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
-)
 
+def weight_spec(channel_axis: int | None) -> QuantizationSpec:
+    """int8 symmetric weights in [-127, 127]: per channel along ``channel_axis`` (the output
+    channels), or per tensor when it is None."""
+    if channel_axis is None:
+        qscheme, observer = torch.per_tensor_symmetric, MinMaxObserver.with_args(eps=EPS)
+    else:
+        qscheme = torch.per_channel_symmetric
+        observer = PerChannelMinMaxObserver.with_args(ch_axis=channel_axis, eps=EPS)
+    return QuantizationSpec(
+        dtype=torch.int8,
+        quant_min=-INT8_MAX,
+        quant_max=INT8_MAX,
+        qscheme=qscheme,
+        ch_axis=channel_axis,
+        observer_or_fake_quant_ctr=observer,
+    )
+
+
+WEIGHT_PER_CHANNEL = weight_spec(0)
 #: Transposed-convolution weights ``[Cin, Cout, KH, KW]``: per output channel is axis 1.
-WEIGHT_PER_CHANNEL_TRANSPOSED = QuantizationSpec(
-    dtype=torch.int8,
-    quant_min=-INT8_MAX,
-    quant_max=INT8_MAX,
-    qscheme=torch.per_channel_symmetric,
-    ch_axis=1,
-    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(ch_axis=1, eps=2**-20),
-)
-
-WEIGHT_PER_TENSOR = QuantizationSpec(
-    dtype=torch.int8,
-    quant_min=-INT8_MAX,
-    quant_max=INT8_MAX,
-    qscheme=torch.per_tensor_symmetric,
-    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
-)
+WEIGHT_PER_CHANNEL_TRANSPOSED = weight_spec(1)
+WEIGHT_PER_TENSOR = weight_spec(None)
 
 SOFTMAX_OUTPUT = FixedQParamsQuantizationSpec(
     dtype=torch.int8,
