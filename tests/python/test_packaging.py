@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.zephyr.test_yaml import MODULE, MODULE_BUILD, MODULE_SETTINGS
 
 import cortex_m_nn
 from cortex_m_nn import cli
@@ -99,39 +100,16 @@ def test_tool_config(pyproject):
 
 # --- Zephyr module -------------------------------------------------------------------------
 
-# Keys Zephyr's scripts/zephyr_module.py accepts in zephyr/module.yml; its schema check
-# rejects any other key (so west-commands belong in west.yml, not here).
-MODULE_KEYS = {"name", "build", "tests", "samples", "boards", "blobs"}
-MODULE_BUILD_KEYS = {
-    "cmake",
-    "kconfig",
-    "cmake-ext",
-    "kconfig-ext",
-    "sysbuild-cmake",
-    "sysbuild-kconfig",
-    "sysbuild-cmake-ext",
-    "sysbuild-kconfig-ext",
-    "depends",
-    "settings",
-}
-MODULE_SETTINGS_KEYS = {
-    "board_root",
-    "dts_root",
-    "snippet_root",
-    "soc_root",
-    "arch_root",
-    "module_ext_root",
-    "sca_root",
-}
+# The keys Zephyr's module schema accepts: tests/zephyr/test_yaml.py (MODULE, MODULE_BUILD, …).
 
 
 def test_zephyr_module_yml():
     module = _load_yaml("zephyr/module.yml")
-    assert set(module) <= MODULE_KEYS
+    assert set(module) <= set(MODULE)
     assert module["name"] == "cortex-m-nn"
     build = module["build"]
-    assert set(build) <= MODULE_BUILD_KEYS
-    assert set(build["settings"]) <= MODULE_SETTINGS_KEYS
+    assert set(build) <= set(MODULE_BUILD)
+    assert set(build["settings"]) <= set(MODULE_SETTINGS)
     assert build["cmake"] == "."
     assert (ROOT / build["cmake"] / "CMakeLists.txt").is_file()
     assert build["kconfig"] == "Kconfig"
