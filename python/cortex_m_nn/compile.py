@@ -27,7 +27,8 @@ from cortex_m_nn.kernel_codegen import ops_version
 from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.arithmetic import Rounding
-from cortex_m_nn.passes.lower import LoweringResult, OpRecord, lower
+from cortex_m_nn.passes.pipeline import lower
+from cortex_m_nn.passes.records import LoweringResult, OpRecord
 from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
 from cortex_m_nn.quantizer import CortexMQuantizer
 from cortex_m_nn.rewrites import rewrite_for
@@ -199,7 +200,7 @@ def unsupported_message(fallbacks: list[OpRecord]) -> str:
     first, rest = fallbacks[0], fallbacks[1:]
     message = (
         f"{first.source_op} at {where(first)} cannot be lowered: {first.fallback_reason}; "
-        f"rewrite: {rewrite_for(first.source_op, first.fallback_reason or '')}; "
+        f"rewrite: {rewrite_for(first.source_op, first.refusal)}; "
         "or pass --allow-fallback to keep it in fp32"
     )
     if rest:

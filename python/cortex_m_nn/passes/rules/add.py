@@ -8,17 +8,31 @@ operands: :mod:`cortex_m_nn.passes.binary`.
 from __future__ import annotations
 
 from cortex_m_nn.ops.add import add_parameters, sub_parameters
-from cortex_m_nn.passes.activation import activation_range
-from cortex_m_nn.passes.binary import operands
-from cortex_m_nn.passes.graph_values import LoweringRefused
-from cortex_m_nn.passes.layout import census, noting_transposes
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.binary import lower_binary, operands
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.layout import census
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
+
+#: The integer arguments of cortex_m_nn::add between its inputs and its activation range.
+PARAMETERS = (
+    "input1_offset",
+    "input1_multiplier",
+    "input1_shift",
+    "input2_offset",
+    "input2_multiplier",
+    "input2_shift",
+    "left_shift",
+    "output_offset",
+    "output_multiplier",
+    "output_shift",
+)
 
 
 def _lower(context: LoweringContext, pattern: Pattern, subtract: bool) -> Lowered:
     if pattern.op.kwargs.get("alpha", 1) != 1:
-        raise LoweringRefused(f"{'sub' if subtract else 'add'} with alpha != 1")
+        raise LoweringRefused(Refusal.ALPHA, f"{'sub' if subtract else 'add'} with alpha != 1")
     before = census(context)
     inputs = operands(context, pattern)
     a, b = inputs.first, inputs.second
@@ -31,30 +45,9 @@ def _lower(context: LoweringContext, pattern: Pattern, subtract: bool) -> Lowere
         input2_zero_point=b.zero_point,
         output_zero_point=pattern.zero_point,
     )
-    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
-    out = context.call(
-        "add",
-        inputs.input1,
-        inputs.input2,
-        p["input1_offset"],
-        p["input1_multiplier"],
-        p["input1_shift"],
-        p["input2_offset"],
-        p["input2_multiplier"],
-        p["input2_shift"],
-        p["left_shift"],
-        p["output_offset"],
-        p["output_multiplier"],
-        p["output_shift"],
-        act_min,
-        act_max,
-    )
-    value = inputs.result(context, out, pattern)
-    return Lowered(
-        value,
-        "add",
-        noting_transposes(context, before, "arm_elementwise_add_s8"),
-        weight_bytes=inputs.constant_bytes,
+    arguments = [p[name] for name in PARAMETERS]
+    return lower_binary(
+        context, pattern, inputs, before, "add", "arm_elementwise_add_s8", arguments
     )
 
 

@@ -6,12 +6,21 @@ Broadcasting, constants and numbers as operands: :mod:`cortex_m_nn.passes.binary
 from __future__ import annotations
 
 from cortex_m_nn.ops.mul import mul_parameters
-from cortex_m_nn.passes.activation import activation_range
-from cortex_m_nn.passes.binary import operands
-from cortex_m_nn.passes.graph_values import LoweringRefused
-from cortex_m_nn.passes.layout import census, noting_transposes
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.binary import lower_binary, operands
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.layout import census
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
+
+#: The integer arguments of cortex_m_nn::mul between its inputs and its activation range.
+PARAMETERS = (
+    "input1_offset",
+    "input2_offset",
+    "output_offset",
+    "output_multiplier",
+    "output_shift",
+)
 
 
 @rule(aten.mul.Tensor)
@@ -29,24 +38,8 @@ def lower_mul(context: LoweringContext, pattern: Pattern) -> Lowered:
             output_zero_point=pattern.zero_point,
         )
     except ValueError as error:
-        raise LoweringRefused(str(error)) from error
-    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
-    out = context.call(
-        "mul",
-        inputs.input1,
-        inputs.input2,
-        p["input1_offset"],
-        p["input2_offset"],
-        p["output_offset"],
-        p["output_multiplier"],
-        p["output_shift"],
-        act_min,
-        act_max,
-    )
-    value = inputs.result(context, out, pattern)
-    return Lowered(
-        value,
-        "mul",
-        noting_transposes(context, before, "arm_elementwise_mul_s8"),
-        weight_bytes=inputs.constant_bytes,
+        raise LoweringRefused(Refusal.MUL_REQUANTIZATION, str(error)) from error
+    arguments = [p[name] for name in PARAMETERS]
+    return lower_binary(
+        context, pattern, inputs, before, "mul", "arm_elementwise_mul_s8", arguments
     )
