@@ -1,5 +1,14 @@
 """The pipeline: model → export → PT2E quantize (calibrated) → lower → ExecuTorch ``.pte``.
 
+The steps, in order (``compile_model`` runs them; ``Stages`` keeps what each made):
+
+1. ``export``: ``torch.export`` of the model (a ``ModelSource``, loaded by the caller);
+2. ``quantize``: PT2E prepare with ``CortexMQuantizer``, calibrate, convert;
+3. ``lower``: onto ``cortex_m_nn`` operators (the passes of ``passes.pipeline.PASSES``);
+   fallbacks fail the compile unless allowed (``unsupported_message``);
+4. ``to_program``: ``to_edge`` (with the ``metadata``), ``to_executorch`` with the memory
+   planner, and the memory plan read back.
+
 Each stage hands the next a new artefact; nothing goes back. The lowered graph is a plain
 ``GraphModule`` whose ``cortex_m_nn`` operators run their bit-exact references when called,
 which is how ``verify`` checks it against the PT2E-quantized model.
@@ -102,19 +111,24 @@ def metadata(target: Target, rounding: Rounding) -> dict[str, str]:
     }
 
 
+def export(source: ModelSource) -> GraphModule:
+    """``torch.export`` of the float model; a model it cannot trace is the user's to fix."""
+    try:
+        return torch.export.export(source.module, source.example_inputs).module()
+    except Exception as error:
+        raise CompileError(
+            f"torch.export failed for {source.name}: {type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''}"
+        ) from error
+
+
 def quantize(
     source: ModelSource,
     calibration: Calibration,
     progress: bool = True,
 ) -> tuple[GraphModule, GraphModule]:
     """Export and PT2E-quantize; returns (exported float graph, converted quantized graph)."""
-    try:
-        exported = torch.export.export(source.module, source.example_inputs).module()
-    except Exception as error:
-        raise CompileError(
-            f"torch.export failed for {source.name}: {type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''}"
-        ) from error
+    exported = export(source)
     prepared = prepare_pt2e(exported, CortexMQuantizer())
     with torch.no_grad():
         for sample in tqdm(

@@ -11,12 +11,14 @@ dimensions and CMSIS-NN's min/max broadcast correctly. Views cost nothing at run
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
 from torch.fx import Node
 
 from cortex_m_nn.ops.broadcast import MAX_RANK, collapse
+from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import (
@@ -196,6 +198,22 @@ def same_quantization(first: QValue, second: QValue, pattern: Pattern) -> bool:
     return qparams == (second.scale, second.zero_point) == (pattern.scale, pattern.zero_point)
 
 
+def parameters_of(
+    function: Callable[..., dict[str, int]], inputs: Operands, pattern: Pattern
+) -> dict[str, int]:
+    """``function`` (``add_parameters``, ``mul_parameters`` …) of both inputs' and the
+    output's quantization: the kernel's integer arguments by name."""
+    a, b = inputs.first, inputs.second
+    return function(
+        a.scale,
+        b.scale,
+        pattern.scale,
+        input1_zero_point=a.zero_point,
+        input2_zero_point=b.zero_point,
+        output_zero_point=pattern.zero_point,
+    )
+
+
 def lower_binary(
     context: LoweringContext,
     pattern: Pattern,
@@ -203,13 +221,15 @@ def lower_binary(
     census_before: tuple[int, int],
     kernel: str,
     function: str,
-    parameters: list[int] | None = None,
+    parameters: Mapping[str, int] | None = None,
 ) -> Lowered:
-    """``cortex_m_nn::<kernel>`` of both operands and, for a kernel with an output clamp,
-    its integer ``parameters`` and the fused activation's range; its report row's numbers."""
-    arguments = [inputs.input1, inputs.input2]
+    """``cortex_m_nn::<kernel>`` of both operands and, for a kernel with an output clamp, its
+    integer ``parameters`` (in the operator schema's order) and the fused activation's range;
+    its report row's numbers."""
+    arguments: list[object] = [inputs.input1, inputs.input2]
     if parameters is not None:
-        arguments += parameters
+        names = [argument.name for argument in cortex_op(kernel)._schema.arguments[2:-2]]
+        arguments += [parameters[name] for name in names]
         arguments += activation_range(pattern.activation, pattern.scale, pattern.zero_point)
     out = context.call(kernel, *arguments)
     value = inputs.result(context, out, pattern)
