@@ -1,5 +1,14 @@
 """The pipeline: model → export → PT2E quantize (calibrated) → lower → ExecuTorch ``.pte``.
 
+The steps, in order (``compile_model`` runs them; ``Stages`` keeps what each made):
+
+1. ``export``: ``torch.export`` of the model (a ``ModelSource``, loaded by the caller);
+2. ``quantize``: PT2E prepare with ``CortexMQuantizer``, calibrate, convert;
+3. ``lower``: onto ``cortex_m_nn`` operators (the passes of ``passes.pipeline.PASSES``);
+   fallbacks fail the compile unless allowed (``unsupported_message``);
+4. ``to_program``: ``to_edge`` (with the ``metadata``), ``to_executorch`` with the memory
+   planner, and the memory plan read back.
+
 Each stage hands the next a new artefact; nothing goes back. The lowered graph is a plain
 ``GraphModule`` whose ``cortex_m_nn`` operators run their bit-exact references when called,
 which is how ``verify`` checks it against the PT2E-quantized model.
@@ -27,7 +36,8 @@ from cortex_m_nn.kernel_codegen import ops_version
 from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.arithmetic import Rounding
-from cortex_m_nn.passes.lower import LoweringResult, OpRecord, lower
+from cortex_m_nn.passes.pipeline import lower
+from cortex_m_nn.passes.records import LoweringResult, OpRecord
 from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
 from cortex_m_nn.quantizer import CortexMQuantizer
 from cortex_m_nn.rewrites import rewrite_for
@@ -101,19 +111,24 @@ def metadata(target: Target, rounding: Rounding) -> dict[str, str]:
     }
 
 
+def export(source: ModelSource) -> GraphModule:
+    """``torch.export`` of the float model; a model it cannot trace is the user's to fix."""
+    try:
+        return torch.export.export(source.module, source.example_inputs).module()
+    except Exception as error:
+        raise CompileError(
+            f"torch.export failed for {source.name}: {type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''}"
+        ) from error
+
+
 def quantize(
     source: ModelSource,
     calibration: Calibration,
     progress: bool = True,
 ) -> tuple[GraphModule, GraphModule]:
     """Export and PT2E-quantize; returns (exported float graph, converted quantized graph)."""
-    try:
-        exported = torch.export.export(source.module, source.example_inputs).module()
-    except Exception as error:
-        raise CompileError(
-            f"torch.export failed for {source.name}: {type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''}"
-        ) from error
+    exported = export(source)
     prepared = prepare_pt2e(exported, CortexMQuantizer())
     with torch.no_grad():
         for sample in tqdm(
@@ -199,7 +214,7 @@ def unsupported_message(fallbacks: list[OpRecord]) -> str:
     first, rest = fallbacks[0], fallbacks[1:]
     message = (
         f"{first.source_op} at {where(first)} cannot be lowered: {first.fallback_reason}; "
-        f"rewrite: {rewrite_for(first.source_op, first.fallback_reason or '')}; "
+        f"rewrite: {rewrite_for(first.source_op, first.refusal)}; "
         "or pass --allow-fallback to keep it in fp32"
     )
     if rest:

@@ -9,6 +9,7 @@ from typing import Any
 from cortex_m_nn import __version__
 from cortex_m_nn.compile import CompiledProgram
 from cortex_m_nn.memory_plan import CONSTANT_KINDS
+from cortex_m_nn.passes.records import OpRecord
 from cortex_m_nn.pte import RUNTIME_OVERHEAD_FORMULA, constant_bytes, runtime_overhead
 from cortex_m_nn.rewrites import rewrite_for
 from cortex_m_nn.verify import MAX_LSB, Verification
@@ -24,6 +25,13 @@ def memory(compiled: CompiledProgram) -> dict[str, Any]:
         "runtime_overhead_is_estimate": True,
         "runtime_overhead_formula": RUNTIME_OVERHEAD_FORMULA,
     }
+
+
+def row(record: OpRecord) -> dict[str, Any]:
+    """A report row's fields; the refusal's kind shows as its advice (``rewrite``)."""
+    fields = asdict(record)
+    del fields["refusal"]
+    return fields
 
 
 def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dict[str, Any]:
@@ -45,11 +53,11 @@ def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dic
             "samples": len(compiled.calibration.samples),
         },
         "operators": [
-            asdict(r)
+            row(r)
             | {
                 "lowered": r.lowered,
                 "fp32_macs": 0 if r.lowered else r.macs,
-                "rewrite": None if r.lowered else rewrite_for(r.source_op, r.fallback_reason),
+                "rewrite": None if r.lowered else rewrite_for(r.source_op, r.refusal),
                 "max_lsb_vs_pt2e": None
                 if verification is None
                 else verification.per_node.get(r.output_node),

@@ -2,18 +2,19 @@
 
 A compile that meets such an operator fails naming it, its source line and the advice found
 here (``--allow-fallback`` keeps it in fp32 instead). Advice is looked up by the ATen op
-(``layer_norm`` for ``aten.layer_norm.default``) and the reason the lowering refused it:
-first an entry matching both, then one matching the reason alone (the reason is about the
-graph, e.g. an input that stayed float), then one for the op alone. Every rewrite named is
-one the README's operator table lowers, or the advice says plainly that nothing does yet.
+(``layer_norm`` for ``aten.layer_norm.default``) and the kind of refusal
+(:class:`~cortex_m_nn.passes.refusals.Refusal`): first an entry matching both, then one
+matching the kind alone (the kind is about the graph, e.g. an input that stayed float), then
+one for the op alone. Every rewrite named is one the README's operator table lowers, or the
+advice says plainly that nothing does yet.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from cortex_m_nn.macs import base_name
+from cortex_m_nn.passes.refusals import Refusal as R
 
 #: The tables of ``cortex_m_nn::lut``, for advice on element-wise functions.
 TABLES = "sigmoid, tanh, hardswish, hardsigmoid, gelu, silu, leaky_relu, elu"
@@ -22,155 +23,153 @@ SLICES = "split", "chunk", "slice", "narrow", "select", "unbind", "index", "inde
 
 @dataclass(frozen=True)
 class Rewrite:
-    """Advice for ``ops`` (ATen base names; empty: any op) refused for ``reason``."""
+    """Advice for ``ops`` (ATen base names; empty: any op) refused for one of ``kinds``."""
 
     ops: tuple[str, ...]
     advice: str
-    #: a regular expression searched in the refusal ("": any reason)
-    reason: str = ""
+    #: the refusals the advice is for (empty: any)
+    kinds: tuple[R, ...] = ()
 
-    def matches(self, op: str, reason: str) -> bool:
-        return (not self.ops or op in self.ops) and (
-            not self.reason or re.search(self.reason, reason) is not None
-        )
+    def matches(self, op: str, kind: R | None) -> bool:
+        return (not self.ops or op in self.ops) and (not self.kinds or kind in self.kinds)
 
 
 REWRITES: tuple[Rewrite, ...] = (
-    # -- an op refused for a particular reason ---------------------------------------------
+    # -- an op refused for a particular kind -----------------------------------------------
     Rewrite(
         ("conv2d",),
         "CMSIS-NN convolves with groups=1 or depthwise (groups = in channels): use groups=1, "
         "or a depthwise conv2d followed by a 1x1 conv2d (splitting into per-group convs "
         "needs channel slices, which are not lowered)",
-        reason=r"grouped convolution",
+        kinds=(R.GROUPED_CONV,),
     ),
     Rewrite(
         ("conv2d",),
         "give the padding as numbers: padding=(k - 1) // 2 is 'same' for an odd kernel k "
         "at stride 1",
-        reason=r"string padding",
+        kinds=(R.STRING_PADDING,),
     ),
     Rewrite(
         ("conv_transpose2d",),
         "CMSIS-NN's transposed convolution has groups=1 and dilation=1 only: use those",
-        reason=r"grouped transposed|dilated transposed",
+        kinds=(R.GROUPED_TRANSPOSED_CONV, R.DILATED_TRANSPOSED_CONV),
     ),
     Rewrite(
         ("conv_transpose2d",),
         "change kernel, stride, padding or output_padding so that CMSIS-NN computes it "
         "exactly (the reason says which bound fails)",
-        reason=r"not exact",
+        kinds=(R.TRANSPOSED_CONV_NOT_EXACT,),
     ),
     Rewrite(
         ("max_pool2d",),
         "arm_max_pool_s8 has no dilation: use dilation=1 (a kernel of (k - 1) * d + 1 "
         "spans the same window)",
-        reason=r"dilation",
+        kinds=(R.POOL_DILATION,),
     ),
     Rewrite(
         ("avg_pool2d",),
         "use ceil_mode=False; pad the input with F.pad first if the last window matters",
-        reason=r"ceil_mode",
+        kinds=(R.CEIL_MODE,),
     ),
-    Rewrite(("avg_pool2d",), "pass count_include_pad=False", reason=r"count_include_pad"),
+    Rewrite(("avg_pool2d",), "pass count_include_pad=False", kinds=(R.COUNT_INCLUDE_PAD,)),
     Rewrite(
         ("avg_pool2d",),
         "drop divisor_override and scale the result with a multiplication (cortex_m_nn::mul)",
-        reason=r"divisor_override",
+        kinds=(R.DIVISOR_OVERRIDE,),
     ),
     Rewrite(
         ("adaptive_avg_pool2d",),
         "make the input size a multiple of the output size (uniform windows), or use "
         "avg_pool2d with an explicit kernel and stride",
-        reason=r"not uniform",
+        kinds=(R.ADAPTIVE_NOT_UNIFORM,),
     ),
     Rewrite(
         ("mean",),
         "an int8 mean is an average pool over H and W of a 4-D tensor: permute or view the "
         "reduced dims into H and W first",
-        reason=r"mean over dims",
+        kinds=(R.MEAN_DIMS,),
     ),
     Rewrite(
         ("softmax", "_softmax"),
         "softmax runs over the innermost stored dim, the last one (channels, dim 1, of a "
         "4-D tensor): move the dim there, x.transpose(dim, -1).softmax(-1).transpose(dim, -1) "
         "(4-D: x.transpose(dim, 1).softmax(1).transpose(dim, 1)); transposes are lowered",
-        reason=r"not the innermost",
+        kinds=(R.SOFTMAX_DIM,),
     ),
     Rewrite(
         ("softmax", "_softmax"),
         "arm_softmax_s8 is exact for rows of at most 511 entries: shorten the rows (e.g. "
         "softmax over fewer classes or positions)",
-        reason=r"entries",
+        kinds=(R.SOFTMAX_ROW_LENGTH,),
     ),
     Rewrite(
         ("pad", "constant_pad_nd"),
         "only constant padding has a kernel: use F.pad(x, pads, mode='constant')",
-        reason=r"pad mode",
+        kinds=(R.PAD_MODE,),
     ),
     Rewrite(
         ("pad", "constant_pad_nd"),
         "negative padding crops, and slicing is not lowered: reduce the padding of the "
         "layer that produces the tensor instead",
-        reason=r"negative padding",
+        kinds=(R.NEGATIVE_PADDING,),
     ),
     Rewrite(
         ("add", "sub"),
         "scale the operand instead of passing alpha: a - b * alpha (cortex_m_nn::mul, then sub)",
-        reason=r"alpha",
+        kinds=(R.ALPHA,),
     ),
     Rewrite(
         ("minimum", "maximum"),
         "arm_minimum_s8/arm_maximum_s8 cannot requantize: compare tensors from one "
         "quantization (e.g. a tensor and a clamp of it), or use clamp with constant bounds",
-        reason=r"quantized differently",
+        kinds=(R.QUANTIZED_DIFFERENTLY,),
     ),
     Rewrite(
         ("concat", "cat"),
         "concatenate tensors that feed only this cat (the quantizer then gives them the "
         "output's quantization)",
-        reason=r"requantizing",
+        kinds=(R.CONCAT_REQUANTIZING,),
     ),
     Rewrite(
         ("linear",),
         "make the features the last dim of a 2-D or 3-D tensor (flatten or permute first), "
         "or mix channels with a 1x1 conv2d",
-        reason=r"over the width",
+        kinds=(R.LINEAR_OVER_WIDTH,),
     ),
     Rewrite(
         ("matmul", "bmm", "mm"),
         "reshape both operands to 2-D to 4-D with broadcastable batch dims",
-        reason=r"operand of rank|takes 2-D to 4-D|do not broadcast",
+        kinds=(R.OPERAND_RANK, R.MATMUL_BATCH_BROADCAST),
     ),
-    Rewrite(("dropout",), "call model.eval() before compiling", reason=r"training"),
-    # -- any op, by reason ------------------------------------------------------------------
+    Rewrite(("dropout",), "call model.eval() before compiling", kinds=(R.DROPOUT_TRAINING,)),
+    # -- any op, by kind --------------------------------------------------------------------
     Rewrite(
         (),
         "the table takes constant arguments: pass the bound or slope as a number",
-        reason=r"tensor arguments",
+        kinds=(R.TENSOR_ARGUMENTS,),
     ),
     Rewrite(
         (),
         "its input stays float (an earlier op that fell back, or a float input the "
         "quantizer left alone): fix that op first",
-        reason=r"input is not a quantized activation",
+        kinds=(R.INPUT_NOT_QUANTIZED,),
     ),
     Rewrite(
         (),
         "weights must be constants (parameters or buffers), not tensors computed at run time",
-        reason=r"weight is not a quantized constant",
+        kinds=(R.WEIGHT_NOT_CONSTANT,),
     ),
     Rewrite(
         (),
         "quantize with cortex_m_nn's own quantizer (CortexMQuantizer: int8, symmetric "
         "per-channel weights)",
-        reason=r"not int8|per-channel weight quantized on axis|symmetrically|per-channel linear",
+        kinds=(R.NOT_INT8, R.WEIGHT_CHANNEL_AXIS, R.WEIGHT_NOT_SYMMETRIC, R.PER_CHANNEL_LINEAR),
     ),
     Rewrite(
         (),
         "the relu/clamp cannot fuse into this op: apply it before, or after an op it fuses "
         "into (conv2d, linear, add, mul, pools)",
-        reason=r"activation after",
+        kinds=(R.ACTIVATION_AFTER,),
     ),
     # -- an op, whatever the reason ---------------------------------------------------------
     Rewrite(
@@ -256,6 +255,41 @@ REWRITES: tuple[Rewrite, ...] = (
     ),
 )
 
+#: Refusals with no advice of their own: the op's entry (or :data:`GENERIC`) answers them.
+#: They are about shapes, layouts or numbers of one model rather than a habit to rewrite.
+GENERIC_KINDS = frozenset(
+    {
+        R.NOT_QUANTIZED,
+        R.NOT_A_CONSTANT,
+        R.INPUT_QPARAMS_DISAGREE,
+        R.QPARAMS_CHANGE,
+        R.OPERAND_NOT_FINITE,
+        R.OPERAND_TYPE,
+        R.BROADCAST_LAYOUT,
+        R.BROADCAST_RANK,
+        R.CONSTANT_OPERANDS,
+        R.MUL_REQUANTIZATION,
+        R.ELEMENTWISE_SHAPE,
+        R.CONV_INPUT_RANK,
+        R.CONV_OUTPUT_SHAPE,
+        R.POOL_ARGUMENT,
+        R.POOL_INPUT_RANK,
+        R.POOL_OUTPUT_SHAPE,
+        R.IMAGE_RANK,
+        R.NOT_A_VIEW,
+        R.NOT_A_PERMUTATION,
+        R.TRANSPOSE_DIMS,
+        R.PAD_VALUE,
+        R.PAD_RANK,
+        R.PAD_DIMS,
+        R.CONCAT_RANKS,
+        R.LINEAR_SCRATCH,
+        R.MATMUL_INNER_DIMENSION,
+        R.MATMUL_RESULT_SHAPE,
+        R.SOFTMAX_OUTPUT_QPARAMS,
+    }
+)
+
 #: Advice for an op no entry covers.
 GENERIC = (
     "no cortex_m_nn lowering for it: express it with the operators in the README's "
@@ -263,16 +297,16 @@ GENERIC = (
 )
 
 
-def rewrite_for(op: str, reason: str) -> str:
-    """The nearest supported rewrite for ``op`` (``aten.layer_norm``) refused for ``reason``."""
+def rewrite_for(op: str, kind: R | None) -> str:
+    """The nearest supported rewrite for ``op`` (``aten.layer_norm``) refused as ``kind``."""
     name = base_name(op)
     for entry in REWRITES:
-        if entry.ops and entry.reason and entry.matches(name, reason):
+        if entry.ops and entry.kinds and entry.matches(name, kind):
             return entry.advice
     for entry in REWRITES:
-        if not entry.ops and entry.matches(name, reason):
+        if not entry.ops and entry.matches(name, kind):
             return entry.advice
     for entry in REWRITES:
-        if not entry.reason and entry.matches(name, reason):
+        if not entry.kinds and entry.matches(name, kind):
             return entry.advice
     return GENERIC

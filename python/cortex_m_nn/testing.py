@@ -25,7 +25,7 @@ from cortex_m_nn.host_kernels import KernelAbi, RuntimeUnavailable
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
-from cortex_m_nn.passes.lower import op_name
+from cortex_m_nn.passes.records import op_name
 from cortex_m_nn.target import DEFAULT_TARGET, Target
 from cortex_m_nn.verify import Verification, verify_program
 

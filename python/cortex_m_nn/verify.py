@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_leaves
 
 from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, channels_last_order
-from cortex_m_nn.passes.lower import LoweringResult
+from cortex_m_nn.passes.records import LoweringResult
 
 if TYPE_CHECKING:
     from cortex_m_nn.compile import CompiledProgram

@@ -3,8 +3,8 @@ the one-line error naming them (the CLI's side is in test_cli.py)."""
 
 from __future__ import annotations
 
+import ast
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -14,15 +14,15 @@ from cortex_m_nn.calibration import synthetic
 from cortex_m_nn.compile import compile_model, unsupported_message
 from cortex_m_nn.macs import fp32_macs
 from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.passes.lower import NOT_QUANTIZED
-from cortex_m_nn.rewrites import GENERIC, REWRITES, rewrite_for
+from cortex_m_nn.passes.records import NOT_QUANTIZED
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.rewrites import GENERIC, GENERIC_KINDS, REWRITES, rewrite_for
 from cortex_m_nn.target import Target
 
 from .models import recurrent
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSES = ROOT / "python" / "cortex_m_nn" / "passes"
-OPS = ROOT / "python" / "cortex_m_nn" / "ops"
 MODELS = Path(__file__).with_name("models.py")
 
 # -- MACs left in fp32, by hand -----------------------------------------------------------
@@ -70,30 +70,40 @@ def test_transposed_convolution_flag() -> None:
 
 
 @pytest.mark.parametrize(
-    ("op", "reason", "words"),
+    ("op", "kind", "words"),
     [
-        ("aten.conv2d", "grouped convolution (groups=2) is not depthwise", ["depthwise"]),
-        ("aten.layer_norm", NOT_QUANTIZED, ["BatchNorm"]),
-        ("aten.softmax.int", "softmax over dim 2, not the innermost one", ["transpose(dim, 1)"]),
-        ("aten.div.Tensor", NOT_QUANTIZED, ["1 / c"]),
-        ("aten.max_pool2d", "max_pool2d with dilation [2, 2]: …", ["dilation=1"]),
-        ("aten.lstm.input", NOT_QUANTIZED, ["not lowered yet"]),
-        ("aten.conv3d", NOT_QUANTIZED, ["conv2d"]),
-        ("aten.elu", "aten.elu.default with tensor arguments (bounds …)", ["number"]),
-        ("aten.leaky_relu_", NOT_QUANTIZED, ["table"]),
-        # the reason says more than the op: the input is the problem
-        ("aten.conv2d", "input is not a quantized activation", ["earlier op"]),
-        ("aten.softmax.int", "activation after softmax", ["relu/clamp"]),
+        ("aten.conv2d", Refusal.GROUPED_CONV, ["depthwise"]),
+        ("aten.layer_norm", Refusal.NOT_QUANTIZED, ["BatchNorm"]),
+        ("aten.softmax.int", Refusal.SOFTMAX_DIM, ["transpose(dim, 1)"]),
+        ("aten.div.Tensor", Refusal.NOT_QUANTIZED, ["1 / c"]),
+        ("aten.max_pool2d", Refusal.POOL_DILATION, ["dilation=1"]),
+        ("aten.lstm.input", Refusal.NOT_QUANTIZED, ["not lowered yet"]),
+        ("aten.conv3d", Refusal.NOT_QUANTIZED, ["conv2d"]),
+        ("aten.elu", Refusal.TENSOR_ARGUMENTS, ["number"]),
+        ("aten.leaky_relu_", Refusal.NOT_QUANTIZED, ["table"]),
+        # the kind says more than the op: the input is the problem
+        ("aten.conv2d", Refusal.INPUT_NOT_QUANTIZED, ["earlier op"]),
+        ("aten.softmax.int", Refusal.ACTIVATION_AFTER, ["relu/clamp"]),
+        # an op's own advice for one kind only; another kind of the same op falls through
+        ("aten.matmul", Refusal.MATMUL_BATCH_BROADCAST, ["broadcastable"]),
+        ("aten.conv1d", Refusal.STRING_PADDING, ["1 x k kernel"]),
     ],
 )
-def test_rewrite_for(op: str, reason: str, words: list[str]) -> None:
-    advice = rewrite_for(op, reason)
+def test_rewrite_for(op: str, kind: Refusal, words: list[str]) -> None:
+    advice = rewrite_for(op, kind)
     assert all(word in advice for word in words), advice
 
 
 def test_an_op_no_entry_knows_gets_the_generic_advice() -> None:
-    assert rewrite_for("aten.fft_rfft", NOT_QUANTIZED) == GENERIC
+    assert rewrite_for("aten.fft_rfft", Refusal.NOT_QUANTIZED) == GENERIC
+    assert rewrite_for("aten.matmul", Refusal.MATMUL_INNER_DIMENSION) == GENERIC
     assert "Operators lowered today" in GENERIC
+
+
+def test_refusals_keep_their_message_and_carry_their_kind() -> None:
+    refusal = LoweringRefused(Refusal.GROUPED_CONV, "grouped convolution (groups=2) is not …")
+    assert str(refusal) == "grouped convolution (groups=2) is not …"
+    assert refusal.kind is Refusal.GROUPED_CONV
 
 
 def test_rewrites_are_one_line_each() -> None:
@@ -105,15 +115,31 @@ def test_rewrite_ops_are_aten_ops(name: str) -> None:
     assert hasattr(torch.ops.aten, name), f"aten.{name} does not exist: fix REWRITES"
 
 
-def _sources() -> str:
-    return "\n".join(p.read_text() for d in (PASSES, OPS) for p in sorted(d.rglob("*.py")))
+def _kinds_raised() -> set[Refusal]:
+    """The ``Refusal`` members the lowering's code names (``Refusal.X`` or an alias's ``.X``)
+    outside the enum's own module: the kinds it can raise."""
+    named = set()
+    for path in sorted(PASSES.rglob("*.py")):
+        if path.name == "refusals.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in Refusal.__members__:
+                named.add(Refusal[node.attr])
+    return named
 
 
-@pytest.mark.parametrize("entry", [r for r in REWRITES if r.reason], ids=lambda r: r.reason)
-def test_rewrite_reasons_are_refusals_the_rules_give(entry) -> None:
-    """Each reason pattern matches a message in the lowering's source: a rule whose message
-    changes breaks this test instead of silently losing its advice."""
-    assert re.search(entry.reason, _sources()), entry.reason
+@pytest.mark.parametrize("kind", list(Refusal), ids=lambda kind: kind.name)
+def test_every_kind_has_advice_or_is_deliberately_generic(kind: Refusal) -> None:
+    advised = {k for r in REWRITES for k in r.kinds}
+    assert (kind in advised) != (kind in GENERIC_KINDS), (
+        f"{kind.name}: give it advice in REWRITES or list it in GENERIC_KINDS (not both)"
+    )
+
+
+@pytest.mark.parametrize("kind", list(Refusal), ids=lambda kind: kind.name)
+def test_every_kind_is_one_the_lowering_gives(kind: Refusal) -> None:
+    """A kind no code raises is dead, and advice keyed by it is never shown."""
+    assert kind in _kinds_raised(), f"{kind.name} is raised nowhere in passes/"
 
 
 # -- a recurrent layer with --allow-fallback ----------------------------------------------
@@ -140,6 +166,8 @@ def test_lstm_is_the_one_fallback_with_its_macs(lstm) -> None:
     (fallback,) = [r for r in lstm.records if not r.lowered]
     # The LSTM's zero initial state is a constant, not an operator; its getitem no op either.
     assert fallback.source_op == "aten.lstm.input"
+    assert fallback.fallback_reason == NOT_QUANTIZED
+    assert fallback.refusal is Refusal.NOT_QUANTIZED
     # 7 time steps × (4 gates · 5 hidden × 6 inputs + 4 · 5 × 5 recurrent)
     assert fallback.macs == 7 * (4 * 5 * 6 + 4 * 5 * 5) == 1540
     relative = os.path.relpath(MODELS) if MODELS.is_relative_to(Path.cwd()) else str(MODELS)

@@ -15,7 +15,7 @@ from cortex_m_nn.calibration import synthetic
 from cortex_m_nn.compile import quantize
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.arithmetic import Rounding
-from cortex_m_nn.passes.lower import lower
+from cortex_m_nn.passes.pipeline import lower
 from cortex_m_nn.target import DEFAULT_TARGET, Target
 from cortex_m_nn.testing import check_dialect
 

@@ -11,22 +11,26 @@ dimensions and CMSIS-NN's min/max broadcast correctly. Views cost nothing at run
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
 from torch.fx import Node
 
 from cortex_m_nn.ops.broadcast import MAX_RANK, collapse
+from cortex_m_nn.ops.library import operator as cortex_op
+from cortex_m_nn.passes.activation import activation_range
+from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import (
     CHANNELS_LAST_RANKS,
     DEQUANTIZE,
-    LoweringRefused,
     QValue,
     channels_last_order,
     qparams_of,
 )
-from cortex_m_nn.passes.layout import relayout
-from cortex_m_nn.passes.lower import LoweringContext, Pattern
+from cortex_m_nn.passes.layout import noting_transposes, relayout
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern
 
 
 @dataclass
@@ -76,7 +80,7 @@ def _constant(context: LoweringContext, node: Node) -> _Constant | None:
 def _scalar(value: float) -> _Constant:
     """A Python number as a one-element int8 constant that represents it exactly."""
     if not math.isfinite(value):
-        raise LoweringRefused(f"operand {value!r} is not finite")
+        raise LoweringRefused(Refusal.OPERAND_NOT_FINITE, f"operand {value!r} is not finite")
     sign = (value > 0) - (value < 0)
     # Zero's scale is free; a small one keeps an add's rescaling at the other input's scale.
     return _Constant(torch.tensor(sign, dtype=torch.int8), abs(value) or 2.0**-20, 0)
@@ -85,7 +89,9 @@ def _scalar(value: float) -> _Constant:
 def _operand(context: LoweringContext, argument: object) -> QValue | _Constant:
     """One input: an activation, a quantized constant or a number."""
     if isinstance(argument, bool) or not isinstance(argument, int | float | Node):
-        raise LoweringRefused(f"operand {argument!r} is not a number or a tensor")
+        raise LoweringRefused(
+            Refusal.OPERAND_TYPE, f"operand {argument!r} is not a number or a tensor"
+        )
     if not isinstance(argument, Node):
         return _scalar(float(argument))
     constant = _constant(context, argument)
@@ -102,19 +108,22 @@ def _stored_shape(value: QValue | _Constant, rank: int, nhwc: bool) -> list[int]
     if not nhwc:
         if isinstance(value, QValue) and not value.layout_free:
             raise LoweringRefused(
-                f"a channels-last {list(value.shape)} activation broadcast to {rank} dimensions"
+                Refusal.BROADCAST_LAYOUT,
+                f"a channels-last {list(value.shape)} activation broadcast to {rank} dimensions",
             )
         return logical
     if isinstance(value, QValue) and value.nhwc and len(value.shape) != rank:
         raise LoweringRefused(
-            f"a channels-last {list(value.shape)} activation broadcast to {rank} dimensions"
+            Refusal.BROADCAST_LAYOUT,
+            f"a channels-last {list(value.shape)} activation broadcast to {rank} dimensions",
         )
     if isinstance(value, QValue) and not value.nhwc:
         # An activation's bytes are in logical order: channels-last only if layout-free.
         if logical[1] != 1 and math.prod(logical[2:]) != 1:
             raise LoweringRefused(
+                Refusal.BROADCAST_LAYOUT,
                 f"a channels-first operand of shape {list(value.shape)} against channels-last "
-                f"activations; make it [C, 1, 1]- or [1, H, W]-shaped, or {rank}-D"
+                f"activations; make it [C, 1, 1]- or [1, H, W]-shaped, or {rank}-D",
             )
     return [logical[d] for d in channels_last_order(rank)]
 
@@ -159,7 +168,7 @@ def operands(context: LoweringContext, pattern: Pattern) -> Operands:
     """Resolve, align and collapse the first two arguments of ``pattern.op``."""
     values = [_operand(context, arg) for arg in pattern.op.args[:2]]
     if all(isinstance(v, _Constant) for v in values):
-        raise LoweringRefused("both operands are constants")
+        raise LoweringRefused(Refusal.CONSTANT_OPERANDS, "both operands are constants")
     rank = len(pattern.shape)
     nhwc = output_layout(values, rank)
     values = [
@@ -169,8 +178,9 @@ def operands(context: LoweringContext, pattern: Pattern) -> Operands:
     shape1, shape2, shape_out = collapse(stored1, stored2)
     if len(shape_out) > MAX_RANK:
         raise LoweringRefused(
+            Refusal.BROADCAST_RANK,
             f"broadcasting {list(values[0].shape)} against {list(values[1].shape)} needs "
-            f"{len(shape_out)} dimensions; CMSIS-NN takes at most {MAX_RANK}"
+            f"{len(shape_out)} dimensions; CMSIS-NN takes at most {MAX_RANK}",
         )
     (first, input1), (second, input2) = (
         _materialise(context, v, rank, nhwc, s)
@@ -186,3 +196,42 @@ def same_quantization(first: QValue, second: QValue, pattern: Pattern) -> bool:
     """Whether both inputs and the output share one scale and zero point."""
     qparams = (first.scale, first.zero_point)
     return qparams == (second.scale, second.zero_point) == (pattern.scale, pattern.zero_point)
+
+
+def parameters_of(
+    function: Callable[..., dict[str, int]], inputs: Operands, pattern: Pattern
+) -> dict[str, int]:
+    """``function`` (``add_parameters``, ``mul_parameters`` …) of both inputs' and the
+    output's quantization: the kernel's integer arguments by name."""
+    a, b = inputs.first, inputs.second
+    return function(
+        a.scale,
+        b.scale,
+        pattern.scale,
+        input1_zero_point=a.zero_point,
+        input2_zero_point=b.zero_point,
+        output_zero_point=pattern.zero_point,
+    )
+
+
+def lower_binary(
+    context: LoweringContext,
+    pattern: Pattern,
+    inputs: Operands,
+    census_before: tuple[int, int],
+    kernel: str,
+    function: str,
+    parameters: Mapping[str, int] | None = None,
+) -> Lowered:
+    """``cortex_m_nn::<kernel>`` of both operands and, for a kernel with an output clamp, its
+    integer ``parameters`` (in the operator schema's order) and the fused activation's range;
+    its report row's numbers."""
+    arguments: list[object] = [inputs.input1, inputs.input2]
+    if parameters is not None:
+        names = [argument.name for argument in cortex_op(kernel)._schema.arguments[2:-2]]
+        arguments += [parameters[name] for name in names]
+        arguments += activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+    out = context.call(kernel, *arguments)
+    value = inputs.result(context, out, pattern)
+    function = noting_transposes(context, census_before, function)
+    return Lowered(value, kernel, function, weight_bytes=inputs.constant_bytes)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.quantizer.config import INT8_MAX, INT8_MIN
 
 NCHW_TO_NHWC = [0, 2, 3, 1]
@@ -19,10 +20,6 @@ quantized_decomposed = torch.ops.quantized_decomposed
 QUANTIZE = {quantized_decomposed.quantize_per_tensor.default}
 DEQUANTIZE = {quantized_decomposed.dequantize_per_tensor.default}
 DEQUANTIZE_PER_CHANNEL = {quantized_decomposed.dequantize_per_channel.default}
-
-
-class LoweringRefused(Exception):
-    """A rule cannot lower this node; the message says why (shown in the report)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +61,9 @@ def qparams_of(node: Node) -> tuple[float, int]:
     """Scale and zero point of a per-tensor quantize/dequantize node (int8 only)."""
     _, scale, zero_point, qmin, qmax, dtype = node.args[:6]
     if dtype != torch.int8 or (qmin, qmax) != (INT8_MIN, INT8_MAX):
-        raise LoweringRefused(f"activation quantized as {dtype}[{qmin}, {qmax}], not int8")
+        raise LoweringRefused(
+            Refusal.NOT_INT8, f"activation quantized as {dtype}[{qmin}, {qmax}], not int8"
+        )
     return float(scale), int(zero_point)
 
 

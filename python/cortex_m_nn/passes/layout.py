@@ -21,20 +21,17 @@ quantize and nothing else reads it, quantizes again with the permutation folded 
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Sequence
 from dataclasses import replace
 
 import torch
-from torch.fx import Graph, Node
+from torch.fx import Node
 
 from cortex_m_nn.ops.library import operator as cortex_op
-from cortex_m_nn.passes.graph_values import (
-    LoweringRefused,
-    QValue,
-    channels_last_order,
-)
-from cortex_m_nn.passes.lower import LoweringContext, Pattern
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.graph_values import QValue, channels_last_order
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Pattern
 from cortex_m_nn.quantizer.quantizer import aten
 
 #: Ops whose rules want (or convert to) channels-last input: a layout choice made for their
@@ -46,15 +43,6 @@ CHANNELS_LAST_CONSUMERS = {
     aten.adaptive_avg_pool2d.default,
     aten.mean.dim,
 }
-
-#: Per lowered graph: value node → (origin value, positions of its stored bytes in the origin).
-_ORIGINS: weakref.WeakKeyDictionary[Graph, dict[Node, tuple[QValue, torch.Tensor]]] = (
-    weakref.WeakKeyDictionary()
-)
-#: Per lowered graph: (value node, nhwc) → that value in that layout (transposed once).
-_RELAYOUTS: weakref.WeakKeyDictionary[Graph, dict[tuple[Node, bool], QValue]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 def stored_order(rank: int, nhwc: bool) -> list[int]:
@@ -141,7 +129,7 @@ def _free_source(context: LoweringContext, x: QValue, stored: torch.Tensor) -> Q
     identity = torch.arange(stored.numel(), dtype=torch.int64)
     if torch.equal(stored, identity):
         return x
-    origin = _ORIGINS.setdefault(context.graph, {}).get(x.node)
+    origin = context.origins.get(x.node)
     if origin is not None and torch.equal(origin[1][stored], identity):
         return origin[0]
     return None
@@ -149,7 +137,7 @@ def _free_source(context: LoweringContext, x: QValue, stored: torch.Tensor) -> Q
 
 def _remember(context: LoweringContext, x: QValue, node: Node, stored: torch.Tensor) -> None:
     """Record ``node``'s origin: ``x``'s origin if it has one, else ``x`` itself."""
-    origins = _ORIGINS.setdefault(context.graph, {})
+    origins = context.origins
     if x.node in origins:
         source, mapping = origins[x.node]
         origins[node] = (source, mapping[stored])
@@ -170,7 +158,7 @@ def _free_view(
     if source is None:
         return None
     node = context.view(source.node, result.stored_shape)  # one lowered node per value
-    if source is x and x.node in _ORIGINS.setdefault(context.graph, {}):
+    if source is x and x.node in context.origins:
         _remember(context, x, node, stored)
     return replace(result, node=node)
 
@@ -189,6 +177,20 @@ def only_reader(pattern: Pattern, dequantize: object = None) -> bool:
         return False
     readers = [user for d in dequantize.args[0].users for user in d.users]
     return readers == [pattern.op]
+
+
+def moved_input(context: LoweringContext, pattern: Pattern, name: str) -> QValue:
+    """The int8 input of an op that only moves bytes (``name``: "a view", "pad"), which
+    can fuse no activation and must keep the input's quantization."""
+    x = context.input_value(pattern.op.args[0])
+    if pattern.activation is not None:
+        raise LoweringRefused(Refusal.ACTIVATION_AFTER, f"activation after {name}")
+    if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
+        raise LoweringRefused(
+            Refusal.QPARAMS_CHANGE,
+            f"{name.removeprefix('a ')} with different input and output quantization",
+        )
+    return x
 
 
 def boundary_quantize(x: QValue) -> bool:
@@ -235,14 +237,15 @@ def permute(
         node = context.call("quantize", source, scale, zero_point, folded)
         return replace(result, node=node)
     source, (dims, collapsed) = x, collapse(x.stored_shape, physical)
-    origin = _ORIGINS.setdefault(context.graph, {}).get(x.node)
+    origin = context.origins.get(x.node)
     if origin is not None:  # one transpose from the origin instead of a second one
         found = as_transpose(origin[1][stored])
         if found is not None and len(found[1]) <= 4:
             source, (dims, collapsed) = origin[0], found
     if len(collapsed) > 4:
         raise LoweringRefused(
-            f"transpose moving {len(collapsed)} independent dims {dims} (CMSIS-NN: at most 4)"
+            Refusal.TRANSPOSE_DIMS,
+            f"transpose moving {len(collapsed)} independent dims {dims} (CMSIS-NN: at most 4)",
         )
     source_node = view(context, source.node, source.stored_shape, dims)
     moved = context.call("transpose", source_node, collapsed)
@@ -263,7 +266,7 @@ def relayout(context: LoweringContext, x: QValue, nhwc: bool, fold: bool = False
     (``fold``: see :func:`permute`)."""
     if x.nhwc == nhwc:
         return x
-    done = _RELAYOUTS.setdefault(context.graph, {})
+    done = context.relayouts
     key = (x.node, nhwc)
     if key not in done or done[key].shape != x.shape:
         done[key] = permute(context, x, list(range(len(x.shape))), nhwc, fold)
@@ -318,7 +321,9 @@ def as_image(context: LoweringContext, x: QValue, fold: bool = False) -> QValue:
     value stored channels-last (NLC), so 1-D convolutions and pools run as 2-D ones of height 1.
     """
     if len(x.shape) not in (3, 4):
-        raise LoweringRefused(f"a {len(x.shape)}-D input; convolutions and pools take 3-D or 4-D")
+        raise LoweringRefused(
+            Refusal.IMAGE_RANK, f"a {len(x.shape)}-D input; convolutions and pools take 3-D or 4-D"
+        )
     x = relayout(context, x, nhwc=True, fold=fold)
     if len(x.shape) == 4:
         return x
@@ -337,4 +342,6 @@ def reshaped(context: LoweringContext, x: QValue, shape: Sequence[int]) -> QValu
         free = reshape(context, x, shape, nhwc)
         if free is not None:
             return free
-    raise LoweringRefused(f"output {list(x.shape)} is not a view of {list(shape)}")
+    raise LoweringRefused(
+        Refusal.NOT_A_VIEW, f"output {list(x.shape)} is not a view of {list(shape)}"
+    )

@@ -47,6 +47,26 @@ ACTIVATIONS = {
 }
 #: Pools: their output reuses the input's quantization parameters and a following activation
 #: becomes their output clamp (the activation's output then shares those parameters).
+#: Views: the same elements in another shape.
+VIEWS = (
+    aten.flatten.using_ints,
+    aten.view.default,
+    aten.reshape.default,
+    aten.squeeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.unsqueeze.default,
+)
+#: Transposing ops: the same elements in another order.
+TRANSPOSES = (
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.numpy_T.default,
+    aten.mT.default,
+    aten.swapaxes.default,
+    aten.swapdims.default,
+)
 POOLS = {
     aten.avg_pool2d.default,
     aten.adaptive_avg_pool2d.default,
@@ -57,25 +77,12 @@ POOLS = {
     aten.max_pool1d.default,
 }
 #: Data movement: the output reuses the input's quantization parameters (no requantization).
-SHARING = POOLS | {
-    aten.flatten.using_ints,
-    aten.view.default,
-    aten.reshape.default,
-    aten.squeeze.default,
-    aten.squeeze.dim,
-    aten.squeeze.dims,
-    aten.unsqueeze.default,
-    aten.dropout.default,
-    aten.permute.default,
-    aten.transpose.int,
-    aten.t.default,
-    aten.numpy_T.default,
-    aten.mT.default,
-    aten.swapaxes.default,
-    aten.swapdims.default,
-    aten.constant_pad_nd.default,
-    aten.pad.default,
-}
+SHARING = (
+    POOLS
+    | set(VIEWS)
+    | set(TRANSPOSES)
+    | {aten.dropout.default, aten.constant_pad_nd.default, aten.pad.default}
+)
 #: Concatenation: all inputs and the output share one observer (the first input's).
 CONCATENATIONS = {aten.cat.default, aten.concat.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}

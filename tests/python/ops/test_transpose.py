@@ -15,9 +15,9 @@ from torch.fx import GraphModule
 
 import cortex_m_nn.ops  # noqa: F401
 from cortex_m_nn.ops.transpose import transpose
+from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import as_transpose, collapse, permute
-from cortex_m_nn.passes.lower import LoweringContext
 from cortex_m_nn.target import Target
 
 OP = torch.ops.cortex_m_nn.transpose

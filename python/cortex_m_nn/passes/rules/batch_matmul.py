@@ -20,10 +20,10 @@ from cortex_m_nn import scratch
 from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.batch_matmul import MAX_RANK, output_shape
 from cortex_m_nn.passes.activation import activation_range
+from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import (
     DEQUANTIZE,
     QUANTIZE,
-    LoweringRefused,
     QValue,
     qparams_of,
 )
@@ -34,7 +34,8 @@ from cortex_m_nn.passes.layout import (
     permute,
     relayout,
 )
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, reads_through, rule
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, reads_through, rule
 from cortex_m_nn.quantizer.quantizer import MATMULS, swaps_last_two_dims
 
 
@@ -73,7 +74,8 @@ def _read_only_by(dequantize: Node, reader: Node) -> bool:
 def _check_rank(value: QValue, side: str) -> None:
     if not 2 <= len(value.shape) <= MAX_RANK:
         raise LoweringRefused(
-            f"{side} operand of rank {len(value.shape)}; CMSIS-NN takes 2-D to 4-D"
+            Refusal.OPERAND_RANK,
+            f"{side} operand of rank {len(value.shape)}; CMSIS-NN takes 2-D to 4-D",
         )
 
 
@@ -116,11 +118,22 @@ def _constant_rhs(
     scale, zero_point = qparams_of(rhs)
     tensor = context.attribute(rhs.args[0])
     if not 2 <= tensor.dim() <= MAX_RANK:
-        raise LoweringRefused(f"constant right operand of rank {tensor.dim()}")
+        raise LoweringRefused(
+            Refusal.OPERAND_RANK, f"constant right operand of rank {tensor.dim()}"
+        )
     if transpose:
         tensor = tensor.transpose(-2, -1)
     node = context.constant(tensor.contiguous().to(torch.int8), f"{rhs.name}_rows")
     return node, tuple(tensor.shape), scale, zero_point
+
+
+def _shape_refusal(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...]) -> Refusal:
+    """Which of ``output_shape``'s checks the operand shapes fail."""
+    if not all(2 <= len(shape) <= MAX_RANK for shape in (lhs_shape, rhs_shape)):
+        return Refusal.OPERAND_RANK
+    if lhs_shape[-1] != rhs_shape[-1]:
+        return Refusal.MATMUL_INNER_DIMENSION
+    return Refusal.MATMUL_BATCH_BROADCAST
 
 
 @rule(*MATMULS)
@@ -152,9 +165,11 @@ def lower_batch_matmul(context: LoweringContext, pattern: Pattern) -> Lowered:
     try:
         shape = output_shape(lhs.shape, rhs_shape)
     except ValueError as error:
-        raise LoweringRefused(str(error)) from error
+        raise LoweringRefused(_shape_refusal(lhs.shape, rhs_shape), str(error)) from error
     if shape != pattern.shape:
-        raise LoweringRefused(f"result {list(shape)} differs from {list(pattern.shape)}")
+        raise LoweringRefused(
+            Refusal.MATMUL_RESULT_SHAPE, f"result {list(shape)} differs from {list(pattern.shape)}"
+        )
 
     multiplier, shift = quantize_multiplier(lhs.scale * rhs_scale / pattern.scale)
     act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)

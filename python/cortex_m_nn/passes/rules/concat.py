@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 
-from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import relayout, stored_order, view, wants_channels_last
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
 
@@ -21,18 +23,19 @@ from cortex_m_nn.quantizer.quantizer import aten
 def lower_concat(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     if pattern.activation is not None:
-        raise LoweringRefused("activation after concat")
+        raise LoweringRefused(Refusal.ACTIVATION_AFTER, "activation after concat")
     inputs = [context.input_value(source) for source in node.args[0]]
     for index, x in enumerate(inputs):
         if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
             raise LoweringRefused(
+                Refusal.CONCAT_REQUANTIZING,
                 f"concat input {index} is quantized with ({x.scale}, {x.zero_point}), the "
                 f"output with ({pattern.scale}, {pattern.zero_point}); requantizing is not "
-                "supported"
+                "supported",
             )
     rank = len(pattern.shape)
     if any(len(x.shape) != rank for x in inputs):
-        raise LoweringRefused("concat of tensors with different ranks")
+        raise LoweringRefused(Refusal.CONCAT_RANKS, "concat of tensors with different ranks")
     dim = int(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % rank
     nhwc = rank == 4 and (any(x.nhwc for x in inputs) or wants_channels_last(pattern))
     inputs = [relayout(context, x, nhwc) for x in inputs]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 
 from cortex_m_nn import scratch
-from cortex_m_nn.ops.arithmetic import per_channel_parameters
-from cortex_m_nn.passes.activation import activation_range
-from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.convolution import requantization, weight_bytes
+from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import (
     as_image,
     census,
@@ -20,18 +20,50 @@ from cortex_m_nn.passes.layout import (
     only_reader,
     reshaped,
 )
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
 
 def _pair(value: object, name: str, one_d: bool, fill: int) -> list[int]:
     """A stride/padding/dilation as [H, W]; a 1-D convolution's as [fill, L]."""
     if isinstance(value, str):
-        raise LoweringRefused(f"{name}={value!r} (string padding); give explicit padding")
+        raise LoweringRefused(
+            Refusal.STRING_PADDING, f"{name}={value!r} (string padding); give explicit padding"
+        )
     values = [int(v) for v in (value if isinstance(value, list | tuple) else [value])]
     if one_d:
         return [fill, values[0]]
     return values * 2 if len(values) == 1 else values
+
+
+def _variant(
+    context: LoweringContext,
+    input_nhwc: tuple[int, ...],
+    weight: torch.Tensor,
+    depthwise: bool,
+    output_nhwc: tuple[int, ...],
+    common: dict[str, list[int]],
+) -> tuple[str, str, torch.Tensor, list[int], int]:
+    """(operator, CMSIS-NN function, kernel in its layout, extra arguments, scratch bytes)."""
+    out_channels, in_channels = weight.shape[0], input_nhwc[3]
+    if depthwise:
+        kernel = weight.permute(1, 2, 3, 0)  # [1, KH, KW, C_out]
+        scratch_bytes = scratch.depthwise_conv2d_scratch_bytes(
+            context.target,
+            input_nhwc,
+            tuple(kernel.shape),
+            output_nhwc,
+            **common,
+            depth_multiplier=out_channels // in_channels,
+        )
+        extra = [out_channels // in_channels]
+        return "depthwise_conv2d", "arm_depthwise_conv_wrapper_s8", kernel, extra, scratch_bytes
+    kernel = weight.permute(0, 2, 3, 1)  # OHWI
+    scratch_bytes = scratch.conv2d_scratch_bytes(
+        context.target, input_nhwc, tuple(kernel.shape), output_nhwc, **common
+    )
+    return "conv2d", "arm_convolve_wrapper_s8", kernel, [], scratch_bytes
 
 
 @rule(aten.conv2d.default, aten.conv1d.default)
@@ -42,7 +74,10 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     source, weight_node, bias_node, stride, padding, dilation, groups = args[:7]
     x = context.input_value(source)
     if len(x.shape) != (3 if one_d else 4):
-        raise LoweringRefused(f"{'conv1d' if one_d else 'conv2d'} input of shape {list(x.shape)}")
+        raise LoweringRefused(
+            Refusal.CONV_INPUT_RANK,
+            f"{'conv1d' if one_d else 'conv2d'} input of shape {list(x.shape)}",
+        )
     before = census(context)
     x = as_image(context, x, fold=only_reader(pattern))
     stride = _pair(stride if stride is not None else 1, "stride", one_d, 1)
@@ -57,57 +92,32 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     in_channels = x.shape[1]
     depthwise = groups > 1 and groups == in_channels and in_per_group == 1
     if groups != 1 and not depthwise:
-        raise LoweringRefused(f"grouped convolution (groups={groups}) is not depthwise")
-    if weight_scales.numel() == 1:
-        weight_scales = weight_scales.expand(out_channels)
-    if bias_node is None:
-        bias = torch.zeros(out_channels, dtype=torch.int32)
-    else:
-        bias = context.accumulator_bias(bias_node, x.scale, weight_scales)
-
-    multipliers, shifts = per_channel_parameters(x.scale, weight_scales, pattern.scale)
-    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+        raise LoweringRefused(
+            Refusal.GROUPED_CONV, f"grouped convolution (groups={groups}) is not depthwise"
+        )
+    q = requantization(context, pattern, x.scale, weight_scales, bias_node, out_channels)
     n, _, out_h, out_w = (*pattern.shape[:2], 1, pattern.shape[2]) if one_d else pattern.shape
     output_nhwc = (n, out_h, out_w, out_channels)
     macs = n * out_h * out_w * out_channels * kernel_h * kernel_w * in_per_group
     common = dict(stride=stride, padding=padding, dilation=dilation)
-    if depthwise:
-        kernel = weight.permute(1, 2, 3, 0)  # [1, KH, KW, C_out]
-        scratch_bytes = scratch.depthwise_conv2d_scratch_bytes(
-            context.target,
-            x.stored_shape,
-            tuple(kernel.shape),
-            output_nhwc,
-            **common,
-            depth_multiplier=out_channels // in_channels,
-        )
-        name, function = "depthwise_conv2d", "arm_depthwise_conv_wrapper_s8"
-        extra = [out_channels // in_channels]
-    else:
-        kernel = weight.permute(0, 2, 3, 1)  # OHWI
-        scratch_bytes = scratch.conv2d_scratch_bytes(
-            context.target, x.stored_shape, tuple(kernel.shape), output_nhwc, **common
-        )
-        name, function = "conv2d", "arm_convolve_wrapper_s8"
-        extra = []
+    name, function, kernel, extra, scratch_bytes = _variant(
+        context, x.stored_shape, weight, depthwise, output_nhwc, common
+    )
     out = context.call(
         name,
         x.node,
-        context.constant(kernel.to(torch.int8), f"{node.name}_weight"),
-        context.constant(bias, f"{node.name}_bias"),
-        context.constant(multipliers, f"{node.name}_multipliers"),
-        context.constant(shifts, f"{node.name}_shifts"),
+        *q.constants(context, node.name, kernel),
         stride,
         padding,
         dilation,
         *extra,
         -x.zero_point,
         pattern.zero_point,
-        act_min,
-        act_max,
+        q.act_min,
+        q.act_max,
         scratch_bytes,
     )
     value = QValue(out, pattern.scale, pattern.zero_point, (n, out_channels, out_h, out_w), True)
     value = reshaped(context, value, pattern.shape)  # a 1-D convolution's [N, C, L], NLC
-    weight_bytes = kernel.numel() + 4 * out_channels * 3
-    return Lowered(value, name, noting_transposes(context, before, function), macs, weight_bytes)
+    function = noting_transposes(context, before, function)
+    return Lowered(value, name, function, macs, weight_bytes(kernel, out_channels))

@@ -10,10 +10,39 @@ from cortex_m_nn import scratch
 from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.linear import kernel_sums
 from cortex_m_nn.passes.activation import activation_range
-from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.graph_values import QValue
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 from cortex_m_nn.target import Isa
+
+
+def _bias_or_sums(
+    context: LoweringContext,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    batches: int,
+    input_offset: int,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(bias, kernel sums): CMSIS-NN's MVE path wants the kernel sums (which include the
+    bias) in its buffer, computed here rather than at run time; the others take the bias."""
+    out_features, in_features = weight.shape
+    buffer_bytes = scratch.linear_scratch_bytes(
+        context.target, (batches, in_features), tuple(weight.shape)
+    )
+    if context.target.isa is Isa.MVE:
+        if buffer_bytes != 4 * out_features:
+            raise LoweringRefused(
+                Refusal.LINEAR_SCRATCH, f"CMSIS-NN asks {buffer_bytes} B for MVE linear kernel sums"
+            )
+        return None, kernel_sums(weight, bias, input_offset)
+    if buffer_bytes:
+        raise LoweringRefused(
+            Refusal.LINEAR_SCRATCH,
+            f"CMSIS-NN asks {buffer_bytes} B of scratch for a non-MVE linear",
+        )
+    return bias, None
 
 
 @rule(aten.linear.default)
@@ -23,10 +52,14 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
     bias_node = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
     x = context.input_value(source)
     if not x.layout_free:
-        raise LoweringRefused("linear over the width of a channels-last 4-D tensor")
+        raise LoweringRefused(
+            Refusal.LINEAR_OVER_WIDTH, "linear over the width of a channels-last 4-D tensor"
+        )
     weight, weight_scale = context.quantized_constant(weight_node)
     if weight_scale.numel() != 1:
-        raise LoweringRefused("per-channel linear weights are not supported yet")
+        raise LoweringRefused(
+            Refusal.PER_CHANNEL_LINEAR, "per-channel linear weights are not supported yet"
+        )
     out_features, in_features = weight.shape
     bias = None
     if bias_node is not None:
@@ -37,18 +70,7 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
     if x.nhwc:  # layout-free here, so the logical shape is the same bytes
         source_node = context.view(x.node, x.shape)
     batches = math.prod(x.shape[:-1])
-    buffer_bytes = scratch.linear_scratch_bytes(
-        context.target, (batches, in_features), tuple(weight.shape)
-    )
-    sums = None
-    if context.target.isa is Isa.MVE:
-        # CMSIS-NN's MVE path wants the kernel sums in ctx->buf: computed here, not at run time.
-        sums = kernel_sums(weight, bias, -x.zero_point)
-        bias = None
-        if buffer_bytes != 4 * out_features:
-            raise LoweringRefused(f"CMSIS-NN asks {buffer_bytes} B for MVE linear kernel sums")
-    elif buffer_bytes:
-        raise LoweringRefused(f"CMSIS-NN asks {buffer_bytes} B of scratch for a non-MVE linear")
+    bias, sums = _bias_or_sums(context, weight, bias, batches, -x.zero_point)
     out = context.call(
         "linear",
         source_node,

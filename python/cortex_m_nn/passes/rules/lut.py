@@ -14,8 +14,10 @@ import torch
 from torch.fx import Node
 
 from cortex_m_nn.ops.lut import INDEX_OFFSET, TABLE_SIZE, FloatFunction, lookup_table
-from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.graph_values import QValue
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import ACTIVATIONS, LOOKUP, constant_arguments
 
 #: What the report shows in place of a CMSIS-NN function.
@@ -25,7 +27,10 @@ TABLE_LOOKUP = "(256-entry table lookup)"
 def float_function(node: Node) -> FloatFunction:
     """``node``'s ATen call with its own constant arguments, applied to a new first input."""
     if not constant_arguments(node):
-        raise LoweringRefused(f"{node.target} with tensor arguments (bounds must be constants)")
+        raise LoweringRefused(
+            Refusal.TENSOR_ARGUMENTS,
+            f"{node.target} with tensor arguments (bounds must be constants)",
+        )
     args, kwargs = tuple(node.args[1:]), dict(node.kwargs)
     return lambda x: node.target(x, *args, **kwargs)
 
@@ -34,7 +39,9 @@ def float_function(node: Node) -> FloatFunction:
 def lower_lut(context: LoweringContext, pattern: Pattern) -> Lowered:
     x = context.input_value(pattern.op.args[0])
     if pattern.shape != x.shape:
-        raise LoweringRefused(f"element-wise op {list(x.shape)} → {list(pattern.shape)}")
+        raise LoweringRefused(
+            Refusal.ELEMENTWISE_SHAPE, f"element-wise op {list(x.shape)} → {list(pattern.shape)}"
+        )
     functions = [float_function(n) for n in (pattern.op, pattern.activation) if n is not None]
     table = lookup_table(functions, x.scale, x.zero_point, pattern.scale, pattern.zero_point)
     identity = torch.arange(-INDEX_OFFSET, TABLE_SIZE - INDEX_OFFSET, dtype=torch.int8)

@@ -6,11 +6,11 @@ Broadcasting, constants and numbers as operands: :mod:`cortex_m_nn.passes.binary
 from __future__ import annotations
 
 from cortex_m_nn.ops.mul import mul_parameters
-from cortex_m_nn.passes.activation import activation_range
-from cortex_m_nn.passes.binary import operands
-from cortex_m_nn.passes.graph_values import LoweringRefused
-from cortex_m_nn.passes.layout import census, noting_transposes
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.binary import lower_binary, operands, parameters_of
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.layout import census
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
 
@@ -18,35 +18,8 @@ from cortex_m_nn.quantizer.quantizer import aten
 def lower_mul(context: LoweringContext, pattern: Pattern) -> Lowered:
     before = census(context)
     inputs = operands(context, pattern)
-    a, b = inputs.first, inputs.second
     try:
-        p = mul_parameters(
-            a.scale,
-            b.scale,
-            pattern.scale,
-            input1_zero_point=a.zero_point,
-            input2_zero_point=b.zero_point,
-            output_zero_point=pattern.zero_point,
-        )
+        p = parameters_of(mul_parameters, inputs, pattern)
     except ValueError as error:
-        raise LoweringRefused(str(error)) from error
-    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
-    out = context.call(
-        "mul",
-        inputs.input1,
-        inputs.input2,
-        p["input1_offset"],
-        p["input2_offset"],
-        p["output_offset"],
-        p["output_multiplier"],
-        p["output_shift"],
-        act_min,
-        act_max,
-    )
-    value = inputs.result(context, out, pattern)
-    return Lowered(
-        value,
-        "mul",
-        noting_transposes(context, before, "arm_elementwise_mul_s8"),
-        weight_bytes=inputs.constant_bytes,
-    )
+        raise LoweringRefused(Refusal.MUL_REQUANTIZATION, str(error)) from error
+    return lower_binary(context, pattern, inputs, before, "mul", "arm_elementwise_mul_s8", p)

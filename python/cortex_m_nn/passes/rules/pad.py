@@ -14,9 +14,17 @@ from __future__ import annotations
 
 import math
 
-from cortex_m_nn.passes.graph_values import LoweringRefused, QValue, quantize_value
-from cortex_m_nn.passes.layout import relayout, stored_order, view, wants_channels_last
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.graph_values import QValue, quantize_value
+from cortex_m_nn.passes.layout import (
+    moved_input,
+    relayout,
+    stored_order,
+    view,
+    wants_channels_last,
+)
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
 
@@ -36,29 +44,31 @@ def _collapse(
 @rule(aten.constant_pad_nd.default, aten.pad.default)
 def lower_pad(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
-    x = context.input_value(node.args[0])
-    if pattern.activation is not None:
-        raise LoweringRefused("activation after pad")
-    if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
-        raise LoweringRefused("pad with different input and output quantization")
+    x = moved_input(context, pattern, "pad")
     pads = [int(p) for p in node.args[1]]
     if node.target is aten.pad.default:
         mode = node.args[2] if len(node.args) > 2 else node.kwargs.get("mode", "constant")
         if mode != "constant":
-            raise LoweringRefused(f"pad mode {mode!r}: only constant padding has a kernel")
+            raise LoweringRefused(
+                Refusal.PAD_MODE, f"pad mode {mode!r}: only constant padding has a kernel"
+            )
         value = node.args[3] if len(node.args) > 3 else node.kwargs.get("value")
     else:
         value = node.args[2] if len(node.args) > 2 else node.kwargs.get("value", 0)
     value = 0.0 if value is None else float(value)
     if not math.isfinite(value):
-        raise LoweringRefused(f"pad value {value} has no int8 value; pad with a finite one")
+        raise LoweringRefused(
+            Refusal.PAD_VALUE, f"pad value {value} has no int8 value; pad with a finite one"
+        )
     if min(pads, default=0) < 0:
-        raise LoweringRefused(f"negative padding {pads} crops; slice the tensor instead")
+        raise LoweringRefused(
+            Refusal.NEGATIVE_PADDING, f"negative padding {pads} crops; slice the tensor instead"
+        )
     rank = len(x.shape)
     if rank == 4 and wants_channels_last(pattern):
         x = relayout(context, x, nhwc=True)  # pad where the convolution or pool reads it
     if len(pads) % 2 or len(pads) // 2 > rank:
-        raise LoweringRefused(f"padding {pads} for a {rank}-D tensor")
+        raise LoweringRefused(Refusal.PAD_RANK, f"padding {pads} for a {rank}-D tensor")
     pre, post = [0] * rank, [0] * rank
     for i in range(len(pads) // 2):  # pairs run from the last dim backwards
         pre[rank - 1 - i], post[rank - 1 - i] = pads[2 * i], pads[2 * i + 1]
@@ -69,7 +79,9 @@ def lower_pad(context: LoweringContext, pattern: Pattern) -> Lowered:
     if rank > 4:
         shape, pre, post = _collapse(shape, pre, post)
         if len(shape) > 4:
-            raise LoweringRefused(f"padding {len(shape)} separate dims (arm_pad_s8: at most 4)")
+            raise LoweringRefused(
+                Refusal.PAD_DIMS, f"padding {len(shape)} separate dims (arm_pad_s8: at most 4)"
+            )
     pad_value = quantize_value(value, x.scale, x.zero_point)
     source = view(context, x.node, x.stored_shape, shape)
     out = context.call("pad", source, pre, post, pad_value)

@@ -15,9 +15,11 @@ from torch.fx import Node
 from cortex_m_nn import scratch
 from cortex_m_nn.ops.max_pool2d import pool_output_size
 from cortex_m_nn.passes.activation import activation_range
-from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import as_image, reshaped
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
 
@@ -26,7 +28,7 @@ def _spatial(value: object, one_d: bool, fill: int) -> list[int]:
     values = [int(v) for v in (value if isinstance(value, list | tuple) else [value])]
     if one_d:
         if len(values) != 1:
-            raise LoweringRefused(f"1-D pool argument {values}")
+            raise LoweringRefused(Refusal.POOL_ARGUMENT, f"1-D pool argument {values}")
         return [fill, values[0]]
     return values * 2 if len(values) == 1 else values
 
@@ -42,14 +44,26 @@ def _argument(node: Node, index: int, name: str, default: object) -> object:
     return node.kwargs.get(name, default)
 
 
+def _window(node: Node, one_d: bool) -> tuple[list[int], list[int], list[int]]:
+    """A pool's kernel, stride (the kernel by default) and padding, each as [H, W]."""
+    kernel = _spatial(_argument(node, 1, "kernel_size", None), one_d, 1)
+    stride = _spatial(_argument(node, 2, "stride", None) or _given(kernel, one_d), one_d, 1)
+    padding = _spatial(_argument(node, 3, "padding", 0), one_d, 0)
+    return kernel, stride, padding
+
+
 def _pooled_input(context: LoweringContext, pattern: Pattern, what: str) -> QValue:
     """The pool's input, channels-last 4-D (a 3-D one with height 1), with the output's
     quantization."""
     x = context.input_value(pattern.op.args[0])
     if len(x.shape) not in (3, 4):
-        raise LoweringRefused(f"{what} input is not a 3-D or 4-D activation")
+        raise LoweringRefused(
+            Refusal.POOL_INPUT_RANK, f"{what} input is not a 3-D or 4-D activation"
+        )
     if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
-        raise LoweringRefused(f"{what} would need requantization (output qparams differ)")
+        raise LoweringRefused(
+            Refusal.QPARAMS_CHANGE, f"{what} would need requantization (output qparams differ)"
+        )
     return as_image(context, x)
 
 
@@ -82,7 +96,9 @@ def _result(context: LoweringContext, value: QValue, pattern: Pattern) -> QValue
     if out_h == out_w == 1:
         expected |= {(n, channels), (n, channels, 1)}
     if pattern.shape not in expected:
-        raise LoweringRefused(f"pool output {list(value.shape)} vs {list(pattern.shape)}")
+        raise LoweringRefused(
+            Refusal.POOL_OUTPUT_SHAPE, f"pool output {list(value.shape)} vs {list(pattern.shape)}"
+        )
     return reshaped(context, value, pattern.shape)
 
 
@@ -90,19 +106,18 @@ def _result(context: LoweringContext, value: QValue, pattern: Pattern) -> QValue
 def lower_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     one_d = node.target is aten.avg_pool1d.default
-    kernel = _spatial(_argument(node, 1, "kernel_size", None), one_d, 1)
-    stride = _spatial(_argument(node, 2, "stride", None) or _given(kernel, one_d), one_d, 1)
-    padding = _spatial(_argument(node, 3, "padding", 0), one_d, 0)
+    kernel, stride, padding = _window(node, one_d)
     if _argument(node, 4, "ceil_mode", False):
-        raise LoweringRefused("average pool with ceil_mode=True")
+        raise LoweringRefused(Refusal.CEIL_MODE, "average pool with ceil_mode=True")
     count_include_pad = _argument(node, 5, "count_include_pad", True)
     if any(padding) and count_include_pad:
         raise LoweringRefused(
+            Refusal.COUNT_INCLUDE_PAD,
             "average pool with padding counts the padding; CMSIS-NN divides by the valid "
-            "elements: use count_include_pad=False"
+            "elements: use count_include_pad=False",
         )
     if not one_d and _argument(node, 6, "divisor_override", None) is not None:
-        raise LoweringRefused("avg_pool2d with divisor_override")
+        raise LoweringRefused(Refusal.DIVISOR_OVERRIDE, "avg_pool2d with divisor_override")
     return _pool(context, pattern, kernel, stride, padding)
 
 
@@ -113,7 +128,10 @@ def lower_adaptive_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Low
     height, width = (1, x.shape[-1]) if one_d else x.shape[2:]
     out_h, out_w = _spatial(pattern.op.args[1], one_d, 1)
     if height % out_h or width % out_w:
-        raise LoweringRefused(f"adaptive pool {height}x{width} → {out_h}x{out_w} is not uniform")
+        raise LoweringRefused(
+            Refusal.ADAPTIVE_NOT_UNIFORM,
+            f"adaptive pool {height}x{width} → {out_h}x{out_w} is not uniform",
+        )
     kernel = [height // out_h, width // out_w]
     return _pool(context, pattern, kernel, kernel, [0, 0])
 
@@ -125,8 +143,9 @@ def lower_mean(context: LoweringContext, pattern: Pattern) -> Lowered:
     dims = sorted(int(d) % rank for d in pattern.op.args[1]) if rank else []
     if (rank, dims) not in ((4, [2, 3]), (3, [2])):
         raise LoweringRefused(
+            Refusal.MEAN_DIMS,
             f"mean over dims {list(pattern.op.args[1])} (only H and W of a 4-D tensor or L of "
-            "a 3-D one)"
+            "a 3-D one)",
         )
     kernel = [1, x.shape[2]] if rank == 3 else list(x.shape[2:])
     return _pool(context, pattern, kernel, kernel, [0, 0])
@@ -136,14 +155,13 @@ def lower_mean(context: LoweringContext, pattern: Pattern) -> Lowered:
 def lower_max_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     one_d = node.target is aten.max_pool1d.default
-    kernel = _spatial(_argument(node, 1, "kernel_size", None), one_d, 1)
-    stride = _spatial(_argument(node, 2, "stride", None) or _given(kernel, one_d), one_d, 1)
-    padding = _spatial(_argument(node, 3, "padding", 0), one_d, 0)
+    kernel, stride, padding = _window(node, one_d)
     dilation = _spatial(_argument(node, 4, "dilation", 1), one_d, 1)
     ceil_mode = bool(_argument(node, 5, "ceil_mode", False))
     if dilation != [1, 1]:
         raise LoweringRefused(
-            f"max pool with dilation {dilation}: arm_max_pool_s8 has none; use dilation=1"
+            Refusal.POOL_DILATION,
+            f"max pool with dilation {dilation}: arm_max_pool_s8 has none; use dilation=1",
         )
     x = _pooled_input(context, pattern, "max pool")
     act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)

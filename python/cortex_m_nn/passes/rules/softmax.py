@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from cortex_m_nn.ops.softmax import softmax_parameters
-from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.graph_values import QValue
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.config import SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT
 from cortex_m_nn.quantizer.quantizer import aten
 
@@ -18,15 +20,19 @@ def lower_softmax(context: LoweringContext, pattern: Pattern) -> Lowered:
     dim = int(pattern.op.args[1]) % len(x.shape)
     innermost = 1 if x.nhwc else len(x.shape) - 1  # channels are innermost in NHWC
     if dim != innermost:
-        raise LoweringRefused(f"softmax over dim {dim}, not the innermost one")
+        raise LoweringRefused(Refusal.SOFTMAX_DIM, f"softmax over dim {dim}, not the innermost one")
     if (pattern.scale, pattern.zero_point) != (SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT):
-        raise LoweringRefused("softmax output is not quantized with scale 1/256, zero point -128")
+        raise LoweringRefused(
+            Refusal.SOFTMAX_OUTPUT_QPARAMS,
+            "softmax output is not quantized with scale 1/256, zero point -128",
+        )
     if pattern.activation is not None:
-        raise LoweringRefused("activation after softmax")
+        raise LoweringRefused(Refusal.ACTIVATION_AFTER, "activation after softmax")
     if x.shape[dim] > MAX_SOFTMAX_ROW:
         raise LoweringRefused(
+            Refusal.SOFTMAX_ROW_LENGTH,
             f"softmax over {x.shape[dim]} entries; arm_softmax_s8's fixed point is exact up to "
-            f"{MAX_SOFTMAX_ROW}"
+            f"{MAX_SOFTMAX_ROW}",
         )
     multiplier, shift, diff_min = softmax_parameters(x.scale)
     out = context.call("softmax", x.node, multiplier, shift, diff_min)

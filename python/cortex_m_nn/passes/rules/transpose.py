@@ -11,27 +11,19 @@ from __future__ import annotations
 
 from torch.fx import Node
 
-from cortex_m_nn.passes.graph_values import LoweringRefused
+from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.layout import (
     census,
     is_free,
+    moved_input,
     movement,
     only_reader,
     permute,
     wants_channels_last,
 )
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
-
-TRANSPOSES = (
-    aten.permute.default,
-    aten.transpose.int,
-    aten.t.default,
-    aten.numpy_T.default,
-    aten.mT.default,
-    aten.swapaxes.default,
-    aten.swapdims.default,
-)
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
+from cortex_m_nn.quantizer.quantizer import TRANSPOSES, aten
 
 
 def logical_permutation(node: Node, rank: int) -> list[int]:
@@ -41,7 +33,9 @@ def logical_permutation(node: Node, rank: int) -> list[int]:
     if target is aten.permute.default:
         permutation = [int(d) % rank for d in node.args[1]]
         if sorted(permutation) != identity:
-            raise LoweringRefused(f"permute {list(node.args[1])} is not a permutation")
+            raise LoweringRefused(
+                Refusal.NOT_A_PERMUTATION, f"permute {list(node.args[1])} is not a permutation"
+            )
         return permutation
     if target is aten.numpy_T.default:
         return identity[::-1]
@@ -57,11 +51,7 @@ def logical_permutation(node: Node, rank: int) -> list[int]:
 
 @rule(*TRANSPOSES)
 def lower_transpose(context: LoweringContext, pattern: Pattern) -> Lowered:
-    x = context.input_value(pattern.op.args[0])
-    if pattern.activation is not None:
-        raise LoweringRefused("activation after a transpose")
-    if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
-        raise LoweringRefused("transpose with different input and output quantization")
+    x = moved_input(context, pattern, "a transpose")
     permutation = logical_permutation(pattern.op, len(x.shape))
     layouts = (True, False) if len(permutation) == 4 else (False,)
     free = [nhwc for nhwc in layouts if is_free(context, x, permutation, nhwc)]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import torch
 
 from cortex_m_nn import scratch
-from cortex_m_nn.ops.arithmetic import per_channel_parameters
 from cortex_m_nn.ops.transpose_conv2d import output_size, unsupported_reason
-from cortex_m_nn.passes.activation import activation_range
-from cortex_m_nn.passes.graph_values import LoweringRefused, QValue
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.convolution import requantization, weight_bytes
+from cortex_m_nn.passes.graph_values import QValue
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
 #: aten.conv_transpose2d.input's arguments after input and weight, with their defaults.
@@ -30,26 +31,36 @@ def _arguments(node: torch.fx.Node) -> dict[str, object]:
     return values
 
 
+def _geometry(arguments: dict[str, object]) -> tuple[list[int], list[int], list[int]]:
+    """(stride, padding, output_padding) of a transposed convolution CMSIS-NN has."""
+    if int(arguments["groups"]) != 1:
+        raise LoweringRefused(
+            Refusal.GROUPED_TRANSPOSED_CONV,
+            f"grouped transposed convolution (groups={arguments['groups']}); CMSIS-NN has "
+            "only groups=1",
+        )
+    if _pair(arguments["dilation"]) != [1, 1]:
+        raise LoweringRefused(
+            Refusal.DILATED_TRANSPOSED_CONV,
+            f"dilated transposed convolution (dilation={arguments['dilation']}); CMSIS-NN has "
+            "only dilation 1",
+        )
+    stride = _pair(arguments["stride"])
+    padding = _pair(arguments["padding"])
+    output_padding = _pair(arguments["output_padding"])
+    return stride, padding, output_padding
+
+
 @rule(aten.conv_transpose2d.input)
 def lower_transpose_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     arguments = _arguments(node)
     x = context.input_value(node.args[0])
     if len(x.shape) != 4 or not x.nhwc:
-        raise LoweringRefused("conv_transpose2d input is not a 4-D activation")
-    if int(arguments["groups"]) != 1:
         raise LoweringRefused(
-            f"grouped transposed convolution (groups={arguments['groups']}); CMSIS-NN has "
-            "only groups=1"
+            Refusal.CONV_INPUT_RANK, "conv_transpose2d input is not a 4-D activation"
         )
-    if _pair(arguments["dilation"]) != [1, 1]:
-        raise LoweringRefused(
-            f"dilated transposed convolution (dilation={arguments['dilation']}); CMSIS-NN has "
-            "only dilation 1"
-        )
-    stride = _pair(arguments["stride"])
-    padding = _pair(arguments["padding"])
-    output_padding = _pair(arguments["output_padding"])
+    stride, padding, output_padding = _geometry(arguments)
 
     weight, weight_scales = context.quantized_constant(node.args[1], channel_axis=1)
     in_channels, out_channels, kernel_h, kernel_w = weight.shape
@@ -58,21 +69,19 @@ def lower_transpose_conv2d(context: LoweringContext, pattern: Pattern) -> Lowere
         (height, width), in_channels, (kernel_h, kernel_w), stride, padding, output_padding
     )
     if reason is not None:
-        raise LoweringRefused(f"CMSIS-NN's transposed convolution is not exact here: {reason}")
-    if weight_scales.numel() == 1:
-        weight_scales = weight_scales.expand(out_channels)
+        raise LoweringRefused(
+            Refusal.TRANSPOSED_CONV_NOT_EXACT,
+            f"CMSIS-NN's transposed convolution is not exact here: {reason}",
+        )
     bias_node = arguments["bias"]
-    if bias_node is None:
-        bias = torch.zeros(out_channels, dtype=torch.int32)
-    else:
-        bias = context.accumulator_bias(bias_node, x.scale, weight_scales)
-
-    multipliers, shifts = per_channel_parameters(x.scale, weight_scales, pattern.scale)
-    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+    q = requantization(context, pattern, x.scale, weight_scales, bias_node, out_channels)
     out_h = output_size(height, kernel_h, stride[0], padding[0], output_padding[0])
     out_w = output_size(width, kernel_w, stride[1], padding[1], output_padding[1])
     if pattern.shape != (n, out_channels, out_h, out_w):
-        raise LoweringRefused(f"output shape {list(pattern.shape)} is not [N, Cout, OH, OW]")
+        raise LoweringRefused(
+            Refusal.CONV_OUTPUT_SHAPE,
+            f"output shape {list(pattern.shape)} is not [N, Cout, OH, OW]",
+        )
     kernel = weight.permute(1, 2, 3, 0)  # [Cin, Cout, KH, KW] → OHWI
     buffers = scratch.transpose_conv2d_scratch(
         context.target,
@@ -85,21 +94,18 @@ def lower_transpose_conv2d(context: LoweringContext, pattern: Pattern) -> Lowere
     out = context.call(
         "transpose_conv2d",
         x.node,
-        context.constant(kernel.to(torch.int8), f"{node.name}_weight"),
-        context.constant(bias, f"{node.name}_bias"),
-        context.constant(multipliers, f"{node.name}_multipliers"),
-        context.constant(shifts, f"{node.name}_shifts"),
+        *q.constants(context, node.name, kernel),
         stride,
         padding,
         output_padding,
         -x.zero_point,
         pattern.zero_point,
-        act_min,
-        act_max,
+        q.act_min,
+        q.act_max,
         buffers.reverse_conv_offset,
         buffers.total_bytes,
     )
     value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape, nhwc=True)
     macs = n * height * width * in_channels * kernel_h * kernel_w * out_channels
-    weight_bytes = kernel.numel() + 4 * out_channels * 3
-    return Lowered(value, "transpose_conv2d", "arm_transpose_conv_wrapper_s8", macs, weight_bytes)
+    function = "arm_transpose_conv_wrapper_s8"
+    return Lowered(value, "transpose_conv2d", function, macs, weight_bytes(kernel, out_channels))

@@ -10,10 +10,11 @@ reshaped, then quantized straight into the layout the result needs).
 
 from __future__ import annotations
 
-from cortex_m_nn.passes.graph_values import LoweringRefused
+from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.layout import (
     boundary_quantize,
     census,
+    moved_input,
     movement,
     only_reader,
     quantize_as,
@@ -21,35 +22,24 @@ from cortex_m_nn.passes.layout import (
     reshape,
     wants_channels_last,
 )
-from cortex_m_nn.passes.lower import Lowered, LoweringContext, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.registry import Lowered, Pattern, rule
+from cortex_m_nn.quantizer.quantizer import VIEWS, aten
 
 
 @rule(aten.dropout.default)
 def lower_dropout(context: LoweringContext, pattern: Pattern) -> Lowered:
     if pattern.op.args[2] if len(pattern.op.args) > 2 else pattern.op.kwargs.get("train"):
-        raise LoweringRefused("dropout in training mode")
+        raise LoweringRefused(Refusal.DROPOUT_TRAINING, "dropout in training mode")
     x = context.input_value(pattern.op.args[0])
     if pattern.activation is not None:
-        raise LoweringRefused("activation after dropout")
+        raise LoweringRefused(Refusal.ACTIVATION_AFTER, "activation after dropout")
     return Lowered(x, "view", "(identity)")
 
 
-@rule(
-    aten.flatten.using_ints,
-    aten.view.default,
-    aten.reshape.default,
-    aten.squeeze.default,
-    aten.squeeze.dim,
-    aten.squeeze.dims,
-    aten.unsqueeze.default,
-)
+@rule(*VIEWS)
 def lower_view(context: LoweringContext, pattern: Pattern) -> Lowered:
-    x = context.input_value(pattern.op.args[0])
-    if pattern.activation is not None:
-        raise LoweringRefused("activation after a view")
-    if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
-        raise LoweringRefused("view with different input and output quantization")
+    x = moved_input(context, pattern, "a view")
     shape = pattern.shape
     # Free candidates first; a 4-D result prefers channels-last, as convolutions expect.
     channels_last = len(shape) == 4 and wants_channels_last(pattern)

@@ -1,0 +1,73 @@
+"""The rule registry: which ATen targets a rule lowers, and what a rule takes and gives.
+
+Rules register themselves with :func:`rule` (and :func:`reads_through`) when their module is
+imported; ``cortex_m_nn.passes.rules`` imports them all, and the pipeline imports that. This
+module imports no rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torch.fx import Node
+
+from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.graph_values import QValue
+
+
+@dataclass
+class Lowered:
+    """What a rule produced: the output value and its report row's numbers."""
+
+    value: QValue
+    kernel: str
+    cmsis_function: str
+    macs: int = 0
+    weight_bytes: int = 0
+
+
+@dataclass
+class Pattern:
+    """``op [→ activation] → quantize``: the float op, its fused activation, the output qparams."""
+
+    op: Node
+    activation: Node | None
+    scale: float
+    zero_point: int
+    shape: tuple[int, ...]
+
+
+Rule = Callable[[LoweringContext, Pattern], Lowered]
+RULES: dict[object, Rule] = {}
+#: target → the activation ``quantize`` nodes a rule for it reads *through*: it uses the value
+#: before the op that quantize closes (e.g. batch_matmul takes ``k`` for ``k.transpose(-2, -1)``).
+ReadThrough = Callable[[Node], list[Node]]
+READS_THROUGH: dict[object, ReadThrough] = {}
+
+
+def rule(*targets: object) -> Callable[[Rule], Rule]:
+    """Register a lowering rule for ATen targets."""
+
+    def register(function: Rule) -> Rule:
+        for target in targets:
+            RULES[target] = function
+        return function
+
+    return register
+
+
+def reads_through(*targets: object) -> Callable[[ReadThrough], ReadThrough]:
+    """Register which producers a rule reads through; they are lowered only when needed.
+
+    A producer (a ``quantize`` node and the op it closes) is skipped when every use of its
+    value is by ops reading through it. Should such an op fall back to float, the producer is
+    lowered then, as it would have been in order (see ``passes.walk``).
+    """
+
+    def register(function: ReadThrough) -> ReadThrough:
+        for target in targets:
+            READS_THROUGH[target] = function
+        return function
+
+    return register

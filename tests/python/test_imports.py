@@ -1,0 +1,176 @@
+"""No import cycle anywhere in ``cortex_m_nn``.
+
+The import graph is read from the source with ``ast``: every ``import`` and ``from … import``
+counts, at module level and inside functions (a lazy import is still an edge: it only hides
+the cycle until the function runs). ``from package import name`` is an edge to the submodule
+``package.name`` when there is one, else to ``package``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "python" / "cortex_m_nn"
+
+Graph = Mapping[str, set[str]]
+
+
+def modules(package: Path) -> dict[str, Path]:
+    """Dotted module name → file, for every ``.py`` file of ``package``."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = [package.name, *path.relative_to(package).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _targets(module: str, is_package: bool, node: ast.AST, known: Iterable[str]) -> list[str]:
+    """The modules of ``known`` an import statement in ``module`` imports."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:  # relative: from the module's package, up level - 1 packages
+            anchor = module.split(".")[: None if is_package else -1]
+            anchor = anchor[: len(anchor) - (node.level - 1)]
+            base = ".".join([*anchor, base] if base else anchor)
+        submodules = {f"{base}.{alias.name}" for alias in node.names}
+        names = [name if name in known else base for name in sorted(submodules)]
+    else:
+        return []
+    targets = []
+    for name in names:
+        while name and name not in known:  # import a.b.c where a.b is the module
+            name = name.rpartition(".")[0]
+        if name:
+            targets.append(name)
+    return targets
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """Module → the other modules of ``package`` it imports anywhere in its source."""
+    known = modules(package)
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for name, path in known.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            graph[name].update(_targets(name, is_package, node, known))
+        graph[name].discard(name)  # a package naming its own attributes imports nothing
+    return graph
+
+
+def cycles(graph: Graph) -> list[list[str]]:
+    """One cycle (a list of modules, the first repeated at the end) per strongly connected
+    component that has one (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            advanced = False
+            for successor in successors:
+                if successor not in index:
+                    index[successor] = low[successor] = len(index)
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(sorted(graph.get(successor, ())))))
+                    advanced = True
+                    break
+                if successor in on_stack:
+                    low[node] = min(low[node], index[successor])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1 or node in graph.get(node, ()):
+                    components.append(sorted(component))
+    return [_cycle_in(graph, set(component)) for component in components]
+
+
+def _cycle_in(graph: Graph, component: set[str]) -> list[str]:
+    """A closed path through the component's first module (breadth-first: a shortest one)."""
+    start = min(component)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for successor in sorted(graph.get(node, ())):
+                if successor == start:
+                    return [*paths[node], start]
+                if successor in component and successor not in paths:
+                    paths[successor] = [*paths[node], successor]
+                    following.append(successor)
+        frontier = following
+    raise AssertionError(f"no cycle through {start}")  # a component always has one
+
+
+# -- the cycle finder itself ---------------------------------------------------------------
+
+
+def test_cycles_finds_a_cycle_and_only_its_members() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c", "a"]]
+
+
+def test_cycles_finds_self_imports_and_separate_cycles() -> None:
+    graph = {"a": {"a"}, "b": {"c"}, "c": {"b", "d"}, "d": set()}
+    assert sorted(cycles(graph)) == [["a", "a"], ["b", "c", "b"]]
+
+
+def test_cycles_of_an_acyclic_graph_is_empty() -> None:
+    graph = {"a": {"b", "c"}, "b": {"c"}, "c": set(), "d": {"a", "c"}}
+    assert cycles(graph) == []
+
+
+def test_lazy_and_relative_imports_are_edges(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "first.py").write_text("def f():\n    from pkg.sub import second\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "second.py").write_text("from ..third import value\n")
+    (package / "third.py").write_text("import os\nif True:\n    import pkg.first as first\n")
+    graph = import_graph(package)
+    assert graph["pkg.first"] == {"pkg.sub.second"}
+    assert graph["pkg.sub.second"] == {"pkg.third"}
+    assert graph["pkg.third"] == {"pkg.first"}
+    assert cycles(graph) == [["pkg.first", "pkg.sub.second", "pkg.third", "pkg.first"]]
+
+
+# -- cortex_m_nn ----------------------------------------------------------------------------
+
+
+def test_the_graph_sees_the_package() -> None:
+    graph = import_graph(PACKAGE)
+    assert "cortex_m_nn.passes.pipeline" in graph["cortex_m_nn.compile"]
+    assert "cortex_m_nn.passes.rules" in graph["cortex_m_nn.passes.pipeline"]
+    assert len(graph) > 50
+
+
+def test_no_import_cycle() -> None:
+    found = cycles(import_graph(PACKAGE))
+    assert not found, "import cycles:\n" + "\n".join(" → ".join(c) for c in found)
