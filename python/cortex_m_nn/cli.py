@@ -145,9 +145,9 @@ def compile_from_args(args: argparse.Namespace) -> int:
     # Imported here so that --help and argument errors stay fast.
     from cortex_m_nn import calibration as calibration_files
     from cortex_m_nn import report
+    from cortex_m_nn.abi import KernelAbi, Rounding
     from cortex_m_nn.compile import compile_model, write_intermediates
     from cortex_m_nn.model_source import load_model
-    from cortex_m_nn.ops.arithmetic import Rounding
     from cortex_m_nn.pte import runtime_overhead
     from cortex_m_nn.verify import verify_program
 
@@ -158,10 +158,9 @@ def compile_from_args(args: argparse.Namespace) -> int:
         calibration = calibration_files.synthetic(source.example_inputs)
     compiled = compile_model(
         source,
-        target,
+        KernelAbi.for_target(target, Rounding(args.rounding)),
         calibration,
         allow_fallback=args.allow_fallback,
-        rounding=Rounding(args.rounding),
         progress=not args.quiet,
     )
     verification = None

@@ -29,13 +29,11 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from tqdm import tqdm
 
 import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
-from cortex_m_nn import __version__
+from cortex_m_nn.abi import KernelAbi, Rounding
 from cortex_m_nn.calibration import Calibration
 from cortex_m_nn.errors import CompileError
-from cortex_m_nn.kernel_codegen import ops_version
 from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.passes.pipeline import lower
 from cortex_m_nn.passes.records import LoweringResult, OpRecord
 from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
@@ -72,11 +70,19 @@ class Stages:
 @dataclass
 class CompiledProgram:
     model: ModelSource
-    target: Target
+    #: the kernel ABI (core, ISA, rounding, operator version) the program was compiled for
+    abi: KernelAbi
     calibration: Calibration
     pte: bytes
     stages: Stages
-    rounding: Rounding = Rounding.DOUBLE
+
+    @property
+    def target(self) -> Target:
+        return self.abi.target
+
+    @property
+    def rounding(self) -> Rounding:
+        return self.abi.rounding
 
     @property
     def records(self) -> list[OpRecord]:
@@ -100,15 +106,9 @@ class CompiledProgram:
         return self.stages.memory
 
 
-def metadata(target: Target, rounding: Rounding) -> dict[str, str]:
+def metadata(abi: KernelAbi) -> dict[str, str | int]:
     """What the .pte records about how it was compiled: kernels built differently refuse it."""
-    return {
-        f"{METADATA_PREFIX}core": target.core.value,
-        f"{METADATA_PREFIX}isa": target.isa.value,
-        f"{METADATA_PREFIX}rounding": rounding.value,
-        f"{METADATA_PREFIX}version": __version__,
-        f"{METADATA_PREFIX}ops_version": ops_version(),
-    }
+    return abi.metadata()
 
 
 def export(source: ModelSource) -> GraphModule:
@@ -141,8 +141,7 @@ def quantize(
 def to_program(
     lowered: GraphModule,
     source: ModelSource,
-    target: Target,
-    rounding: Rounding,
+    abi: KernelAbi,
     stages: Stages,
 ) -> bytes:
     """Export the lowered graph and serialise it as an ExecuTorch program."""
@@ -150,7 +149,7 @@ def to_program(
     edge = to_edge(
         program,
         compile_config=EdgeCompileConfig(_check_ir_validity=True),
-        constant_methods=metadata(target, rounding),
+        constant_methods=metadata(abi),
     )
     stages.edge_text = str(edge.exported_program().graph_module.graph)
     planning = memory_planning_pass()
@@ -170,7 +169,7 @@ def to_program(
 
 def compile_model(
     source: ModelSource,
-    target: Target,
+    target: Target | KernelAbi,
     calibration: Calibration,
     *,
     allow_fallback: bool = False,
@@ -179,21 +178,23 @@ def compile_model(
 ) -> CompiledProgram:
     """Compile ``source`` for ``target``; raises CompileError for anything the user must fix.
 
-    ``rounding`` is the requantization rounding the kernels' CMSIS-NN is built with; the
-    .pte records it and the references use it (``use_rounding``) when verifying.
+    ``target`` is the program's :class:`~cortex_m_nn.abi.KernelAbi` (what the .pte records
+    and the references run with), or a Target and ``rounding``, the requantization rounding
+    the kernels' CMSIS-NN is built with, to make it from.
     """
+    abi = target if isinstance(target, KernelAbi) else KernelAbi.for_target(target, rounding)
     stages = Stages()
     timer = _Timer(stages.seconds)
     with timer("quantize"):
         stages.exported, stages.quantized = quantize(source, calibration, progress)
     with timer("lower"):
-        stages.lowering = lower(stages.quantized, target)
+        stages.lowering = lower(stages.quantized, abi.target)
     fallbacks = stages.lowering.fallbacks
     if fallbacks and not allow_fallback:
         raise CompileError(unsupported_message(fallbacks))
     with timer("serialise"):
-        pte = to_program(stages.lowering.graph_module, source, target, rounding, stages)
-    return CompiledProgram(source, target, calibration, pte, stages, rounding)
+        pte = to_program(stages.lowering.graph_module, source, abi, stages)
+    return CompiledProgram(source, abi, calibration, pte, stages)
 
 
 #: Further fallbacks an unsupported-operator error names after the first.

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from cortex_m_nn.abi import KernelAbi
+
 #: The ELF section that holds the model.
 MODEL_SECTION = ".cortex_m_nn_model"
 #: Alignment of the model in memory: ExecuTorch reads constant tensors in place, and CMSIS-NN's
@@ -90,14 +92,28 @@ class ModelFacts:
     scratch_buffers: tuple[int, ...]
     runtime_overhead_bytes: int
     method_margin: int
-    core: str
-    isa: str
-    rounding: str
-    ops_version: int
+    #: the kernel ABI (core, ISA, rounding, operator version) the program was compiled for
+    abi: KernelAbi
     version: str
     operators: tuple[str, ...]
     inputs: int
     outputs: int
+
+    @property
+    def core(self) -> str:
+        return self.abi.target.core.value
+
+    @property
+    def isa(self) -> str:
+        return self.abi.isa.value
+
+    @property
+    def rounding(self) -> str:
+        return self.abi.rounding.value
+
+    @property
+    def ops_version(self) -> int:
+        return self.abi.ops_version
 
     @property
     def arena_bytes(self) -> int:
@@ -153,10 +169,7 @@ def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> Model
         scratch_buffers=tuple(pte_reader.scratch_buffer_sizes(pte)),
         runtime_overhead_bytes=pte_reader.runtime_overhead(pte).total,
         method_margin=method_margin,
-        core=metadata[prefix + "core"],
-        isa=metadata[prefix + "isa"],
-        rounding=metadata[prefix + "rounding"],
-        ops_version=int(metadata[prefix + "ops_version"]),
+        abi=KernelAbi.from_metadata(metadata),
         version=metadata[prefix + "version"],
         operators=tuple(dict.fromkeys(pte_reader.pte_operators(pte))),
         inputs=inputs,

@@ -15,11 +15,11 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from cortex_m_nn.compile import METADATA_PREFIX
-from cortex_m_nn.ops.arithmetic import Rounding
+from cortex_m_nn.abi import METADATA_PREFIX, KernelAbi, Rounding
+
+__all__ = ["KernelAbi", "ProgramMismatch", "RuntimeUnavailable", "build", "check_program", "load"]
 
 CMSIS_NN_VARIABLE = "CMSIS_NN_PATH"
 LIBRARY_NAME = "libcortex_m_nn_kernels.so"
@@ -31,20 +31,6 @@ class RuntimeUnavailable(Exception):
 
 class ProgramMismatch(Exception):
     """A program was compiled for other kernels (ISA, rounding or operator version)."""
-
-
-@dataclass(frozen=True)
-class KernelAbi:
-    """What a kernel build is; a program must have been compiled for the same."""
-
-    isa: str
-    rounding: str
-    ops_version: int
-
-    @classmethod
-    def parse(cls, text: str) -> KernelAbi:
-        fields = dict(part.split("=", 1) for part in text.split())
-        return cls(fields["isa"], fields["rounding"], int(fields["ops_version"]))
 
 
 def kernels_source_dir() -> Path:
@@ -116,38 +102,20 @@ def load(library: Path) -> KernelAbi:
 
 def program_abi(program: object) -> KernelAbi:
     """The ABI an ``executorch.runtime`` Program was compiled for (its metadata methods)."""
-
-    def value(name: str) -> str:
-        method = f"{METADATA_PREFIX}{name}"
+    names = [f"{METADATA_PREFIX}{name}" for name in ("isa", "rounding", "ops_version")]
+    for method in names:
         if method not in program.method_names:
             raise ProgramMismatch(
                 f"the program has no {method} method: it was not compiled by cortex-m-compile"
             )
-        return str(program.load_method(method).execute([])[0])
-
-    return KernelAbi(value("isa"), value("rounding"), int(value("ops_version")))
+    core = f"{METADATA_PREFIX}core"
+    present = [*names, core] if core in program.method_names else names
+    values = {name: str(program.load_method(name).execute([])[0]) for name in present}
+    return KernelAbi.from_metadata(values)
 
 
 def check_program(program: object, kernels: KernelAbi) -> None:
     """Raise ProgramMismatch naming the fix when ``program`` was compiled for other kernels."""
-    compiled = program_abi(program)
-    if compiled == kernels:
-        return
-    problems = []
-    if compiled.isa != kernels.isa:
-        problems.append(
-            f"ISA {compiled.isa} (kernels: {kernels.isa}; recompile with a "
-            f"--target whose ISA is {kernels.isa}, e.g. cortex-m55+{kernels.isa})"
-        )
-    if compiled.rounding != kernels.rounding:
-        problems.append(
-            f"rounding {compiled.rounding} (kernels: {kernels.rounding}; "
-            f"recompile with --rounding {kernels.rounding})"
-        )
-    if compiled.ops_version != kernels.ops_version:
-        problems.append(
-            f"operator version {compiled.ops_version} (kernels: "
-            f"{kernels.ops_version}; rebuild the kernels and the .pte from one "
-            "cortex-m-nn release)"
-        )
-    raise ProgramMismatch("the .pte was compiled for " + "; ".join(problems))
+    problem = program_abi(program).mismatch(kernels)
+    if problem is not None:
+        raise ProgramMismatch(problem)

@@ -14,9 +14,9 @@ from functools import lru_cache
 from executorch.exir import schema
 from executorch.exir._serialize._program import deserialize_pte_binary
 
-#: Methods every cortex-m-nn .pte carries next to ``forward``, so firmware can refuse a
-#: mismatched model.
-METADATA_PREFIX = "cortex_m_nn_"
+from cortex_m_nn.abi import METADATA_PREFIX, KernelAbi
+
+__all__ = ["METADATA_PREFIX", "pte_abi", "pte_metadata"]
 
 
 @lru_cache(maxsize=8)
@@ -80,6 +80,11 @@ def pte_metadata(pte: bytes) -> dict[str, str]:
         elif isinstance(value, schema.Int):
             found[plan.name] = str(value.int_val)
     return found
+
+
+def pte_abi(pte: bytes) -> KernelAbi:
+    """The kernel ABI (with the core) a .pte was compiled for; KeyError if it records none."""
+    return KernelAbi.from_metadata(pte_metadata(pte))
 
 
 # --- runtime overhead ----------------------------------------------------------------------

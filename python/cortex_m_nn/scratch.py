@@ -46,6 +46,20 @@ def _two(values: Sequence[int], what: str) -> list[int]:
     return [int(v) for v in values]
 
 
+def _window(*shapes_and_geometry: Sequence[int]) -> dict[str, list[int]]:
+    """The keyword arguments both convolution buffer-size getters take, checked, from
+    (input NHWC, weight, output NHWC, stride, padding, dilation)."""
+    input_nhwc, weight, output_nhwc, stride, padding, dilation = shapes_and_geometry
+    return {
+        "input_nhwc": _four(input_nhwc, "input shape"),
+        "filter_nhwc": _four(weight, "weight shape"),
+        "output_nhwc": _four(output_nhwc, "output shape"),
+        "padding_hw": _two(padding, "padding"),
+        "stride_hw": _two(stride, "stride"),
+        "dilation_hw": _two(dilation, "dilation"),
+    }
+
+
 def conv2d_scratch_bytes(
     target: Target,
     input_shape_nhwc: Sequence[int],
@@ -56,17 +70,10 @@ def conv2d_scratch_bytes(
     dilation: Sequence[int],
 ) -> int:
     """Bytes ``arm_convolve_wrapper_s8`` needs for this convolution on ``target``."""
+    shapes = (input_shape_nhwc, weight_shape_ohwi, output_shape_nhwc)
+    window = _window(*shapes, stride, padding, dilation)
     return int(
-        cmsis_nn.convolve_wrapper_buffer_size(
-            _backend(target),
-            cmsis_nn.DataType.A8W8,
-            input_nhwc=_four(input_shape_nhwc, "input shape"),
-            filter_nhwc=_four(weight_shape_ohwi, "weight shape"),
-            output_nhwc=_four(output_shape_nhwc, "output shape"),
-            padding_hw=_two(padding, "padding"),
-            stride_hw=_two(stride, "stride"),
-            dilation_hw=_two(dilation, "dilation"),
-        )
+        cmsis_nn.convolve_wrapper_buffer_size(_backend(target), cmsis_nn.DataType.A8W8, **window)
     )
 
 
@@ -86,17 +93,11 @@ def depthwise_conv2d_scratch_bytes(
     """
     if depth_multiplier is None:
         depth_multiplier = int(output_shape_nhwc[3]) // int(input_shape_nhwc[3])
+    shapes = (input_shape_nhwc, weight_shape_1hwc, output_shape_nhwc)
+    window = _window(*shapes, stride, padding, dilation)
     return int(
         cmsis_nn.depthwise_conv_wrapper_buffer_size(
-            _backend(target),
-            cmsis_nn.DataType.A8W8,
-            input_nhwc=_four(input_shape_nhwc, "input shape"),
-            filter_nhwc=_four(weight_shape_1hwc, "weight shape"),
-            output_nhwc=_four(output_shape_nhwc, "output shape"),
-            padding_hw=_two(padding, "padding"),
-            stride_hw=_two(stride, "stride"),
-            dilation_hw=_two(dilation, "dilation"),
-            ch_mult=int(depth_multiplier),
+            _backend(target), cmsis_nn.DataType.A8W8, **window, ch_mult=int(depth_multiplier)
         )
     )
 

@@ -14,12 +14,18 @@ class TargetError(ValueError):
     """A target string or core/ISA combination that cannot be used."""
 
 
-class Isa(enum.Enum):
-    """CMSIS-NN code path, ordered by capability: SCALAR ⊂ DSP ⊂ MVE."""
+class Isa(str, enum.Enum):
+    """CMSIS-NN code path, ordered by capability: SCALAR ⊂ DSP ⊂ MVE. Reads as its name."""
 
     SCALAR = "scalar"
     DSP = "dsp"
     MVE = "mve"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
 
     @property
     def rank(self) -> int:

@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
-from torch.utils._pytree import tree_leaves
 
 from cortex_m_nn.errors import CompileError
-from cortex_m_nn.ops.arithmetic import use_rounding
+from cortex_m_nn.ops.library import run_references
 
 if TYPE_CHECKING:
     from cortex_m_nn.compile import CompiledProgram
@@ -27,9 +26,9 @@ _PER_LINE = 6
 def reference_outputs(
     compiled: CompiledProgram, sample: tuple[torch.Tensor, ...]
 ) -> list[torch.Tensor]:
-    """The outputs of the lowered program's references for ``sample``."""
-    with torch.no_grad(), use_rounding(compiled.rounding):
-        return [t.detach() for t in tree_leaves(compiled.lowered(*sample))]
+    """The outputs of the lowered program's references (with its ABI's rounding) for
+    ``sample``."""
+    return run_references(compiled.lowered, sample, compiled.abi.rounding)
 
 
 def _literal(value: float) -> str:

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import torch
 from torch.fx import GraphModule
-from torch.utils._pytree import tree_leaves
 
 from cortex_m_nn import host_kernels
+from cortex_m_nn.abi import KernelAbi, Rounding
 from cortex_m_nn.calibration import Calibration, synthetic
 from cortex_m_nn.compile import CompiledProgram, compile_model
-from cortex_m_nn.host_kernels import KernelAbi, RuntimeUnavailable
+from cortex_m_nn.host_kernels import RuntimeUnavailable
 from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
+from cortex_m_nn.ops.library import run_references
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
 from cortex_m_nn.passes.records import op_name
 from cortex_m_nn.target import DEFAULT_TARGET, Target
@@ -65,10 +65,9 @@ def check_dialect(
     calibration = calibration or synthetic(source.example_inputs, count=8)
     compiled = compile_model(
         source,
-        target,
+        KernelAbi.for_target(target, rounding),
         calibration,
         allow_fallback=allow_fallback,
-        rounding=rounding,
         progress=False,
     )
     for expected, graph, stage in (
@@ -111,11 +110,10 @@ def check_implementation(
     from executorch.runtime import Runtime
 
     program = Runtime.get().load_program(compiled.pte)
-    host_kernels.check_program(program, kernels)
+    host_kernels.check_program(program, kernels)  # the .pte records compiled.abi
     method = program.load_method("forward")
     for index, sample in enumerate(samples):
-        with use_rounding(compiled.rounding):
-            expected = tree_leaves(compiled.lowered(*sample))
+        expected = run_references(compiled.lowered, sample, compiled.abi.rounding)
         actual = method.execute(list(sample))
         for number, (want, got) in enumerate(zip(expected, actual, strict=True)):
             if not torch.equal(want, got):

@@ -24,7 +24,8 @@ import torch
 from torch.fx import GraphModule, Interpreter, Node
 from torch.utils._pytree import tree_leaves
 
-from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
+from cortex_m_nn.abi import Rounding
+from cortex_m_nn.ops.library import ReferenceInterpreter, run_references
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, channels_last_order
 from cortex_m_nn.passes.records import LoweringResult
 
@@ -61,17 +62,18 @@ class _Recorder(Interpreter):
         return result
 
 
-class _TeacherForced(Interpreter):
+class _TeacherForced(ReferenceInterpreter):
     """Runs the lowered graph; after each lowered value, compares it with the reference and
     continues from the reference value, so every operator sees the reference's inputs."""
 
     def __init__(
         self,
         lowering: LoweringResult,
+        rounding: Rounding,
         reference: dict[str, torch.Tensor],
         worst: dict[str, int],
     ) -> None:
-        super().__init__(lowering.graph_module)
+        super().__init__(lowering.graph_module, rounding)
         self.sources, self.floats = lowering.value_sources, lowering.float_sources
         self.reference, self.worst = reference, worst
 
@@ -132,14 +134,14 @@ def verify(
     per_node: dict[str, int] = {}
     output_lsb = 0
     signal = noise = 0.0
-    with torch.no_grad(), use_rounding(rounding):
+    with torch.no_grad():
         for index, sample in enumerate([*samples, *stress]):
             recorder = _Recorder(quantized)
             reference = tree_leaves(recorder.run(*sample))
-            _TeacherForced(lowering, recorder.values, per_node).run(*sample)
+            _TeacherForced(lowering, rounding, recorder.values, per_node).run(*sample)
             if index >= len(samples):  # stress samples: only the per-operator check
                 continue
-            ours = tree_leaves(lowering.graph_module(*sample))
+            ours = run_references(lowering.graph_module, sample, rounding)
             floats = tree_leaves(float_model(*sample))
             for mine, ref, scale in zip(ours, reference, scales, strict=True):
                 output_lsb = max(output_lsb, lsb_difference(mine, ref, scale))
@@ -152,11 +154,12 @@ def verify(
 
 
 def verify_program(compiled: CompiledProgram) -> Verification:
-    """``verify`` a compiled program on its own calibration samples, float model and rounding."""
+    """``verify`` a compiled program on its own calibration samples, float model and ABI's
+    rounding."""
     return verify(
         compiled.stages.lowering,
         compiled.stages.quantized,
         compiled.model.module,
         compiled.calibration.samples,
-        compiled.rounding,
+        compiled.abi.rounding,
     )

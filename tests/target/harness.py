@@ -19,12 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.utils._pytree import tree_leaves
 
 from cortex_m_nn.calibration import synthetic
 from cortex_m_nn.compile import CompiledProgram, compile_model
 from cortex_m_nn.model_source import ModelSource, load_model
-from cortex_m_nn.ops.arithmetic import use_rounding
+from cortex_m_nn.ops.library import run_references
 from cortex_m_nn.target import Target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,8 +126,7 @@ def compile_for(name: str, core: Core, seed: int = 3) -> ModelRun:
     )
     gen = torch.Generator().manual_seed(seed)
     inputs = tuple(torch.randn(x.shape, generator=gen) for x in source.example_inputs)
-    with use_rounding(compiled.rounding):
-        expected = [t.detach().clone() for t in tree_leaves(compiled.lowered(*inputs))]
+    expected = [t.clone() for t in run_references(compiled.lowered, inputs, compiled.abi.rounding)]
     return ModelRun(name, compiled, inputs, expected)
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from cortex_m_nn.target import Core
+
 from .kconfig_tree import ROOT, SOCS, STUBS, configure, kconfiglib, top_kconfig
 
 #: SoC profile -> the ISA the kernels are built for by default (FPU on where MVE exists).
@@ -194,6 +196,72 @@ def test_every_stub_names_the_file_it_copies() -> None:
         if path == "pytorch/executorch":
             path = source.removeprefix("# from: ").split()[1]
         assert path in verification, f"{path} is not in docs/zephyr-verification.md"
+
+
+# --- the core -> ISA defaults agree with cortex_m_nn.target --------------------------------
+
+#: Zephyr CPU symbols the stand-in tree lacks, with the architecture each selects (as Zephyr's
+#: arch/arm/core/cortex_m/Kconfig does for its Armv8-M and Armv8.1-M Mainline cores).
+MISSING_CPUS = {"CPU_CORTEX_M35P": "ARMV8_M_MAINLINE", "CPU_CORTEX_M52": "ARMV8_1_M_MAINLINE"}
+
+
+def cpu_symbol(core: Core) -> str:
+    """``cortex-m0plus`` -> ``CPU_CORTEX_M0PLUS``."""
+    return "CPU_" + core.value.upper().replace("-", "_")
+
+
+def core_kconfig(directory: Path) -> Path:
+    """The tree plus one ``TEST_CORE_*`` symbol per core of target.py, each giving its core
+    every option the core's architecture allows (DSP, MVE, an FPU), so that the Kconfig's
+    default ISA for it is the core's best path."""
+    stubs = STUBS.read_text()
+    parts = []
+    for symbol, architecture in MISSING_CPUS.items():
+        if f"config {symbol}\n" not in stubs:
+            parts.append(
+                f"config {symbol}\n\tbool\n\tselect CPU_CORTEX_M\n\tselect {architecture}\n"
+            )
+    for core in Core:
+        parts.append(
+            f'config TEST_CORE_{cpu_symbol(core)}\n\tbool "{core.value}, every option"\n'
+            f"\tselect {cpu_symbol(core)}\n\tselect CPU_HAS_FPU\n"
+            "\tselect ARMV8_M_DSP if ARMV8_M_MAINLINE\n"
+            "\tselect ARMV8_1_M_MVEI if ARMV8_1_M_MAINLINE\n"
+        )
+    cores = directory / "Kconfig.cores"
+    cores.write_text("\n".join(parts))
+    top = directory / "Kconfig"
+    top.write_text(
+        f'source "{STUBS.as_posix()}"\nsource "{cores.as_posix()}"\n'
+        f'source "{(ROOT / "Kconfig").as_posix()}"\n'
+    )
+    return top
+
+
+@pytest.mark.parametrize("core", list(Core), ids=lambda core: core.value)
+def test_kconfig_default_isa_is_the_cores_best_isa(tmp_path: Path, core: Core) -> None:
+    kconf = kconfiglib.Kconfig(str(core_kconfig(tmp_path)), warn_to_stderr=False)
+    fragment = tmp_path / "prj.conf"
+    fragment.write_text(
+        f"CONFIG_TEST_CORE_{cpu_symbol(core)}=y\nCONFIG_FPU=y\nCONFIG_CORTEX_M_NN=y\n"
+    )
+    kconf.load_config(str(fragment), replace=True)
+    assert kconf.syms[cpu_symbol(core)].str_value == "y"
+    assert kconf.syms["CORTEX_M_NN"].str_value == "y"
+    choice = next(c for c in kconf.unique_choices if c.name == "CORTEX_M_NN_ISA")
+    isa = choice.selection.name.removeprefix("CORTEX_M_NN_ISA_").lower()
+    assert isa == core.best_isa.value, f"Kconfig builds {core.value} for {isa}"
+
+
+def test_every_core_kconfig_knows_is_a_target_core(tmp_path: Path) -> None:
+    kconf = kconfiglib.Kconfig(str(top_kconfig(tmp_path)), warn_to_stderr=False)
+    known = {
+        name.removeprefix("CPU_").lower().replace("_", "-")
+        for name in kconf.syms
+        if re.fullmatch(r"CPU_CORTEX_M\d+\w*", name)
+    }
+    assert len(known) >= 9
+    assert known <= {core.value for core in Core}, known - {core.value for core in Core}
 
 
 # --- the chain Kconfig -> -mcpu/-mfloat-abi -> compiler macros -> CMSIS-NN path -------------

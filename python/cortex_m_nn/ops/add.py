@@ -43,69 +43,52 @@ from __future__ import annotations
 
 import torch
 
-from cortex_m_nn.ops.arithmetic import active_rounding, quantize_multiplier, requantize, wrap_int32
-from cortex_m_nn.ops.broadcast import broadcast_shape, fake_output
+from cortex_m_nn.ops.arithmetic import Rounding, quantize_multiplier, requantize, wrap_int32
+from cortex_m_nn.ops.broadcast import fake_output
 from cortex_m_nn.ops.library import define_operator
+from cortex_m_nn.ops.params import ElementwiseParams, ElementwiseScales, named
 
 #: TFLite Micro's ``left_shift`` for int8 add (headroom for the rescaled inputs).
 LEFT_SHIFT_INT8 = 20
 
 
-def add_parameters(
-    input1_scale: float,
-    input2_scale: float,
-    output_scale: float,
-    *,
-    input1_zero_point: int = 0,
-    input2_zero_point: int = 0,
-    output_zero_point: int = 0,
-) -> dict[str, int]:
+def add_parameters(*scales: float, **zero_points: int) -> dict[str, int]:
     """The integer arguments of :func:`add` (all but the activation range), TFLite Micro style.
 
-    Both inputs are rescaled to twice the larger input scale, shifted left by 20 bits, and
-    the sum rescaled to the output scale. Keys are the operator's argument names.
+    Takes ``input1_scale, input2_scale, output_scale`` and the zero points by name, as
+    :class:`~cortex_m_nn.ops.params.ElementwiseScales` does. Both inputs are rescaled to twice
+    the larger input scale, shifted left by 20 bits, and the sum rescaled to the output scale.
+    Keys are the operator's argument names.
     """
-    twice_max_input_scale = 2.0 * max(input1_scale, input2_scale)
-    input1_multiplier, input1_shift = quantize_multiplier(input1_scale / twice_max_input_scale)
-    input2_multiplier, input2_shift = quantize_multiplier(input2_scale / twice_max_input_scale)
+    q = ElementwiseScales(*scales, **zero_points)
+    input1_offset, input2_offset, output_offset = q.offsets()
+    twice_max_input_scale = 2.0 * max(q.input1_scale, q.input2_scale)
+    input1_multiplier, input1_shift = quantize_multiplier(q.input1_scale / twice_max_input_scale)
+    input2_multiplier, input2_shift = quantize_multiplier(q.input2_scale / twice_max_input_scale)
     output_multiplier, output_shift = quantize_multiplier(
-        twice_max_input_scale / ((1 << LEFT_SHIFT_INT8) * output_scale)
+        twice_max_input_scale / ((1 << LEFT_SHIFT_INT8) * q.output_scale)
     )
     return {
-        "input1_offset": -input1_zero_point,
+        "input1_offset": input1_offset,
         "input1_multiplier": input1_multiplier,
         "input1_shift": input1_shift,
-        "input2_offset": -input2_zero_point,
+        "input2_offset": input2_offset,
         "input2_multiplier": input2_multiplier,
         "input2_shift": input2_shift,
         "left_shift": LEFT_SHIFT_INT8,
-        "output_offset": output_zero_point,
+        "output_offset": output_offset,
         "output_multiplier": output_multiplier,
         "output_shift": output_shift,
     }
 
 
-def sub_parameters(
-    input1_scale: float,
-    input2_scale: float,
-    output_scale: float,
-    *,
-    input1_zero_point: int = 0,
-    input2_zero_point: int = 0,
-    output_zero_point: int = 0,
-) -> dict[str, int]:
-    """The arguments of :func:`add` computing ``input1 - input2``: input 2's multiplier negated.
+def sub_parameters(*scales: float, **zero_points: int) -> dict[str, int]:
+    """The arguments of :func:`add` computing ``input1 - input2``: input 2's multiplier negated
+    (arguments as for :func:`add_parameters`).
 
     See the module docstring for why this is exact for every CMSIS-NN build.
     """
-    parameters = add_parameters(
-        input1_scale,
-        input2_scale,
-        output_scale,
-        input1_zero_point=input1_zero_point,
-        input2_zero_point=input2_zero_point,
-        output_zero_point=output_zero_point,
-    )
+    parameters = add_parameters(*scales, **zero_points)
     parameters["input2_multiplier"] = -parameters["input2_multiplier"]
     return parameters
 
@@ -123,28 +106,20 @@ def _fake(input1: torch.Tensor, input2: torch.Tensor, *args: int) -> torch.Tenso
     _fake,
 )
 def add(
-    input1: torch.Tensor,
-    input2: torch.Tensor,
-    input1_offset: int,
-    input1_multiplier: int,
-    input1_shift: int,
-    input2_offset: int,
-    input2_multiplier: int,
-    input2_shift: int,
-    left_shift: int,
-    output_offset: int,
-    output_multiplier: int,
-    output_shift: int,
-    activation_min: int,
-    activation_max: int,
+    input1: torch.Tensor, input2: torch.Tensor, *arguments: int, rounding: Rounding
 ) -> torch.Tensor:
-    """Reference ``arm_elementwise_add_s8`` (see the module docstring for the conventions)."""
-    shape = broadcast_shape("add", input1.shape, input2.shape)
-    input1, input2 = input1.expand(shape), input2.expand(shape)
-    rounding = active_rounding()
-    a = wrap_int32((input1.to(torch.int64) + input1_offset) << left_shift)
-    b = wrap_int32((input2.to(torch.int64) + input2_offset) << left_shift)
-    a = requantize(a, input1_multiplier, input1_shift, rounding)
-    b = requantize(b, input2_multiplier, input2_shift, rounding)
-    total = requantize(wrap_int32(a + b), output_multiplier, output_shift, rounding)
-    return (total + output_offset).clamp(activation_min, activation_max).to(torch.int8)
+    """Reference ``arm_elementwise_add_s8`` (see the module docstring for the conventions);
+    ``arguments`` as the schema lists them after the inputs."""
+    values = named("add", arguments, skip=2)
+    params = ElementwiseParams.of(values)
+    a, b = params.operands("add", input1, input2)
+    rescaled = [
+        requantize(
+            wrap_int32(x << values["left_shift"]),
+            values[f"input{n}_multiplier"],
+            values[f"input{n}_shift"],
+            rounding,
+        )
+        for n, x in ((1, a), (2, b))
+    ]
+    return params.output.apply(rescaled[0] + rescaled[1], rounding)

@@ -7,31 +7,27 @@ broadcast along the last dimension).
 
 Requantization has two modes, chosen when CMSIS-NN is built: the default (doubling high
 multiply, then a rounding right shift) and ``CMSIS_NN_USE_SINGLE_ROUNDING`` (one rounding
-of the 64-bit product). :class:`Rounding` names them; the operator references use
-:func:`active_rounding`, which is ``Rounding.DOUBLE`` unless set with :func:`use_rounding`.
+of the 64-bit product). :class:`~cortex_m_nn.abi.Rounding` names them. The operator
+references take it as their ``rounding`` argument; called through ``torch.ops`` (which has no
+such argument) they use :func:`active_rounding`, ``Rounding.DOUBLE`` unless set with the
+convenience :func:`use_rounding`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import enum
 import math
 from collections.abc import Iterator, Sequence
 
 import torch
 
+from cortex_m_nn.abi import Rounding
+
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
 TensorLike = torch.Tensor | int
-
-
-class Rounding(enum.Enum):
-    """CMSIS-NN requantization rounding, a build-time choice of the library."""
-
-    DOUBLE = "double"  #: default: rounding doubling high multiply, then rounding shift
-    SINGLE = "single"  #: ``CMSIS_NN_USE_SINGLE_ROUNDING``: one rounding of the 64-bit product
 
 
 _ROUNDING: contextvars.ContextVar[Rounding] = contextvars.ContextVar(

@@ -24,10 +24,13 @@ C++ kernel mapping (``arm_batch_matmul_s8``): pad both operand shapes on the lef
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from cortex_m_nn.ops.conv2d import finish
+from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
+from cortex_m_nn.ops.params import Requantization, named
 
 #: CMSIS-NN's dims have two batch dimensions (n, h) in front of rows (w) and columns (c).
 MAX_RANK = 4
@@ -51,17 +54,7 @@ def output_shape(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...]) -> tupl
     return (*batch, lhs_shape[-2], rhs_shape[-2])
 
 
-def _fake(
-    lhs: torch.Tensor,
-    rhs_transposed: torch.Tensor,
-    lhs_offset: int,
-    rhs_offset: int,
-    output_offset: int,
-    multiplier: int,
-    shift: int,
-    activation_min: int,
-    activation_max: int,
-) -> torch.Tensor:
+def _fake(lhs: torch.Tensor, rhs_transposed: torch.Tensor, *arguments: Any) -> torch.Tensor:
     shape = output_shape(tuple(lhs.shape), tuple(rhs_transposed.shape))
     return lhs.new_empty(shape, dtype=torch.int8)
 
@@ -74,19 +67,13 @@ def _fake(
     scratch=True,
 )
 def batch_matmul(
-    lhs: torch.Tensor,
-    rhs_transposed: torch.Tensor,
-    lhs_offset: int,
-    rhs_offset: int,
-    output_offset: int,
-    multiplier: int,
-    shift: int,
-    activation_min: int,
-    activation_max: int,
+    lhs: torch.Tensor, rhs_transposed: torch.Tensor, *arguments: Any, rounding: Rounding
 ) -> torch.Tensor:
-    """Reference ``arm_batch_matmul_s8``: ``[..., M, K]`` x ``[..., N, K]`` → ``[..., M, N]``."""
+    """Reference ``arm_batch_matmul_s8``: ``[..., M, K]`` x ``[..., N, K]`` → ``[..., M, N]``;
+    ``arguments`` as the schema lists them after the operands."""
+    values = named("batch_matmul", arguments, skip=2)
     output_shape(tuple(lhs.shape), tuple(rhs_transposed.shape))
-    left = lhs.to(torch.int64) + lhs_offset
-    right = rhs_transposed.to(torch.int64) + rhs_offset
+    left = lhs.to(torch.int64) + values["lhs_offset"]
+    right = rhs_transposed.to(torch.int64) + values["rhs_offset"]
     acc = torch.matmul(left, right.transpose(-2, -1))
-    return finish(acc, multiplier, shift, output_offset, activation_min, activation_max)
+    return Requantization.of(values).apply(acc, rounding)

@@ -14,84 +14,30 @@ output size follows PyTorch: ``(H + 2 * pad - dilation * (K - 1) - 1) // stride 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from cortex_m_nn.ops.arithmetic import active_rounding, requantize, wrap_int32
+from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
+from cortex_m_nn.ops.params import ConvParams, output_size
+
+__all__ = ["check_geometry", "conv2d", "output_size"]
 
 
-def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
-    """Output extent of a padded, strided, dilated window along one dimension."""
-    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
-
-
-def patches(
-    input: torch.Tensor,
-    kernel: tuple[int, int],
-    stride: list[int],
-    padding: list[int],
-    dilation: list[int],
-    pad_value: int = 0,
-) -> torch.Tensor:
-    """Windows of an NHWC tensor as ``[N, OH, OW, C, KH, KW]`` (a view of the padded input)."""
-    pad_h, pad_w = padding
-    padded = torch.nn.functional.pad(input, (0, 0, pad_w, pad_w, pad_h, pad_h), value=pad_value)
-    span_h = dilation[0] * (kernel[0] - 1) + 1
-    span_w = dilation[1] * (kernel[1] - 1) + 1
-    windows = padded.unfold(1, span_h, stride[0]).unfold(2, span_w, stride[1])
-    return windows[..., :: dilation[0], :: dilation[1]]
-
-
-def finish(
-    acc: torch.Tensor,
-    multipliers: torch.Tensor | int,
-    shifts: torch.Tensor | int,
-    output_offset: int,
-    activation_min: int,
-    activation_max: int,
-) -> torch.Tensor:
-    """int32 accumulators (bias added) → requantize, add the output offset, clamp, int8."""
-    out = requantize(wrap_int32(acc), multipliers, shifts, active_rounding()) + output_offset
-    return out.clamp(activation_min, activation_max).to(torch.int8)
-
-
-def check_conv_arguments(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    stride: list[int],
-    padding: list[int],
-    dilation: list[int],
-) -> None:
-    if input.dim() != 4 or weight.dim() != 4:
+def check_geometry(params: ConvParams) -> None:
+    """Two-entry stride/padding/dilation, stride and dilation >= 1, padding >= 0."""
+    params.check_window("dilation")
+    if min(*params.stride, *params.dilation) < 1 or min(params.padding) < 0:
         raise ValueError(
-            f"expected 4-D input and weight, got {tuple(input.shape)} and {tuple(weight.shape)}"
+            f"invalid stride {params.stride}, padding {params.padding} or dilation "
+            f"{params.dilation}"
         )
-    for name, value in (("stride", stride), ("padding", padding), ("dilation", dilation)):
-        if len(value) != 2:
-            raise ValueError(f"{name} must have two entries (h, w), got {list(value)}")
-    if min(*stride, *dilation) < 1 or min(padding) < 0:
-        raise ValueError(f"invalid stride {stride}, padding {padding} or dilation {dilation}")
 
 
-def _fake(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor,
-    multipliers: torch.Tensor,
-    shifts: torch.Tensor,
-    stride: list[int],
-    padding: list[int],
-    dilation: list[int],
-    input_offset: int,
-    output_offset: int,
-    activation_min: int,
-    activation_max: int,
-) -> torch.Tensor:
-    n, h, w, _ = input.shape
-    c_out, kh, kw, _ = weight.shape
-    oh = output_size(h, kh, stride[0], padding[0], dilation[0])
-    ow = output_size(w, kw, stride[1], padding[1], dilation[1])
-    return input.new_empty((n, oh, ow, c_out), dtype=torch.int8)
+def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.Tensor:
+    oh, ow = ConvParams.of("conv2d", arguments).output_hw(input.shape[1:3], weight.shape[1:3])
+    return input.new_empty((input.shape[0], oh, ow, weight.shape[0]), dtype=torch.int8)
 
 
 @define_operator(
@@ -103,33 +49,16 @@ def _fake(
     scratch=True,
 )
 def conv2d(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor,
-    multipliers: torch.Tensor,
-    shifts: torch.Tensor,
-    stride: list[int],
-    padding: list[int],
-    dilation: list[int],
-    input_offset: int,
-    output_offset: int,
-    activation_min: int,
-    activation_max: int,
+    input: torch.Tensor, weight: torch.Tensor, *arguments: Any, rounding: Rounding
 ) -> torch.Tensor:
-    """Reference ``arm_convolve_s8``: NHWC int8 in, OHWI int8 weights, NHWC int8 out."""
-    check_conv_arguments(input, weight, stride, padding, dilation)
+    """Reference ``arm_convolve_s8``: NHWC int8 in, OHWI int8 weights, NHWC int8 out;
+    ``arguments`` as the schema lists them after the weight."""
+    params = ConvParams.of("conv2d", arguments)
+    params.check(input, weight)
+    check_geometry(params)
     c_out, kh, kw, c_in = weight.shape
     if input.shape[3] != c_in:
         raise ValueError(f"input has {input.shape[3]} channels, weight expects {c_in}")
-    shifted = input.to(torch.int64) + input_offset
-    windows = patches(shifted, (kh, kw), stride, padding, dilation)
+    windows = params.windows(input, (kh, kw))
     acc = torch.einsum("nhwckl,oklc->nhwo", windows, weight.to(torch.int64))
-    acc = acc + bias.to(torch.int64)
-    return finish(
-        acc,
-        multipliers.to(torch.int64),
-        shifts.to(torch.int64),
-        output_offset,
-        activation_min,
-        activation_max,
-    )
+    return params.finish(acc, rounding)

@@ -4,20 +4,34 @@ Every operator gets a functional form (used in the lowered graph and run eagerly
 bit-exact reference) and an ``.out`` form (what ExecuTorch's memory planner and runtime
 use). Operators that need CMSIS-NN scratch memory return it as a second tensor, so the
 scratch is an ordinary planned buffer shared across operators.
+
+A reference that requantizes takes the CMSIS-NN rounding as its ``rounding`` keyword. The
+schemas have no such argument (the kernels are built with one rounding), so a call through
+``torch.ops`` uses :func:`~cortex_m_nn.ops.arithmetic.active_rounding`; :func:`run_references`
+runs a lowered graph with the rounding given explicitly.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_leaves
+
+from cortex_m_nn.abi import Rounding
+from cortex_m_nn.ops.arithmetic import active_rounding
 
 NAMESPACE = "cortex_m_nn"
 LIB = torch.library.Library(NAMESPACE, "DEF")
 
 #: operator name -> its argument list (without the out arguments), for registration checks.
 SCHEMAS: dict[str, str] = {}
+
+#: operator name -> its functional form with the rounding first: ``(rounding, *args)``.
+FUNCTIONALS: dict[str, Callable[..., Any]] = {}
 
 
 def define_operator(
@@ -28,6 +42,10 @@ def define_operator(
     scratch: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Define ``cortex_m_nn::<name>`` and ``<name>.out``; decorates the reference implementation.
+
+    A reference that requantizes has a keyword-only ``rounding``; the decorated name lets it
+    default to :func:`~cortex_m_nn.ops.arithmetic.active_rounding` (the convenience
+    :func:`~cortex_m_nn.ops.arithmetic.use_rounding` sets), product code passes it.
 
     ``arguments`` is the schema's argument list. With ``scratch=True`` the last argument must
     be ``int scratch_bytes`` and the operator returns ``(Tensor out, Tensor scratch)``; the
@@ -47,15 +65,16 @@ def define_operator(
     SCHEMAS[name] = arguments
 
     def register(reference: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+        compute = _with_rounding(reference)
         if scratch:
 
-            def functional(*args: Any) -> tuple[torch.Tensor, torch.Tensor]:
-                return reference(*args[:-1]), torch.empty(args[-1], dtype=torch.int8)
+            def functional_at(rounding: Rounding, *args: Any) -> tuple[torch.Tensor, torch.Tensor]:
+                return compute(rounding, *args[:-1]), torch.empty(args[-1], dtype=torch.int8)
 
             def out_variant(
                 *args: Any, out: torch.Tensor, scratch: torch.Tensor
             ) -> tuple[torch.Tensor, torch.Tensor]:
-                out.copy_(reference(*args[:-1]))
+                out.copy_(compute(active_rounding(), *args[:-1]))
                 return out, scratch
 
             def fake_functional(*args: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -63,22 +82,66 @@ def define_operator(
                 return result, result.new_empty((args[-1],), dtype=torch.int8)
 
         else:
-
-            def functional(*args: Any) -> torch.Tensor:
-                return reference(*args)
+            functional_at = compute
 
             def out_variant(*args: Any, out: torch.Tensor) -> torch.Tensor:
-                out.copy_(reference(*args))
+                out.copy_(compute(active_rounding(), *args))
                 return out
 
             fake_functional = fake
 
+        def functional(*args: Any) -> Any:
+            return functional_at(active_rounding(), *args)
+
+        FUNCTIONALS[name] = functional_at
         LIB.impl(name, functional, "CompositeExplicitAutograd")
         LIB.impl(f"{name}.out", out_variant, "CompositeExplicitAutograd")
         torch.library.register_fake(f"{NAMESPACE}::{name}", fake_functional, lib=LIB)
-        return reference
+        return _rounding_optional(reference)
 
     return register
+
+
+def _with_rounding(reference: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """``reference`` as ``(rounding, *args)``; the rounding is dropped where it plays no part."""
+    if "rounding" not in inspect.signature(reference).parameters:
+        return lambda rounding, *args: reference(*args)
+    return lambda rounding, *args: reference(*args, rounding=rounding)
+
+
+def _rounding_optional(reference: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    """``reference`` with its ``rounding`` keyword (if it has one) defaulting to the active one."""
+    if "rounding" not in inspect.signature(reference).parameters:
+        return reference
+
+    @functools.wraps(reference)
+    def call(*args: Any, rounding: Rounding | None = None) -> torch.Tensor:
+        return reference(*args, rounding=active_rounding() if rounding is None else rounding)
+
+    return call
+
+
+class ReferenceInterpreter(torch.fx.Interpreter):
+    """Runs a graph, calling every ``cortex_m_nn`` operator's reference with ``rounding``."""
+
+    def __init__(self, module: torch.fx.GraphModule, rounding: Rounding) -> None:
+        super().__init__(module)
+        self.rounding = rounding
+
+    def call_function(self, target: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+        is_ours = isinstance(target, torch._ops.OpOverload) and target.namespace == NAMESPACE
+        if is_ours and target._overloadname == "default" and not kwargs:
+            return FUNCTIONALS[target._opname](self.rounding, *args)
+        return super().call_function(target, args, kwargs)
+
+
+def run_references(
+    module: torch.fx.GraphModule, inputs: tuple[torch.Tensor, ...], rounding: Rounding
+) -> list[torch.Tensor]:
+    """The outputs (flattened) of a lowered graph run on its references with ``rounding``."""
+    with torch.no_grad():
+        outputs = ReferenceInterpreter(module, rounding).run(*inputs)
+    return [t.detach() for t in tree_leaves(outputs)]
 
 
 def operator(name: str) -> torch._ops.OpOverload:

@@ -14,25 +14,16 @@ time. In int32 arithmetic both forms give the same accumulator.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from cortex_m_nn.ops.arithmetic import wrap_int32
-from cortex_m_nn.ops.conv2d import finish
+from cortex_m_nn.ops.arithmetic import Rounding, wrap_int32
 from cortex_m_nn.ops.library import define_operator
+from cortex_m_nn.ops.params import Requantization, named
 
 
-def _fake(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    kernel_sums: torch.Tensor | None,
-    input_offset: int,
-    output_offset: int,
-    multiplier: int,
-    shift: int,
-    activation_min: int,
-    activation_max: int,
-) -> torch.Tensor:
+def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.Tensor:
     return input.new_empty((*input.shape[:-1], weight.shape[0]), dtype=torch.int8)
 
 
@@ -43,31 +34,24 @@ def _fake(
     _fake,
 )
 def linear(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    kernel_sums: torch.Tensor | None,
-    input_offset: int,
-    output_offset: int,
-    multiplier: int,
-    shift: int,
-    activation_min: int,
-    activation_max: int,
+    input: torch.Tensor, weight: torch.Tensor, *arguments: Any, rounding: Rounding
 ) -> torch.Tensor:
-    """Reference ``arm_fully_connected_s8``: int8 ``[..., in]`` x ``[out, in]`` → ``[..., out]``."""
+    """Reference ``arm_fully_connected_s8``: int8 ``[..., in]`` x ``[out, in]`` → ``[..., out]``;
+    ``arguments`` as the schema lists them after the weight."""
+    values = named("linear", arguments, skip=2)
+    bias, sums = values["bias"], values["kernel_sums"]
     if weight.dim() != 2 or input.dim() < 1 or input.shape[-1] != weight.shape[1]:
         raise ValueError(
             f"input {tuple(input.shape)} does not match weight {tuple(weight.shape)} ([out, in])"
         )
-    if kernel_sums is not None:
-        if bias is not None:
-            raise ValueError("linear takes a bias or kernel sums (which include it), not both")
-        acc = input.to(torch.int64) @ weight.to(torch.int64).T + kernel_sums.to(torch.int64)
-        return finish(acc, multiplier, shift, output_offset, activation_min, activation_max)
-    acc = (input.to(torch.int64) + input_offset) @ weight.to(torch.int64).T
-    if bias is not None:
-        acc = acc + bias.to(torch.int64)
-    return finish(acc, multiplier, shift, output_offset, activation_min, activation_max)
+    if sums is not None and bias is not None:
+        raise ValueError("linear takes a bias or kernel sums (which include it), not both")
+    offset = 0 if sums is not None else values["input_offset"]
+    acc = (input.to(torch.int64) + offset) @ weight.to(torch.int64).T
+    start = sums if sums is not None else bias
+    if start is not None:
+        acc = acc + start.to(torch.int64)
+    return Requantization.of(values).apply(acc, rounding)
 
 
 def kernel_sums(weight: torch.Tensor, bias: torch.Tensor | None, input_offset: int) -> torch.Tensor:

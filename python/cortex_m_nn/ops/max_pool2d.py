@@ -24,9 +24,12 @@ C call (``ctx`` is unused: no scratch)::
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from cortex_m_nn.ops.library import define_operator
+from cortex_m_nn.ops.params import PoolParams
 
 #: Below every int8 value: marks padded positions, which never win the maximum.
 _PADDED = -129
@@ -40,41 +43,20 @@ def pool_output_size(size: int, kernel: int, stride: int, padding: int, ceil_mod
     return out
 
 
-def _check(kernel_size: list[int], stride: list[int], padding: list[int]) -> None:
-    for name, value in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding)):
-        if len(value) != 2:
-            raise ValueError(f"{name} must have two entries (h, w), got {list(value)}")
-    if min(*kernel_size, *stride) < 1 or min(padding) < 0:
-        raise ValueError(f"invalid kernel_size {kernel_size}, stride {stride}, padding {padding}")
-
-
-def _output_hw(
-    input: torch.Tensor,
-    kernel_size: list[int],
-    stride: list[int],
-    padding: list[int],
-    ceil_mode: bool,
-) -> tuple[int, int]:
+def _output_hw(input: torch.Tensor, arguments: tuple[Any, ...]) -> tuple[PoolParams, int, int]:
     if input.dim() != 4:
         raise ValueError(f"expected a 4-D NHWC input, got {tuple(input.shape)}")
-    _check(kernel_size, stride, padding)
-    oh = pool_output_size(input.shape[1], kernel_size[0], stride[0], padding[0], ceil_mode)
-    ow = pool_output_size(input.shape[2], kernel_size[1], stride[1], padding[1], ceil_mode)
+    params = PoolParams.of("max_pool2d", arguments)
+    (kh, kw), (sh, sw), (ph, pw) = params.kernel_size, params.stride, params.padding
+    oh = pool_output_size(input.shape[1], kh, sh, ph, params.ceil_mode)
+    ow = pool_output_size(input.shape[2], kw, sw, pw, params.ceil_mode)
     if oh < 1 or ow < 1:
-        raise ValueError(f"pooling {tuple(input.shape)} with kernel {kernel_size} is empty")
-    return oh, ow
+        raise ValueError(f"pooling {tuple(input.shape)} with kernel {params.kernel_size} is empty")
+    return params, oh, ow
 
 
-def _fake(
-    input: torch.Tensor,
-    kernel_size: list[int],
-    stride: list[int],
-    padding: list[int],
-    ceil_mode: bool,
-    activation_min: int,
-    activation_max: int,
-) -> torch.Tensor:
-    oh, ow = _output_hw(input, kernel_size, stride, padding, ceil_mode)
+def _fake(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
+    _, oh, ow = _output_hw(input, arguments)
     return input.new_empty((input.shape[0], oh, ow, input.shape[3]), dtype=torch.int8)
 
 
@@ -84,26 +66,19 @@ def _fake(
     " int activation_min, int activation_max",
     _fake,
 )
-def max_pool2d(
-    input: torch.Tensor,
-    kernel_size: list[int],
-    stride: list[int],
-    padding: list[int],
-    ceil_mode: bool,
-    activation_min: int,
-    activation_max: int,
-) -> torch.Tensor:
-    """Reference ``arm_max_pool_s8`` on an NHWC int8 tensor."""
-    oh, ow = _output_hw(input, kernel_size, stride, padding, ceil_mode)
+def max_pool2d(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
+    """Reference ``arm_max_pool_s8`` on an NHWC int8 tensor; ``arguments`` as the schema
+    lists them after the input."""
+    params, oh, ow = _output_hw(input, arguments)
+    (kh, kw), (sh, sw), (ph, pw) = params.kernel_size, params.stride, params.padding
     _, h, w, _ = input.shape
     # Pad top/left by the padding, bottom/right as far as the last window reaches.
-    bottom = max(0, (oh - 1) * stride[0] + kernel_size[0] - h - padding[0])
-    right = max(0, (ow - 1) * stride[1] + kernel_size[1] - w - padding[1])
+    bottom = max(0, (oh - 1) * sh + kh - h - ph)
+    right = max(0, (ow - 1) * sw + kw - w - pw)
     padded = torch.nn.functional.pad(
-        input.to(torch.int16), (0, 0, padding[1], right, padding[0], bottom), value=_PADDED
+        input.to(torch.int16), (0, 0, pw, right, ph, bottom), value=_PADDED
     )
-    windows = padded.unfold(1, kernel_size[0], stride[0]).unfold(2, kernel_size[1], stride[1])
-    largest = windows[:, :oh, :ow].amax(dim=(-2, -1))
+    largest = padded.unfold(1, kh, sh).unfold(2, kw, sw)[:, :oh, :ow].amax(dim=(-2, -1))
     if bool((largest == _PADDED).any()):
         raise ValueError("a pooling window lies entirely in the padding")
-    return largest.clamp(activation_min, activation_max).to(torch.int8)
+    return params.clamp(largest)

@@ -23,36 +23,32 @@ from __future__ import annotations
 
 import torch
 
-from cortex_m_nn.ops.arithmetic import active_rounding, quantize_multiplier, requantize
-from cortex_m_nn.ops.broadcast import broadcast_shape, fake_output
+from cortex_m_nn.ops.arithmetic import Rounding, quantize_multiplier
+from cortex_m_nn.ops.broadcast import fake_output
 from cortex_m_nn.ops.library import define_operator
+from cortex_m_nn.ops.params import ElementwiseParams, ElementwiseScales, named
 
 #: |product| <= 2^16; shifted left by this (+1 for MVE single rounding) it stays in int32.
 MAX_OUTPUT_SHIFT = 13
 
 
-def mul_parameters(
-    input1_scale: float,
-    input2_scale: float,
-    output_scale: float,
-    *,
-    input1_zero_point: int = 0,
-    input2_zero_point: int = 0,
-    output_zero_point: int = 0,
-) -> dict[str, int]:
-    """The integer arguments of :func:`mul` (all but the activation range), TFLite Micro style."""
+def mul_parameters(*scales: float, **zero_points: int) -> dict[str, int]:
+    """The integer arguments of :func:`mul` (all but the activation range), TFLite Micro style;
+    arguments as for :func:`cortex_m_nn.ops.add.add_parameters`."""
+    q = ElementwiseScales(*scales, **zero_points)
+    input1_offset, input2_offset, output_offset = q.offsets()
     output_multiplier, output_shift = quantize_multiplier(
-        input1_scale * input2_scale / output_scale
+        q.input1_scale * q.input2_scale / q.output_scale
     )
     if output_shift > MAX_OUTPUT_SHIFT:
         raise ValueError(
-            f"mul output scale {output_scale} is over 2^{MAX_OUTPUT_SHIFT} times finer than the "
-            "product of the input scales; calibrate the output range"
+            f"mul output scale {q.output_scale} is over 2^{MAX_OUTPUT_SHIFT} times finer than "
+            "the product of the input scales; calibrate the output range"
         )
     return {
-        "input1_offset": -input1_zero_point,
-        "input2_offset": -input2_zero_point,
-        "output_offset": output_zero_point,
+        "input1_offset": input1_offset,
+        "input2_offset": input2_offset,
+        "output_offset": output_offset,
         "output_multiplier": output_multiplier,
         "output_shift": output_shift,
     }
@@ -69,18 +65,10 @@ def _fake(input1: torch.Tensor, input2: torch.Tensor, *args: int) -> torch.Tenso
     _fake,
 )
 def mul(
-    input1: torch.Tensor,
-    input2: torch.Tensor,
-    input1_offset: int,
-    input2_offset: int,
-    output_offset: int,
-    output_multiplier: int,
-    output_shift: int,
-    activation_min: int,
-    activation_max: int,
+    input1: torch.Tensor, input2: torch.Tensor, *arguments: int, rounding: Rounding
 ) -> torch.Tensor:
-    """Reference ``arm_elementwise_mul_s8`` (see the module docstring for the conventions)."""
-    shape = broadcast_shape("mul", input1.shape, input2.shape)
-    product = (input1.to(torch.int64) + input1_offset) * (input2.to(torch.int64) + input2_offset)
-    scaled = requantize(product.expand(shape), output_multiplier, output_shift, active_rounding())
-    return (scaled + output_offset).clamp(activation_min, activation_max).to(torch.int8)
+    """Reference ``arm_elementwise_mul_s8`` (see the module docstring for the conventions);
+    ``arguments`` as the schema lists them after the inputs."""
+    params = ElementwiseParams.of(named("mul", arguments, skip=2))
+    a, b = params.operands("mul", input1, input2)
+    return params.output.apply(a * b, rounding)

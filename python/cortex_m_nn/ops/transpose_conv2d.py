@@ -34,10 +34,13 @@ C++ kernel mapping (``arm_transpose_conv_wrapper_s8``):
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from cortex_m_nn.ops.conv2d import finish
+from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
+from cortex_m_nn.ops.params import ConvParams
 
 #: CMSIS-NN's REVERSE_TCOL_EFFICIENT_THRESHOLD: more input channels than this (and stride <= 2)
 #: make the wrapper run the reverse-conv path.
@@ -91,23 +94,12 @@ def unsupported_reason(
     return None
 
 
-def _check(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    stride: list[int],
-    padding: list[int],
-    output_padding: list[int],
-) -> None:
-    if input.dim() != 4 or weight.dim() != 4:
-        raise ValueError(
-            f"expected 4-D input and weight, got {tuple(input.shape)} and {tuple(weight.shape)}"
-        )
+def _check(input: torch.Tensor, weight: torch.Tensor, params: ConvParams) -> None:
+    params.check(input, weight)
     if input.shape[3] != weight.shape[3]:
         raise ValueError(f"input has {input.shape[3]} channels, weight expects {weight.shape[3]}")
-    pairs = (("stride", stride), ("padding", padding), ("output_padding", output_padding))
-    for name, value in pairs:
-        if len(value) != 2:
-            raise ValueError(f"{name} must have two entries (h, w), got {list(value)}")
+    stride, padding = params.stride, params.padding
+    output_padding = params.check_window("output_padding")
     if min(stride) < 1 or min(padding) < 0 or min(output_padding) < 0:
         raise ValueError(f"invalid stride {stride}, padding {padding} or output_padding")
     reason = unsupported_reason(
@@ -122,26 +114,17 @@ def _check(
         raise ValueError(f"transpose_conv2d not computed exactly by CMSIS-NN: {reason}")
 
 
-def _fake(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor,
-    multipliers: torch.Tensor,
-    shifts: torch.Tensor,
-    stride: list[int],
-    padding: list[int],
-    output_padding: list[int],
-    input_offset: int,
-    output_offset: int,
-    activation_min: int,
-    activation_max: int,
-    reverse_conv_offset: int,
-) -> torch.Tensor:
-    n, h, w, _ = input.shape
-    c_out, kh, kw, _ = weight.shape
-    oh = output_size(h, kh, stride[0], padding[0], output_padding[0])
-    ow = output_size(w, kw, stride[1], padding[1], output_padding[1])
-    return input.new_empty((n, oh, ow, c_out), dtype=torch.int8)
+def _output_hw(input: torch.Tensor, weight: torch.Tensor, params: ConvParams) -> tuple[int, int]:
+    stride, padding, output_padding = params.stride, params.padding, params.output_padding
+    return (
+        output_size(input.shape[1], weight.shape[1], stride[0], padding[0], output_padding[0]),
+        output_size(input.shape[2], weight.shape[2], stride[1], padding[1], output_padding[1]),
+    )
+
+
+def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.Tensor:
+    oh, ow = _output_hw(input, weight, ConvParams.of("transpose_conv2d", arguments))
+    return input.new_empty((input.shape[0], oh, ow, weight.shape[0]), dtype=torch.int8)
 
 
 @define_operator(
@@ -153,29 +136,19 @@ def _fake(
     scratch=True,
 )
 def transpose_conv2d(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor,
-    multipliers: torch.Tensor,
-    shifts: torch.Tensor,
-    stride: list[int],
-    padding: list[int],
-    output_padding: list[int],
-    input_offset: int,
-    output_offset: int,
-    activation_min: int,
-    activation_max: int,
-    reverse_conv_offset: int,
+    input: torch.Tensor, weight: torch.Tensor, *arguments: Any, rounding: Rounding
 ) -> torch.Tensor:
-    """Reference ``arm_transpose_conv_wrapper_s8``: NHWC int8 in, OHWI int8 weights, NHWC out."""
-    _check(input, weight, stride, padding, output_padding)
+    """Reference ``arm_transpose_conv_wrapper_s8``: NHWC int8 in, OHWI int8 weights, NHWC out;
+    ``arguments`` as the schema lists them after the weight."""
+    params = ConvParams.of("transpose_conv2d", arguments)
+    _check(input, weight, params)
     n, h, w, _ = input.shape
     c_out, kh, kw, _ = weight.shape
-    oh = output_size(h, kh, stride[0], padding[0], output_padding[0])
-    ow = output_size(w, kw, stride[1], padding[1], output_padding[1])
+    stride, padding = params.stride, params.padding
+    oh, ow = _output_hw(input, weight, params)
     # Every input pixel times every filter tap: [N, H, W, KH, KW, Cout].
     taps = torch.einsum(
-        "nhwc,oklc->nhwklo", input.to(torch.int64) + input_offset, weight.to(torch.int64)
+        "nhwc,oklc->nhwklo", input.to(torch.int64) + params.input_offset, weight.to(torch.int64)
     )
     # Scatter onto the uncropped output, large enough for the padding rows and columns too.
     full_h = max((h - 1) * stride[0] + kh, padding[0] + oh)
@@ -186,12 +159,6 @@ def transpose_conv2d(
     for ky in range(kh):
         for kx in range(kw):
             full[:, ky : ky + rows : stride[0], kx : kx + cols : stride[1]] += taps[:, :, :, ky, kx]
-    acc = full[:, padding[0] : padding[0] + oh, padding[1] : padding[1] + ow] + bias.to(torch.int64)
-    return finish(
-        acc,
-        multipliers.to(torch.int64),
-        shifts.to(torch.int64),
-        output_offset,
-        activation_min,
-        activation_max,
+    return params.finish(
+        full[:, padding[0] : padding[0] + oh, padding[1] : padding[1] + ow], rounding
     )

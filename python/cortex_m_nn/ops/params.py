@@ -1,0 +1,241 @@
+"""Prepared parameters shared by each operator family, read from a call's arguments by name.
+
+An operator's schema (``operators.yaml``, :data:`~cortex_m_nn.ops.library.SCHEMAS`) is the one
+place its argument order is written. A family's references and fake implementations take
+``*arguments`` and read them into one frozen struct by schema name (:func:`named`), so
+conv2d, depthwise and transpose convolution share :class:`ConvParams`, the two pools
+:class:`PoolParams`, and every operator that requantizes an int32 accumulator to int8 the
+output stage :class:`Requantization`. A new dtype case of an operator (int16 activations,
+int4 weights) is then a new case of the same struct and reference, not a copy of the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from cortex_m_nn.abi import Rounding
+from cortex_m_nn.ops.arithmetic import requantize, wrap_int32
+from cortex_m_nn.ops.broadcast import broadcast_shape
+from cortex_m_nn.ops.library import SCHEMAS
+
+
+def named(operator: str, arguments: Sequence[Any], skip: int = 0) -> dict[str, Any]:
+    """``arguments`` (the schema's, from position ``skip`` on) by their schema names."""
+    names = [part.split()[-1] for part in SCHEMAS[operator].split(",")][skip:]
+    return dict(zip(names, arguments, strict=False))
+
+
+def pair(name: str, value: Sequence[int]) -> Sequence[int]:
+    """An ``(h, w)`` argument (returned as given); ValueError unless it has two entries."""
+    if len(value) != 2:
+        raise ValueError(f"{name} must have two entries (h, w), got {list(value)}")
+    return value
+
+
+#: Names the output stage's multiplier and shift have in the schemas.
+_MULTIPLIERS = ("multipliers", "multiplier", "output_multiplier")
+_SHIFTS = ("shifts", "shift", "output_shift")
+
+
+@dataclass(frozen=True)
+class Requantization:
+    """Output stage: int32 accumulator -> requantize (per channel or per tensor), add the output
+    offset, clamp to the activation range, int8."""
+
+    multipliers: torch.Tensor | int
+    shifts: torch.Tensor | int
+    output_offset: int
+    activation_min: int
+    activation_max: int
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> Requantization:
+        """From arguments named ``multipliers``/``shifts`` (or ``multiplier``/``shift``,
+        ``output_multiplier``/``output_shift``), ``output_offset``, ``activation_min`` and
+        ``activation_max``."""
+        multipliers = next(values[k] for k in _MULTIPLIERS if k in values)
+        shifts = next(values[k] for k in _SHIFTS if k in values)
+        if isinstance(multipliers, torch.Tensor):
+            multipliers, shifts = multipliers.to(torch.int64), shifts.to(torch.int64)
+        return cls(
+            multipliers,
+            shifts,
+            values["output_offset"],
+            values["activation_min"],
+            values["activation_max"],
+        )
+
+    def apply(self, acc: torch.Tensor, rounding: Rounding) -> torch.Tensor:
+        """int32 accumulators (bias added) → int8 outputs."""
+        out = requantize(wrap_int32(acc), self.multipliers, self.shifts, rounding)
+        return (
+            (out + self.output_offset)
+            .clamp(self.activation_min, self.activation_max)
+            .to(torch.int8)
+        )
+
+
+def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """Output extent of a padded, strided, dilated window along one dimension."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def patches(
+    input: torch.Tensor,
+    kernel: tuple[int, int],
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    pad_value: int = 0,
+) -> torch.Tensor:
+    """Windows of an NHWC tensor as ``[N, OH, OW, C, KH, KW]`` (a view of the padded input)."""
+    pad_h, pad_w = padding
+    padded = torch.nn.functional.pad(input, (0, 0, pad_w, pad_w, pad_h, pad_h), value=pad_value)
+    span_h = dilation[0] * (kernel[0] - 1) + 1
+    span_w = dilation[1] * (kernel[1] - 1) + 1
+    windows = padded.unfold(1, span_h, stride[0]).unfold(2, span_w, stride[1])
+    return windows[..., :: dilation[0], :: dilation[1]]
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    """What conv2d, depthwise_conv2d and transpose_conv2d share: bias, input offset, window
+    geometry and the per-channel output stage. ``dilation`` is ``[1, 1]`` where the operator
+    has none, ``output_padding`` ``[0, 0]``, ``depth_multiplier`` 1."""
+
+    bias: torch.Tensor
+    input_offset: int
+    stride: list[int]
+    padding: list[int]
+    dilation: list[int]
+    output_padding: list[int]
+    depth_multiplier: int
+    output: Requantization
+
+    @classmethod
+    def of(cls, operator: str, arguments: Sequence[Any]) -> ConvParams:
+        """From a call's arguments after ``input, weight`` (schema order)."""
+        values = named(operator, arguments, skip=2)
+        return cls(
+            values["bias"].to(torch.int64),
+            values["input_offset"],
+            values["stride"],
+            values["padding"],
+            values.get("dilation", [1, 1]),
+            values.get("output_padding", [0, 0]),
+            values.get("depth_multiplier", 1),
+            Requantization.of(values),
+        )
+
+    @staticmethod
+    def check(input: torch.Tensor, weight: torch.Tensor) -> None:
+        """4-D operands; ValueError otherwise."""
+        if input.dim() != 4 or weight.dim() != 4:
+            raise ValueError(
+                f"expected 4-D input and weight, got {tuple(input.shape)} and {tuple(weight.shape)}"
+            )
+
+    def check_window(self, name: str) -> list[int]:
+        """Two-entry stride, padding and window argument ``name`` (dilation or
+        output_padding), in that order; the latter's value."""
+        pair("stride", self.stride)
+        pair("padding", self.padding)
+        return pair(name, getattr(self, name))
+
+    def output_hw(self, input_hw: Sequence[int], kernel: Sequence[int]) -> tuple[int, int]:
+        """(OH, OW) of a forward convolution (PyTorch's formula)."""
+        return (
+            output_size(input_hw[0], kernel[0], self.stride[0], self.padding[0], self.dilation[0]),
+            output_size(input_hw[1], kernel[1], self.stride[1], self.padding[1], self.dilation[1]),
+        )
+
+    def windows(self, input: torch.Tensor, kernel: tuple[int, int]) -> torch.Tensor:
+        """``(x + input_offset)`` as int64 windows ``[N, OH, OW, C, KH, KW]``."""
+        shifted = input.to(torch.int64) + self.input_offset
+        return patches(shifted, kernel, self.stride, self.padding, self.dilation)
+
+    def finish(self, acc: torch.Tensor, rounding: Rounding) -> torch.Tensor:
+        """Add the bias to the int32 accumulators and requantize them to int8."""
+        return self.output.apply(acc + self.bias, rounding)
+
+
+@dataclass(frozen=True)
+class PoolParams:
+    """What avg_pool2d and max_pool2d share: window, stride, padding, ceil mode, range."""
+
+    kernel_size: list[int]
+    stride: list[int]
+    padding: list[int]
+    ceil_mode: bool
+    activation_min: int
+    activation_max: int
+
+    @classmethod
+    def of(cls, operator: str, arguments: Sequence[Any]) -> PoolParams:
+        """From a call's arguments after ``input`` (schema order); ValueError if malformed."""
+        values = named(operator, arguments, skip=1)
+        kernel_size, stride, padding = (
+            pair(name, values[name]) for name in ("kernel_size", "stride", "padding")
+        )
+        if min(*kernel_size, *stride) < 1 or min(padding) < 0:
+            raise ValueError(
+                f"invalid kernel_size {kernel_size}, stride {stride}, padding {padding}"
+            )
+        return cls(
+            kernel_size,
+            stride,
+            padding,
+            bool(values.get("ceil_mode", False)),
+            values["activation_min"],
+            values["activation_max"],
+        )
+
+    def clamp(self, values: torch.Tensor) -> torch.Tensor:
+        """Clamp to the activation range, int8."""
+        return values.clamp(self.activation_min, self.activation_max).to(torch.int8)
+
+
+@dataclass(frozen=True)
+class ElementwiseScales:
+    """Scales and zero points of a binary element-wise operator's inputs and output, from which
+    add, sub and mul compute their integer arguments (:func:`add_parameters` and kin)."""
+
+    input1_scale: float
+    input2_scale: float
+    output_scale: float
+    input1_zero_point: int = 0
+    input2_zero_point: int = 0
+    output_zero_point: int = 0
+
+    def offsets(self) -> tuple[int, int, int]:
+        """``(input1_offset, input2_offset, output_offset)``: -zp, -zp, +zp."""
+        return -self.input1_zero_point, -self.input2_zero_point, self.output_zero_point
+
+
+@dataclass(frozen=True)
+class ElementwiseParams:
+    """What the binary element-wise operators that requantize share (add, sub as add, mul):
+    the inputs' offsets and the output stage (``output_multiplier``, ``output_shift``)."""
+
+    input1_offset: int
+    input2_offset: int
+    output: Requantization
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> ElementwiseParams:
+        """From a call's arguments by name (:func:`named`)."""
+        return cls(values["input1_offset"], values["input2_offset"], Requantization.of(values))
+
+    def operands(
+        self, operator: str, input1: torch.Tensor, input2: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x + offset`` of both inputs as int64, broadcast to the output shape."""
+        shape = broadcast_shape(operator, input1.shape, input2.shape)
+        return (
+            (input1.to(torch.int64) + self.input1_offset).expand(shape),
+            (input2.to(torch.int64) + self.input2_offset).expand(shape),
+        )

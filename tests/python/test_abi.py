@@ -1,0 +1,119 @@
+"""The kernel ABI value: its text (the C++ ``cortex_m_nn_kernels_abi()`` form), the .pte
+metadata, the mismatch lines, and the references run with its rounding explicitly."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from cortex_m_nn import __version__
+from cortex_m_nn.abi import METADATA_PREFIX, KernelAbi, Rounding
+from cortex_m_nn.kernel_codegen import ops_version
+from cortex_m_nn.ops.arithmetic import use_rounding
+from cortex_m_nn.ops.conv2d import conv2d
+from cortex_m_nn.ops.library import run_references
+from cortex_m_nn.target import Core, Isa, Target, TargetError
+
+
+def test_text_round_trips_in_the_kernels_form() -> None:
+    abi = KernelAbi(Isa.MVE, Rounding.SINGLE, 7)
+    assert str(abi) == "isa=mve rounding=single ops_version=7"
+    assert KernelAbi.parse("isa=dsp rounding=double ops_version=3") == KernelAbi(
+        Isa.DSP, Rounding.DOUBLE, 3
+    )
+    assert KernelAbi.parse(str(abi)) == abi
+
+
+def test_defaults_are_this_release_and_cmsis_nn_default_rounding() -> None:
+    abi = KernelAbi.for_target(Target.parse("cortex-m33"))
+    assert (abi.isa, abi.rounding, abi.ops_version, abi.core) == (
+        Isa.DSP,
+        Rounding.DOUBLE,
+        ops_version(),
+        Core.M33,
+    )
+    assert abi.target == Target(Core.M33, Isa.DSP)
+
+
+def test_metadata_in_the_recorded_order_and_read_back() -> None:
+    abi = KernelAbi.for_target(Target.parse("cortex-m0plus"), Rounding.SINGLE)
+    recorded = abi.metadata()
+    assert list(recorded) == [
+        f"{METADATA_PREFIX}{name}" for name in ("core", "isa", "rounding", "version", "ops_version")
+    ]
+    assert recorded[f"{METADATA_PREFIX}core"] == "cortex-m0plus"
+    assert recorded[f"{METADATA_PREFIX}isa"] == "scalar"
+    assert recorded[f"{METADATA_PREFIX}rounding"] == "single"
+    assert recorded[f"{METADATA_PREFIX}version"] == __version__
+    assert recorded[f"{METADATA_PREFIX}ops_version"] == ops_version()
+    as_text = {name: str(value) for name, value in recorded.items()}  # how a .pte reads back
+    back = KernelAbi.from_metadata(as_text)
+    assert back == abi and back.core is Core.M0PLUS
+
+
+def test_equality_is_the_abi_not_the_core() -> None:
+    m55 = KernelAbi.for_target(Target.parse("cortex-m55+dsp"))
+    m33 = KernelAbi.for_target(Target.parse("cortex-m33"))
+    assert m55 == m33 and m55.mismatch(m33) is None
+    assert m55 != KernelAbi.for_target(Target.parse("cortex-m55"))
+
+
+def test_a_kernel_build_names_no_core() -> None:
+    with pytest.raises(ValueError, match="names no core"):
+        _ = KernelAbi.parse("isa=mve rounding=double ops_version=1").target
+
+
+def test_a_core_without_the_isa_is_refused() -> None:
+    with pytest.raises(TargetError, match="cannot run the mve path"):
+        KernelAbi(Isa.MVE, core=Core.M4)
+
+
+def test_mismatch_names_each_difference_and_its_fix() -> None:
+    program = KernelAbi(Isa.MVE, Rounding.SINGLE, 2, Core.M55)
+    kernels = KernelAbi(Isa.DSP, Rounding.DOUBLE, 3)
+    assert program.mismatch(kernels) == (
+        "the .pte was compiled for ISA mve (kernels: dsp; recompile with a --target whose ISA "
+        "is dsp, e.g. cortex-m55+dsp); rounding single (kernels: double; recompile with "
+        "--rounding double); operator version 2 (kernels: 3; rebuild the kernels and the .pte "
+        "from one cortex-m-nn release)"
+    )
+    assert KernelAbi(Isa.DSP, Rounding.SINGLE, 3).mismatch(kernels) == (
+        "the .pte was compiled for rounding single (kernels: double; recompile with "
+        "--rounding double)"
+    )
+
+
+def test_isa_and_rounding_read_as_their_names() -> None:
+    assert f"{Isa.MVE}+{Rounding.SINGLE}" == "mve+single"
+    assert Isa.DSP == "dsp" and Rounding.DOUBLE == "double"
+
+
+class _Conv(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = torch.tensor([[[[3]]]], dtype=torch.int8)
+        bias = torch.tensor([0], dtype=torch.int32)
+        multipliers = torch.tensor([1518500250], dtype=torch.int32)
+        shifts = torch.tensor([-3], dtype=torch.int32)
+        out, _ = torch.ops.cortex_m_nn.conv2d.default(
+            x, weight, bias, multipliers, shifts, [1, 1], [0, 0], [1, 1], 0, 0, -128, 127, 0
+        )
+        return out
+
+
+def test_references_take_the_rounding_explicitly() -> None:
+    x = torch.arange(-128, 128, dtype=torch.int8).reshape(1, 16, 16, 1)
+    graph = torch.fx.symbolic_trace(_Conv())
+    args = (torch.tensor([[[[3]]]], dtype=torch.int8), torch.tensor([0], dtype=torch.int32))
+    quant = (torch.tensor([1518500250], dtype=torch.int32), torch.tensor([-3], dtype=torch.int32))
+    geometry = ([1, 1], [0, 0], [1, 1], 0, 0, -128, 127)
+    results = {}
+    for rounding in Rounding:
+        explicit = conv2d(x, *args, *quant, *geometry, rounding=rounding)
+        with use_rounding(rounding):  # the convenience: calls without the argument
+            assert torch.equal(conv2d(x, *args, *quant, *geometry), explicit)
+            assert torch.equal(graph(x), explicit)
+        (ran,) = run_references(graph, (x,), rounding)  # no context: the value is passed
+        assert torch.equal(ran, explicit)
+        results[rounding] = explicit
+    # The two roundings differ on these values, so the explicit argument really reached them.
+    assert not torch.equal(results[Rounding.SINGLE], results[Rounding.DOUBLE])
