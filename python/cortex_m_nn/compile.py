@@ -38,6 +38,7 @@ __all__ = [
     "CompiledProgram",
     "Stages",
     "compile_model",
+    "compile_quantized",
     "metadata",
     "planned_buffer_bytes",
     "pte_operators",
@@ -167,10 +168,35 @@ def compile_model(
     ``rounding`` is the requantization rounding the kernels' CMSIS-NN is built with; the
     .pte records it and the references use it (``use_rounding``) when verifying.
     """
-    stages = Stages()
+    start = time.perf_counter()
+    quantized = quantize(source, calibration, progress)
+    seconds = {"quantize": time.perf_counter() - start}
+    return compile_quantized(
+        source,
+        target,
+        calibration,
+        quantized,
+        allow_fallback=allow_fallback,
+        rounding=rounding,
+        seconds=seconds,
+    )
+
+
+def compile_quantized(
+    source: ModelSource,
+    target: Target,
+    calibration: Calibration,
+    quantized: tuple[GraphModule, GraphModule],
+    *,
+    allow_fallback: bool = False,
+    rounding: Rounding = Rounding.DOUBLE,
+    seconds: dict[str, float] | None = None,
+) -> CompiledProgram:
+    """Lower and serialise what ``quantize(source, calibration)`` returned: one export and
+    calibration can be lowered for several targets (the graphs are read, never changed)."""
+    stages = Stages(seconds=dict(seconds or {}))
+    stages.exported, stages.quantized = quantized
     timer = _Timer(stages.seconds)
-    with timer("quantize"):
-        stages.exported, stages.quantized = quantize(source, calibration, progress)
     with timer("lower"):
         stages.lowering = lower(stages.quantized, target)
     fallbacks = stages.lowering.fallbacks
