@@ -46,6 +46,7 @@ __all__ = [
     "CompiledProgram",
     "Stages",
     "compile_model",
+    "compile_quantized",
     "metadata",
     "planned_buffer_bytes",
     "pte_operators",
@@ -182,11 +183,36 @@ def compile_model(
     and the references run with), or a Target and ``rounding``, the requantization rounding
     the kernels' CMSIS-NN is built with, to make it from.
     """
+    start = time.perf_counter()
+    quantized = quantize(source, calibration, progress)
+    seconds = {"quantize": time.perf_counter() - start}
+    return compile_quantized(
+        source,
+        target,
+        calibration,
+        quantized,
+        allow_fallback=allow_fallback,
+        rounding=rounding,
+        seconds=seconds,
+    )
+
+
+def compile_quantized(
+    source: ModelSource,
+    target: Target | KernelAbi,
+    calibration: Calibration,
+    quantized: tuple[GraphModule, GraphModule],
+    *,
+    allow_fallback: bool = False,
+    rounding: Rounding = Rounding.DOUBLE,
+    seconds: dict[str, float] | None = None,
+) -> CompiledProgram:
+    """Lower and serialise what ``quantize(source, calibration)`` returned: one export and
+    calibration can be lowered for several targets (the graphs are read, never changed)."""
     abi = target if isinstance(target, KernelAbi) else KernelAbi.for_target(target, rounding)
-    stages = Stages()
+    stages = Stages(seconds=dict(seconds or {}))
+    stages.exported, stages.quantized = quantized
     timer = _Timer(stages.seconds)
-    with timer("quantize"):
-        stages.exported, stages.quantized = quantize(source, calibration, progress)
     with timer("lower"):
         stages.lowering = lower(stages.quantized, abi.target)
     fallbacks = stages.lowering.fallbacks

@@ -67,3 +67,13 @@ def broadcast_shapes(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...]]
     a = tuple(1 if draw(one) else d for d in out)
     b = tuple(1 if draw(one) else d for d in out)
     return a, b
+
+
+#: Calls per drawn program: one compile and run checks this many of one operator.
+CALLS_PER_PROGRAM = 25
+
+
+def draw_calls(data: st.DataObject, calls: st.SearchStrategy) -> list:
+    """``CALLS_PER_PROGRAM`` calls of one operator, for one program."""
+    size = CALLS_PER_PROGRAM
+    return data.draw(st.lists(calls, min_size=size, max_size=size))

@@ -1,15 +1,18 @@
 """cortex_m_nn::transpose, ::pad and ::concat on the host runtime (arm_transpose_s8,
-arm_pad_s8, arm_concatenation_s8_*) against their references."""
+arm_pad_s8, arm_concatenation_s8_*) against their references: one table, a row per operator."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_m_nn.host_kernels import KernelAbi
 
 from .harness import Call, check_calls
-from .strategies import KERNEL_SETTINGS, generator, int8
+from .strategies import KERNEL_SETTINGS, draw_calls, generator, int8
 
 
 @st.composite
@@ -43,19 +46,15 @@ def concat_calls(draw: st.DrawFn) -> Call:
     return Call("concat", (inputs, dim))
 
 
+CALLS: dict[str, Callable[[], st.SearchStrategy[Call]]] = {
+    "transpose": transpose_calls,
+    "pad": pad_calls,
+    "concat": concat_calls,
+}
+
+
+@pytest.mark.parametrize("op", list(CALLS))
 @KERNEL_SETTINGS
-@given(st.lists(transpose_calls(), min_size=25, max_size=25))
-def test_transpose_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
-    check_calls(calls, kernels)
-
-
-@KERNEL_SETTINGS
-@given(st.lists(pad_calls(), min_size=25, max_size=25))
-def test_pad_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
-    check_calls(calls, kernels)
-
-
-@KERNEL_SETTINGS
-@given(st.lists(concat_calls(), min_size=25, max_size=25))
-def test_concat_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
-    check_calls(calls, kernels)
+@given(data=st.data())
+def test_bit_exact(kernels: KernelAbi, op: str, data: st.DataObject) -> None:
+    check_calls(draw_calls(data, CALLS[op]()), kernels)

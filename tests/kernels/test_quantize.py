@@ -1,7 +1,11 @@
-"""cortex_m_nn::quantize and ::dequantize on the host runtime against their references."""
+"""cortex_m_nn::quantize and ::dequantize on the host runtime against their references: one
+table, a row per operator."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,7 +13,7 @@ from hypothesis import strategies as st
 from cortex_m_nn.host_kernels import KernelAbi
 
 from .harness import Call, check_calls
-from .strategies import KERNEL_SETTINGS, generator, int8
+from .strategies import KERNEL_SETTINGS, draw_calls, generator, int8
 
 
 @st.composite
@@ -38,13 +42,14 @@ def dequantize_calls(draw: st.DrawFn) -> Call:
     return Call("dequantize", (int8(shape, gen), scale, zero_point, permutation))
 
 
-@KERNEL_SETTINGS
-@given(st.lists(quantize_calls(), min_size=25, max_size=25))
-def test_quantize_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
-    check_calls(calls, kernels)
+CALLS: dict[str, Callable[[], st.SearchStrategy[Call]]] = {
+    "quantize": quantize_calls,
+    "dequantize": dequantize_calls,
+}
 
 
+@pytest.mark.parametrize("op", list(CALLS))
 @KERNEL_SETTINGS
-@given(st.lists(dequantize_calls(), min_size=25, max_size=25))
-def test_dequantize_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
-    check_calls(calls, kernels)
+@given(data=st.data())
+def test_bit_exact(kernels: KernelAbi, op: str, data: st.DataObject) -> None:
+    check_calls(draw_calls(data, CALLS[op]()), kernels)

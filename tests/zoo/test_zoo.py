@@ -2,28 +2,25 @@
 fallback (only those ``MAY_FALL_BACK`` allows, which the report lists as FALLBACK), and every
 lowered operator is within 1 LSB of the PT2E reference (``verify_program``).
 
-Each model is compiled once per core (a module-scoped fixture) with a few calibration
-samples, so the whole zoo stays a few minutes of CI.
+Each model is exported and calibrated once (with a few samples, the session-scoped
+``quantized_models`` of tests/conftest.py) and lowered once per core (a module-scoped
+fixture), so the whole zoo stays a few minutes of CI.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
+from tests.quantized_models import SAMPLES, QuantizedModels
 
 from cortex_m_nn import report
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import CompiledProgram, compile_model
-from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.target import Target
+from cortex_m_nn.compile import CompiledProgram
 from cortex_m_nn.testing import count_operators
 from cortex_m_nn.verify import verify_program
 
 from . import MAY_FALL_BACK, ZOO
 
 CORES = ("cortex-m55", "cortex-m33", "cortex-m0plus")
-#: Calibration samples; verification runs them and each scaled by two.
-SAMPLES = 4
 #: Float operators around an allowed fallback: the boundary back to int8 and the views.
 BOUNDARY = {"cortex_m_nn.quantize", "cortex_m_nn.dequantize", "aten.view", "aten.reshape"}
 
@@ -32,18 +29,18 @@ BOUNDARY = {"cortex_m_nn.quantize", "cortex_m_nn.dequantize", "aten.view", "aten
     scope="module",
     params=[pytest.param((name, core), id=f"{name}-{core}") for name in ZOO for core in CORES],
 )
-def compiled(request: pytest.FixtureRequest) -> tuple[str, CompiledProgram]:
+def compiled(
+    request: pytest.FixtureRequest,
+    quantized_models: QuantizedModels,
+    ds_cnn_compiled: CompiledProgram,
+) -> tuple[str, CompiledProgram]:
     name, core = request.param
-    module, inputs = ZOO[name]()
-    assert all(x.is_contiguous() for x in inputs)  # NCHW: the layout is the compiler's job
-    program = compile_model(
-        ModelSource(name, module, inputs),
-        Target.parse(core),
-        synthetic(inputs, count=SAMPLES),
-        allow_fallback=bool(MAY_FALL_BACK.get(name)),
-        progress=False,
-    )
-    return name, program
+    if (name, core) == ("ds_cnn", "cortex-m55"):  # the session's DS-CNN is this very compile
+        return name, ds_cnn_compiled
+    quantized = quantized_models.get(name, ZOO[name])
+    # NCHW: the layout is the compiler's job
+    assert all(x.is_contiguous() for x in quantized.source.example_inputs)
+    return name, quantized.lower(core, allow_fallback=bool(MAY_FALL_BACK.get(name)))
 
 
 def test_lowers_completely(compiled: tuple[str, CompiledProgram]) -> None:

@@ -1,0 +1,158 @@
+"""cortex_m_nn::conv2d, ::depthwise_conv2d and ::transpose_conv2d on the host runtime
+(arm_convolve_wrapper_s8, arm_depthwise_conv_wrapper_s8, arm_transpose_conv_wrapper_s8)
+against their references: one table, a row per operator."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cortex_m_nn import scratch
+from cortex_m_nn.host_kernels import KernelAbi
+from cortex_m_nn.ops import transpose_conv2d as transposed
+from cortex_m_nn.ops.conv2d import output_size
+from cortex_m_nn.ops.transpose_conv2d import unsupported_reason
+
+from .harness import Call, check_calls
+from .strategies import (
+    KERNEL_SETTINGS,
+    activation_range,
+    conv_geometry,
+    draw_calls,
+    generator,
+    host_target,
+    int8,
+    per_channel,
+)
+
+
+def conv_calls(isa: str, depthwise: bool = False) -> st.SearchStrategy[Call]:
+    """conv2d, or depthwise_conv2d (weight ``[1, KH, KW, Cin * multiplier]``)."""
+
+    @st.composite
+    def calls(draw: st.DrawFn) -> Call:
+        g = conv_geometry(draw)
+        gen = generator(draw)
+        n, c_in = draw(st.integers(1, 2)), draw(st.integers(1, 12))
+        mult = draw(st.integers(1, 3)) if depthwise else None
+        c_out = c_in * mult if depthwise else draw(st.integers(1, 10))
+        (kh, kw), (h, w) = g["kernel"], g["size"]
+        oh = output_size(h, kh, g["stride"][0], g["padding"][0], g["dilation"][0])
+        ow = output_size(w, kw, g["stride"][1], g["padding"][1], g["dilation"][1])
+        bias, multipliers, shifts = per_channel(draw, c_out, gen)
+        act_min, act_max = activation_range(draw)
+        weight = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
+        shapes = ((n, h, w, c_in), weight, (n, oh, ow, c_out))
+        window = (g["stride"], g["padding"], g["dilation"])
+        if depthwise:
+            need = scratch.depthwise_conv2d_scratch_bytes(host_target(isa), *shapes, *window, mult)
+        else:
+            need = scratch.conv2d_scratch_bytes(host_target(isa), *shapes, *window)
+        args = (
+            int8((n, h, w, c_in), gen),
+            int8(weight, gen, low=-127),
+            bias,
+            multipliers,
+            shifts,
+            *window,
+            *((mult,) if depthwise else ()),
+            draw(st.integers(-127, 128)),
+            draw(st.integers(-128, 127)),
+            act_min,
+            act_max,
+            need,
+        )
+        return Call("depthwise_conv2d" if depthwise else "conv2d", args)
+
+    return calls()
+
+
+def _geometries() -> list[tuple]:
+    """Every small layer CMSIS-NN computes exactly (both paths: the reverse-conv one needs
+    more than 16 input channels), to draw from."""
+    found = []
+    for k, s, p, op, size, c_in in itertools.product(
+        range(1, 5), range(1, 4), range(0, 4), range(0, 3), range(1, 7), (3, 17)
+    ):
+        kernel, stride, padding, output_padding = (k, k), [s, s], [p, p], [op, op]
+        if (
+            op < s
+            and unsupported_reason((size, size), c_in, kernel, stride, padding, output_padding)
+            is None
+        ):
+            found.append((k, s, p, op, size, c_in))
+    return found
+
+
+GEOMETRIES = _geometries()
+
+
+def transpose_conv2d_calls(isa: str) -> st.SearchStrategy[Call]:
+    @st.composite
+    def calls(draw: st.DrawFn) -> Call:
+        k, s, p, op, size, c_in = draw(st.sampled_from(GEOMETRIES))
+        # vary each axis independently where the pair stays supported
+        kh, kw, stride, padding, output_padding = k, k, [s, s], [p, p], [op, op]
+        h, w = size, size
+        if draw(st.booleans()):
+            k2, s2, p2, op2, w, _ = draw(st.sampled_from(GEOMETRIES))
+            trial = ((h, w), c_in, (k, k2), [s, s2], [p, p2], [op, op2])
+            if unsupported_reason(*trial) is None:
+                kw, stride, padding, output_padding = k2, [s, s2], [p, p2], [op, op2]
+            else:
+                w = size
+        n = draw(st.integers(1, 2))
+        if c_in == 17:
+            c_in = draw(st.sampled_from([17, 24]))
+        else:
+            c_in = draw(st.integers(1, 16))
+        c_out = draw(st.integers(1, 8))
+        assert unsupported_reason((h, w), c_in, (kh, kw), stride, padding, output_padding) is None
+        oh = transposed.output_size(h, kh, stride[0], padding[0], output_padding[0])
+        ow = transposed.output_size(w, kw, stride[1], padding[1], output_padding[1])
+        plan = scratch.transpose_conv2d_scratch(
+            host_target(isa),
+            (n, h, w, c_in),
+            (c_out, kh, kw, c_in),
+            (n, oh, ow, c_out),
+            stride,
+            padding,
+        )
+        gen = generator(draw)
+        bias, multipliers, shifts = per_channel(draw, c_out, gen)
+        args = (
+            int8((n, h, w, c_in), gen),
+            int8((c_out, kh, kw, c_in), gen, low=-127),
+            bias,
+            multipliers,
+            shifts,
+            stride,
+            padding,
+            output_padding,
+            draw(st.integers(-127, 128)),
+            draw(st.integers(-128, 127)),
+            *activation_range(draw),
+            plan.reverse_conv_offset,
+            plan.total_bytes,
+        )
+        return Call("transpose_conv2d", args)
+
+    return calls()
+
+
+CALLS: dict[str, Callable[[str], st.SearchStrategy[Call]]] = {
+    "conv2d": conv_calls,
+    "depthwise_conv2d": lambda isa: conv_calls(isa, depthwise=True),
+    "transpose_conv2d": transpose_conv2d_calls,
+}
+
+
+@pytest.mark.parametrize("op", list(CALLS))
+@KERNEL_SETTINGS
+@given(data=st.data())
+def test_bit_exact(kernels: KernelAbi, op: str, data: st.DataObject) -> None:
+    check_calls(draw_calls(data, CALLS[op](kernels.isa)), kernels)

@@ -1,0 +1,74 @@
+"""cortex_m_nn::avg_pool2d and ::max_pool2d on the host runtime (arm_avgpool_s8,
+arm_max_pool_s8) against their references: one table, a row per operator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cortex_m_nn import scratch
+from cortex_m_nn.host_kernels import KernelAbi
+from cortex_m_nn.ops.conv2d import output_size
+
+from .harness import Call, check_calls
+from .strategies import (
+    KERNEL_SETTINGS,
+    activation_range,
+    draw_calls,
+    generator,
+    host_target,
+    int8,
+)
+
+
+def window(draw: st.DrawFn, max_kernel: int, margin: int) -> tuple:
+    """Kernel, stride, padding (at most half the kernel) and an input of at least one output
+    and up to ``margin`` more rows and columns than the kernel: NHWC shape, up to 20 channels."""
+    kh, kw = draw(st.integers(1, max_kernel)), draw(st.integers(1, max_kernel))
+    stride = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    padding = [draw(st.integers(0, kh // 2)), draw(st.integers(0, kw // 2))]
+    h = draw(st.integers(max(1, kh - 2 * padding[0]), kh + margin))
+    w = draw(st.integers(max(1, kw - 2 * padding[1]), kw + margin))
+    n, c = draw(st.integers(1, 2)), draw(st.integers(1, 20))
+    return [kh, kw], stride, padding, (n, h, w, c)
+
+
+def avg_pool2d_calls(isa: str) -> st.SearchStrategy[Call]:
+    @st.composite
+    def calls(draw: st.DrawFn) -> Call:
+        kernel, stride, padding, (n, h, w, c) = window(draw, 5, 10)
+        oh = output_size(h, kernel[0], stride[0], padding[0], 1)
+        ow = output_size(w, kernel[1], stride[1], padding[1], 1)
+        need = scratch.avg_pool2d_scratch_bytes(host_target(isa), (n, h, w, c), (n, oh, ow, c))
+        gen = generator(draw)
+        args = (int8((n, h, w, c), gen), kernel, stride, padding, *activation_range(draw), need)
+        return Call("avg_pool2d", args)
+
+    return calls()
+
+
+def max_pool2d_calls(isa: str) -> st.SearchStrategy[Call]:
+    @st.composite
+    def calls(draw: st.DrawFn) -> Call:
+        kernel, stride, padding, shape = window(draw, 4, 9)
+        x = int8(shape, generator(draw))
+        args = (x, kernel, stride, padding, draw(st.booleans()), *activation_range(draw))
+        return Call("max_pool2d", args)
+
+    return calls()
+
+
+CALLS: dict[str, Callable[[str], st.SearchStrategy[Call]]] = {
+    "avg_pool2d": avg_pool2d_calls,
+    "max_pool2d": max_pool2d_calls,
+}
+
+
+@pytest.mark.parametrize("op", list(CALLS))
+@KERNEL_SETTINGS
+@given(data=st.data())
+def test_bit_exact(kernels: KernelAbi, op: str, data: st.DataObject) -> None:
+    check_calls(draw_calls(data, CALLS[op](kernels.isa)), kernels)

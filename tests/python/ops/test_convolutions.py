@@ -1,0 +1,409 @@
+"""``cortex_m_nn::conv2d``, ``::depthwise_conv2d`` and ``::transpose_conv2d``: one table, a
+row per operator, against independent references — float64 ``F.conv2d`` on exact integers
+(grouped for depthwise) and a plain-int scatter-add (transposed) — then Python-int requant.
+
+CMSIS-NN's transposed-convolution algorithms, which decide that operator's supported domain,
+are checked in test_transpose_conv2d.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
+from cortex_m_nn.ops.conv2d import conv2d
+from cortex_m_nn.ops.depthwise_conv2d import depthwise_conv2d
+from cortex_m_nn.ops.transpose_conv2d import transpose_conv2d, unsupported_reason
+
+from .independent import ref_requantize, wrap32
+
+Case = dict[str, object]
+
+
+def requantized(case: Case, acc: list, single: bool = False) -> torch.Tensor:
+    """Per-channel Python-int requantization of nested int32 accumulators ``[..., C]``."""
+    mults, shifts = case["multipliers"].tolist(), case["shifts"].tolist()
+    low, high = case["activation_min"], case["activation_max"]
+
+    def one(a: int, o: int) -> int:
+        y = ref_requantize(wrap32(a), mults[o], shifts[o], single) + case["output_offset"]
+        return min(max(y, low), high)
+
+    def walk(values: list) -> list:
+        if values and isinstance(values[0], list):
+            return [walk(v) for v in values]
+        return [one(a, o) for o, a in enumerate(values)]
+
+    return torch.tensor(walk(acc), dtype=torch.int8)
+
+
+def float_conv(case: Case, weight: torch.Tensor, groups: int = 1) -> list:
+    """Zero-padded float64 conv of (x - zp) in NCHW, exact on these integers, plus bias."""
+    x = (case["input"].to(torch.float64) + case["input_offset"]).permute(0, 3, 1, 2)
+    acc = torch.nn.functional.conv2d(
+        x,
+        weight.to(torch.float64),
+        stride=case["stride"],
+        padding=case["padding"],
+        dilation=case["dilation"],
+        groups=groups,
+    ).permute(0, 2, 3, 1)
+    return (acc.round().to(torch.int64) + case["bias"].to(torch.int64)).tolist()
+
+
+def conv_accumulators(case: Case) -> list:
+    return float_conv(case, case["weight"].permute(0, 3, 1, 2))
+
+
+def depthwise_accumulators(case: Case) -> list:
+    """Grouped conv (groups = Cin): output channel c reads input channel c // multiplier."""
+    weight = case["weight"][0].permute(2, 0, 1).unsqueeze(1)  # [Cout, 1, KH, KW]
+    return float_conv(case, weight, groups=case["input"].shape[3])
+
+
+def out_extent(size: int, k: int, s: int, p: int, op: int) -> int:
+    return (size - 1) * s - 2 * p + k + op
+
+
+def scatter_add(case: Case) -> list:
+    """The definition: every input pixel adds its products onto the pixels it reaches."""
+    x, w = case["input"].tolist(), case["weight"].tolist()
+    (sh, sw), (ph, pw), (oph, opw) = case["stride"], case["padding"], case["output_padding"]
+    n, h, wd = len(x), len(x[0]), len(x[0][0])
+    c_out, kh, kw = len(w), len(w[0]), len(w[0][0])
+    oh, ow = out_extent(h, kh, sh, ph, oph), out_extent(wd, kw, sw, pw, opw)
+    bias = case["bias"].tolist()
+    acc = [[[list(bias) for _ in range(ow)] for _ in range(oh)] for _ in range(n)]
+    for b in range(n):
+        for iy in range(h):
+            for ix in range(wd):
+                pixel = [v + case["input_offset"] for v in x[b][iy][ix]]
+                for ky in range(kh):
+                    for kx in range(kw):
+                        oy, ox = iy * sh + ky - ph, ix * sw + kx - pw
+                        if 0 <= oy < oh and 0 <= ox < ow:
+                            for o in range(c_out):
+                                acc[b][oy][ox][o] += sum(
+                                    a * c for a, c in zip(pixel, w[o][ky][kx], strict=True)
+                                )
+    return acc
+
+
+def transpose_supported(case: Case) -> bool:
+    _, h, w, c_in = case["input"].shape
+    _, kh, kw, _ = case["weight"].shape
+    reason = unsupported_reason(
+        (h, w), c_in, (kh, kw), case["stride"], case["padding"], case["output_padding"]
+    )
+    return reason is None
+
+
+# --- random cases: the geometry each operator takes ------------------------------------------
+
+
+def _tensors(
+    draw: st.DrawFn, shapes: dict[str, tuple[int, ...]], shift_low: int, weight_low: int = -128
+) -> Case:
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    c_out = shapes["bias"][0]
+    return {
+        "input": torch.randint(-128, 128, shapes["input"], generator=gen, dtype=torch.int8),
+        "weight": torch.randint(weight_low, 128, shapes["weight"], generator=gen, dtype=torch.int8),
+        "bias": torch.randint(-(2**16), 2**16, (c_out,), generator=gen, dtype=torch.int32),
+        "multipliers": torch.randint(2**30, 2**31 - 1, (c_out,), generator=gen, dtype=torch.int32),
+        "shifts": torch.randint(shift_low, 2, (c_out,), generator=gen, dtype=torch.int32),
+    }
+
+
+def _offsets(draw: st.DrawFn) -> Case:
+    act_min = draw(st.integers(-128, 0))
+    return {
+        "input_offset": -draw(st.integers(-128, 127)),
+        "output_offset": draw(st.integers(-128, 127)),
+        "activation_min": act_min,
+        "activation_max": draw(st.integers(act_min, 127)),
+    }
+
+
+def _window(draw: st.DrawFn, h: int, w: int) -> tuple[int, int, list, list, list]:
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    stride = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    padding = [draw(st.integers(0, 2)), draw(st.integers(0, 2))]
+    dilation = [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
+    assume(h + 2 * padding[0] >= dilation[0] * (kh - 1) + 1)
+    assume(w + 2 * padding[1] >= dilation[1] * (kw - 1) + 1)
+    return kh, kw, stride, padding, dilation
+
+
+@st.composite
+def conv_cases(draw: st.DrawFn) -> Case:
+    n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    c_in, c_out = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    kh, kw, stride, padding, dilation = _window(draw, h, w)
+    shapes = {"input": (n, h, w, c_in), "weight": (c_out, kh, kw, c_in), "bias": (c_out,)}
+    geometry = {"stride": stride, "padding": padding, "dilation": dilation}
+    return _tensors(draw, shapes, -14) | geometry | _offsets(draw)
+
+
+@st.composite
+def depthwise_cases(draw: st.DrawFn) -> Case:
+    n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    c_in, mult = draw(st.integers(1, 5)), draw(st.integers(1, 3))
+    kh, kw, stride, padding, dilation = _window(draw, h, w)
+    c_out = c_in * mult
+    shapes = {"input": (n, h, w, c_in), "weight": (1, kh, kw, c_out), "bias": (c_out,)}
+    geometry = {"stride": stride, "padding": padding, "dilation": dilation}
+    return _tensors(draw, shapes, -12) | geometry | {"depth_multiplier": mult} | _offsets(draw)
+
+
+@st.composite
+def transpose_cases(
+    draw: st.DrawFn, channels: tuple[int, int] = (1, 5), max_stride: int = 3
+) -> Case:
+    n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    c_in, c_out = draw(st.integers(*channels)), draw(st.integers(1, 4))
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    stride = [draw(st.integers(1, max_stride)), draw(st.integers(1, max_stride))]
+    padding = [draw(st.integers(0, 3)), draw(st.integers(0, 3))]
+    output_padding = [draw(st.integers(0, stride[0] - 1)), draw(st.integers(0, stride[1] - 1))]
+    assume(out_extent(h, kh, stride[0], padding[0], output_padding[0]) > 0)
+    assume(out_extent(w, kw, stride[1], padding[1], output_padding[1]) > 0)
+    shapes = {"input": (n, h, w, c_in), "weight": (c_out, kh, kw, c_in), "bias": (c_out,)}
+    geometry = {"stride": stride, "padding": padding, "output_padding": output_padding}
+    return _tensors(draw, shapes, -14, weight_low=-127) | geometry | _offsets(draw)
+
+
+# --- fixed cases ------------------------------------------------------------------------------
+
+
+def conv_fixed() -> Case:
+    gen = torch.Generator().manual_seed(0)
+    return {
+        "input": torch.randint(-128, 128, (1, 6, 5, 3), generator=gen, dtype=torch.int8),
+        "weight": torch.randint(-128, 128, (4, 3, 3, 3), generator=gen, dtype=torch.int8),
+        "bias": torch.tensor([0, 100, -100, 2**20], dtype=torch.int32),
+        "multipliers": torch.tensor([2**30, 1518500250, 2**31 - 1, 2**30], dtype=torch.int32),
+        "shifts": torch.tensor([-9, -8, -12, 1], dtype=torch.int32),
+        "stride": [2, 1],
+        "padding": [1, 1],
+        "dilation": [1, 1],
+        "input_offset": 5,
+        "output_offset": -3,
+        "activation_min": -100,
+        "activation_max": 90,
+    }
+
+
+def depthwise_fixed() -> Case:
+    gen = torch.Generator().manual_seed(1)
+    return {
+        "input": torch.randint(-128, 128, (1, 5, 7, 2), generator=gen, dtype=torch.int8),
+        "weight": torch.randint(-128, 128, (1, 3, 3, 4), generator=gen, dtype=torch.int8),
+        "bias": torch.tensor([0, 10, -10, 2**22], dtype=torch.int32),
+        "multipliers": torch.tensor([2**30, 1518500250, 2**31 - 1, 2**30], dtype=torch.int32),
+        "shifts": torch.tensor([-7, -8, -9, 2], dtype=torch.int32),
+        "stride": [1, 2],
+        "padding": [1, 1],
+        "dilation": [1, 1],
+        "depth_multiplier": 2,
+        "input_offset": -3,
+        "output_offset": 4,
+        "activation_min": -128,
+        "activation_max": 127,
+    }
+
+
+def transpose_fixed(**changes: object) -> Case:
+    gen = torch.Generator().manual_seed(3)
+    case = {
+        "input": torch.randint(-128, 128, (1, 3, 4, 2), generator=gen, dtype=torch.int8),
+        "weight": torch.randint(-127, 128, (3, 3, 3, 2), generator=gen, dtype=torch.int8),
+        "bias": torch.tensor([0, 5000, -(2**20)], dtype=torch.int32),
+        "multipliers": torch.tensor([2**30, 1518500250, 2**31 - 1], dtype=torch.int32),
+        "shifts": torch.tensor([-8, -9, 0], dtype=torch.int32),
+        "stride": [2, 2],
+        "padding": [1, 1],
+        "output_padding": [1, 1],
+        "input_offset": 4,
+        "output_offset": -2,
+        "activation_min": -128,
+        "activation_max": 127,
+    }
+    case.update(changes)
+    return case
+
+
+def transpose_call(case: Case) -> torch.Tensor:
+    return transpose_conv2d(*case.values(), 4)
+
+
+@dataclass(frozen=True)
+class Conv:
+    """One operator of the family: how to draw, call and independently compute it."""
+
+    name: str
+    cases: Callable[[], st.SearchStrategy[Case]]
+    call: Callable[[Case], torch.Tensor]
+    accumulators: Callable[[Case], list]
+    fixed: Callable[[], Case]
+    #: the functional form's arguments after the case's (scratch sizes, reverse-conv offset)
+    extra: tuple[int, ...]
+    supported: Callable[[Case], bool] = lambda case: True
+
+    @property
+    def op(self) -> torch._ops.OpOverloadPacket:
+        return getattr(torch.ops.cortex_m_nn, self.name)
+
+    def expected(self, case: Case, single: bool = False) -> torch.Tensor:
+        return requantized(case, self.accumulators(case), single)
+
+
+CONV = Conv(
+    "conv2d", conv_cases, lambda case: conv2d(*case.values()), conv_accumulators, conv_fixed,
+    (96,),
+)  # fmt: skip
+DEPTHWISE = Conv(
+    "depthwise_conv2d", depthwise_cases, lambda case: depthwise_conv2d(*case.values()),
+    depthwise_accumulators, depthwise_fixed, (40,),
+)  # fmt: skip
+TRANSPOSE = Conv(
+    "transpose_conv2d", transpose_cases, transpose_call, scatter_add, transpose_fixed, (8, 40),
+    transpose_supported,
+)  # fmt: skip
+FAMILY = [CONV, DEPTHWISE, TRANSPOSE]
+
+#: (operator, rounding, examples)
+RANDOM = [
+    (conv, rounding, 60 if rounding is Rounding.DOUBLE else 20)
+    for conv in FAMILY
+    for rounding in (Rounding.DOUBLE, Rounding.SINGLE)
+]
+
+
+@pytest.mark.parametrize(
+    ("conv", "rounding", "examples"), RANDOM, ids=[f"{c.name}-{r.value}" for c, r, _ in RANDOM]
+)
+def test_matches_independent(conv: Conv, rounding: Rounding, examples: int) -> None:
+    @settings(max_examples=examples, deadline=None)
+    @given(conv.cases())
+    def check(case: Case) -> None:
+        assume(conv.supported(case))
+        with use_rounding(rounding):
+            got = conv.call(case)
+        assert torch.equal(got, conv.expected(case, single=rounding is Rounding.SINGLE))
+
+    check()
+
+
+#: (operator, output shape, a channel that saturates and the value it saturates to)
+SATURATION = [(CONV, (1, 3, 5, 4), 3, 90), (DEPTHWISE, (1, 5, 4, 4), 3, 127)]
+SATURATION += [(TRANSPOSE, (1, 6, 8, 3), 2, -128)]  # transposed: with padding rows
+
+
+@pytest.mark.parametrize(
+    ("conv", "shape", "channel", "value"), SATURATION, ids=[c.name for c, *_ in SATURATION]
+)
+def test_fixed_case_saturates_and_clamps(
+    conv: Conv, shape: tuple, channel: int, value: int
+) -> None:
+    case = conv.fixed()
+    out = conv.call(case)
+    assert out.shape == shape
+    assert torch.equal(out, conv.expected(case))
+    assert (out[..., channel] == value).all()  # a shift > 0 or a large bias saturates
+    assert out.min() >= case["activation_min"] and out.max() <= case["activation_max"]
+
+
+def _bias_only(conv: Conv, input_shape: tuple[int, ...]) -> Case:
+    case = conv.fixed()
+    channels = len(case["bias"])
+    case["input"] = torch.full(input_shape, -case["input_offset"], dtype=torch.int8)
+    case["shifts"] = torch.zeros(channels, dtype=torch.int32)
+    case["multipliers"] = torch.full((channels,), 2**30, dtype=torch.int32)  # x 0.5
+    case["bias"] = torch.tensor([20, -40, 60, 0][:channels], dtype=torch.int32)
+    case["output_offset"] = 0
+    return case
+
+
+ZERO_POINT = [(CONV, (1, 4, 4, 3), [[10, -20, 30, 0]]), (TRANSPOSE, (1, 3, 4, 2), [[10, -20, 30]])]
+
+
+@pytest.mark.parametrize(("conv", "input_shape", "rows"), ZERO_POINT, ids=["conv2d", "transpose"])
+def test_zero_point_input_gives_bias_only(conv: Conv, input_shape: tuple, rows: list) -> None:
+    """A padded element is the input zero point: an all-zero-point input gives only bias."""
+    out = conv.call(_bias_only(conv, input_shape))
+    assert out.reshape(-1, len(rows[0])).unique(dim=0).tolist() == rows
+
+
+@pytest.mark.parametrize("conv", FAMILY, ids=lambda conv: conv.name)
+def test_functional_out_and_scratch(conv: Conv) -> None:
+    case = conv.fixed()
+    args, scratch_bytes = list(case.values()), conv.extra[-1]
+    out, scratch = conv.op(*args, *conv.extra)
+    assert torch.equal(out, conv.expected(case))
+    assert scratch.dtype == torch.int8 and scratch.shape == (scratch_bytes,)
+    buffer, scratch_buffer = torch.empty_like(out), torch.empty(scratch_bytes, dtype=torch.int8)
+    result = conv.op.out(*args, *conv.extra, out=buffer, scratch=scratch_buffer)
+    assert result[0] is buffer and result[1] is scratch_buffer
+    assert torch.equal(buffer, out)
+
+
+#: (operator, changes to the fixed case, scratch bytes, the output shape worked out by hand)
+FAKE = [
+    (CONV, {"input": (2, 17, 9, 3), "dilation": [2, 1]}, 320, (2, 8, 9, 4)),
+    (DEPTHWISE, {}, 40, (1, 5, 4, 4)),
+    (TRANSPOSE, {"input": (2, 5, 7, 2)}, 40, (2, 10, 14, 3)),
+]
+
+
+@pytest.mark.parametrize(
+    ("conv", "changes", "scratch_bytes", "shape"), FAKE, ids=[c.name for c, *_ in FAKE]
+)
+def test_fake_shapes(conv: Conv, changes: dict, scratch_bytes: int, shape: tuple) -> None:
+    case = conv.fixed()
+    with FakeTensorMode():
+        fake = {
+            k: torch.empty(v.shape, dtype=v.dtype) if isinstance(v, torch.Tensor) else v
+            for k, v in case.items()
+        }
+        fake.update(changes)
+        if "input" in changes:
+            fake["input"] = torch.empty(changes["input"], dtype=torch.int8)
+        out, scratch = conv.op(*fake.values(), *conv.extra[:-1], scratch_bytes)
+    assert out.shape == shape and out.dtype == torch.int8
+    assert scratch.shape == (scratch_bytes,) and scratch.dtype == torch.int8
+
+
+#: (operator, changes to the fixed case, what the error says)
+REFUSALS = [
+    (CONV, {"input": torch.zeros((1, 4, 4, 2), dtype=torch.int8)}, None),
+    (DEPTHWISE, {"depth_multiplier": 3}, None),  # the weight's channels are not Cin * 3
+    (TRANSPOSE, {"input": torch.zeros((1, 3, 4, 5), dtype=torch.int8)}, "channels"),
+]
+
+
+@pytest.mark.parametrize(("conv", "changes", "words"), REFUSALS, ids=[c.name for c, *_ in REFUSALS])
+def test_rejects_channel_mismatch(conv: Conv, changes: dict, words: str | None) -> None:
+    case = conv.fixed() | changes
+    with pytest.raises(ValueError, match=words):
+        conv.call(case)
+
+
+def test_depthwise_channel_mapping() -> None:
+    """Output channel c reads input channel c // depth_multiplier."""
+    case = depthwise_fixed()
+    case["weight"] = torch.zeros((1, 1, 1, 4), dtype=torch.int8)
+    case["weight"][0, 0, 0] = torch.tensor([1, 2, 3, 4], dtype=torch.int8)
+    case.update(padding=[0, 0], stride=[1, 1], input_offset=0, output_offset=0)
+    case["bias"] = torch.zeros(4, dtype=torch.int32)
+    case["multipliers"] = torch.full((4,), 2**30, dtype=torch.int32)
+    case["shifts"] = torch.ones(4, dtype=torch.int32)  # x 1.0
+    case["input"] = torch.tensor([[[[10, -20]]]], dtype=torch.int8)
+    assert DEPTHWISE.call(case).tolist() == [[[[10, 20, -60, -80]]]]

@@ -1,0 +1,295 @@
+"""``cortex_m_nn::batch_matmul`` and ``::linear`` against Python-int transcriptions of
+arm_batch_matmul_s8 and arm_fully_connected_s8: the random cases are one table, a row per
+operator and rounding; each operator's own shapes and forms follow."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
+from cortex_m_nn.ops.batch_matmul import batch_matmul
+from cortex_m_nn.ops.linear import kernel_sums, linear
+
+from .independent import ref_requantize, wrap32
+
+BATCH_MATMUL = torch.ops.cortex_m_nn.batch_matmul
+LINEAR = torch.ops.cortex_m_nn.linear
+
+
+def batch_matmul_expected(case: dict, single: bool = False) -> torch.Tensor:
+    """Rows times rows: out[b, m, n] = sum_k (lhs[b, m, k] + lo) * (rhs[b, n, k] + ro)."""
+    lhs, rhs = case["lhs"], case["rhs_transposed"]
+    # CMSIS-NN's view: both operands as [B0, B1, rows, K], a batch dimension of 1 repeats.
+    lhs4 = lhs.reshape((1,) * (4 - lhs.dim()) + tuple(lhs.shape))
+    rhs4 = rhs.reshape((1,) * (4 - rhs.dim()) + tuple(rhs.shape))
+    b0, b1 = max(lhs4.shape[0], rhs4.shape[0]), max(lhs4.shape[1], rhs4.shape[1])
+    rows, cols = lhs4.shape[2], rhs4.shape[2]
+    left, right = lhs4.tolist(), rhs4.tolist()
+    out = []
+    for i, j in itertools.product(range(b0), range(b1)):
+        a = left[i % lhs4.shape[0]][j % lhs4.shape[1]]
+        b = right[i % rhs4.shape[0]][j % rhs4.shape[1]]
+        for m, n in itertools.product(range(rows), range(cols)):
+            acc = sum(
+                (x + case["lhs_offset"]) * (y + case["rhs_offset"])
+                for x, y in zip(a[m], b[n], strict=True)
+            )
+            y = ref_requantize(wrap32(acc), case["multiplier"], case["shift"], single)
+            y += case["output_offset"]
+            out.append(min(max(y, case["activation_min"]), case["activation_max"]))
+    batch = torch.broadcast_shapes(lhs.shape[:-2], rhs.shape[:-2])
+    return torch.tensor(out, dtype=torch.int8).reshape(*batch, rows, cols)
+
+
+@st.composite
+def batch_matmul_cases(draw: st.DrawFn) -> dict:
+    batch = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2))
+
+    def operand_batch() -> list[int]:
+        kept = batch[len(batch) - draw(st.integers(0, len(batch))) :]
+        return [d if draw(st.booleans()) else 1 for d in kept]
+
+    m, n, k = draw(st.integers(1, 5)), draw(st.integers(1, 6)), draw(st.integers(1, 40))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    act_min = draw(st.integers(-128, 0))
+    return {
+        "lhs": torch.randint(-128, 128, (*operand_batch(), m, k), generator=gen, dtype=torch.int8),
+        "rhs_transposed": torch.randint(
+            -128, 128, (*operand_batch(), n, k), generator=gen, dtype=torch.int8
+        ),
+        "lhs_offset": -draw(st.integers(-128, 127)),
+        "rhs_offset": -draw(st.integers(-128, 127)),
+        "output_offset": draw(st.integers(-128, 127)),
+        "multiplier": draw(st.integers(2**30, 2**31 - 1)),
+        "shift": draw(st.integers(-16, 1)),
+        "activation_min": act_min,
+        "activation_max": draw(st.integers(act_min, 127)),
+    }
+
+
+def linear_expected(case: dict, single: bool = False) -> torch.Tensor:
+    x, w = case["input"], case["weight"]
+    bias = case["bias"].tolist() if case["bias"] is not None else [0] * w.shape[0]
+    rows = x.reshape(-1, x.shape[-1]).tolist()
+    out = []
+    for row in rows:
+        out_row = []
+        for o, weights in enumerate(w.tolist()):
+            acc = bias[o] + sum(
+                (xi + case["input_offset"]) * wi for xi, wi in zip(row, weights, strict=True)
+            )
+            y = ref_requantize(wrap32(acc), case["multiplier"], case["shift"], single)
+            y += case["output_offset"]
+            out_row.append(min(max(y, case["activation_min"]), case["activation_max"]))
+        out.append(out_row)
+    return torch.tensor(out, dtype=torch.int8).reshape(*x.shape[:-1], w.shape[0])
+
+
+@st.composite
+def linear_cases(draw: st.DrawFn) -> dict:
+    lead = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2))
+    n_in, n_out = draw(st.integers(1, 40)), draw(st.integers(1, 12))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    has_bias = draw(st.booleans())
+    act_min = draw(st.integers(-128, 0))
+    return {
+        "input": torch.randint(-128, 128, (*lead, n_in), generator=gen, dtype=torch.int8),
+        "weight": torch.randint(-128, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
+        "bias": torch.randint(-(2**18), 2**18, (n_out,), generator=gen, dtype=torch.int32)
+        if has_bias
+        else None,
+        "kernel_sums": None,
+        "input_offset": -draw(st.integers(-128, 127)),
+        "output_offset": draw(st.integers(-128, 127)),
+        "multiplier": draw(st.integers(2**30, 2**31 - 1)),
+        "shift": draw(st.integers(-14, 1)),
+        "activation_min": act_min,
+        "activation_max": draw(st.integers(act_min, 127)),
+    }
+
+
+#: (reference, independent result, random cases, rounding, examples)
+RANDOM = [
+    (batch_matmul, batch_matmul_expected, batch_matmul_cases, Rounding.DOUBLE, 80),
+    (batch_matmul, batch_matmul_expected, batch_matmul_cases, Rounding.SINGLE, 30),
+    (linear, linear_expected, linear_cases, Rounding.DOUBLE, 80),
+    (linear, linear_expected, linear_cases, Rounding.SINGLE, 30),
+]
+
+
+@pytest.mark.parametrize(
+    ("reference", "expected", "cases", "rounding", "examples"),
+    RANDOM,
+    ids=[f"{r.__name__}-{rounding.value}" for r, _, _, rounding, _ in RANDOM],
+)
+def test_matches_independent(
+    reference: Callable[..., torch.Tensor],
+    expected: Callable[..., torch.Tensor],
+    cases: Callable[[], st.SearchStrategy[dict]],
+    rounding: Rounding,
+    examples: int,
+) -> None:
+    @settings(max_examples=examples, deadline=None)
+    @given(cases())
+    def check(case: dict) -> None:
+        with use_rounding(rounding):
+            got = reference(*case.values())
+        assert torch.equal(got, expected(case, single=rounding is Rounding.SINGLE))
+
+    check()
+
+
+# --- batch_matmul ---------------------------------------------------------------------------
+
+
+def batch_matmul_fixed(**changes: object) -> dict:
+    gen = torch.Generator().manual_seed(5)
+    case = {
+        "lhs": torch.randint(-128, 128, (2, 1, 3, 16), generator=gen, dtype=torch.int8),
+        "rhs_transposed": torch.randint(-128, 128, (1, 4, 5, 16), generator=gen, dtype=torch.int8),
+        "lhs_offset": 128,
+        "rhs_offset": -127,
+        "output_offset": 5,
+        "multiplier": 1717986918,
+        "shift": -12,
+        "activation_min": -100,
+        "activation_max": 100,
+    }
+    case.update(changes)
+    return case
+
+
+def test_batch_matmul_broadcasts_both_batch_dimensions_and_clamps() -> None:
+    case = batch_matmul_fixed()
+    out = batch_matmul(*case.values())
+    assert out.shape == (2, 4, 3, 5)
+    assert torch.equal(out, batch_matmul_expected(case))
+    assert out.min() >= -100 and out.max() <= 100
+
+
+def test_the_right_operand_is_transposed() -> None:
+    """Identity lhs rows pick rhs *rows*: the result is rhs_transposed itself, transposed."""
+    rhs = torch.arange(-6, 6, dtype=torch.int8).reshape(3, 4)  # [N=3, K=4]
+    case = batch_matmul_fixed(
+        lhs=torch.eye(4, dtype=torch.int8),
+        rhs_transposed=rhs,
+        lhs_offset=0,
+        rhs_offset=0,
+        output_offset=0,
+        multiplier=2**30,
+        shift=1,  # x 1
+        activation_min=-128,
+        activation_max=127,
+    )
+    assert torch.equal(batch_matmul(*case.values()), rhs.T)
+
+
+def test_batch_matmul_functional_out_and_fake() -> None:
+    case = batch_matmul_fixed()
+    args = list(case.values())
+    out, scratch = BATCH_MATMUL(*args, 20)
+    assert out.shape == (2, 4, 3, 5) and scratch.shape == (20,) and scratch.dtype == torch.int8
+    buffer, scratch_buffer = torch.empty_like(out), torch.empty(20, dtype=torch.int8)
+    torch.ops.cortex_m_nn.batch_matmul.out(*args, 20, out=buffer, scratch=scratch_buffer)
+    assert torch.equal(buffer, out)
+    with FakeTensorMode():
+        fake = [
+            torch.empty(a.shape, dtype=a.dtype) if isinstance(a, torch.Tensor) else a for a in args
+        ]
+        fake_out, fake_scratch = BATCH_MATMUL(*fake, 20)
+    assert fake_out.shape == (2, 4, 3, 5) and fake_out.dtype == torch.int8
+    assert fake_scratch.shape == (20,)
+
+
+@pytest.mark.parametrize(
+    ("lhs", "rhs", "words"),
+    [
+        ((3, 16), (5, 15), "inner dimension"),
+        ((2, 3, 16), (3, 5, 16), "broadcast"),
+        ((16,), (5, 16), "2-D to 4-D"),
+        ((1, 1, 1, 3, 16), (5, 16), "2-D to 4-D"),
+    ],
+)
+def test_rejects_shapes_cmsis_nn_cannot_multiply(lhs, rhs, words) -> None:
+    case = batch_matmul_fixed(
+        lhs=torch.zeros(lhs, dtype=torch.int8), rhs_transposed=torch.zeros(rhs, dtype=torch.int8)
+    )
+    with pytest.raises(ValueError, match=words):
+        batch_matmul(*case.values())
+
+
+# --- linear ---------------------------------------------------------------------------------
+
+
+def linear_fixed() -> dict:
+    gen = torch.Generator().manual_seed(2)
+    return {
+        "input": torch.randint(-128, 128, (2, 3, 16), generator=gen, dtype=torch.int8),
+        "weight": torch.randint(-128, 128, (5, 16), generator=gen, dtype=torch.int8),
+        "bias": torch.tensor([0, 1000, -1000, 2**24, -(2**24)], dtype=torch.int32),
+        "kernel_sums": None,
+        "input_offset": 128,
+        "output_offset": -128,
+        "multiplier": 1717986918,
+        "shift": -8,
+        "activation_min": -128,
+        "activation_max": 127,
+    }
+
+
+def test_linear_saturates() -> None:
+    out = linear(*linear_fixed().values())
+    assert (out[..., 3] == 127).all() and (out[..., 4] == -128).all()
+    assert torch.equal(out, linear_expected(linear_fixed()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(linear_cases())
+def test_linear_kernel_sums_path(case: dict) -> None:
+    """MVE form: bias folded with the input offset into per-row sums, same result."""
+    w, bias = case["weight"].tolist(), case["bias"]
+    sums = [
+        wrap32((0 if bias is None else int(bias[o])) + case["input_offset"] * sum(row))
+        for o, row in enumerate(w)
+    ]
+    assert torch.equal(kernel_sums(case["weight"], bias, case["input_offset"]), torch.tensor(sums))
+    mve = dict(case, bias=None, kernel_sums=torch.tensor(sums, dtype=torch.int32))
+    assert torch.equal(linear(*mve.values()), linear_expected(case))
+
+
+def test_linear_refuses_bias_and_kernel_sums() -> None:
+    case = dict(linear_fixed(), kernel_sums=torch.zeros(5, dtype=torch.int32))
+    with pytest.raises(ValueError, match="not both"):
+        linear(*case.values())
+
+
+def test_linear_functional_out_and_fake() -> None:
+    case = linear_fixed()
+    args = list(case.values())
+    out = LINEAR(*args)
+    assert out.shape == (2, 3, 5) and out.dtype == torch.int8
+    buffer = torch.empty_like(out)
+    torch.ops.cortex_m_nn.linear.out(*args, out=buffer)
+    assert torch.equal(buffer, out)
+    no_bias = dict(case, bias=None)
+    assert torch.equal(LINEAR(*no_bias.values()), linear_expected(no_bias))
+    with FakeTensorMode():
+        fake = [
+            torch.empty(a.shape, dtype=a.dtype) if isinstance(a, torch.Tensor) else a for a in args
+        ]
+        fake_out = LINEAR(*fake)
+    assert fake_out.shape == (2, 3, 5) and fake_out.dtype == torch.int8
+
+
+def test_linear_rejects_mismatch() -> None:
+    case = dict(linear_fixed(), weight=torch.zeros((5, 15), dtype=torch.int8))
+    with pytest.raises(ValueError):
+        linear(*case.values())
