@@ -8,6 +8,35 @@
 namespace cortex_m_nn {
 namespace native {
 
+namespace {
+// CMSIS-NN's context for arm_fully_connected_s8: the program's kernel sums on MVE (which
+// needs them), nothing elsewhere. Fails the call when the .pte was compiled for the other.
+bool kernel_sums_buffer(
+    KernelRuntimeContext& context,
+    const std::optional<Tensor>& kernel_sums,
+    cmsis_nn_context* buffer) {
+#if defined(ARM_MATH_MVEI)
+  if (!kernel_sums.has_value()) {
+    ET_LOG(Error, "cortex_m_nn::linear: the .pte has no kernel sums, which this MVE build needs: "
+                  "recompile the model for an MVE target (e.g. --target cortex-m55)");
+    context.fail(Error::InvalidProgram);
+    return false;
+  }
+  buffer->buf = const_cast<int32_t*>(kernel_sums.value().const_data_ptr<int32_t>());
+  buffer->size = static_cast<int32_t>(kernel_sums.value().nbytes());
+#else
+  (void)buffer;
+  if (kernel_sums.has_value()) {
+    ET_LOG(Error, "cortex_m_nn::linear: the .pte carries MVE kernel sums but these kernels are "
+                  "a %s build: recompile the model for this core's ISA", kIsa);
+    context.fail(Error::InvalidProgram);
+    return false;
+  }
+#endif
+  return true;
+}
+}  // namespace
+
 void linear_out(
     KernelRuntimeContext& context,
     const Tensor& input,
@@ -54,33 +83,18 @@ void linear_out(
   }
 
   cmsis_nn_context buffer{};
-#if defined(ARM_MATH_MVEI)
-  if (!kernel_sums.has_value()) {
-    ET_LOG(Error, "cortex_m_nn::linear: the .pte has no kernel sums, which this MVE build needs: "
-                  "recompile the model for an MVE target (e.g. --target cortex-m55)");
-    context.fail(Error::InvalidProgram);
+  if (!kernel_sums_buffer(context, kernel_sums, &buffer)) {
     return;
   }
-  buffer.buf = const_cast<int32_t*>(kernel_sums.value().const_data_ptr<int32_t>());
-  buffer.size = static_cast<int32_t>(kernel_sums.value().nbytes());
-#else
-  if (kernel_sums.has_value()) {
-    ET_LOG(Error, "cortex_m_nn::linear: the .pte carries MVE kernel sums but these kernels are "
-                  "a %s build: recompile the model for this core's ISA", kIsa);
-    context.fail(Error::InvalidProgram);
-    return;
-  }
-#endif
 
   const cmsis_nn_fc_params params = q.params();
   const cmsis_nn_per_tensor_quant_params quant = q.quant();
-  const cmsis_nn_dims input_dims{static_cast<int32_t>(batches), 1, 1,
-                                 static_cast<int32_t>(in_features)};
-  const cmsis_nn_dims filter_dims{static_cast<int32_t>(in_features), 1, 1,
-                                  static_cast<int32_t>(out_features)};
-  const cmsis_nn_dims bias_dims{1, 1, 1, static_cast<int32_t>(out_features)};
-  const cmsis_nn_dims output_dims{static_cast<int32_t>(batches), 1, 1,
-                                  static_cast<int32_t>(out_features)};
+  const int32_t rows = static_cast<int32_t>(batches);
+  const int32_t in = static_cast<int32_t>(in_features), outs = static_cast<int32_t>(out_features);
+  const cmsis_nn_dims input_dims{rows, 1, 1, in};
+  const cmsis_nn_dims filter_dims{in, 1, 1, outs};
+  const cmsis_nn_dims bias_dims{1, 1, 1, outs};
+  const cmsis_nn_dims output_dims{rows, 1, 1, outs};
   check_status(
       context,
       "linear",
