@@ -26,14 +26,9 @@ void conv2d_out(
     Tensor& scratch) {
   (void)scratch_bytes;  // the planned scratch tensor carries its size
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
+  const ConvQuant quant{input_offset, output_offset, activation_min, activation_max};
   ConvArgs args;
-  if (!prepare_conv(
-          context,
-          "conv2d",
-          tensors,
-          ConvWeight::kOhwi,
-          {input_offset, output_offset, activation_min, activation_max},
-          &args) ||
+  if (!prepare_conv(context, "conv2d", tensors, ConvWeight::kOhwi, quant, &args) ||
       !prepare_window(context, "conv2d", stride, padding, dilation, &args)) {
     return;
   }

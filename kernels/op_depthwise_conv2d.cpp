@@ -27,14 +27,9 @@ void depthwise_conv2d_out(
     Tensor& scratch) {
   (void)scratch_bytes;
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
+  const ConvQuant quant{input_offset, output_offset, activation_min, activation_max};
   ConvArgs args;
-  if (!prepare_conv(
-          context,
-          "depthwise_conv2d",
-          tensors,
-          ConvWeight::kDepthwise,
-          {input_offset, output_offset, activation_min, activation_max},
-          &args)) {
+  if (!prepare_conv(context, "depthwise_conv2d", tensors, ConvWeight::kDepthwise, quant, &args)) {
     return;
   }
   CORTEX_M_NN_CHECK(

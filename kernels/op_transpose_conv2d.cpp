@@ -28,14 +28,9 @@ void transpose_conv2d_out(
     Tensor& scratch) {
   (void)scratch_bytes;
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
+  const ConvQuant quant{input_offset, output_offset, activation_min, activation_max};
   ConvArgs args;
-  if (!prepare_conv(
-          context,
-          "transpose_conv2d",
-          tensors,
-          ConvWeight::kOhwi,
-          {input_offset, output_offset, activation_min, activation_max},
-          &args) ||
+  if (!prepare_conv(context, "transpose_conv2d", tensors, ConvWeight::kOhwi, quant, &args) ||
       !prepare_transposed_window(
           context, "transpose_conv2d", stride, padding, output_padding, &args)) {
     return;
