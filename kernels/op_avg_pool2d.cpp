@@ -1,18 +1,11 @@
 // cortex_m_nn::avg_pool2d.out → arm_avgpool_s8 (NHWC int8, same quantization in and out).
+// Checks and arguments: cortex_m_nn/pool_common.h.
 // Reference: python/cortex_m_nn/ops/avg_pool2d.py.
-#include "cortex_m_nn/kernel_support.h"
+#include "cortex_m_nn/pool_common.h"
 #include "cortex_m_nn_operators.h"
-
-extern "C" {
-#include "arm_nnfunctions.h"
-}
 
 namespace cortex_m_nn {
 namespace native {
-
-namespace {
-constexpr const char* kOp = "avg_pool2d";
-}
 
 void avg_pool2d_out(
     KernelRuntimeContext& context,
@@ -26,51 +19,28 @@ void avg_pool2d_out(
     Tensor& out,
     Tensor& scratch) {
   (void)scratch_bytes;
-  CORTEX_M_NN_CHECK(
-          context,
-          has_layout(input, ScalarType::Char, 4) && has_layout(out, ScalarType::Char, 4) &&
-              out.size(0) == input.size(0) && out.size(3) == input.size(3),
-          "avg_pool2d",
-          "input and out must be 4-D int8 NHWC with the same batch and channels");
-  CORTEX_M_NN_CHECK(
-          context,
-          is_pair(kernel_size) && is_pair(stride) && is_pair(padding) && kernel_size[0] > 0 &&
-              kernel_size[1] > 0 && stride[0] > 0 && stride[1] > 0 && padding[0] >= 0 &&
-              padding[1] >= 0 && is_int8_range(activation_min, activation_max),
-          "avg_pool2d",
-          "invalid kernel_size, stride, padding or activation range");
-  const int64_t oh = (input.size(1) + 2 * padding[0] - kernel_size[0]) / stride[0] + 1;
-  const int64_t ow = (input.size(2) + 2 * padding[1] - kernel_size[1]) / stride[1] + 1;
-  CORTEX_M_NN_CHECK(
-          context,
-          out.size(1) == oh && out.size(2) == ow,
-          "avg_pool2d",
-          "out is %dx%d, the pooling gives %dx%d", (int)out.size(1), (int)out.size(2), (int)oh,
-          (int)ow);
-  cmsis_nn_pool_params params{};
-  params.stride = tile(stride);
-  params.padding = tile(padding);
-  params.activation = {static_cast<int32_t>(activation_min), static_cast<int32_t>(activation_max)};
-  const cmsis_nn_dims filter_dims{1, static_cast<int32_t>(kernel_size[0]),
-                                  static_cast<int32_t>(kernel_size[1]), 1};
-  const cmsis_nn_dims output_dims = nhwc_dims(out);
+  constexpr const char* kOp = "avg_pool2d";
+  PoolArgs args;
+  if (!prepare_pool(
+          context, kOp, input, kernel_size, stride, padding, /*ceil_mode=*/false,
+          activation_min, activation_max, out, &args)) {
+    return;
+  }
   cmsis_nn_context buffer{};
-  const int32_t required =
-      arm_avgpool_s8_get_buffer_size(output_dims.w, static_cast<int32_t>(input.size(3)));
+  const int32_t required = arm_avgpool_s8_get_buffer_size(args.output_dims.w, args.input_dims.c);
   if (!scratch_context(context, kOp, scratch, required, &buffer)) {
     return;
   }
-  const cmsis_nn_dims input_dims = nhwc_dims(input);
   check_status(
       context,
       kOp,
       arm_avgpool_s8(
           &buffer,
-          &params,
-          &input_dims,
+          &args.params,
+          &args.input_dims,
           input.const_data_ptr<int8_t>(),
-          &filter_dims,
-          &output_dims,
+          &args.filter_dims,
+          &args.output_dims,
           out.mutable_data_ptr<int8_t>()));
 }
 

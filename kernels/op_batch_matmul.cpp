@@ -1,28 +1,16 @@
 // cortex_m_nn::batch_matmul.out → arm_batch_matmul_s8 (right operand given transposed,
 // per-tensor requantization, up to two broadcast batch dimensions).
+// Quantization checks and params: cortex_m_nn/fc_common.h.
 // Reference: python/cortex_m_nn/ops/batch_matmul.py.
-#include "cortex_m_nn/kernel_support.h"
+#include "cortex_m_nn/broadcast.h"
+#include "cortex_m_nn/fc_common.h"
 #include "cortex_m_nn_operators.h"
-
-extern "C" {
-#include "arm_nnfunctions.h"
-}
 
 namespace cortex_m_nn {
 namespace native {
 
 namespace {
 constexpr const char* kOp = "batch_matmul";
-
-// [..., rows, columns] padded on the left with 1s to CMSIS-NN's {B0, B1, rows, columns}.
-cmsis_nn_dims padded_dims(const Tensor& tensor) {
-  int32_t d[4] = {1, 1, 1, 1};
-  const ssize_t rank = tensor.dim();
-  for (ssize_t i = 0; i < rank; ++i) {
-    d[4 - rank + i] = static_cast<int32_t>(tensor.size(i));
-  }
-  return cmsis_nn_dims{d[0], d[1], d[2], d[3]};
-}
 
 bool broadcasts(int32_t a, int32_t b, int32_t out) {
   return (a == b && out == a) || (a == 1 && out == b) || (b == 1 && out == a);
@@ -52,9 +40,9 @@ void batch_matmul_out(
           out.dim() <= 4,
       "batch_matmul",
       "operands and out must be 2-D to 4-D int8 tensors");
-  const cmsis_nn_dims lhs_dims = padded_dims(lhs);
-  const cmsis_nn_dims rhs_dims = padded_dims(rhs_transposed);
-  const cmsis_nn_dims output_dims = padded_dims(out);
+  const cmsis_nn_dims lhs_dims = dims4(shape4(lhs));
+  const cmsis_nn_dims rhs_dims = dims4(shape4(rhs_transposed));
+  const cmsis_nn_dims output_dims = dims4(shape4(out));
   CORTEX_M_NN_CHECK(
       context,
       lhs_dims.c == rhs_dims.c && output_dims.w == lhs_dims.w && output_dims.c == rhs_dims.w &&
@@ -64,13 +52,11 @@ void batch_matmul_out(
       "shapes disagree: lhs [.., %d, %d], transposed rhs [.., %d, %d], out [.., %d, %d]",
       (int)lhs_dims.w, (int)lhs_dims.c, (int)rhs_dims.w, (int)rhs_dims.c, (int)output_dims.w,
       (int)output_dims.c);
-  CORTEX_M_NN_CHECK(
-      context,
-      fits_int32(multiplier) && shift >= -31 && shift <= 30 && fits_int32(lhs_offset) &&
-          fits_int32(rhs_offset) && fits_int32(output_offset) &&
-          is_int8_range(activation_min, activation_max),
-      "batch_matmul",
-      "multiplier, shift, offsets or activation range out of range");
+  const FcQuant q{
+      lhs_offset, rhs_offset, output_offset, multiplier, shift, activation_min, activation_max};
+  if (!check_fc_quant(context, kOp, q)) {
+    return;
+  }
 
   cmsis_nn_context buffer{};
   // The filter dims CMSIS-NN sizes the kernel sums from: n = columns, c = rows of the rhs.
@@ -79,15 +65,8 @@ void batch_matmul_out(
   if (!scratch_context(context, kOp, scratch, kernel_sums, &buffer)) {
     return;
   }
-  const cmsis_nn_bmm_params params{
-      false,
-      false,
-      {static_cast<int32_t>(lhs_offset),
-       static_cast<int32_t>(rhs_offset),
-       static_cast<int32_t>(output_offset),
-       {static_cast<int32_t>(activation_min), static_cast<int32_t>(activation_max)}}};
-  const cmsis_nn_per_tensor_quant_params quant{
-      static_cast<int32_t>(multiplier), static_cast<int32_t>(shift)};
+  const cmsis_nn_bmm_params params{false, false, q.params()};
+  const cmsis_nn_per_tensor_quant_params quant = q.quant();
   check_status(
       context,
       kOp,

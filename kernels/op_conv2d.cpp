@@ -1,18 +1,11 @@
 // cortex_m_nn::conv2d.out → arm_convolve_wrapper_s8 (NHWC int8, OHWI weights, per-channel
-// requantization). Reference: python/cortex_m_nn/ops/conv2d.py.
-#include "cortex_m_nn/kernel_support.h"
+// requantization). Checks and arguments: cortex_m_nn/conv_common.h.
+// Reference: python/cortex_m_nn/ops/conv2d.py.
+#include "cortex_m_nn/conv_common.h"
 #include "cortex_m_nn_operators.h"
-
-extern "C" {
-#include "arm_nnfunctions.h"
-}
 
 namespace cortex_m_nn {
 namespace native {
-
-namespace {
-constexpr const char* kOp = "conv2d";
-}
 
 void conv2d_out(
     KernelRuntimeContext& context,
@@ -32,87 +25,20 @@ void conv2d_out(
     Tensor& out,
     Tensor& scratch) {
   (void)scratch_bytes;  // the planned scratch tensor carries its size
-  CORTEX_M_NN_CHECK(
-          context,
-          has_layout(input, ScalarType::Char, 4) && has_layout(weight, ScalarType::Char, 4) &&
-              has_layout(out, ScalarType::Char, 4),
-          "conv2d",
-          "input, weight and out must be 4-D int8");
-  const int64_t c_out = weight.size(0);
-  CORTEX_M_NN_CHECK(
-          context,
-          input.size(3) == weight.size(3) && out.size(3) == c_out && out.size(0) == input.size(0),
-          "conv2d",
-          "shapes disagree: input channels %d, weight [%d, %d, %d, %d], out channels %d",
-          (int)input.size(3), (int)weight.size(0), (int)weight.size(1), (int)weight.size(2),
-          (int)weight.size(3), (int)out.size(3));
-  CORTEX_M_NN_CHECK(
-          context,
-          has_layout(bias, ScalarType::Int, 1) && has_layout(multipliers, ScalarType::Int, 1) &&
-              has_layout(shifts, ScalarType::Int, 1) && bias.size(0) == c_out &&
-              multipliers.size(0) == c_out && shifts.size(0) == c_out,
-          "conv2d",
-          "bias, multipliers and shifts must be int32 [%d]", (int)c_out);
-  CORTEX_M_NN_CHECK(
-          context,
-          is_pair(stride) && is_pair(padding) && is_pair(dilation) && stride[0] > 0 &&
-              stride[1] > 0 && dilation[0] > 0 && dilation[1] > 0 && padding[0] >= 0 &&
-              padding[1] >= 0,
-          "conv2d",
-          "stride, padding and dilation must be valid (h, w) pairs");
-  CORTEX_M_NN_CHECK(
-          context,
-          is_int8_range(activation_min, activation_max) && fits_int32(input_offset) &&
-              fits_int32(output_offset),
-          "conv2d",
-          "activation range [%d, %d] or offsets out of range", (int)activation_min,
-          (int)activation_max);
-  const int64_t kh = weight.size(1), kw = weight.size(2);
-  const int64_t oh = (input.size(1) + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
-  const int64_t ow = (input.size(2) + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
-  CORTEX_M_NN_CHECK(
-          context,
-          out.size(1) == oh && out.size(2) == ow,
-          "conv2d",
-          "out is %dx%d, the convolution gives %dx%d", (int)out.size(1), (int)out.size(2),
-          (int)oh, (int)ow);
-
-  cmsis_nn_conv_params params{};
-  params.input_offset = static_cast<int32_t>(input_offset);
-  params.output_offset = static_cast<int32_t>(output_offset);
-  params.stride = tile(stride);
-  params.padding = tile(padding);
-  params.dilation = tile(dilation);
-  params.activation = {static_cast<int32_t>(activation_min), static_cast<int32_t>(activation_max)};
-  cmsis_nn_per_channel_quant_params quant{
-      const_cast<int32_t*>(multipliers.const_data_ptr<int32_t>()),
-      const_cast<int32_t*>(shifts.const_data_ptr<int32_t>())};
-  const cmsis_nn_dims input_dims = nhwc_dims(input);
-  const cmsis_nn_dims filter_dims = nhwc_dims(weight);
-  const cmsis_nn_dims bias_dims{1, 1, 1, static_cast<int32_t>(c_out)};
-  const cmsis_nn_dims output_dims = nhwc_dims(out);
-
-  cmsis_nn_context buffer{};
-  const int32_t required =
-      arm_convolve_wrapper_s8_get_buffer_size(&params, &input_dims, &filter_dims, &output_dims);
-  if (!scratch_context(context, kOp, scratch, required, &buffer)) {
+  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
+  const ConvQuant quant{input_offset, output_offset, activation_min, activation_max};
+  ConvArgs args;
+  if (!prepare_conv(context, "conv2d", tensors, ConvWeight::kOhwi, quant, &args) ||
+      !prepare_window(context, "conv2d", stride, padding, dilation, &args)) {
     return;
   }
-  check_status(
-      context,
-      kOp,
-      arm_convolve_wrapper_s8(
-          &buffer,
-          &params,
-          &quant,
-          &input_dims,
-          input.const_data_ptr<int8_t>(),
-          &filter_dims,
-          weight.const_data_ptr<int8_t>(),
-          &bias_dims,
-          bias.const_data_ptr<int32_t>(),
-          &output_dims,
-          out.mutable_data_ptr<int8_t>()));
+  const auto params = args.params<cmsis_nn_conv_params>();
+  cmsis_nn_context buffer{};
+  const int32_t required = arm_convolve_wrapper_s8_get_buffer_size(
+      &params, &args.input_dims, &args.filter_dims, &args.output_dims);
+  if (scratch_context(context, "conv2d", scratch, required, &buffer)) {
+    check_status(context, "conv2d", call_conv_s8(arm_convolve_wrapper_s8, args, params, &buffer));
+  }
 }
 
 }  // namespace native

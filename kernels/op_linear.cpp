@@ -1,19 +1,41 @@
 // cortex_m_nn::linear.out → arm_fully_connected_s8 (per-tensor requantization). On MVE the
 // program passes the compile-time kernel sums (bias folded in) as CMSIS-NN's context buffer;
-// elsewhere it passes the bias. Reference: python/cortex_m_nn/ops/linear.py.
-#include "cortex_m_nn/kernel_support.h"
+// elsewhere it passes the bias. Quantization checks and params: cortex_m_nn/fc_common.h.
+// Reference: python/cortex_m_nn/ops/linear.py.
+#include "cortex_m_nn/fc_common.h"
 #include "cortex_m_nn_operators.h"
-
-extern "C" {
-#include "arm_nnfunctions.h"
-}
 
 namespace cortex_m_nn {
 namespace native {
 
 namespace {
-constexpr const char* kOp = "linear";
+// CMSIS-NN's context for arm_fully_connected_s8: the program's kernel sums on MVE (which
+// needs them), nothing elsewhere. Fails the call when the .pte was compiled for the other.
+bool kernel_sums_buffer(
+    KernelRuntimeContext& context,
+    const std::optional<Tensor>& kernel_sums,
+    cmsis_nn_context* buffer) {
+#if defined(ARM_MATH_MVEI)
+  if (!kernel_sums.has_value()) {
+    ET_LOG(Error, "cortex_m_nn::linear: the .pte has no kernel sums, which this MVE build needs: "
+                  "recompile the model for an MVE target (e.g. --target cortex-m55)");
+    context.fail(Error::InvalidProgram);
+    return false;
+  }
+  buffer->buf = const_cast<int32_t*>(kernel_sums.value().const_data_ptr<int32_t>());
+  buffer->size = static_cast<int32_t>(kernel_sums.value().nbytes());
+#else
+  (void)buffer;
+  if (kernel_sums.has_value()) {
+    ET_LOG(Error, "cortex_m_nn::linear: the .pte carries MVE kernel sums but these kernels are "
+                  "a %s build: recompile the model for this core's ISA", kIsa);
+    context.fail(Error::InvalidProgram);
+    return false;
+  }
+#endif
+  return true;
 }
+}  // namespace
 
 void linear_out(
     KernelRuntimeContext& context,
@@ -29,74 +51,53 @@ void linear_out(
     int64_t activation_max,
     Tensor& out) {
   CORTEX_M_NN_CHECK(
-          context,
-          is_type(input, ScalarType::Char) && input.dim() >= 1 &&
-              has_layout(weight, ScalarType::Char, 2) && is_type(out, ScalarType::Char) &&
-              out.dim() == input.dim(),
-          "linear",
-          "input and out must be int8 [..., features], weight int8 [out, in]");
+      context,
+      is_type(input, ScalarType::Char) && input.dim() >= 1 &&
+          has_layout(weight, ScalarType::Char, 2) && is_type(out, ScalarType::Char) &&
+          out.dim() == input.dim(),
+      "linear",
+      "input and out must be int8 [..., features], weight int8 [out, in]");
   const int64_t in_features = weight.size(1), out_features = weight.size(0);
   const int64_t batches = in_features ? input.numel() / in_features : 0;
   CORTEX_M_NN_CHECK(
-          context,
-          input.size(input.dim() - 1) == in_features &&
-              out.size(out.dim() - 1) == out_features && out.numel() == batches * out_features,
-          "linear",
-          "input [..., %d] and out [..., %d] do not match weight [%d, %d]",
-          (int)input.size(input.dim() - 1), (int)out.size(out.dim() - 1), (int)out_features,
-          (int)in_features);
+      context,
+      input.size(input.dim() - 1) == in_features &&
+          out.size(out.dim() - 1) == out_features && out.numel() == batches * out_features,
+      "linear",
+      "input [..., %d] and out [..., %d] do not match weight [%d, %d]",
+      (int)input.size(input.dim() - 1), (int)out.size(out.dim() - 1), (int)out_features,
+      (int)in_features);
   for (const auto* vector : {&bias, &kernel_sums}) {
     CORTEX_M_NN_CHECK(
-            context,
-            !vector->has_value() ||
-                (has_layout(vector->value(), ScalarType::Int, 1) &&
-                 vector->value().size(0) == out_features),
-            "linear",
-            "bias and kernel sums must be int32 [%d]", (int)out_features);
+        context,
+        !vector->has_value() ||
+            (has_layout(vector->value(), ScalarType::Int, 1) &&
+             vector->value().size(0) == out_features),
+        "linear",
+        "bias and kernel sums must be int32 [%d]", (int)out_features);
   }
-  CORTEX_M_NN_CHECK(
-          context,
-          fits_int32(multiplier) && shift >= -31 && shift <= 30 && fits_int32(input_offset) &&
-              fits_int32(output_offset) && is_int8_range(activation_min, activation_max),
-          "linear",
-          "multiplier, shift, offsets or activation range out of range");
+  const FcQuant q{
+      input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
+  if (!check_fc_quant(context, "linear", q)) {
+    return;
+  }
 
   cmsis_nn_context buffer{};
-#if defined(ARM_MATH_MVEI)
-  if (!kernel_sums.has_value()) {
-    ET_LOG(Error, "cortex_m_nn::linear: the .pte has no kernel sums, which this MVE build needs: "
-                  "recompile the model for an MVE target (e.g. --target cortex-m55)");
-    context.fail(Error::InvalidProgram);
+  if (!kernel_sums_buffer(context, kernel_sums, &buffer)) {
     return;
   }
-  buffer.buf = const_cast<int32_t*>(kernel_sums.value().const_data_ptr<int32_t>());
-  buffer.size = static_cast<int32_t>(kernel_sums.value().nbytes());
-#else
-  if (kernel_sums.has_value()) {
-    ET_LOG(Error, "cortex_m_nn::linear: the .pte carries MVE kernel sums but these kernels are "
-                  "a %s build: recompile the model for this core's ISA", kIsa);
-    context.fail(Error::InvalidProgram);
-    return;
-  }
-#endif
 
-  cmsis_nn_fc_params params{};
-  params.input_offset = static_cast<int32_t>(input_offset);
-  params.filter_offset = 0;
-  params.output_offset = static_cast<int32_t>(output_offset);
-  params.activation = {static_cast<int32_t>(activation_min), static_cast<int32_t>(activation_max)};
-  const cmsis_nn_per_tensor_quant_params quant{
-      static_cast<int32_t>(multiplier), static_cast<int32_t>(shift)};
-  const cmsis_nn_dims input_dims{static_cast<int32_t>(batches), 1, 1,
-                                 static_cast<int32_t>(in_features)};
-  const cmsis_nn_dims filter_dims{static_cast<int32_t>(in_features), 1, 1,
-                                  static_cast<int32_t>(out_features)};
-  const cmsis_nn_dims bias_dims{1, 1, 1, static_cast<int32_t>(out_features)};
-  const cmsis_nn_dims output_dims{static_cast<int32_t>(batches), 1, 1,
-                                  static_cast<int32_t>(out_features)};
+  const cmsis_nn_fc_params params = q.params();
+  const cmsis_nn_per_tensor_quant_params quant = q.quant();
+  const int32_t rows = static_cast<int32_t>(batches);
+  const int32_t in = static_cast<int32_t>(in_features), outs = static_cast<int32_t>(out_features);
+  const cmsis_nn_dims input_dims{rows, 1, 1, in};
+  const cmsis_nn_dims filter_dims{in, 1, 1, outs};
+  const cmsis_nn_dims bias_dims{1, 1, 1, outs};
+  const cmsis_nn_dims output_dims{rows, 1, 1, outs};
   check_status(
       context,
-      kOp,
+      "linear",
       arm_fully_connected_s8(
           &buffer,
           &params,

@@ -1,11 +1,7 @@
 // cortex_m_nn::pad.out → arm_pad_s8 (an int8 tensor extended by a constant, already quantized
 // with the tensor's scale and zero point). Reference: python/cortex_m_nn/ops/pad.py.
-#include "cortex_m_nn/kernel_support.h"
+#include "cortex_m_nn/kernel_checks.h"
 #include "cortex_m_nn_operators.h"
-
-extern "C" {
-#include "arm_nnfunctions.h"
-}
 
 namespace cortex_m_nn {
 namespace native {
@@ -20,8 +16,8 @@ void pad_out(
   const ssize_t rank = input.dim();
   CORTEX_M_NN_CHECK(
       context,
-      is_type(input, ScalarType::Char) && is_type(out, ScalarType::Char) && rank >= 1 &&
-          rank <= 4 && out.dim() == rank && static_cast<ssize_t>(pre_pad.size()) == rank &&
+      same_rank(input, out, ScalarType::Char, 1, 4) &&
+          static_cast<ssize_t>(pre_pad.size()) == rank &&
           static_cast<ssize_t>(post_pad.size()) == rank && pad_value >= -128 && pad_value <= 127,
       "pad",
       "input and out must be int8 of one rank 1-4, one pad per dim, pad value int8");

@@ -1,11 +1,7 @@
 // cortex_m_nn::transpose.out → arm_transpose_s8 (an int8 tensor with its dims permuted; the
 // lowering only emits ranks 2-4, never an identity). Reference: python/cortex_m_nn/ops/transpose.py.
-#include "cortex_m_nn/kernel_support.h"
+#include "cortex_m_nn/kernel_checks.h"
 #include "cortex_m_nn_operators.h"
-
-extern "C" {
-#include "arm_nnfunctions.h"
-}
 
 namespace cortex_m_nn {
 namespace native {
@@ -18,8 +14,8 @@ void transpose_out(
   const ssize_t rank = input.dim();
   CORTEX_M_NN_CHECK(
       context,
-      is_type(input, ScalarType::Char) && is_type(out, ScalarType::Char) && rank >= 2 &&
-          rank <= 4 && out.dim() == rank && static_cast<ssize_t>(permutation.size()) == rank,
+      same_rank(input, out, ScalarType::Char, 2, 4) &&
+          static_cast<ssize_t>(permutation.size()) == rank,
       "transpose",
       "input and out must be int8 of one rank 2-4 with a permutation of that length");
   uint32_t order[4] = {0, 1, 2, 3};

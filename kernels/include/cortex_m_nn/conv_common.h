@@ -1,0 +1,198 @@
+// What the convolution kernels (conv2d, depthwise_conv2d, transpose_conv2d) share: one check
+// of the tensors and quantization, one of the window geometry, both filling one ConvArgs, and
+// one call of a CMSIS-NN convolution from it. Each kernel adds only its own checks, its
+// CMSIS-NN params struct and its buffers. A new dtype of these operators (int16 activations,
+// int4 weights) is a case in the same kernel over the same ConvArgs, not a new file: see
+// docs/adding-an-operator.md, "A new dtype of an existing operator".
+#pragma once
+
+#include <cstdint>
+
+#include "cortex_m_nn/kernel_checks.h"
+#include "cortex_m_nn/window.h"
+
+namespace cortex_m_nn {
+namespace native {
+
+// Where a convolution's weight keeps its output channels.
+enum class ConvWeight {
+  kOhwi,       // [Cout, KH, KW, Cin]: conv2d, transpose_conv2d
+  kDepthwise,  // [1, KH, KW, Cout]: depthwise_conv2d
+};
+
+// The tensors of one convolution call, as the kernel receives them.
+struct ConvTensors {
+  const Tensor& input;
+  const Tensor& weight;
+  const Tensor& bias;
+  const Tensor& multipliers;
+  const Tensor& shifts;
+  Tensor& out;
+};
+
+// The quantization scalars of one convolution call.
+struct ConvQuant {
+  int64_t input_offset;
+  int64_t output_offset;
+  int64_t activation_min;
+  int64_t activation_max;
+};
+
+// What CMSIS-NN's convolutions take besides their params struct and buffers.
+struct ConvArgs {
+  const ConvTensors* tensors = nullptr;
+  int32_t input_offset = 0;
+  int32_t output_offset = 0;
+  cmsis_nn_activation activation{};
+  cmsis_nn_tile stride{1, 1};
+  cmsis_nn_tile padding{0, 0};
+  cmsis_nn_tile dilation{1, 1};
+  cmsis_nn_per_channel_quant_params quant{};
+  cmsis_nn_dims input_dims{};
+  cmsis_nn_dims filter_dims{};
+  cmsis_nn_dims bias_dims{};
+  cmsis_nn_dims output_dims{};
+
+  // A CMSIS-NN params struct (cmsis_nn_conv_params, cmsis_nn_dw_conv_params,
+  // cmsis_nn_transpose_conv_params) with the fields they all have filled in.
+  template <typename Params>
+  Params params() const {
+    Params p{};
+    p.input_offset = input_offset;
+    p.output_offset = output_offset;
+    p.stride = stride;
+    p.padding = padding;
+    p.dilation = dilation;
+    p.activation = activation;
+    return p;
+  }
+};
+
+// Input, weight and out 4-D int8 of one batch, weight in `layout` with out's channels (and,
+// OHWI, input's), bias/multipliers/shifts int32 [Cout], offsets int32, activation range int8.
+// Fills `args` but the window (prepare_window, prepare_transposed_window); fails the call
+// otherwise.
+inline bool prepare_conv(
+    KernelRuntimeContext& context,
+    const char* op,
+    const ConvTensors& t,
+    ConvWeight layout,
+    const ConvQuant& q,
+    ConvArgs* args) {
+  if (!has_layout(t.input, ScalarType::Char, 4) || !has_layout(t.weight, ScalarType::Char, 4) ||
+      !has_layout(t.out, ScalarType::Char, 4)) {
+    return refuse(context, op, "input, weight and out must be 4-D int8");
+  }
+  const int64_t c_out = layout == ConvWeight::kOhwi ? t.weight.size(0) : t.weight.size(3);
+  if ((layout == ConvWeight::kOhwi && t.input.size(3) != t.weight.size(3)) ||
+      t.out.size(3) != c_out || t.out.size(0) != t.input.size(0)) {
+    ET_LOG(
+        Error,
+        "cortex_m_nn::%s: shapes disagree: input channels %d, weight [%d, %d, %d, %d], out "
+        "channels %d",
+        op, (int)t.input.size(3), (int)t.weight.size(0), (int)t.weight.size(1),
+        (int)t.weight.size(2), (int)t.weight.size(3), (int)t.out.size(3));
+    context.fail(Error::InvalidArgument);
+    return false;
+  }
+  for (const Tensor* vector : {&t.bias, &t.multipliers, &t.shifts}) {
+    if (!has_layout(*vector, ScalarType::Int, 1) || vector->size(0) != c_out) {
+      ET_LOG(Error, "cortex_m_nn::%s: bias, multipliers and shifts must be int32 [%d]", op,
+             (int)c_out);
+      context.fail(Error::InvalidArgument);
+      return false;
+    }
+  }
+  if (!is_int8_range(q.activation_min, q.activation_max) || !fits_int32(q.input_offset) ||
+      !fits_int32(q.output_offset)) {
+    ET_LOG(Error, "cortex_m_nn::%s: activation range [%d, %d] or offsets out of range", op,
+           (int)q.activation_min, (int)q.activation_max);
+    context.fail(Error::InvalidArgument);
+    return false;
+  }
+  args->tensors = &t;
+  args->input_offset = static_cast<int32_t>(q.input_offset);
+  args->output_offset = static_cast<int32_t>(q.output_offset);
+  args->activation = activation_range(q.activation_min, q.activation_max);
+  args->quant = cmsis_nn_per_channel_quant_params{
+      const_cast<int32_t*>(t.multipliers.const_data_ptr<int32_t>()),
+      const_cast<int32_t*>(t.shifts.const_data_ptr<int32_t>())};
+  args->input_dims = nhwc_dims(t.input);
+  args->filter_dims = nhwc_dims(t.weight);
+  args->bias_dims = cmsis_nn_dims{1, 1, 1, static_cast<int32_t>(c_out)};
+  args->output_dims = nhwc_dims(t.out);
+  return true;
+}
+
+// The window of conv2d and depthwise_conv2d: stride > 0, padding >= 0 and dilation > 0 as
+// (h, w) pairs, out's height and width the ones they give. Fills args' tiles.
+inline bool prepare_window(
+    KernelRuntimeContext& context,
+    const char* op,
+    IntArrayRef stride,
+    IntArrayRef padding,
+    IntArrayRef dilation,
+    ConvArgs* args) {
+  if (!positive_pair(stride) || !non_negative_pair(padding) || !positive_pair(dilation)) {
+    return refuse(context, op, "stride, padding and dilation must be valid (h, w) pairs");
+  }
+  const cmsis_nn_dims& in = args->input_dims;
+  const cmsis_nn_dims& filter = args->filter_dims;
+  const int64_t oh = window_extent(in.h, filter.h, stride[0], padding[0], dilation[0]);
+  const int64_t ow = window_extent(in.w, filter.w, stride[1], padding[1], dilation[1]);
+  if (!check_out_hw(context, op, "convolution", args->tensors->out, oh, ow)) {
+    return false;
+  }
+  args->stride = tile(stride);
+  args->padding = tile(padding);
+  args->dilation = tile(dilation);
+  return true;
+}
+
+// The window of transpose_conv2d: stride > 0, padding >= 0 and output padding >= 0 as (h, w)
+// pairs, out's height and width the ones they give. Fills args' tiles (dilation stays 1).
+inline bool prepare_transposed_window(
+    KernelRuntimeContext& context,
+    const char* op,
+    IntArrayRef stride,
+    IntArrayRef padding,
+    IntArrayRef output_padding,
+    ConvArgs* args) {
+  if (!positive_pair(stride) || !non_negative_pair(padding) ||
+      !non_negative_pair(output_padding)) {
+    return refuse(context, op, "stride, padding and output padding must be valid (h, w) pairs");
+  }
+  const cmsis_nn_dims& in = args->input_dims;
+  const cmsis_nn_dims& filter = args->filter_dims;
+  const int64_t oh = transposed_extent(in.h, filter.h, stride[0], padding[0], output_padding[0]);
+  const int64_t ow = transposed_extent(in.w, filter.w, stride[1], padding[1], output_padding[1]);
+  if (!check_out_hw(context, op, "transposed convolution", args->tensors->out, oh, ow)) {
+    return false;
+  }
+  args->stride = tile(stride);
+  args->padding = tile(padding);
+  return true;
+}
+
+// Calls a CMSIS-NN convolution of the s8 signature: its buffers (one; two for the transposed
+// convolution), `params`, then args' quantization, dims and the tensors' data.
+template <typename Function, typename Params, typename... Buffers>
+arm_cmsis_nn_status call_conv_s8(
+    Function function, const ConvArgs& args, const Params& params, const Buffers*... buffers) {
+  const ConvTensors& t = *args.tensors;
+  return function(
+      buffers...,
+      &params,
+      &args.quant,
+      &args.input_dims,
+      t.input.const_data_ptr<int8_t>(),
+      &args.filter_dims,
+      t.weight.const_data_ptr<int8_t>(),
+      &args.bias_dims,
+      t.bias.const_data_ptr<int32_t>(),
+      &args.output_dims,
+      t.out.mutable_data_ptr<int8_t>());
+}
+
+}  // namespace native
+}  // namespace cortex_m_nn

@@ -1,0 +1,67 @@
+// What the requantizing element-wise kernels (add, mul) share: the broadcast check, the check
+// of their quantization parameters, and the row-by-row walk that calls CMSIS-NN on each
+// output row. Each kernel adds only which parameters it takes and its CMSIS-NN call. A new
+// dtype (int16) is a case in the same kernel: see docs/adding-an-operator.md.
+#pragma once
+
+#include <cstdint>
+
+#include "cortex_m_nn/broadcast.h"
+#include "cortex_m_nn/kernel_checks.h"
+
+namespace cortex_m_nn {
+namespace native {
+
+// The output side of a requantizing element-wise kernel: offset, requantization, clamp.
+struct OutputQuant {
+  int64_t offset;
+  int64_t multiplier;
+  int64_t shift;
+  int64_t activation_min;
+  int64_t activation_max;
+
+  // The same as CMSIS-NN's int32 arguments (once valid).
+  struct Int32 {
+    int32_t offset, multiplier, shift, activation_min, activation_max;
+  };
+
+  // In CMSIS-NN's ranges for an int8 output.
+  bool valid_s8() const {
+    return is_requantization(multiplier, shift) && is_s8_output_offset(offset) &&
+        is_int8_range(activation_min, activation_max);
+  }
+
+  Int32 int32() const {
+    return Int32{
+        static_cast<int32_t>(offset),
+        static_cast<int32_t>(multiplier),
+        static_cast<int32_t>(shift),
+        static_cast<int32_t>(activation_min),
+        static_cast<int32_t>(activation_max)};
+  }
+};
+
+// Checks that input1, input2 and out broadcast (broadcast.h) and that `parameters_valid`
+// (the kernel's quantization parameters are in CMSIS-NN's range), then calls
+// block(x, y, out, n) for every output row. Fails the call otherwise.
+template <typename Block>
+void elementwise_rows(
+    KernelRuntimeContext& context,
+    const char* op,
+    const Tensor& input1,
+    const Tensor& input2,
+    Tensor& out,
+    bool parameters_valid,
+    Block block) {
+  if (!check_broadcast(context, op, input1, input2, out)) {
+    return;
+  }
+  if (!parameters_valid) {
+    refuse(context, op, "quantization parameters out of CMSIS-NN's range");
+    return;
+  }
+  for_each_row(context, op, input1, input2, out, block);
+}
+
+}  // namespace native
+}  // namespace cortex_m_nn

@@ -1,0 +1,77 @@
+// What the pooling kernels (avg_pool2d, max_pool2d) share: one check of the tensors, window
+// and activation range filling one PoolArgs with CMSIS-NN's params and dims. Each kernel adds
+// only its CMSIS-NN call (and avg_pool2d its buffer). A new dtype (int16) is a case in the
+// same kernel over the same PoolArgs: see docs/adding-an-operator.md.
+#pragma once
+
+#include <cstdint>
+
+#include "cortex_m_nn/kernel_checks.h"
+#include "cortex_m_nn/window.h"
+
+namespace cortex_m_nn {
+namespace native {
+
+// What CMSIS-NN's pools take besides their buffer and data.
+struct PoolArgs {
+  cmsis_nn_pool_params params{};
+  cmsis_nn_dims input_dims{};
+  cmsis_nn_dims filter_dims{};
+  cmsis_nn_dims output_dims{};
+};
+
+// Pooled positions along one dimension. ceil_mode as PyTorch's: the last window may run past
+// the padded input, but must start inside the input or its left padding.
+inline int64_t pooled_extent(
+    int64_t size, int64_t kernel, int64_t stride, int64_t padding, bool ceil_mode) {
+  if (!ceil_mode) {
+    return window_extent(size, kernel, stride, padding, 1);
+  }
+  int64_t out = (size + 2 * padding - kernel + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= size + padding) {
+    --out;
+  }
+  return out;
+}
+
+// Input and out 4-D int8 NHWC of one batch and channel count, kernel_size and stride > 0 and
+// padding >= 0 as (h, w) pairs, activation range int8, out's height and width the pooled
+// ones. Fills `args`; fails the call otherwise.
+inline bool prepare_pool(
+    KernelRuntimeContext& context,
+    const char* op,
+    const Tensor& input,
+    IntArrayRef kernel_size,
+    IntArrayRef stride,
+    IntArrayRef padding,
+    bool ceil_mode,
+    int64_t activation_min,
+    int64_t activation_max,
+    const Tensor& out,
+    PoolArgs* args) {
+  if (!has_layout(input, ScalarType::Char, 4) || !has_layout(out, ScalarType::Char, 4) ||
+      out.size(0) != input.size(0) || out.size(3) != input.size(3)) {
+    return refuse(
+        context, op, "input and out must be 4-D int8 NHWC with the same batch and channels");
+  }
+  if (!positive_pair(kernel_size) || !positive_pair(stride) || !non_negative_pair(padding) ||
+      !is_int8_range(activation_min, activation_max)) {
+    return refuse(context, op, "invalid kernel_size, stride, padding or activation range");
+  }
+  const int64_t oh = pooled_extent(input.size(1), kernel_size[0], stride[0], padding[0], ceil_mode);
+  const int64_t ow = pooled_extent(input.size(2), kernel_size[1], stride[1], padding[1], ceil_mode);
+  if (!check_out_hw(context, op, "pooling", out, oh, ow)) {
+    return false;
+  }
+  args->params.stride = tile(stride);
+  args->params.padding = tile(padding);
+  args->params.activation = activation_range(activation_min, activation_max);
+  args->input_dims = nhwc_dims(input);
+  args->filter_dims = cmsis_nn_dims{
+      1, static_cast<int32_t>(kernel_size[0]), static_cast<int32_t>(kernel_size[1]), 1};
+  args->output_dims = nhwc_dims(out);
+  return true;
+}
+
+}  // namespace native
+}  // namespace cortex_m_nn

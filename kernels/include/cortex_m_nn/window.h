@@ -1,0 +1,60 @@
+// The geometry of kernels that slide a window over an NHWC tensor (the convolutions and the
+// pools): the (h, w) argument pairs, the output extents they give, and the check that out has
+// them. python/cortex_m_nn/ops/ computes the same extents for the fakes.
+#pragma once
+
+#include <cstdint>
+
+#include "cortex_m_nn/kernel_checks.h"
+
+namespace cortex_m_nn {
+namespace native {
+
+inline bool positive_pair(IntArrayRef values) {
+  return is_pair(values) && values[0] > 0 && values[1] > 0;
+}
+
+inline bool non_negative_pair(IntArrayRef values) {
+  return is_pair(values) && values[0] >= 0 && values[1] >= 0;
+}
+
+// Positions of a window of `kernel` taps `dilation` apart, moved by `stride` over `size`
+// padded by `padding` on both sides.
+inline int64_t window_extent(
+    int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
+  return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+// The output extent of a transposed convolution (the size a convolution maps back onto).
+inline int64_t transposed_extent(
+    int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t output_padding) {
+  return (size - 1) * stride - 2 * padding + kernel + output_padding;
+}
+
+// Out's height and width (NHWC) against `oh` x `ow`; logs "out is HxW, the <what> gives
+// OHxOW" and fails the call when they differ.
+inline bool check_out_hw(
+    KernelRuntimeContext& context,
+    const char* op,
+    const char* what,
+    const Tensor& out,
+    int64_t oh,
+    int64_t ow) {
+  if (out.size(1) == oh && out.size(2) == ow) {
+    return true;
+  }
+  ET_LOG(
+      Error,
+      "cortex_m_nn::%s: out is %dx%d, the %s gives %dx%d",
+      op,
+      (int)out.size(1),
+      (int)out.size(2),
+      what,
+      (int)oh,
+      (int)ow);
+  context.fail(Error::InvalidArgument);
+  return false;
+}
+
+}  // namespace native
+}  // namespace cortex_m_nn
