@@ -107,7 +107,7 @@ alignas(HierarchicalAllocator) uint8_t planned_storage[sizeof(HierarchicalAlloca
 alignas(MemoryManager) uint8_t manager_storage[sizeof(MemoryManager)];
 Span<uint8_t> planned_spans[kPlannedBuffers > 0 ? kPlannedBuffers : 1];
 
-char error_text[256] = "";
+char error_text[288] = "";
 char model_abi_text[96] = "unknown";
 
 Program& program() { return *reinterpret_cast<Program*>(program_storage); }

@@ -90,9 +90,9 @@ enum class AbiStatus : uint8_t {
 struct AbiCheck {
   AbiStatus status;
   // What the program was compiled for, in CORTEX_M_NN_ABI_TEXT's format ("" if it records none).
-  char program[64];
+  char program[80];
   // One line naming the problem and its fix ("" when the program matches).
-  char message[256];
+  char message[288];
 
   bool ok() const { return status == AbiStatus::kMatch; }
 };
