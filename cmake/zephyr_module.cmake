@@ -270,6 +270,13 @@ _cmnn_run("cortex-m-compile embed (does the model fit ${BOARD}${BOARD_QUALIFIERS
           ${_cmnn_cli} embed ${_cmnn_embed})
 include("${_cmnn_out}/cortex_m_nn_model.cmake")
 
+# The kernel ABI (ISA, rounding, operator version) is named once, in C++:
+# kernels/include/cortex_m_nn/abi.h, from the compiler flags the build gives CMSIS-NN.
+# src/model.cpp checks at compile time that the Kconfig ISA and the embedded model's
+# cortex_m_nn_model.h (CORTEX_M_NN_MODEL_ISA, _ROUNDING, _OPS_VERSION) equal it, and
+# check_program_abi() checks the program itself when it is loaded. Here, before anything is
+# compiled, only the Kconfig choice is compared with what the model was compiled for, so a
+# mismatch fails at configure time with the cortex-m-compile options that fix it.
 if(NOT CORTEX_M_NN_MODEL_CORE STREQUAL _cmnn_core
    OR NOT CORTEX_M_NN_MODEL_ISA STREQUAL _cmnn_isa
    OR NOT CORTEX_M_NN_MODEL_ROUNDING STREQUAL _cmnn_rounding)

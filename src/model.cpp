@@ -1,9 +1,10 @@
 // cortex_m_nn::Model: the embedded program run by ExecuTorch in memory reserved at build time.
 //
-// Built by the Zephyr module (CMakeLists.txt) with the generated cortex_m_nn_model.h (sizes and
-// target of the embedded .pte) and cortex_m_nn_operators.h (the kernels' operator version);
-// it uses nothing Zephyr-specific unless CORTEX_M_NN_ARENA_NODELABEL places the arena, so the
-// host tests build it too.
+// Built by the Zephyr module (CMakeLists.txt) and the bare-metal runner (tests/target/runner)
+// with the cortex_m_nn_model.h that `cortex-m-compile embed` generates (sizes and target of the
+// embedded .pte) and the kernels' cortex_m_nn/abi.h (what they were built for); it uses nothing
+// Zephyr-specific unless CORTEX_M_NN_ARENA_NODELABEL places the arena, so the host tests build
+// it too.
 #include "cortex_m_nn/model.h"
 
 #include <stdarg.h>
@@ -19,61 +20,33 @@
 #include <executorch/runtime/executor/program.h>
 #include <executorch/runtime/platform/runtime.h>
 
+#include "cortex_m_nn/abi.h"
 #include "cortex_m_nn_model.h"
-#include "cortex_m_nn_operators.h"
 
-extern "C" const char* cortex_m_nn_kernels_abi(void);
+// --- the embedded program against this build's kernel ABI (cortex_m_nn/abi.h) -----------------
 
-// --- what this build's compiler makes CMSIS-NN run, checked against the embedded program --------
-
-// The path CMSIS-NN's arm_nn_math_types.h picks from the same compiler macros.
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-#define CORTEX_M_NN_BUILT_ISA "mve"
-#elif defined(__ARM_FEATURE_DSP) && (__ARM_FEATURE_DSP == 1)
-#define CORTEX_M_NN_BUILT_ISA "dsp"
-#else
-#define CORTEX_M_NN_BUILT_ISA "scalar"
-#endif
-
-#if defined(CMSIS_NN_USE_SINGLE_ROUNDING)
-#define CORTEX_M_NN_BUILT_ROUNDING "single"
-#else
-#define CORTEX_M_NN_BUILT_ROUNDING "double"
-#endif
-
-#if defined(CONFIG_CORTEX_M_NN_ISA_MVE)
-#if !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+// The Zephyr Kconfig choice of ISA must be the CMSIS-NN path the compiler's flags select.
+#if defined(CONFIG_CORTEX_M_NN_ISA_MVE) && CORTEX_M_NN_ABI_ISA != CORTEX_M_NN_ABI_ISA_MVE
 #error "CONFIG_CORTEX_M_NN_ISA_MVE is set but the compiler does not emit MVE: set CONFIG_FPU=y"
-#endif
-#elif defined(CONFIG_CORTEX_M_NN_ISA_DSP)
-#if (defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)) || !defined(__ARM_FEATURE_DSP)
+#elif defined(CONFIG_CORTEX_M_NN_ISA_DSP) && CORTEX_M_NN_ABI_ISA != CORTEX_M_NN_ABI_ISA_DSP
 #error "CONFIG_CORTEX_M_NN_ISA_DSP does not match the compiler's -mcpu (see cmake/gcc-m-cpu.cmake)"
-#endif
-#elif defined(CONFIG_CORTEX_M_NN_ISA_SCALAR)
-#if defined(__ARM_FEATURE_DSP)
+#elif defined(CONFIG_CORTEX_M_NN_ISA_SCALAR) && CORTEX_M_NN_ABI_ISA != CORTEX_M_NN_ABI_ISA_SCALAR
 #error "CONFIG_CORTEX_M_NN_ISA_SCALAR does not match the compiler's -mcpu (it emits DSP)"
 #endif
-#endif
 
-namespace {
-
-constexpr bool same(const char* a, const char* b) {
-  return *a == *b && (*a == '\0' || same(a + 1, b + 1));
-}
-
-static_assert(same(CORTEX_M_NN_MODEL_ISA, CORTEX_M_NN_BUILT_ISA),
+// What cortex-m-compile embed read from the .pte (cortex_m_nn_model.h), checked at build time;
+// load() checks the program itself (check_program_abi) at run time.
+static_assert(cortex_m_nn::abi::same(CORTEX_M_NN_MODEL_ISA, cortex_m_nn::abi::kIsa),
               "the embedded .pte was compiled for another CMSIS-NN code path than this build's "
               "compiler emits (cortex_m_nn_model.h: CORTEX_M_NN_MODEL_ISA): recompile it with "
               "cortex-m-compile --target <core>+<isa of this build>");
-static_assert(same(CORTEX_M_NN_MODEL_ROUNDING, CORTEX_M_NN_BUILT_ROUNDING),
+static_assert(cortex_m_nn::abi::same(CORTEX_M_NN_MODEL_ROUNDING, cortex_m_nn::abi::kRounding),
               "the embedded .pte was compiled for another requantization rounding than CMSIS-NN "
               "is built with: recompile it with cortex-m-compile --rounding, or change "
               "CONFIG_CORTEX_M_NN_ROUNDING");
-static_assert(CORTEX_M_NN_MODEL_OPS_VERSION == CORTEX_M_NN_OPS_VERSION,
+static_assert(CORTEX_M_NN_MODEL_OPS_VERSION == cortex_m_nn::abi::kOpsVersion,
               "the embedded .pte uses another operator version than these kernels: compile the "
               "model and build the firmware with the same cortex-m-nn release");
-
-}  // namespace
 
 // --- memory reserved at build time ----------------------------------------------------------
 
@@ -134,31 +107,13 @@ alignas(HierarchicalAllocator) uint8_t planned_storage[sizeof(HierarchicalAlloca
 alignas(MemoryManager) uint8_t manager_storage[sizeof(MemoryManager)];
 Span<uint8_t> planned_spans[kPlannedBuffers > 0 ? kPlannedBuffers : 1];
 
-char error_text[192] = "";
+char error_text[288] = "";
 char model_abi_text[96] = "unknown";
 
 Program& program() { return *reinterpret_cast<Program*>(program_storage); }
 Method& method() { return *reinterpret_cast<Method*>(method_storage); }
-
-// The metadata method `name` (a constant method the compiler adds) as text.
-Error read_metadata(const char* name, MemoryManager* manager, char* out, size_t out_size) {
-  Result<Method> loaded = program().load_method(name, manager);
-  if (!loaded.ok()) {
-    return loaded.error();
-  }
-  if (loaded->outputs_size() != 1) {
-    return Error::InvalidProgram;
-  }
-  const EValue& value = loaded->get_output(0);
-  if (value.isString()) {
-    std::string_view text = value.toString();
-    snprintf(out, out_size, "%.*s", static_cast<int>(text.size()), text.data());
-  } else if (value.isInt()) {
-    snprintf(out, out_size, "%lld", static_cast<long long>(value.toInt()));
-  } else {
-    return Error::InvalidProgram;
-  }
-  return Error::Ok;
+MemoryAllocator& method_allocator() {
+  return *reinterpret_cast<MemoryAllocator*>(method_allocator_storage);
 }
 
 size_t numel(const TensorInfo& info) {
@@ -196,9 +151,12 @@ Model& Model::embedded() {
 
 const char* Model::error() const { return error_text; }
 const char* Model::model_abi() const { return model_abi_text; }
-const char* Model::kernels_abi() { return cortex_m_nn_kernels_abi(); }
+const char* Model::kernels_abi() { return abi::kText; }
 size_t Model::arena_bytes() { return CORTEX_M_NN_ARENA_BYTES; }
 size_t Model::method_allocator_bytes() { return CORTEX_M_NN_METHOD_ALLOCATOR_BYTES; }
+size_t Model::method_allocator_used() const {
+  return loaded_ ? method_allocator().used_size() : 0;
+}
 
 Status Model::fail(Status status, const char* format, ...) {
   va_list arguments;
@@ -225,29 +183,12 @@ Status Model::load() {
   // What the program was compiled for, against what the kernels were built for.
   auto* method_allocator = new (method_allocator_storage)
       MemoryAllocator(static_cast<uint32_t>(sizeof(method_pool)), method_pool);
-  auto* planned = new (planned_storage) HierarchicalAllocator(
-      Span<Span<uint8_t>>(planned_spans, static_cast<size_t>(0)));
-  {
-    MemoryManager metadata_manager(method_allocator, planned);
-    char isa[16], rounding[16], ops_version[16];
-    if (read_metadata("cortex_m_nn_isa", &metadata_manager, isa, sizeof(isa)) != Error::Ok ||
-        read_metadata("cortex_m_nn_rounding", &metadata_manager, rounding, sizeof(rounding)) !=
-            Error::Ok ||
-        read_metadata("cortex_m_nn_ops_version", &metadata_manager, ops_version,
-                      sizeof(ops_version)) != Error::Ok) {
-      return fail(Status::kMismatch,
-                  "the embedded .pte records no cortex_m_nn target: compile it with "
-                  "cortex-m-compile");
-    }
-    snprintf(model_abi_text, sizeof(model_abi_text), "isa=%s rounding=%s ops_version=%s", isa,
-             rounding, ops_version);
+  AbiCheck abi_check = check_program_abi(program(), *method_allocator);
+  if (abi_check.program[0] != '\0') {
+    snprintf(model_abi_text, sizeof(model_abi_text), "%s", abi_check.program);
   }
-  method_allocator->reset();
-  if (strcmp(model_abi_text, cortex_m_nn_kernels_abi()) != 0) {
-    return fail(Status::kMismatch,
-                "the .pte was compiled for %s but the kernels are %s: recompile it with "
-                "cortex-m-compile for this build's ISA and rounding",
-                model_abi_text, cortex_m_nn_kernels_abi());
+  if (!abi_check.ok()) {
+    return fail(Status::kMismatch, "%s", abi_check.message);
   }
 
   // The planned buffers, carved out of the arena exactly as the build sized it.
@@ -275,7 +216,7 @@ Status Model::load() {
     planned_spans[i] = Span<uint8_t>(arena + offset, kPlannedSizes[i]);
     offset += (kPlannedSizes[i] + kAlignment - 1) / kAlignment * kAlignment;
   }
-  planned = new (planned_storage)
+  auto* planned = new (planned_storage)
       HierarchicalAllocator(Span<Span<uint8_t>>(planned_spans, buffers));
   MemoryAllocator* temp_allocator = nullptr;
 #if CORTEX_M_NN_TEMP_ALLOCATOR_BYTES > 0

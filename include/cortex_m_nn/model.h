@@ -10,7 +10,7 @@
 // Nothing is allocated at run time: the planned arena (activations, inputs, outputs and every
 // CMSIS-NN scratch buffer) and ExecuTorch's method allocator are static buffers sized by the
 // build from the model (cortex_m_nn_model.h). load() refuses a model compiled for other
-// kernels (ISA, rounding, operator version) with a message naming the fix.
+// kernels (ISA, rounding, operator version; cortex_m_nn/abi.h) with a message naming the fix.
 #ifndef CORTEX_M_NN_MODEL_API_H
 #define CORTEX_M_NN_MODEL_API_H
 
@@ -73,6 +73,9 @@ class Model {
   // Bytes reserved for the model: the planned arena and ExecuTorch's method allocator.
   static size_t arena_bytes();
   static size_t method_allocator_bytes();
+  // Bytes of the method allocator forward took when it was loaded (0 before load()): what
+  // CONFIG_CORTEX_M_NN_METHOD_ALLOCATOR_MARGIN can be trimmed to.
+  size_t method_allocator_used() const;
 
  private:
   Model() = default;

@@ -17,9 +17,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
+from cortex_m_nn import test_vector
 from cortex_m_nn.calibration import synthetic
 from cortex_m_nn.compile import CompiledProgram, compile_model
 from cortex_m_nn.model_source import ModelSource, load_model
@@ -131,13 +131,12 @@ def compile_for(name: str, core: Core, seed: int = 3) -> ModelRun:
 
 
 def write_model(run: ModelRun, directory: Path) -> None:
-    """``NAME.pte`` + ``NAME.npz`` (inputs and expected outputs) for the runner's build."""
+    """``NAME.pte`` + ``NAME.test_vector.h`` (the inputs and expected outputs, as
+    ``cortex-m-compile --test-vector`` writes them) for the runner's build."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{run.name}.pte").write_bytes(run.compiled.pte)
-    arrays = {f"input_{i}": t.numpy() for i, t in enumerate(run.inputs)}
-    arrays |= {f"expected_{i}": t.numpy() for i, t in enumerate(run.expected)}
-    with open(directory / f"{run.name}.npz", "wb") as stream:
-        np.savez(stream, **arrays)
+    header = test_vector.c_header(list(run.inputs), run.expected)
+    (directory / f"{run.name}.test_vector.h").write_text(header)
 
 
 # --- build and run ----------------------------------------------------------------------------

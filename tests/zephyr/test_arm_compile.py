@@ -4,11 +4,15 @@ the samples' main.cpp, with arm-none-eabi-g++ (on ARM, uint32_t is `unsigned lon
 mistakes the host compiler accepts show up here).
 
 The Zephyr headers the samples include are replaced by two one-line stand-ins (printk as
-printf, which carries the same format checking; k_cycle_get_32).
+printf, which carries the same format checking; k_cycle_get_32). The kernel ABI header
+(kernels/include/cortex_m_nn/abi.h) names the ISA from CMSIS-NN's arm_nn_math_types.h: the
+checkout's when CMSIS_NN_PATH is set, else a stand-in with its two rules (ARM_MATH_DSP from
+__ARM_FEATURE_DSP, ARM_MATH_MVEI from __ARM_FEATURE_MVE).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -41,7 +45,18 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "#include <stdint.h>\nstatic inline uint32_t k_cycle_get_32(void) { return 0; }\n"
     )
     (stubs / "sys" / "printk.h").write_text("#include <stdio.h>\n#define printk printf\n")
+    (out / "stubs" / "arm_nn_math_types.h").write_text(
+        "#if defined(__ARM_FEATURE_DSP) && (__ARM_FEATURE_DSP == 1)\n#define ARM_MATH_DSP 1\n"
+        "#endif\n#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)\n"
+        "#define ARM_MATH_MVEI 1\n#endif\n"
+    )
     return out
+
+
+def _cmsis_nn_include(generated: Path) -> Path:
+    """CMSIS-NN's Include/ when CMSIS_NN_PATH names a checkout, else the stand-in."""
+    checkout = Path(os.environ.get("CMSIS_NN_PATH", "")) / "Include"
+    return checkout if (checkout / "arm_nn_math_types.h").is_file() else generated / "stubs"
 
 
 def _compile(source: Path, includes: list[Path], *flags: str) -> subprocess.CompletedProcess:
@@ -56,6 +71,8 @@ def test_model_api_compiles_for_cortex_m55(generated: Path) -> None:
     headers = Path(list(executorch.__path__)[0]) / "include"
     includes = [
         ROOT / "include",
+        ROOT / "kernels" / "include",
+        _cmsis_nn_include(generated),
         generated,
         headers,
         headers / "executorch/runtime/core/portable_type/c10",

@@ -15,6 +15,8 @@ extern "C" {
 #include "arm_nn_types.h"
 }
 
+#include "cortex_m_nn/abi.h"
+
 namespace cortex_m_nn {
 namespace native {
 
@@ -25,13 +27,7 @@ using executorch::runtime::Error;
 using executorch::runtime::KernelRuntimeContext;
 
 // The ISA this kernel library was compiled for, as the .pte names it ("mve", "dsp", "scalar").
-#if defined(ARM_MATH_MVEI)
-inline constexpr const char* kIsa = "mve";
-#elif defined(ARM_MATH_DSP)
-inline constexpr const char* kIsa = "dsp";
-#else
-inline constexpr const char* kIsa = "scalar";
-#endif
+inline constexpr const char* kIsa = abi::kIsa;
 
 // Unless `condition` holds: log "cortex_m_nn::<op>: <message>", fail the call and return from
 // the (void) kernel. The message is a printf format literal followed by its arguments.
