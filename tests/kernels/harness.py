@@ -3,11 +3,15 @@ bit for bit, with the operator's Python reference."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import pytest
 import torch
 from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
 from executorch.runtime import Runtime
+from hypothesis import given
+from hypothesis import strategies as st
 
 import cortex_m_nn.ops  # noqa: F401
 from cortex_m_nn import host_kernels
@@ -15,6 +19,8 @@ from cortex_m_nn.abi import KernelAbi
 from cortex_m_nn.compile import metadata
 from cortex_m_nn.ops.library import FUNCTIONALS
 from cortex_m_nn.target import Core, Isa, Target
+
+from .strategies import KERNEL_SETTINGS, draw_calls
 
 
 @dataclass
@@ -110,3 +116,20 @@ def check_calls(calls: list[Call], kernels: KernelAbi) -> None:
                 f"{call.describe()}: {int((diff > 0).sum())} of {want.numel()} elements differ "
                 f"(max {float(diff.max())})"
             )
+
+
+#: operator → the strategy of its calls for the kernels' ISA (the scratch sizes depend on it)
+CallTable = dict[str, Callable[[str], st.SearchStrategy[Call]]]
+
+
+def bit_exact_test(table: CallTable) -> Callable[..., None]:
+    """A table's one test: per operator, programs of drawn calls whose runtime outputs equal
+    their references bit for bit (``check_calls``)."""
+
+    @pytest.mark.parametrize("op", list(table))
+    @KERNEL_SETTINGS
+    @given(data=st.data())
+    def test_bit_exact(kernels: KernelAbi, op: str, data: st.DataObject) -> None:
+        check_calls(draw_calls(data, table[op](kernels.isa)), kernels)
+
+    return test_bit_exact

@@ -5,24 +5,18 @@ against their references: one table, a row per operator."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 
-import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_m_nn import scratch
-from cortex_m_nn.host_kernels import KernelAbi
 from cortex_m_nn.ops import transpose_conv2d as transposed
 from cortex_m_nn.ops.conv2d import output_size
 from cortex_m_nn.ops.transpose_conv2d import unsupported_reason
 
-from .harness import Call, check_calls
+from .harness import Call, CallTable, bit_exact_test
 from .strategies import (
-    KERNEL_SETTINGS,
     activation_range,
     conv_geometry,
-    draw_calls,
     generator,
     host_target,
     int8,
@@ -144,15 +138,11 @@ def transpose_conv2d_calls(isa: str) -> st.SearchStrategy[Call]:
     return calls()
 
 
-CALLS: dict[str, Callable[[str], st.SearchStrategy[Call]]] = {
+CALLS: CallTable = {
     "conv2d": conv_calls,
     "depthwise_conv2d": lambda isa: conv_calls(isa, depthwise=True),
     "transpose_conv2d": transpose_conv2d_calls,
 }
 
 
-@pytest.mark.parametrize("op", list(CALLS))
-@KERNEL_SETTINGS
-@given(data=st.data())
-def test_bit_exact(kernels: KernelAbi, op: str, data: st.DataObject) -> None:
-    check_calls(draw_calls(data, CALLS[op](kernels.isa)), kernels)
+test_bit_exact = bit_exact_test(CALLS)

@@ -3,25 +3,13 @@ arm_max_pool_s8) against their references: one table, a row per operator."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex_m_nn import scratch
-from cortex_m_nn.host_kernels import KernelAbi
 from cortex_m_nn.ops.conv2d import output_size
 
-from .harness import Call, check_calls
-from .strategies import (
-    KERNEL_SETTINGS,
-    activation_range,
-    draw_calls,
-    generator,
-    host_target,
-    int8,
-)
+from .harness import Call, CallTable, bit_exact_test
+from .strategies import activation_range, generator, host_target, int8
 
 
 def window(draw: st.DrawFn, max_kernel: int, margin: int) -> tuple:
@@ -61,14 +49,10 @@ def max_pool2d_calls(isa: str) -> st.SearchStrategy[Call]:
     return calls()
 
 
-CALLS: dict[str, Callable[[str], st.SearchStrategy[Call]]] = {
+CALLS: CallTable = {
     "avg_pool2d": avg_pool2d_calls,
     "max_pool2d": max_pool2d_calls,
 }
 
 
-@pytest.mark.parametrize("op", list(CALLS))
-@KERNEL_SETTINGS
-@given(data=st.data())
-def test_bit_exact(kernels: KernelAbi, op: str, data: st.DataObject) -> None:
-    check_calls(draw_calls(data, CALLS[op](kernels.isa)), kernels)
+test_bit_exact = bit_exact_test(CALLS)

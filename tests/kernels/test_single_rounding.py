@@ -17,7 +17,12 @@ from .conftest import ROUNDING_VARIABLE
 
 HERE = Path(__file__).parent
 #: the operators that requantize with arm_nn_requantize (the others never round this way)
-REQUANTIZING = ["test_conv2d.py", "test_depthwise_conv2d.py", "test_linear.py", "test_add.py"]
+REQUANTIZING = [
+    "test_convolutions.py::test_bit_exact[conv2d]",
+    "test_convolutions.py::test_bit_exact[depthwise_conv2d]",
+    "test_linear.py",
+    "test_elementwise.py::test_bit_exact[add]",
+]
 
 
 def test_single_rounding_build(kernels: KernelAbi) -> None:

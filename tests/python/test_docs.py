@@ -115,8 +115,8 @@ def test_every_block_of_the_operator_page_but_commands_is_an_excerpt() -> None:
         "python/cortex_m_nn/passes/rules/mul.py",
         "kernels/op_mul.cpp",
         "python/cortex_m_nn/ops/operators.yaml",
-        "tests/python/ops/test_mul.py",
-        "tests/kernels/test_mul.py",
+        "tests/python/ops/test_elementwise.py",
+        "tests/kernels/test_elementwise.py",
     }
 
 

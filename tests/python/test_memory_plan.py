@@ -38,8 +38,9 @@ def compile_source(name: str, factory, allow_fallback: bool = False):
 
 
 @pytest.fixture(scope="module")
-def stack():
-    return compile_source("conv_stack", conv_stack)
+def stack(quantized_models):
+    """conv_stack for cortex-m55; exported and calibrated once for the session."""
+    return quantized_models.get("conv_stack", conv_stack).lower("cortex-m55")
 
 
 @pytest.fixture(scope="module")

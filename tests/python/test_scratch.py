@@ -165,19 +165,14 @@ def test_batch_matmul_by_hand() -> None:
 
 
 @pytest.fixture(scope="module", params=list(Isa), ids=lambda isa: isa.value)
-def compiled_stack(request):
-    from cortex_m_nn.calibration import synthetic
-    from cortex_m_nn.compile import compile_model
-    from cortex_m_nn.model_source import ModelSource
-
+def compiled_stack(request, quantized_models):
+    """conv_stack exported and calibrated once for the session, lowered for each ISA."""
     from .models import conv_stack
 
-    module, inputs = conv_stack()
+    quantized = quantized_models.get("conv_stack", conv_stack)
     target = M55[request.param]
-    compiled = compile_model(
-        ModelSource("conv_stack", module, inputs), target, synthetic(inputs, 4), progress=False
-    )
-    ShapeProp(compiled.lowered).propagate(*inputs)
+    compiled = quantized.lower(target)
+    ShapeProp(compiled.lowered).propagate(*quantized.source.example_inputs)
     return target, compiled
 
 

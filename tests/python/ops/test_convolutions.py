@@ -143,24 +143,21 @@ def _window(draw: st.DrawFn, h: int, w: int) -> tuple[int, int, list, list, list
 
 
 @st.composite
-def conv_cases(draw: st.DrawFn) -> Case:
+def conv_cases(draw: st.DrawFn, depthwise: bool = False) -> Case:
+    """conv2d's arguments, or depthwise_conv2d's (weight ``[1, KH, KW, Cin * multiplier]``)."""
     n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
-    c_in, c_out = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    if depthwise:
+        c_in, mult = draw(st.integers(1, 5)), draw(st.integers(1, 3))
+        c_out = c_in * mult
+    else:
+        c_in, c_out = draw(st.integers(1, 6)), draw(st.integers(1, 6))
     kh, kw, stride, padding, dilation = _window(draw, h, w)
-    shapes = {"input": (n, h, w, c_in), "weight": (c_out, kh, kw, c_in), "bias": (c_out,)}
+    weight = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
+    shapes = {"input": (n, h, w, c_in), "weight": weight, "bias": (c_out,)}
     geometry = {"stride": stride, "padding": padding, "dilation": dilation}
-    return _tensors(draw, shapes, -14) | geometry | _offsets(draw)
-
-
-@st.composite
-def depthwise_cases(draw: st.DrawFn) -> Case:
-    n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
-    c_in, mult = draw(st.integers(1, 5)), draw(st.integers(1, 3))
-    kh, kw, stride, padding, dilation = _window(draw, h, w)
-    c_out = c_in * mult
-    shapes = {"input": (n, h, w, c_in), "weight": (1, kh, kw, c_out), "bias": (c_out,)}
-    geometry = {"stride": stride, "padding": padding, "dilation": dilation}
-    return _tensors(draw, shapes, -12) | geometry | {"depth_multiplier": mult} | _offsets(draw)
+    multiplier = {"depth_multiplier": mult} if depthwise else {}
+    shift_low = -12 if depthwise else -14
+    return _tensors(draw, shapes, shift_low) | geometry | multiplier | _offsets(draw)
 
 
 @st.composite
@@ -270,8 +267,8 @@ CONV = Conv(
     (96,),
 )  # fmt: skip
 DEPTHWISE = Conv(
-    "depthwise_conv2d", depthwise_cases, lambda case: depthwise_conv2d(*case.values()),
-    depthwise_accumulators, depthwise_fixed, (40,),
+    "depthwise_conv2d", lambda: conv_cases(depthwise=True),
+    lambda case: depthwise_conv2d(*case.values()), depthwise_accumulators, depthwise_fixed, (40,),
 )  # fmt: skip
 TRANSPOSE = Conv(
     "transpose_conv2d", transpose_cases, transpose_call, scatter_add, transpose_fixed, (8, 40),

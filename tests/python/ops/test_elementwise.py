@@ -41,43 +41,49 @@ def _clamp(value: int, p: dict) -> int:
     return min(max(value, p["activation_min"]), p["activation_max"])
 
 
-def c_add_loop(x1: torch.Tensor, x2: torch.Tensor, p: dict, single: bool) -> torch.Tensor:
-    """arm_elementwise_add_s8's scalar loop, element pairs broadcast independently."""
+def c_loop(
+    x1: torch.Tensor, x2: torch.Tensor, p: dict, element: Callable[[int, int], int]
+) -> torch.Tensor:
+    """A scalar C loop over element pairs broadcast independently; output offset, clamp."""
     pairs, shape = broadcast_pairs(x1, x2)
-    out = []
-    for a, b in pairs:
+    out = [_clamp(element(a, b) + p["output_offset"], p) for a, b in pairs]
+    return torch.tensor(out, dtype=torch.int8).reshape(shape)
+
+
+def c_add_loop(x1: torch.Tensor, x2: torch.Tensor, p: dict, single: bool) -> torch.Tensor:
+    """arm_elementwise_add_s8's scalar loop."""
+
+    def element(a: int, b: int) -> int:
         a = wrap32((a + p["input1_offset"]) << p["left_shift"])
         b = wrap32((b + p["input2_offset"]) << p["left_shift"])
         a = ref_requantize(a, p["input1_multiplier"], p["input1_shift"], single)
         b = ref_requantize(b, p["input2_multiplier"], p["input2_shift"], single)
-        s = ref_requantize(wrap32(a + b), p["output_multiplier"], p["output_shift"], single)
-        out.append(_clamp(s + p["output_offset"], p))
-    return torch.tensor(out, dtype=torch.int8).reshape(shape)
+        return ref_requantize(wrap32(a + b), p["output_multiplier"], p["output_shift"], single)
+
+    return c_loop(x1, x2, p, element)
 
 
 def c_mul_loop(x1: torch.Tensor, x2: torch.Tensor, p: dict, single: bool) -> torch.Tensor:
-    """arm_elementwise_mul_s8's scalar loop, element pairs broadcast independently."""
-    pairs, shape = broadcast_pairs(x1, x2)
-    out = []
-    for a, b in pairs:
+    """arm_elementwise_mul_s8's scalar loop."""
+
+    def element(a: int, b: int) -> int:
         product = (a + p["input1_offset"]) * (b + p["input2_offset"])
-        y = ref_requantize(product, p["output_multiplier"], p["output_shift"], single)
-        out.append(_clamp(y + p["output_offset"], p))
-    return torch.tensor(out, dtype=torch.int8).reshape(shape)
+        return ref_requantize(product, p["output_multiplier"], p["output_shift"], single)
+
+    return c_loop(x1, x2, p, element)
 
 
 def tflite_sub(x1: torch.Tensor, x2: torch.Tensor, p: dict, single: bool) -> torch.Tensor:
     """TFLite's reference SUB: rescale both inputs with positive multipliers, then subtract."""
-    pairs, shape = broadcast_pairs(x1, x2)
-    out = []
-    for a, b in pairs:
+
+    def element(a: int, b: int) -> int:
         a = wrap32((a + p["input1_offset"]) << 20)
         b = wrap32((b + p["input2_offset"]) << 20)
         a = ref_requantize(a, p["input1_multiplier"], p["input1_shift"], single)
         b = ref_requantize(b, -p["input2_multiplier"], p["input2_shift"], single)
-        s = ref_requantize(wrap32(a - b), p["output_multiplier"], p["output_shift"], single)
-        out.append(_clamp(s + p["output_offset"], p))
-    return torch.tensor(out, dtype=torch.int8).reshape(shape)
+        return ref_requantize(wrap32(a - b), p["output_multiplier"], p["output_shift"], single)
+
+    return c_loop(x1, x2, p, element)
 
 
 def ref_quantize_multiplier(real: float) -> tuple[int, int]:
