@@ -80,6 +80,9 @@ def test_model_api_compiles_for_cortex_m55(generated: Path) -> None:
     defines = ["-DC10_USING_CUSTOM_GENERATED_MACROS", "-DCONFIG_CORTEX_M_NN_ISA_MVE=1"]
     result = _compile(ROOT / "src/model.cpp", includes, *defines)
     assert result.returncode == 0, result.stderr
+    # The check load() calls (check_program_abi, kernels/abi.cpp), against the same headers.
+    abi = _compile(ROOT / "kernels/abi.cpp", includes, *defines)
+    assert abi.returncode == 0, abi.stderr
     # The build refuses a configuration whose ISA the compiler does not emit.
     soft = _compile(ROOT / "src/model.cpp", includes, *defines, "-mfloat-abi=soft")
     assert soft.returncode != 0
