@@ -284,37 +284,14 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
-def sync_yaml(path: Path | None = None) -> None:
-    """Rewrite the operator list from the operators Python defines (a developer step; the
-    header comment and ``version`` stay: bump the version by hand when a schema changes)."""
-    import torch
-
-    import cortex_m_nn.ops  # noqa: F401
-    from cortex_m_nn.ops.library import SCHEMAS
-
-    path = path or yaml_path()
-    text = path.read_text()
-    head = text[: text.index("operators:")]
-    entries = [
-        f"- func: {getattr(torch.ops.cortex_m_nn, name).out._schema}" for name in sorted(SCHEMAS)
-    ]
-    path.write_text(head + "operators:\n" + "\n".join(entries) + "\n")
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output-dir", type=Path)
-    parser.add_argument(
-        "--sync-yaml", action="store_true", help="rewrite operators.yaml from the Python ops"
-    )
     parser.add_argument("--yaml", type=Path, help=f"default: the package's {YAML_NAME}")
     parser.add_argument(
         "--only", help="comma-separated operator names (or ns::name.out) to register"
     )
     args = parser.parse_args(argv)
-    if args.sync_yaml:
-        sync_yaml(args.yaml)
-        return
     if args.output_dir is None:
         parser.error("--output-dir is required")
     only = None

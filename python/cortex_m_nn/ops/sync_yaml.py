@@ -1,0 +1,33 @@
+"""Rewrite ``operators.yaml`` from the operators Python defines: a developer step, run as
+``python -m cortex_m_nn.ops.sync_yaml`` after changing a schema (bump ``version`` by hand).
+
+It lives apart from ``cortex_m_nn.kernel_codegen`` because it needs the operators, and the
+operators need the kernel ABI, which reads the version from ``kernel_codegen``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+import cortex_m_nn.ops  # noqa: F401  (defines the operators)
+from cortex_m_nn.kernel_codegen import yaml_path
+from cortex_m_nn.ops.library import SCHEMAS
+
+
+def sync_yaml(path: Path | None = None) -> None:
+    """Rewrite the operator list from the operators Python defines (a developer step; the
+    header comment and ``version`` stay: bump the version by hand when a schema changes)."""
+    path = path or yaml_path()
+    text = path.read_text()
+    head = text[: text.index("operators:")]
+    entries = [
+        f"- func: {getattr(torch.ops.cortex_m_nn, name).out._schema}" for name in sorted(SCHEMAS)
+    ]
+    path.write_text(head + "operators:\n" + "\n".join(entries) + "\n")
+
+
+if __name__ == "__main__":
+    sync_yaml(Path(sys.argv[1]) if len(sys.argv) > 1 else None)
