@@ -6,32 +6,14 @@ table, a row per operator."""
 from __future__ import annotations
 
 from hypothesis import strategies as st
+from tests.python.ops.test_elementwise import ADD_NAMES, MUL_NAMES
 
 from cortex_m_nn.ops.add import add_parameters, sub_parameters
 from cortex_m_nn.ops.broadcast import cmsis_minmax_supported
 from cortex_m_nn.ops.mul import mul_parameters
 
 from .harness import Call, CallTable, bit_exact_test
-from .strategies import (
-    activation_range,
-    broadcast_shapes,
-    generator,
-    int8,
-)
-
-ADD_NAMES = [
-    "input1_offset",
-    "input1_multiplier",
-    "input1_shift",
-    "input2_offset",
-    "input2_multiplier",
-    "input2_shift",
-    "left_shift",
-    "output_offset",
-    "output_multiplier",
-    "output_shift",
-]
-MUL_NAMES = ["input1_offset", "input2_offset", "output_offset", "output_multiplier", "output_shift"]
+from .strategies import activation_range, broadcast_shapes, generator, int8
 
 
 def _quantized_call(draw: st.DrawFn, op: str, parameters: dict, names: list[str]) -> Call:
