@@ -35,7 +35,7 @@ of the product (both modes) rounds exact halves up, so with ``-m`` a rescaled in
 ``-requantize(v, m, s)``, or one unit above it at such a tie (a unit of the intermediate is
 ``2 · max input scale / 2^20`` in real terms). The
 result stays within the add's own error of the real difference (≤ 1 LSB, checked against
-float in tests/python/ops/test_sub.py), and sub runs CMSIS-NN's MVE/DSP code, not a loop
+float in tests/python/ops/test_elementwise.py), and sub runs CMSIS-NN's MVE/DSP code, not a loop
 of ours.
 """
 
