@@ -166,6 +166,36 @@ Status Model::fail(Status status, const char* format, ...) {
   return status;
 }
 
+// The planned buffers, carved out of the arena exactly as the build sized it.
+Status Model::place_planned_buffers(size_t* count) {
+  Result<MethodMeta> meta = program().method_meta(kForward);
+  if (!meta.ok()) {
+    return fail(Status::kLoadFailed, "the .pte has no forward method (error 0x%x)",
+                static_cast<unsigned>(meta.error()));
+  }
+  const size_t buffers = meta->num_memory_planned_buffers();
+  if (buffers != kPlannedBuffers) {
+    return fail(Status::kLoadFailed,
+                "forward plans %u buffers but the build reserved %u: rebuild with this .pte",
+                static_cast<unsigned>(buffers), static_cast<unsigned>(kPlannedBuffers));
+  }
+  size_t offset = 0;
+  for (size_t i = 0; i < buffers; ++i) {
+    Result<int64_t> size = meta->memory_planned_buffer_size(i);
+    if (!size.ok() || static_cast<size_t>(size.get()) > kPlannedSizes[i]) {
+      return fail(Status::kLoadFailed,
+                  "planned buffer %u needs %lld B but the build reserved %u B: rebuild with "
+                  "this .pte",
+                  static_cast<unsigned>(i), size.ok() ? static_cast<long long>(size.get()) : -1LL,
+                  static_cast<unsigned>(kPlannedSizes[i]));
+    }
+    planned_spans[i] = Span<uint8_t>(arena + offset, kPlannedSizes[i]);
+    offset += (kPlannedSizes[i] + kAlignment - 1) / kAlignment * kAlignment;
+  }
+  *count = buffers;
+  return Status::kOk;
+}
+
 Status Model::load() {
   if (loaded_) {
     return Status::kOk;
@@ -191,30 +221,10 @@ Status Model::load() {
     return fail(Status::kMismatch, "%s", abi_check.message);
   }
 
-  // The planned buffers, carved out of the arena exactly as the build sized it.
-  Result<MethodMeta> meta = program().method_meta(kForward);
-  if (!meta.ok()) {
-    return fail(Status::kLoadFailed, "the .pte has no forward method (error 0x%x)",
-                static_cast<unsigned>(meta.error()));
-  }
-  size_t buffers = meta->num_memory_planned_buffers();
-  if (buffers != kPlannedBuffers) {
-    return fail(Status::kLoadFailed,
-                "forward plans %u buffers but the build reserved %u: rebuild with this .pte",
-                static_cast<unsigned>(buffers), static_cast<unsigned>(kPlannedBuffers));
-  }
-  size_t offset = 0;
-  for (size_t i = 0; i < buffers; ++i) {
-    Result<int64_t> size = meta->memory_planned_buffer_size(i);
-    if (!size.ok() || static_cast<size_t>(size.get()) > kPlannedSizes[i]) {
-      return fail(Status::kLoadFailed,
-                  "planned buffer %u needs %lld B but the build reserved %u B: rebuild with "
-                  "this .pte",
-                  static_cast<unsigned>(i), size.ok() ? static_cast<long long>(size.get()) : -1LL,
-                  static_cast<unsigned>(kPlannedSizes[i]));
-    }
-    planned_spans[i] = Span<uint8_t>(arena + offset, kPlannedSizes[i]);
-    offset += (kPlannedSizes[i] + kAlignment - 1) / kAlignment * kAlignment;
+  size_t buffers = 0;
+  const Status placed = place_planned_buffers(&buffers);
+  if (placed != Status::kOk) {
+    return placed;
   }
   auto* planned = new (planned_storage)
       HierarchicalAllocator(Span<Span<uint8_t>>(planned_spans, buffers));

@@ -80,6 +80,8 @@ class Model {
  private:
   Model() = default;
   Status fail(Status status, const char* format, ...);
+  // Gives forward's planned buffers their places in the arena, as the build sized them.
+  Status place_planned_buffers(size_t* count);
 
   bool loaded_ = false;
 };

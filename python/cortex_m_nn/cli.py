@@ -19,7 +19,9 @@ from cortex_m_nn.errors import CompileError
 from cortex_m_nn.target import DEFAULT_TARGET, Target, TargetError
 
 if TYPE_CHECKING:
+    from cortex_m_nn import fit
     from cortex_m_nn.boards import Board
+    from cortex_m_nn.compile import CompiledProgram
 
 DESCRIPTION = (
     "Compile a PyTorch model into an ExecuTorch program (.pte) whose operators are "
@@ -29,6 +31,14 @@ DESCRIPTION = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the compiler's options to ``parser`` (the west command and the script share them)."""
+    _add_model_arguments(parser)
+    _add_output_arguments(parser)
+    _add_fit_arguments(parser)
+    return parser
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to compile, for which core, and into which file."""
     parser.add_argument(
         "model",
         nargs="?",
@@ -51,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "(default: a synthetic set, labelled as such in the report)",
     )
     parser.add_argument("--report-json", type=Path, help="also write the report as JSON")
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the program is checked, and what is written besides it."""
     parser.add_argument(
         "--verify",
         action="store_true",
@@ -85,6 +99,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="FILE.png",
         help="draw the memory plan (tensor lifetimes against arena offsets) as an image",
     )
+
+
+def _add_fit_arguments(parser: argparse.ArgumentParser) -> None:
+    """The memory the model must fit, and how much is printed."""
     parser.add_argument(
         "--board",
         metavar="NAME",
@@ -104,7 +122,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no report on stdout"
     )
-    return parser
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -137,16 +154,35 @@ def resolve_target(text: str | None, board: Board | None) -> Target:
 
 
 def compile_from_args(args: argparse.Namespace) -> int:
+    """Compile, check and write what ``args`` ask for; nothing is written unless all passes."""
     from cortex_m_nn import fit
 
     # Before the heavy imports: bad input fails fast.
     budget = fit.budget(args.board, args.flash, args.ram)
     target = resolve_target(args.target, budget.board if budget else None)
+    compiled, document = _compile_and_check(args, target, budget)
+    outputs = _outputs(args, compiled, document)  # every byte made before the first write
+    for path, data in outputs.items():
+        _write_atomically(path, data)
+    if args.intermediates is not None:
+        from cortex_m_nn.compile import write_intermediates
+
+        write_intermediates(compiled, args.intermediates)
+    if not args.quiet:
+        output = next(iter(outputs))
+        print(f"wrote {output} ({len(compiled.pte):,} B)")
+    return 0
+
+
+def _compile_and_check(
+    args: argparse.Namespace, target: Target, budget: fit.Budget | None
+) -> tuple[CompiledProgram, dict]:
+    """The compiled program and its report; raises when verification or the fit fails."""
     # Imported here so that --help and argument errors stay fast.
     from cortex_m_nn import calibration as calibration_files
-    from cortex_m_nn import report
+    from cortex_m_nn import fit, report
     from cortex_m_nn.abi import KernelAbi, Rounding
-    from cortex_m_nn.compile import compile_model, write_intermediates
+    from cortex_m_nn.compile import compile_model
     from cortex_m_nn.model_source import load_model
     from cortex_m_nn.pte import runtime_overhead
     from cortex_m_nn.verify import verify_program
@@ -163,9 +199,7 @@ def compile_from_args(args: argparse.Namespace) -> int:
         allow_fallback=args.allow_fallback,
         progress=not args.quiet,
     )
-    verification = None
-    if args.verify:
-        verification = verify_program(compiled)
+    verification = verify_program(compiled) if args.verify else None
     document = report.as_dict(compiled, verification)
     if budget is not None:
         document["fit"] = fit.check(
@@ -185,35 +219,34 @@ def compile_from_args(args: argparse.Namespace) -> int:
         )
     if budget is not None:
         fit.require_fit(document["fit"])
-    image = None
-    if args.plot is not None:  # drawn before anything is written: a bad format writes nothing
+    return compiled, document
+
+
+def _outputs(
+    args: argparse.Namespace, compiled: CompiledProgram, document: dict
+) -> dict[Path, bytes]:
+    """Path → bytes of every file to write, the .pte first (a bad --plot format writes nothing)."""
+    from cortex_m_nn import report
+
+    source = compiled.model
+    outputs = {args.output or Path(f"{source.name.replace(':', '_')}.pte"): compiled.pte}
+    if args.report_json is not None:
+        outputs[args.report_json] = report.to_json(document).encode()
+    if args.plot is not None:
         from cortex_m_nn.plot import render
 
         image_format = args.plot.suffix.lstrip(".").lower() or "png"
         try:
-            image = render(compiled.memory, source.name, image_format)
+            outputs[args.plot] = render(compiled.memory, source.name, image_format)
         except ValueError as error:
             raise CompileError(
                 f"cannot draw --plot {args.plot}: {error}; use .png, .svg or .pdf"
             ) from error
-    vector = None
     if args.test_vector is not None:
         from cortex_m_nn import test_vector
 
-        vector = test_vector.for_program(compiled)
-    output = args.output or Path(f"{source.name.replace(':', '_')}.pte")
-    _write_atomically(output, compiled.pte)
-    if args.report_json is not None:
-        _write_atomically(args.report_json, report.to_json(document).encode())
-    if args.intermediates is not None:
-        write_intermediates(compiled, args.intermediates)
-    if image is not None:
-        _write_atomically(args.plot, image)
-    if vector is not None:
-        _write_atomically(args.test_vector, vector.encode())
-    if not args.quiet:
-        print(f"wrote {output} ({len(compiled.pte):,} B)")
-    return 0
+        outputs[args.test_vector] = test_vector.for_program(compiled).encode()
+    return outputs
 
 
 def run(args: argparse.Namespace) -> int:

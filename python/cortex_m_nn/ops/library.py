@@ -51,6 +51,27 @@ def define_operator(
     be ``int scratch_bytes`` and the operator returns ``(Tensor out, Tensor scratch)``; the
     reference returns only the output tensor and the scratch is allocated here.
     """
+    _define_schemas(name, arguments, scratch)
+
+    def register(reference: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+        functional_at, out_variant, fake_functional = _variants(
+            _with_rounding(reference), fake, scratch
+        )
+
+        def functional(*args: Any) -> Any:
+            return functional_at(active_rounding(), *args)
+
+        FUNCTIONALS[name] = functional_at
+        LIB.impl(name, functional, "CompositeExplicitAutograd")
+        LIB.impl(f"{name}.out", out_variant, "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{NAMESPACE}::{name}", fake_functional, lib=LIB)
+        return _rounding_optional(reference)
+
+    return register
+
+
+def _define_schemas(name: str, arguments: str, scratch: bool) -> None:
+    """``<name>`` and ``<name>.out``; a scratch operator also returns its scratch tensor."""
     if scratch:
         if not arguments.rstrip().endswith("int scratch_bytes"):
             raise ValueError(f"{name}: scratch operators end with 'int scratch_bytes'")
@@ -64,42 +85,34 @@ def define_operator(
         LIB.define(f"{name}.out({arguments}, *, Tensor(a!) out) -> Tensor(a!)")
     SCHEMAS[name] = arguments
 
-    def register(reference: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-        compute = _with_rounding(reference)
-        if scratch:
 
-            def functional_at(rounding: Rounding, *args: Any) -> tuple[torch.Tensor, torch.Tensor]:
-                return compute(rounding, *args[:-1]), torch.empty(args[-1], dtype=torch.int8)
+def _variants(
+    compute: Callable[..., torch.Tensor], fake: Callable[..., Any], scratch: bool
+) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
+    """(functional taking the rounding first, out variant, fake) of a ``(rounding, *args)``
+    reference; a scratch operator's reference leaves the scratch to them."""
+    if not scratch:
 
-            def out_variant(
-                *args: Any, out: torch.Tensor, scratch: torch.Tensor
-            ) -> tuple[torch.Tensor, torch.Tensor]:
-                out.copy_(compute(active_rounding(), *args[:-1]))
-                return out, scratch
+        def out_variant(*args: Any, out: torch.Tensor) -> torch.Tensor:
+            out.copy_(compute(active_rounding(), *args))
+            return out
 
-            def fake_functional(*args: Any) -> tuple[torch.Tensor, torch.Tensor]:
-                result = fake(*args[:-1])
-                return result, result.new_empty((args[-1],), dtype=torch.int8)
+        return compute, out_variant, fake
 
-        else:
-            functional_at = compute
+    def functional_at(rounding: Rounding, *args: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        return compute(rounding, *args[:-1]), torch.empty(args[-1], dtype=torch.int8)
 
-            def out_variant(*args: Any, out: torch.Tensor) -> torch.Tensor:
-                out.copy_(compute(active_rounding(), *args))
-                return out
+    def scratch_out_variant(
+        *args: Any, out: torch.Tensor, scratch: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        out.copy_(compute(active_rounding(), *args[:-1]))
+        return out, scratch
 
-            fake_functional = fake
+    def fake_functional(*args: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        result = fake(*args[:-1])
+        return result, result.new_empty((args[-1],), dtype=torch.int8)
 
-        def functional(*args: Any) -> Any:
-            return functional_at(active_rounding(), *args)
-
-        FUNCTIONALS[name] = functional_at
-        LIB.impl(name, functional, "CompositeExplicitAutograd")
-        LIB.impl(f"{name}.out", out_variant, "CompositeExplicitAutograd")
-        torch.library.register_fake(f"{NAMESPACE}::{name}", fake_functional, lib=LIB)
-        return _rounding_optional(reference)
-
-    return register
+    return functional_at, scratch_out_variant, fake_functional
 
 
 def _with_rounding(reference: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
