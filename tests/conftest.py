@@ -1,10 +1,21 @@
 """Session-wide fixtures: models exported and calibrated once, lowered per target
 (``tests/quantized_models.py``). The graphs are only read by lowering and verification; a
-test that changes a compiled program must copy it first."""
+test that changes a compiled program must copy it first.
+
+The suite runs on pytest-xdist workers (``-n auto --dist loadgroup``, pyproject.toml). Tests
+that share an expensive module fixture or a build directory stay on one worker through an
+``xdist_group``: a zoo model's tests (one export and calibration), a core's on-target tests
+(one runner build), the host applications. Each worker computes with one thread, so two
+workers do not fight over the same cores.
+"""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
+import torch
 from tests.quantized_models import QuantizedModels
 
 from cortex_m_nn.compile import CompiledProgram
@@ -20,3 +31,31 @@ def quantized_models() -> QuantizedModels:
 def ds_cnn_compiled(quantized_models: QuantizedModels) -> CompiledProgram:
     """DS-CNN for cortex-m55 (double rounding, no fallback), compiled once per session."""
     return quantized_models.get("ds_cnn", ds_cnn).lower("cortex-m55")
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _group(item: pytest.Item) -> str | None:
+    """The xdist group of a test that must share a worker with others (None: any worker)."""
+    path = Path(item.path).resolve().relative_to(TESTS).as_posix()
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if path.startswith("zoo/") and "lowered" in params:
+        return f"zoo-{params['lowered'][0]}"
+    if path.startswith("zoo/") and "name" in params:
+        return f"zoo-{params['name']}"
+    if path.startswith("target/") and "core_build" in params:
+        return f"target-{params['core_build']}"
+    if path == "zephyr/test_host_apps.py":
+        return "host-apps"
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = _group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))

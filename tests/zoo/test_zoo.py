@@ -1,22 +1,27 @@
-"""The zoo lowers completely: every model compiles for three cores from NCHW input with no
-fallback (only those ``MAY_FALL_BACK`` allows, which the report lists as FALLBACK), and every
-lowered operator is within 1 LSB of the PT2E reference (``verify_program``).
+"""The zoo lowers completely: every model lowers for three cores from NCHW input with no
+fallback (only those ``MAY_FALL_BACK`` allows, which the report lists as FALLBACK), every
+lowered operator is within 1 LSB of the PT2E reference (``verify``), and each model
+serialises to a ``.pte`` holding only what the lowering left.
 
 Each model is exported and calibrated once (with a few samples, the session-scoped
 ``quantized_models`` of tests/conftest.py) and lowered once per core (a module-scoped
-fixture), so the whole zoo stays a few minutes of CI.
+fixture). Lowering is what depends on the core (kernel choice, scratch sizes per ISA);
+serialising (``to_edge``/``to_executorch``, seconds per model) does not, so it runs once per
+model, for the first core.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from tests.quantized_models import SAMPLES, QuantizedModels
+from tests.quantized_models import SAMPLES, Quantized, QuantizedModels
 
 from cortex_m_nn import report
-from cortex_m_nn.compile import CompiledProgram
+from cortex_m_nn.passes.pipeline import lower
+from cortex_m_nn.passes.records import LoweringResult
+from cortex_m_nn.target import Target
 from cortex_m_nn.testing import count_operators
-from cortex_m_nn.verify import verify_program
+from cortex_m_nn.verify import verify
 
 from . import MAY_FALL_BACK, ZOO
 
@@ -29,40 +34,54 @@ BOUNDARY = {"cortex_m_nn.quantize", "cortex_m_nn.dequantize", "aten.view", "aten
     scope="module",
     params=[pytest.param((name, core), id=f"{name}-{core}") for name in ZOO for core in CORES],
 )
-def compiled(
-    request: pytest.FixtureRequest,
-    quantized_models: QuantizedModels,
-    ds_cnn_compiled: CompiledProgram,
-) -> tuple[str, CompiledProgram]:
+def lowered(
+    request: pytest.FixtureRequest, quantized_models: QuantizedModels
+) -> tuple[str, Quantized, LoweringResult]:
     name, core = request.param
-    if (name, core) == ("ds_cnn", "cortex-m55"):  # the session's DS-CNN is this very compile
-        return name, ds_cnn_compiled
     quantized = quantized_models.get(name, ZOO[name])
     # NCHW: the layout is the compiler's job
     assert all(x.is_contiguous() for x in quantized.source.example_inputs)
-    return name, quantized.lower(core, allow_fallback=bool(MAY_FALL_BACK.get(name)))
+    return name, quantized, lower(quantized.graphs[1], Target.parse(core))
 
 
-def test_lowers_completely(compiled: tuple[str, CompiledProgram]) -> None:
-    name, program = compiled
+def test_lowers_completely(lowered: tuple[str, Quantized, LoweringResult]) -> None:
+    name, _, lowering = lowered
     allowed = MAY_FALL_BACK.get(name, set())
-    fallbacks = [r for r in program.records if not r.lowered]
+    fallbacks = [r for r in lowering.records if not r.lowered]
     assert {r.source_op for r in fallbacks} <= allowed, [
         (r.source_op, r.fallback_reason) for r in fallbacks
     ]
+    for operator in count_operators(lowering.graph_module):
+        assert operator.startswith("cortex_m_nn.") or operator in BOUNDARY | allowed, operator
+
+
+def test_matches_the_pt2e_reference(lowered: tuple[str, Quantized, LoweringResult]) -> None:
+    _, quantized, lowering = lowered
+    calibration = quantized.calibration
+    verification = verify(
+        lowering, quantized.graphs[1], quantized.source.module, calibration.samples
+    )
+    assert verification.passed, verification.per_node
+    assert verification.samples == SAMPLES
+
+
+@pytest.mark.parametrize("name", list(ZOO))
+def test_serialises_with_its_fallbacks_reported(
+    name: str, quantized_models: QuantizedModels
+) -> None:
+    quantized = quantized_models.get(name, ZOO[name])
+    program = quantized.lower(CORES[0], allow_fallback=bool(MAY_FALL_BACK.get(name)))
+    fallbacks = [r for r in program.records if not r.lowered]
     text = report.to_text(report.as_dict(program, None))
     listed = [line for line in text.splitlines() if "FALLBACK" in line]
     assert len(listed) == len(fallbacks)
     assert all(r.source_op[:22] in line for r, line in zip(fallbacks, listed, strict=True))
-    for operator in count_operators(program.lowered):
-        assert operator.startswith("cortex_m_nn.") or operator in BOUNDARY | allowed, operator
-
-
-def test_matches_the_pt2e_reference(compiled: tuple[str, CompiledProgram]) -> None:
-    _, program = compiled
-    verification = verify_program(program)
-    assert verification.passed, verification.per_node
-    assert verification.samples == SAMPLES
+    # The program calls exactly the operators the lowered graph holds (nothing lost or added).
+    serialised = {op.removesuffix(".out") for op in program.operators}
+    graph = {op.replace(".", "::", 1) for op in count_operators(program.lowered)}
+    assert {op for op in graph if op.startswith("cortex_m_nn::")} == {
+        op for op in serialised if op.startswith("cortex_m_nn::")
+    }
 
 
 @pytest.mark.parametrize("name", list(ZOO))
