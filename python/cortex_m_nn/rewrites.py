@@ -240,9 +240,14 @@ REWRITES: tuple[Rewrite, ...] = (
         "arguments (negative_slope, alpha) are constants",
     ),
     Rewrite(
-        ("upsample_nearest2d", "upsample_bilinear2d", "upsample_bicubic2d"),
-        "no resize kernel: upsample with conv_transpose2d (kernel = stride = the scale "
-        "factor), which is lowered",
+        ("upsample_bicubic2d", "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa"),
+        "cortex_m_nn::resize computes nearest, nearest-exact and bilinear: use "
+        "F.interpolate(x, mode='bilinear') without antialias",
+    ),
+    Rewrite(
+        ("upsample_nearest2d", "_upsample_nearest_exact2d", "upsample_bilinear2d"),
+        "lowered as cortex_m_nn::resize when its input is a 4-D int8 activation of the same "
+        "quantization and no side exceeds 32767",
     ),
     Rewrite(
         SLICES,
@@ -287,6 +292,7 @@ GENERIC_KINDS = frozenset(
         R.MATMUL_INNER_DIMENSION,
         R.MATMUL_RESULT_SHAPE,
         R.SOFTMAX_OUTPUT_QPARAMS,
+        R.RESIZE_SIZE,
     }
 )
 

@@ -80,6 +80,32 @@ class Autoencoder(nn.Module):
         return self.layers(x)
 
 
+class UpsamplingDecoder(nn.Module):
+    """A small U-Net/FPN-style decoder: a nearest ×2 upsampling concatenated with the skip,
+    a bilinear ×2 added to a lateral 1×1 convolution, a bilinear resize to a size that is no
+    multiple (align_corners=True) and a nearest-exact one: 32×32×3 → 4×20×18."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.enc2 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.enc3 = nn.Conv2d(16, 16, 3, stride=2, padding=1)
+        self.merge = nn.Conv2d(32, 8, 3, padding=1)
+        self.lateral = nn.Conv2d(8, 8, 1)
+        self.head = nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        e1 = torch.relu(self.enc1(x))
+        e2 = torch.relu(self.enc2(e1))
+        e3 = torch.relu(self.enc3(e2))
+        up = nn.functional.interpolate(e3, scale_factor=2, mode="nearest")
+        d2 = torch.relu(self.merge(torch.cat([up, e2], dim=1)))
+        d1 = nn.functional.interpolate(d2, scale_factor=2, mode="bilinear", align_corners=False)
+        y = self.head(d1 + self.lateral(e1))
+        y = nn.functional.interpolate(y, size=(23, 27), mode="bilinear", align_corners=True)
+        return nn.functional.interpolate(y, size=(20, 18), mode="nearest-exact")
+
+
 def seeded(
     factory: type[nn.Module], *shape: int, seed: int = 7
 ) -> tuple[nn.Module, tuple[torch.Tensor]]:
@@ -95,4 +121,5 @@ MODELS = {
     "resnet8": lambda: seeded(ResNet8, 1, 3, 32, 32),
     "mobilenet_v1_025": lambda: seeded(MobileNetV1, 1, 3, 96, 96),
     "autoencoder": lambda: seeded(Autoencoder, 1, 640),
+    "upsampling_decoder": lambda: seeded(UpsamplingDecoder, 1, 3, 32, 32),
 }

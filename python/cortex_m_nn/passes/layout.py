@@ -42,6 +42,9 @@ CHANNELS_LAST_CONSUMERS = {
     aten.avg_pool2d.default,
     aten.adaptive_avg_pool2d.default,
     aten.mean.dim,
+    aten.upsample_nearest2d.vec,
+    aten._upsample_nearest_exact2d.vec,
+    aten.upsample_bilinear2d.vec,
 }
 
 

@@ -71,6 +71,7 @@ class Refusal(Enum):
     CONCAT_REQUANTIZING = "concat_requantizing"
     CONCAT_RANKS = "concat_ranks"
     DROPOUT_TRAINING = "dropout_training"
+    RESIZE_SIZE = "resize_size"
     # -- linear, products, softmax --------------------------------------------------------
     LINEAR_OVER_WIDTH = "linear_over_width"
     LINEAR_SCRATCH = "linear_scratch"

@@ -76,12 +76,23 @@ POOLS = {
     aten.adaptive_avg_pool1d.default,
     aten.max_pool1d.default,
 }
+#: Nearest and bilinear upsampling (cortex_m_nn::resize): the output shares the input's
+#: quantization (bilinear values are convex combinations of the input's, so they fit).
+RESIZES = {
+    aten.upsample_nearest2d.vec,
+    aten.upsample_nearest2d.default,
+    aten._upsample_nearest_exact2d.vec,
+    aten._upsample_nearest_exact2d.default,
+    aten.upsample_bilinear2d.vec,
+    aten.upsample_bilinear2d.default,
+}
 #: Data movement: the output reuses the input's quantization parameters (no requantization).
 SHARING = (
     POOLS
     | set(VIEWS)
     | set(TRANSPOSES)
     | {aten.dropout.default, aten.constant_pad_nd.default, aten.pad.default}
+    | RESIZES
 )
 #: Concatenation: all inputs and the output share one observer (the first input's).
 CONCATENATIONS = {aten.cat.default, aten.concat.default}
