@@ -5,6 +5,7 @@ Usage::
     PYTHONPATH=python python benchmarks/coverage.py [NAME ...] [--architectures | --cases]
         [--cores cortex-m55[,cortex-m33]] [--peer-layout channels_last|nchw] [--no-peer]
         [--samples N] [--json FILE]
+    PYTHONPATH=python python benchmarks/coverage.py --render FILE
 
 Compiles every model of the coverage corpus (``tests/coverage``: ``CASES``, one tiny model per
 layer or tensor method, and ``ARCHITECTURES``, published small architectures re-implemented
@@ -25,7 +26,8 @@ samples. One row per model, a column per compiler and core:
 
 One model failing never stops the table. Needs ``pip install tosa-tools==2026.5.0`` for the
 peer (see ``peer.py``); without it the peer's column says so and ours is still measured.
-``--json`` writes every result (our fallback records, the peer's kernel calls) to a file.
+``--json`` writes every result (our fallback records, the peer's kernel calls) to a file,
+after every model; ``--render FILE`` prints the table of such a file.
 """
 
 from __future__ import annotations
@@ -254,13 +256,24 @@ def main(argv: list[str] | None = None) -> int:
     for index, (name, factory) in enumerate(factories.items(), 1):
         print(f"[{index}/{len(factories)}] {name}", file=sys.stderr, flush=True)
         measured[name] = measure(name, factory, args, peer)
+        if args.json:  # after every model, so that an interrupted run keeps what it measured
+            document = {n: {"kind": kinds[n], **r} for n, r in measured.items()}
+            args.json.write_text(json.dumps(document, indent=2, default=str))
     print(table(measured, kinds, args.cores))
-    if args.json:
-        document = {n: {"kind": kinds[n], **r} for n, r in measured.items()}
-        args.json.write_text(json.dumps(document, indent=2, default=str))
     return 0
 
 
+def render(path: Path) -> str:
+    """The table of a ``--json`` file (also of an interrupted run)."""
+    document = json.loads(path.read_text())
+    cores = sorted({core for r in document.values() for core in r.get(OURS, {})})
+    kinds = {name: result.pop("kind") for name, result in document.items()}
+    return table(document, kinds, cores)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--render"]:  # --render FILE: the table of a --json file
+        print(render(Path(sys.argv[2])))
+        sys.exit(0)
     torch.manual_seed(0)
     sys.exit(main())
