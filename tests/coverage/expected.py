@@ -29,6 +29,11 @@ FAILING: dict[str, str] = {
     "efficientnet_b0_stage": _(FUNCTIONAL, "aten.add_ (x += shortcut), aten.dropout_"),
     "shufflenet_v2": _(FUNCTIONAL, "aten.contiguous") + "; " + _(MOVEMENT, "aten.chunk"),
     "mnasnet": _(FUNCTIONAL, "aten.dropout_"),
+    "ghostnet": _(FUNCTIONAL, "aten.add_ (x += shortcut), aten.alias (out[:, :self.out_chs])")
+    + "; "
+    + _(LAYERS, "aten.div by a constant (relu6(x + 3) / 6)"),
+    "regnetx": _(CONV, "grouped aten.conv2d (group width 8: groups 3, 6, 12)"),
+    "mobilevit": _(NORM, "aten.layer_norm") + "; " + _(MOVEMENT, "aten.chunk (q, k, v)"),
     # -- activations ----------------------------------------------------------------------
     "act.prelu_per_channel": _(LAYERS, "aten.prelu"),
     "act.prelu_single": _(LAYERS, "aten.prelu"),
