@@ -43,11 +43,7 @@ ACTIVATIONS: dict[str, Factory] = {
 NORMS: dict[str, Factory] = {
     "norm.batchnorm2d_after_conv": layer(lambda: nn.BatchNorm2d(C)),
     "norm.batchnorm2d_alone": layer(lambda: nn.BatchNorm2d(IMAGE[1]), stem=None),
-    "norm.batchnorm2d_after_add": case(
-        lambda m, a, b: m.norm(a + b), "two", layers=lambda: {"norm": nn.BatchNorm2d(C)}
-    ),
     "norm.batchnorm1d_after_linear": layer(lambda: nn.BatchNorm1d(16), "linear", VECTOR),
-    "norm.batchnorm1d_sequence": layer(lambda: nn.BatchNorm1d(SEQUENCE[1]), "linear", SEQUENCE),
     "norm.layernorm": layer(lambda: nn.LayerNorm(16), "linear", SEQUENCE),
     "norm.layernorm_no_affine": layer(
         lambda: nn.LayerNorm(16, elementwise_affine=False), "linear", SEQUENCE
