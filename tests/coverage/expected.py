@@ -44,7 +44,6 @@ FAILING: dict[str, str] = {
     "act.softsign": _(BEYOND, "aten.abs and aten.div of tensors"),
     "act.logsigmoid": _(BEYOND, "aten.log_sigmoid (a LUT)"),
     # -- norms ----------------------------------------------------------------------------
-    "norm.batchnorm2d_alone": _(LAYERS, "unfoldable aten.batch_norm"),
     "norm.layernorm_no_affine": _(NORM, "aten.layer_norm"),
     "norm.groupnorm_one_group": _(NORM, "aten.group_norm"),
     # -- pools, convolutions --------------------------------------------------------------

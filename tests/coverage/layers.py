@@ -42,7 +42,6 @@ ACTIVATIONS: dict[str, Factory] = {
 
 NORMS: dict[str, Factory] = {
     "norm.batchnorm2d_after_conv": layer(lambda: nn.BatchNorm2d(C)),
-    "norm.batchnorm2d_alone": layer(lambda: nn.BatchNorm2d(IMAGE[1]), stem=None),
     "norm.batchnorm1d_after_linear": layer(lambda: nn.BatchNorm1d(16), "linear", VECTOR),
     "norm.layernorm": layer(lambda: nn.LayerNorm(16), "linear", SEQUENCE),
     "norm.layernorm_no_affine": layer(
