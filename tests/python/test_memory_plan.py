@@ -22,7 +22,7 @@ from cortex_m_nn.plot import render
 from cortex_m_nn.pte import runtime_overhead
 from cortex_m_nn.target import Target
 
-from .models import conv_stack, split, with_layer_norm
+from .models import conv_stack, split, with_rms_norm
 
 
 def compile_source(name: str, factory, allow_fallback: bool = False):
@@ -45,7 +45,7 @@ def stack(quantized_models):
 
 @pytest.fixture(scope="module")
 def fallback():
-    return compile_source("with_layer_norm", with_layer_norm, allow_fallback=True)
+    return compile_source("with_rms_norm", with_rms_norm, allow_fallback=True)
 
 
 def pte_program(pte: bytes):

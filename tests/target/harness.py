@@ -105,6 +105,7 @@ def model_source(name: str) -> ModelSource:
 
 
 MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder"]
+MODEL_NAMES += ["mobilevit_block"]  # layer norm and group norm (issue 12)
 
 
 @dataclass
