@@ -41,7 +41,7 @@ DEFAULT_SOURCES = [
     "ds_cnn",
     f"{TEST_MODELS}:conv_stack",
     f"{TEST_MODELS}:pools",
-    f"{TEST_MODELS}:with_layer_norm",
+    f"{TEST_MODELS}:with_rms_norm",
 ]
 TOSA_HINT = "pip install tosa-tools==2026.5.0"
 

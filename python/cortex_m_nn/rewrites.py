@@ -171,11 +171,33 @@ REWRITES: tuple[Rewrite, ...] = (
         "into (conv2d, linear, add, mul, pools)",
         kinds=(R.ACTIVATION_AFTER,),
     ),
+    Rewrite(
+        ("layer_norm", "group_norm"),
+        "normalize smaller groups (at most 65536 elements each): more groups, or a layer norm "
+        "over fewer dims",
+        kinds=(R.NORM_GROUP_SIZE,),
+    ),
+    Rewrite(
+        ("group_norm",),
+        "reshape the input to [N, C, H, W] (merge the trailing dims) around the group norm",
+        kinds=(R.NORM_INPUT_RANK,),
+    ),
+    Rewrite(
+        ("layer_norm", "group_norm"),
+        "the weight is too large for the output scale: keep the weights near 1 or let the "
+        "output be observed on representative data",
+        kinds=(R.NORM_SCALE,),
+    ),
     # -- an op, whatever the reason ---------------------------------------------------------
     Rewrite(
-        ("layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "instance_norm"),
-        "CMSIS-NN has no int8 normalization: use BatchNorm right after a conv2d or linear "
-        "(folded into its weights)",
+        ("layer_norm", "group_norm"),
+        "cortex_m_nn::layer_norm normalizes int8 activations: quantize its input (an earlier "
+        "op that stays float keeps it float), or use BatchNorm right after a conv2d or linear",
+    ),
+    Rewrite(
+        ("native_layer_norm", "native_group_norm", "instance_norm"),
+        "use nn.LayerNorm or nn.GroupNorm (InstanceNorm2d is GroupNorm(C, C)), which lower to "
+        "cortex_m_nn::layer_norm, or BatchNorm right after a conv2d or linear",
     ),
     Rewrite(
         ("rms_norm",),
@@ -293,6 +315,7 @@ GENERIC_KINDS = frozenset(
         R.MATMUL_RESULT_SHAPE,
         R.SOFTMAX_OUTPUT_QPARAMS,
         R.RESIZE_SIZE,
+        R.NORM_SHAPE,
     }
 )
 

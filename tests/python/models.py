@@ -39,13 +39,13 @@ class Pools(nn.Module):
         return self.linear(torch.flatten(a + b, 1)), b.squeeze()
 
 
-class WithLayerNorm(nn.Module):
-    """A layer norm, which has no CMSIS-NN kernel: lowered only with --allow-fallback."""
+class WithRmsNorm(nn.Module):
+    """An RMS norm, which no kernel computes: lowered only with --allow-fallback."""
 
     def __init__(self) -> None:
         super().__init__()
         self.conv = nn.Conv2d(3, 4, 3)
-        self.norm = nn.LayerNorm(6)
+        self.norm = nn.RMSNorm(6)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.norm(self.conv(x))
@@ -67,8 +67,8 @@ def pools() -> tuple[nn.Module, tuple[torch.Tensor]]:
     return seeded(Pools, 1, 4, 6, 6)
 
 
-def with_layer_norm() -> tuple[nn.Module, tuple[torch.Tensor]]:
-    return seeded(WithLayerNorm, 1, 3, 8, 8)
+def with_rms_norm() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(WithRmsNorm, 1, 3, 8, 8)
 
 
 class SharedConv(nn.Module):

@@ -474,9 +474,9 @@ def model_line(text: str) -> str:
 
 def test_unsupported_operator_is_refused(capsys, tmp_path: Path) -> None:
     pte = tmp_path / "ln.pte"
-    line = error_line(run(capsys, f"{MODELS}:with_layer_norm", "-o", pte))
-    assert "layer_norm" in line and "--allow-fallback" in line
-    assert f"aten.layer_norm at {model_line('self.norm(self.conv(x))')} in norm (LayerNorm)" in line
+    line = error_line(run(capsys, f"{MODELS}:with_rms_norm", "-o", pte))
+    assert "rms_norm" in line and "--allow-fallback" in line
+    assert f"aten.rms_norm at {model_line('self.norm(self.conv(x))')} in norm (RMSNorm)" in line
     assert "BatchNorm" in line  # the nearest supported rewrite
     assert list(tmp_path.iterdir()) == []
 
@@ -540,7 +540,7 @@ def test_allow_fallback_keeps_it_in_fp32(capsys, tmp_path: Path) -> None:
     pte, report = tmp_path / "ln.pte", tmp_path / "r.json"
     result = run(
         capsys,
-        f"{MODELS}:with_layer_norm",
+        f"{MODELS}:with_rms_norm",
         "-o",
         pte,
         "--allow-fallback",
@@ -549,12 +549,12 @@ def test_allow_fallback_keeps_it_in_fp32(capsys, tmp_path: Path) -> None:
     )
     assert result.status == 0, result.err
     (row,) = [r for r in operator_rows(result.out) if "FALLBACK" in r]
-    assert "layer_norm" in row
+    assert "rms_norm" in row
     totals = json.loads(report.read_text())["totals"]
     assert totals["fallbacks"] == 1
     assert totals["fp32_macs"] == 4 * 6 * 6 * 3  # per element: squares, scale, affine weight
     operators = pte_operators(pte.read_bytes())
-    assert [op for op in operators if op.startswith("aten::") and "layer_norm" in op]
+    assert "aten::rsqrt.out" in operators  # the float RMS norm, decomposed by ExecuTorch
     assert "cortex_m_nn::conv2d.out" in operators
 
 
@@ -599,7 +599,7 @@ def test_existing_output_survives_a_failed_compile(
         monkeypatch.setattr(verify, "MAX_LSB", -1)
         model = f"{tiny_model}:make"
     else:
-        model = f"{MODELS}:with_layer_norm"
+        model = f"{MODELS}:with_rms_norm"
     result = run(capsys, model, "-o", pte, "--verify", "--report-json", report)
     error_line(result)
     assert pte.read_bytes() == b"sentinel program"

@@ -186,7 +186,7 @@ def test_test_vector_of_a_compile(compiled) -> None:
 
 def test_fallback_operators_are_listed(tmp_path: Path, capsys) -> None:
     pte = tmp_path / "norm.pte"
-    compiled = run(capsys, f"{MODELS}:with_layer_norm", "--allow-fallback", "-o", pte, "-q")
+    compiled = run(capsys, f"{MODELS}:with_rms_norm", "--allow-fallback", "-o", pte, "-q")
     assert compiled.status == 0, compiled.err
     facts = embed.model_facts(pte.read_bytes())
     assert facts.fallback_operators

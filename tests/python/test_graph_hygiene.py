@@ -21,7 +21,7 @@ from cortex_m_nn.models import ds_cnn
 from cortex_m_nn.testing import check_dialect
 
 from . import activation_models as act
-from .models import ConvOutput, SharedConv, conv_stack, pools, seeded, with_layer_norm
+from .models import ConvOutput, SharedConv, conv_stack, pools, seeded, with_rms_norm
 
 QUANTIZE = torch.ops.cortex_m_nn.quantize.default
 DEQUANTIZE = torch.ops.cortex_m_nn.dequantize.default
@@ -119,11 +119,11 @@ def test_no_float_round_trip_between_lowered_operators(name: str) -> None:
 
 
 def test_a_float_fallback_is_found() -> None:
-    with_fallback, _ = check_dialect(*with_layer_norm(), allow_fallback=True)
-    # conv → dequantize → layer_norm → output: a float tail, not a round trip
+    with_fallback, _ = check_dialect(*with_rms_norm(), allow_fallback=True)
+    # conv → dequantize → rms_norm → output: a float tail, not a round trip
     assert float_round_trips(with_fallback.lowered) == []
     (problem,) = boundary_violations(with_fallback.lowered)
-    assert "layer_norm" in problem
+    assert "rms_norm" in problem
     problems = pte_violations(with_fallback.pte)
     assert any("aten::" in p for p in problems)
     assert any("dequantize.out writes" in p for p in problems)

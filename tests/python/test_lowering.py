@@ -15,7 +15,7 @@ from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect, count_operators
 from cortex_m_nn.verify import verify
 
-from .models import ConvOutput, SharedConv, conv_stack, pools, seeded, with_layer_norm
+from .models import ConvOutput, SharedConv, conv_stack, pools, seeded, with_rms_norm
 
 
 def channels_last(module, inputs):
@@ -127,21 +127,21 @@ def test_fused_activation_ranges() -> None:
 
 
 def test_unsupported_op_is_an_error_naming_op_and_line() -> None:
-    module, inputs = with_layer_norm()
+    module, inputs = with_rms_norm()
     with pytest.raises(CompileError) as error:
         check_dialect(module, inputs)
     message = str(error.value)
-    assert "aten.layer_norm" in message and "norm (LayerNorm)" in message
+    assert "aten.rms_norm" in message and "norm (RMSNorm)" in message
     assert "--allow-fallback" in message and "\n" not in message
 
 
 def test_allow_fallback_keeps_fp32_and_reports_it() -> None:
-    module, inputs = with_layer_norm()
+    module, inputs = with_rms_norm()
     compiled, _ = check_dialect(
-        module, inputs, allow_fallback=True, after={"aten.layer_norm": 1, "cortex_m_nn.conv2d": 1}
+        module, inputs, allow_fallback=True, after={"aten.rms_norm": 1, "cortex_m_nn.conv2d": 1}
     )
     fallbacks = [r for r in compiled.records if not r.lowered]
-    assert [r.source_op for r in fallbacks] == ["aten.layer_norm"]
+    assert [r.source_op for r in fallbacks] == ["aten.rms_norm"]
     assert "dequantize" in {r.source_op for r in compiled.records}
 
 

@@ -17,7 +17,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from cortex_m_nn.quantizer import CortexMQuantizer
 
-from .models import with_layer_norm
+from .models import with_rms_norm
 
 aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed
@@ -224,16 +224,16 @@ def test_softmax_output_is_fixed_at_one_over_256(conv_net) -> None:
 
 
 def test_unsupported_op_is_left_unannotated() -> None:
-    module, (example,) = with_layer_norm()
+    module, (example,) = with_rms_norm()
     exported = torch.export.export(module, (example,)).module()
     annotated = CortexMQuantizer().annotate(exported)
-    norm = _only(annotated, aten.layer_norm.default)
+    norm = _only(annotated, aten.rms_norm.default)
     assert "quantization_annotation" not in norm.meta
     conv = _only(annotated, aten.conv2d.default)
     assert conv.meta["quantization_annotation"].output_qspec is not None
 
     quantized = _quantize(module, _samples(tuple(example.shape)))
-    norm = _only(quantized, aten.layer_norm.default)
+    norm = _only(quantized, aten.rms_norm.default)
     assert norm.args[0].target == DEQUANTIZE  # the conv before it is quantized
     assert all(user.target not in (QUANTIZE, DEQUANTIZE) for user in norm.users), [
         user.format_node() for user in norm.users

@@ -123,3 +123,35 @@ MODELS = {
     "autoencoder": lambda: seeded(Autoencoder, 1, 640),
     "upsampling_decoder": lambda: seeded(UpsamplingDecoder, 1, 3, 32, 32),
 }
+
+
+class MobileVitBlock(nn.Module):
+    """A MobileViT-style block: convolutions, the feature map unfolded to tokens, a pre-norm
+    transformer MLP (LayerNorm → linear → GELU → linear, residual), LayerNorm, folded back to
+    a feature map, 1×1 conv with GroupNorm, then pooled to 10 classes."""
+
+    def __init__(self, dim: int = 16) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.local = nn.Conv2d(8, dim, 1)
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.mlp1, self.mlp2 = nn.Linear(dim, 2 * dim), nn.Linear(2 * dim, dim)
+        self.fuse = nn.Conv2d(dim, 24, 1)
+        self.group_norm = nn.GroupNorm(4, 24)
+        self.fc = nn.Linear(24, 10)
+        with torch.no_grad():  # affine parameters away from their 1 / 0 initialization
+            for norm in (self.norm1, self.norm2, self.group_norm):
+                norm.weight.uniform_(0.5, 1.5)
+                norm.bias.uniform_(-0.3, 0.3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.local(torch.relu(self.stem(x)))
+        n, d, h, w = y.shape
+        tokens = y.flatten(2).transpose(1, 2)
+        tokens = tokens + self.mlp2(nn.functional.gelu(self.mlp1(self.norm1(tokens))))
+        y = self.norm2(tokens).transpose(1, 2).reshape(n, d, h, w)
+        y = torch.relu(self.group_norm(self.fuse(y)))
+        return self.fc(y.mean((2, 3)))
+
+
+MODELS["mobilevit_block"] = lambda: seeded(MobileVitBlock, 1, 3, 16, 16)

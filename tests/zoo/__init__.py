@@ -33,6 +33,6 @@ ZOO: dict[str, Callable[[], Example]] = {
 }
 
 #: model → source operators (report names) that may stay in float; none for the others.
-MAY_FALL_BACK: dict[str, set[str]] = {"transformer": {"aten.layer_norm"}}
+MAY_FALL_BACK: dict[str, set[str]] = {}
 
 __all__ = ["MAY_FALL_BACK", "ZOO"]

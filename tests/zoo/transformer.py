@@ -6,8 +6,7 @@ head with batched matrix products, an output projection, a residual add and laye
 a 64-wide GELU feed-forward network, residual add and layer norm. The attention is written
 out with ``matmul`` (not ``scaled_dot_product_attention``) as on-device models do.
 
-Layer norm has no CMSIS-NN kernel: it is the one operator of the zoo allowed to stay in
-float (the report lists it as a fallback).
+Layer norm has no CMSIS-NN kernel: it runs on our integer kernel (``cortex_m_nn::layer_norm``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     conv2d,
     depthwise_conv2d,
     dequantize,
+    layer_norm,
     linear,
     lut,
     max_pool2d,

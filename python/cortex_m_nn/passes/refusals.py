@@ -82,6 +82,11 @@ class Refusal(Enum):
     SOFTMAX_DIM = "softmax_dim"
     SOFTMAX_OUTPUT_QPARAMS = "softmax_output_qparams"
     SOFTMAX_ROW_LENGTH = "softmax_row_length"
+    # -- layer norm and group norm --------------------------------------------------------
+    NORM_SHAPE = "norm_shape"
+    NORM_INPUT_RANK = "norm_input_rank"
+    NORM_GROUP_SIZE = "norm_group_size"
+    NORM_SCALE = "norm_scale"
 
 
 class LoweringRefused(Exception):

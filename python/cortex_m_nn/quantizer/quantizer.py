@@ -116,6 +116,9 @@ LOOKUP = {
     aten.elu.default,
     aten.elu_.default,
 }
+#: Normalizations (cortex_m_nn::layer_norm): int8 input and output (its own observer); the
+#: float weight and bias are folded into the kernel's parameters at compile time.
+NORMS = {aten.layer_norm.default, aten.group_norm.default}
 
 
 def _annotate(
@@ -247,6 +250,9 @@ class CortexMQuantizer(Quantizer):
                 self._annotate_concatenation(node)
             elif target in SOFTMAX:
                 _annotate(node, {node.args[0]: config.ACTIVATION}, config.SOFTMAX_OUTPUT)
+            elif target in NORMS:
+                if isinstance(node.args[0], Node):
+                    self._annotate_with_output(node, {node.args[0]: config.ACTIVATION})
             elif target in LOOKUP or target in ACTIVATIONS:
                 # An activation reaching here did not fuse into its producer (annotated
                 # nodes are skipped): like the other tables, its output gets its own range.
