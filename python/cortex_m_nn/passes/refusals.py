@@ -81,6 +81,11 @@ class Refusal(Enum):
     SOFTMAX_DIM = "softmax_dim"
     SOFTMAX_OUTPUT_QPARAMS = "softmax_output_qparams"
     SOFTMAX_ROW_LENGTH = "softmax_row_length"
+    # -- mutation (the functional form made before quantization: passes/functional) ---------
+    MUTATED_INPUT = "mutated_input"
+    MUTATED_BUFFER = "mutated_buffer"
+    MUTATED_VIEW = "mutated_view"
+    IN_PLACE_ONLY = "in_place_only"
 
 
 class LoweringRefused(Exception):
