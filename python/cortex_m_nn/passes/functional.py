@@ -38,21 +38,25 @@ from cortex_m_nn.rewrites import rewrite_for
 
 aten = torch.ops.aten
 
-#: Copies and aliases that hand back their input's elements unchanged (when the dtype, device
-#: and shape stay: see :func:`is_no_op`).
-NO_OPS = {
+#: Copies and aliases that always hand back their input's elements unchanged.
+ALWAYS_SAME = {
     aten.alias.default,
     aten.clone.default,
     aten.contiguous.default,
     aten.detach.default,
     aten.lift_fresh_copy.default,
+}
+#: Copies and aliases that hand back their input's elements unchanged when the dtype, device
+#: and shape stay (see :func:`same_elements`); every ``aten.to`` overload is one.
+NO_OPS = ALWAYS_SAME | {
     aten._to_copy.default,
     aten.type_as.default,
     aten.slice.Tensor,
     aten.narrow.default,
+    *(getattr(aten.to, name) for name in aten.to.overloads()),
 }
-#: Every ``aten.to`` overload: a no-op when dtype and device stay.
-TO = {getattr(aten.to, name) for name in aten.to.overloads()}
+#: Views whose result holds the same elements as their input when the shape stays.
+SAME_ELEMENTS = NO_OPS | {aten.view.default, aten.reshape.default}
 #: In-place operators that change a tensor's shape, not its elements: views of it are unaffected.
 METADATA_ONLY = {"t_", "transpose_", "unsqueeze_", "squeeze_", "swapdims_", "swapaxes_", "detach_"}
 #: Readers that look at a tensor's metadata only, never its elements: the checks ``to`` leaves
@@ -219,42 +223,46 @@ def aliases_of(root: Node) -> list[Node]:
     return found
 
 
-def same_elements(view: Node) -> bool:
-    """A view with the same elements in the same order as its input (an identity alias)."""
-    source = view.args[0] if view.args else None
-    if view.target is operator.getitem or not isinstance(source, Node):
+def same_elements(node: Node) -> bool:
+    """A copy or view with its input's elements, in the same order: same shape, dtype and
+    device (and step 1 for a slice)."""
+    if node.op != "call_function" or node.target not in SAME_ELEMENTS:
         return False
-    before, after = source.meta.get("val"), view.meta.get("val")
+    source = node.args[0] if node.args else None
+    if not isinstance(source, Node):
+        return False
+    before, after = source.meta.get("val"), node.meta.get("val")
     if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor):
+        return node.target in ALWAYS_SAME
+    if node.target is aten.slice.Tensor and _step(node) != 1:
         return False
-    if view.target in (aten.slice.Tensor,) and _step(view) != 1:
-        return False
-    same = before.shape == after.shape and before.dtype == after.dtype
-    return same and view.target in NO_OPS | {aten.view.default, aten.reshape.default} | TO
+    return (before.shape, before.dtype, before.device) == (after.shape, after.dtype, after.device)
 
 
 def redirect_readers(
     mutation: Node, written: Node, root: Node, result: Node, order: dict[Node, int]
 ) -> None:
-    """Readers after ``mutation`` of an alias holding the written elements read ``result``;
-    a reader of any other view of them sees the write only partly: refused."""
-    views = aliases_of(root)
-    identical = _identity_class(written, views)
+    """Readers after ``mutation`` of an alias holding exactly the written elements read
+    ``result`` instead; a reader after it of any other view of them sees the write only
+    partly: refused."""
     after = order[mutation]
-    for view in views:
+    identical = _identity_class(written, aliases_of(root))
+    for view in [n for n in identical if order.get(n, -1) <= after]:
         for reader in list(view.users):
+            if order.get(reader, -1) > after:
+                reader.replace_input_with(view, result)
+    for view in aliases_of(root):
+        for reader in view.users:
             if order.get(reader, -1) <= after or reader.target in METADATA_READERS:
                 continue
-            if aliases_input(reader) and reader.args[0] is view:
-                continue  # a view: its own readers are checked
-            if view not in identical:
-                made = source_line(view) or view.name
-                refuse(
-                    mutation,
-                    Refusal.MUTATED_VIEW,
-                    f"writes into elements read afterwards through another view ({made})",
-                )
-            reader.replace_input_with(view, result)
+            if view in identical or (aliases_input(reader) and reader.args[0] is view):
+                continue  # a later view: its own readers are checked
+            made = source_line(view) or view.name
+            refuse(
+                mutation,
+                Refusal.MUTATED_VIEW,
+                f"writes into elements read afterwards through another view ({made})",
+            )
 
 
 def _identity_class(written: Node, views: Iterable[Node]) -> set[Node]:
@@ -262,7 +270,7 @@ def _identity_class(written: Node, views: Iterable[Node]) -> set[Node]:
     to it by identity aliases, up or down."""
     links: dict[Node, set[Node]] = {}
     for view in views:
-        if same_elements(view):
+        if aliases_input(view) and same_elements(view):  # the root's own input is not linked
             links.setdefault(view, set()).add(view.args[0])
             links.setdefault(view.args[0], set()).add(view)
     identical, frontier = {written}, [written]
@@ -278,17 +286,7 @@ def _step(view: Node) -> int:
 
 def is_no_op(node: Node) -> bool:
     """A copy or alias that hands back its input's elements unchanged."""
-    if node.op != "call_function" or not (node.target in NO_OPS or node.target in TO):
-        return False
-    source = node.args[0] if node.args else None
-    if not isinstance(source, Node):
-        return False
-    before, after = source.meta.get("val"), node.meta.get("val")
-    if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor):
-        return False
-    if node.target is aten.slice.Tensor and _step(node) != 1:
-        return False
-    return (before.shape, before.dtype, before.device) == (after.shape, after.dtype, after.device)
+    return node.op == "call_function" and node.target in NO_OPS and same_elements(node)
 
 
 def where(node: Node) -> str:
