@@ -2,15 +2,16 @@
 
 ``torch.export(...).module()`` keeps in-place operators (``out += identity`` is
 ``aten.add_``, ``nn.ReLU(inplace=True)`` is ``aten.relu_``, ``nn.Dropout(inplace=True)`` is
-``aten.dropout_``) and copies or aliases that change nothing (``alias``, ``contiguous``,
-``clone``, ``detach``, same-dtype ``to``, a slice that cuts nothing). The quantizer annotates
-and the rules lower functional operators, so :func:`functional_form` rewrites the graph:
+``aten.dropout_``) and copies or aliases that change nothing (``alias`` — what a slice that
+cuts nothing, GhostNet's ``out[:, :self.out_chs]``, exports as —, ``contiguous``, ``clone``,
+``detach``, same-dtype ``to``, ``narrow`` of everything). The quantizer annotates and the
+rules lower functional operators, so :func:`functional_form` rewrites the graph:
 
 1. each in-place operator becomes its functional overload (the same name without the trailing
    underscore, found from the schema: the first argument is written). The export already
    makes later readers of the mutated tensor read the in-place node; readers of another alias
-   holding the same elements (e.g. ``v = x.contiguous()`` read after ``x.relu_()``) are made
-   to read the result as well;
+   holding the same elements (``z = y[:, :]`` or ``y.detach()`` read after ``y.relu_()``) are
+   made to read the result as well;
 2. a mutation visible elsewhere is refused (``CompileError``: the operator, its source line,
    the rewrite): of a model input, of a parameter or buffer (state kept between calls), or of
    a tensor another view of whose elements is read afterwards (``y[:, :2] = 0``,
