@@ -3,10 +3,12 @@
 The steps, in order (``compile_model`` runs them; ``Stages`` keeps what each made):
 
 1. ``export``: ``torch.export`` of the model (a ``ModelSource``, loaded by the caller);
-2. ``quantize``: PT2E prepare with ``CortexMQuantizer``, calibrate, convert;
-3. ``lower``: onto ``cortex_m_nn`` operators (the passes of ``passes.pipeline.PASSES``);
+2. ``functional_form``: in-place operators become functional, no-op copies and aliases go,
+   a mutation of an input, a buffer or through a view is refused (``passes.functional``);
+3. ``quantize``: PT2E prepare with ``CortexMQuantizer``, calibrate, convert;
+4. ``lower``: onto ``cortex_m_nn`` operators (the passes of ``passes.pipeline.PASSES``);
    fallbacks fail the compile unless allowed (``unsupported_message``);
-4. ``to_program``: ``to_edge`` (with the ``metadata``), ``to_executorch`` with the memory
+5. ``to_program``: ``to_edge`` (with the ``metadata``), ``to_executorch`` with the memory
    planner, and the memory plan read back.
 
 Each stage hands the next a new artefact; nothing goes back. The lowered graph is a plain
@@ -34,6 +36,7 @@ from cortex_m_nn.calibration import Calibration
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.passes.functional import functional_form
 from cortex_m_nn.passes.pipeline import lower
 from cortex_m_nn.passes.records import LoweringResult, OpRecord
 from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
@@ -58,6 +61,7 @@ __all__ = [
 class Stages:
     """Every intermediate artefact, for tests, ``--verify`` and ``--intermediates``."""
 
+    #: the exported graph in functional form (what PT2E quantized)
     exported: GraphModule | None = None
     quantized: GraphModule | None = None
     lowering: LoweringResult | None = None
@@ -128,8 +132,10 @@ def quantize(
     calibration: Calibration,
     progress: bool = True,
 ) -> tuple[GraphModule, GraphModule]:
-    """Export and PT2E-quantize; returns (exported float graph, converted quantized graph)."""
+    """Export, make functional and PT2E-quantize; returns (exported float graph in functional
+    form, converted quantized graph)."""
     exported = export(source)
+    functional_form(exported)
     prepared = prepare_pt2e(exported, CortexMQuantizer())
     with torch.no_grad():
         for sample in tqdm(

@@ -280,6 +280,18 @@ REWRITES: tuple[Rewrite, ...] = (
         ("embedding",),
         "no int8 gather kernel: look the embeddings up before the model and feed them as its input",
     ),
+    Rewrite(
+        (),
+        "compute into a new tensor: y = x + 1 instead of x += 1, y = torch.relu(x) instead "
+        "of x.relu_(), inplace=False on the layer",
+        kinds=(R.MUTATED_INPUT, R.MUTATED_VIEW, R.IN_PLACE_ONLY),
+    ),
+    Rewrite(
+        (),
+        "keep state out of forward(): read the buffer and compute a new tensor "
+        "(y = self.buffer + x instead of self.buffer += x); update it outside the model",
+        kinds=(R.MUTATED_BUFFER,),
+    ),
 )
 
 #: Refusals with no advice of their own: the op's entry (or :data:`GENERIC`) answers them.

@@ -11,4 +11,7 @@ each importing only those above it in this list:
 * ``layout``, ``binary``, ``convolution``, ``activation``: what several rules share;
 * ``rules``: one module per operator family (importing the package registers them all);
 * ``patterns``, ``walk``, ``hygiene``: the passes before, during and after the walk.
+
+``functional`` runs before quantization, not in the lowering: the exported float graph in
+functional form (``functional_form``, step 2 of ``cortex_m_nn.compile``).
 """

@@ -87,6 +87,11 @@ class Refusal(Enum):
     NORM_INPUT_RANK = "norm_input_rank"
     NORM_GROUP_SIZE = "norm_group_size"
     NORM_SCALE = "norm_scale"
+    # -- mutation (the functional form made before quantization: passes/functional) ---------
+    MUTATED_INPUT = "mutated_input"
+    MUTATED_BUFFER = "mutated_buffer"
+    MUTATED_VIEW = "mutated_view"
+    IN_PLACE_ONLY = "in_place_only"
 
 
 class LoweringRefused(Exception):

@@ -1,0 +1,433 @@
+"""Functional form first (``passes.functional``): in-place operators, aliases and no-op copies
+as ordinary PyTorch code writes them.
+
+Each row of ``MODELS`` is a tiny model using one pattern. Its export in functional form holds
+no in-place operator and no no-op copy, and computes what the float model computes (to float
+rounding); the model compiles for cortex-m55 with no fallback and verifies (≤ 1 LSB per
+operator against the PT2E reference, SNR against the float model). The refusals (a mutation
+of an input, a buffer or through a view) are one line from the command line, naming the
+operator, its source line and the rewrite.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cortex_m_nn.calibration import synthetic
+from cortex_m_nn.compile import export
+from cortex_m_nn.errors import CompileError
+from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.passes.functional import NO_OPS, functional_form, is_in_place
+from cortex_m_nn.target import Target
+from cortex_m_nn.testing import check_dialect
+
+from .models import seeded
+from .test_cli import error_line, run
+
+aten = torch.ops.aten
+
+
+class BasicBlock(nn.Module):
+    """A ResNet basic block as published code writes it: inplace ReLU, ``out += identity``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        identity = self.relu(x * 1.0)  # the block input of a network: not the model's input
+        out = self.relu(self.bn1(self.conv1(identity)))
+        out = self.bn2(self.conv2(out))
+        out += identity
+        return self.relu(out)
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV3 / EfficientNet style: expand (inplace hardswish), project, ``x += shortcut``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 4, 3, padding=1)
+        self.expand = nn.Sequential(nn.Conv2d(4, 8, 1), nn.Hardswish(inplace=True))
+        self.project = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shortcut = self.stem(x)
+        y = self.project(self.expand(shortcut))
+        y += shortcut
+        return y
+
+
+class InPlaceActivations(nn.Module):
+    """ReLU6, Hardtanh and ReLU as inplace layers after convolutions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ReLU6(inplace=True))
+        self.conv2 = nn.Sequential(nn.Conv2d(6, 6, 3, padding=1), nn.Hardtanh(-1.0, 1.0, True))
+        self.conv3 = nn.Conv2d(6, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(self.conv3(self.conv2(self.conv1(x))), inplace=True)
+
+
+class TableActivations(nn.Module):
+    """Activations lowered to tables, called in place (layers and tensor methods)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.silu = nn.SiLU(inplace=True)
+        self.leaky = nn.LeakyReLU(0.1, inplace=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.leaky(self.silu(self.conv(x)))
+        return y.sigmoid_().tanh_()
+
+
+class DropoutHead(nn.Module):
+    """A classifier head: pool, flatten, ``nn.Dropout(inplace=True)``, linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.dropout = nn.Dropout(0.2, inplace=True)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.dropout(torch.flatten(self.pool(self.conv(x)), 1)))
+
+
+class MulInPlace(nn.Module):
+    """``x.mul_(2)`` on a convolution's output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        y.mul_(2)
+        return y
+
+
+class AddThenReuse(nn.Module):
+    """``a.add_(b)``, then ``a`` read twice: every later read sees the sum."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 1)
+        self.conv2 = nn.Conv2d(3, 4, 1)
+        self.conv3 = nn.Conv2d(4, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = self.conv1(x), self.conv2(x)
+        a.add_(b)
+        b.sub_(a)
+        return self.conv3(a) + b
+
+
+class ClampThenReuse(nn.Module):
+    """``y.clamp_(0, 6)`` and ``y.relu_()``, then ``y`` read by a later operator."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv1(x)
+        y.clamp_(0, 6)
+        z = self.conv2(y).relu_()
+        return z + y
+
+
+class Copies(nn.Module):
+    """clone, contiguous, detach, alias, same-dtype to / type_as / float(), a tensor constant."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv1(x).clone().contiguous().detach()
+        y = aten.alias(y).to(torch.float32).type_as(x).float().to(x)
+        y = y.to("cpu", copy=True).clone(memory_format=torch.channels_last)
+        return self.conv2(y * torch.tensor(1.5))  # a constant: lift_fresh_copy
+
+
+class ChannelsLast(nn.Module):
+    """``x.to(memory_format=torch.channels_last)`` and ``contiguous(channels_last)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv1(x.to(memory_format=torch.channels_last))
+        return self.conv2(y.contiguous(memory_format=torch.channels_last)).contiguous()
+
+
+class GhostSlice(nn.Module):
+    """GhostNet: a concat sliced to ``out_chs`` channels that are all there, then narrowed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.out_chs = 8
+        self.primary = nn.Conv2d(3, 4, 1)
+        self.cheap = nn.Conv2d(4, 4, 3, padding=1, groups=4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = self.primary(x)
+        out = torch.cat([a, self.cheap(a)], dim=1)
+        out = out[:, : self.out_chs]
+        out = out[:, :, -6:, :100]  # also whole: 6 rows from the end of 6
+        return out.narrow(1, 0, self.out_chs)
+
+
+class ThroughIdentityAlias(nn.Module):
+    """``z = y[:, :]`` and ``d = y.detach()`` hold ``y``'s elements: ``z.relu_()`` changes ``y``
+    and ``d`` too, and a view of ``y`` made afterwards."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = nn.Linear(4 * 6 * 6, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        z, d = y[:, :], y.detach()
+        z.relu_()
+        return self.fc((y + z + d).flatten(1)) + self.fc(y.flatten(1))
+
+
+class ViewThenDropout(nn.Module):
+    """An in-place op on a view whose base nothing reads afterwards."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = nn.Linear(4 * 6 * 6, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x).view(1, -1)
+        y.relu_()
+        return self.fc(y)
+
+
+class CopyNotAlias(nn.Module):
+    """``contiguous()`` of a transpose copies: ``z.relu_()`` leaves ``t`` alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.conv(x).transpose(2, 3)
+        z = t.contiguous()
+        z.relu_()
+        return t + z
+
+
+SHAPE = (1, 3, 6, 6)
+#: name → (model, input shape, the functional ATen ops its functional form holds)
+MODELS = {
+    "basic_block_plus_equals": (BasicBlock, (1, 4, 6, 6), {"aten.add.Tensor", "aten.relu"}),
+    "inverted_residual": (InvertedResidual, SHAPE, {"aten.add.Tensor", "aten.hardswish"}),
+    "inplace_relu6_hardtanh_relu": (InPlaceActivations, SHAPE, {"aten.hardtanh", "aten.relu"}),
+    "inplace_table_activations": (
+        TableActivations,
+        SHAPE,
+        {"aten.silu", "aten.leaky_relu", "aten.sigmoid", "aten.tanh"},
+    ),
+    "inplace_dropout_head": (DropoutHead, SHAPE, {"aten.dropout"}),
+    "mul_in_place": (MulInPlace, SHAPE, {"aten.mul.Tensor"}),
+    "add_then_reuse": (AddThenReuse, SHAPE, {"aten.add.Tensor", "aten.sub.Tensor"}),
+    "clamp_then_reuse": (ClampThenReuse, SHAPE, {"aten.clamp", "aten.relu"}),
+    "copies": (Copies, SHAPE, set()),
+    "channels_last": (ChannelsLast, SHAPE, set()),
+    "identity_slice_after_cat": (GhostSlice, SHAPE, {"aten.cat"}),
+    "through_identity_alias": (ThroughIdentityAlias, SHAPE, {"aten.relu", "aten.add.Tensor"}),
+    "in_place_on_a_view": (ViewThenDropout, SHAPE, {"aten.relu"}),
+    "contiguous_copy_then_in_place": (CopyNotAlias, SHAPE, {"aten.relu", "aten.add.Tensor"}),
+}
+
+
+class HalfAdd(nn.Module):
+    """In place, ``y.add_(x)`` keeps float16 ``y``'s dtype where ``y + x`` promotes."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.to(torch.float16)
+        y.add_(x)
+        return y.float()
+
+
+class PowInPlace(nn.Module):
+    """``pow_`` (``aten.pow_.Scalar``) whose functional overload has another name."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        y.pow_(2)
+        return y
+
+
+#: Functional form only (no lowering of these): name → (model, the ATen ops it holds)
+FORM_ONLY = {
+    "in_place_keeps_the_written_dtype": (HalfAdd, {"aten.add.Tensor", "aten.to.dtype"}),
+    "overload_of_another_name": (PowInPlace, {"aten.pow.Tensor_Scalar"}),
+}
+
+
+def functional(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> torch.fx.GraphModule:
+    graph_module = export(ModelSource("m", module, inputs))
+    functional_form(graph_module)
+    return graph_module
+
+
+def op_names(graph_module: torch.fx.GraphModule) -> set[str]:
+    return {
+        str(n.target).removeprefix("aten.").join(("aten.", "")).removesuffix(".default")
+        for n in graph_module.graph.nodes
+        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+    }
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_functional_form_computes_the_float_model(name: str) -> None:
+    factory, shape, expected = MODELS[name]
+    module, inputs = seeded(factory, *shape)
+    graph_module = functional(module, inputs)
+    nodes = [n for n in graph_module.graph.nodes if n.op == "call_function"]
+    assert not [n for n in nodes if is_in_place(n)]
+    assert not [n.target for n in nodes if n.target in NO_OPS]
+    assert expected <= op_names(graph_module), op_names(graph_module)
+    for sample in synthetic(inputs, count=3).samples:
+        with torch.no_grad():
+            want = module(*(x.clone() for x in sample))
+            # equal up to float summation order (channels-last memory convolves in another)
+            torch.testing.assert_close(graph_module(*sample), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(FORM_ONLY))
+def test_functional_form_only(name: str) -> None:
+    factory, expected = FORM_ONLY[name]
+    module, inputs = seeded(factory, *SHAPE)
+    graph_module = functional(module, inputs)
+    assert not [n for n in graph_module.graph.nodes if is_in_place(n)]
+    assert expected <= op_names(graph_module), op_names(graph_module)
+    torch.testing.assert_close(graph_module(*inputs), module(*inputs), rtol=0, atol=0)
+
+
+class NoFunctionalForm(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        y.normal_()
+        return y
+
+
+def test_in_place_op_without_functional_form_is_refused() -> None:
+    with pytest.raises(CompileError) as error:
+        functional(*seeded(NoFunctionalForm, *SHAPE))
+    message = str(error.value)
+    assert message.startswith("aten.normal_ at ") and "has no functional form" in message
+    assert "rewrite: compute into a new tensor" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_compiles_without_fallback_and_verifies(name: str) -> None:
+    factory, shape, _ = MODELS[name]
+    module, inputs = seeded(factory, *shape)
+    compiled, verification = check_dialect(
+        module, inputs, target=Target.parse("cortex-m55"), calibration=synthetic(inputs, count=4)
+    )
+    assert not compiled.stages.lowering.fallbacks
+    assert verification.passed and verification.snr_db > 20, verification
+    rows = [r.source_op for r in compiled.records]
+    assert not [op for op in rows if op.split(".")[-1].endswith("_")], rows  # no in-place row
+    assert not [op for op in rows if "_." in op], rows
+    removed = {"aten.alias", "aten.clone", "aten.contiguous", "aten.detach", "aten.type_as"}
+    assert not [op for op in rows if op in removed or op.startswith("aten.to.")], rows
+
+
+# -- refusals, from the command line -------------------------------------------------------
+
+REFUSED_SOURCE = """
+import torch
+from torch import nn
+
+
+class InputMutation(nn.Module):
+    def forward(self, x):
+        x.relu_()  # mutates the input
+        return x * 2
+
+
+class BufferMutation(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("total", torch.zeros(1, 2, 4, 4))
+
+    def forward(self, x):
+        self.total.add_(x)  # mutates the buffer
+        return self.total * 2
+
+
+class ViewMutation(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        y[:, :2].relu_()  # mutates through a view
+        return y
+
+
+def input_mutation():
+    return InputMutation().eval(), (torch.randn(1, 2, 4, 4),)
+
+
+def buffer_mutation():
+    return BufferMutation().eval(), (torch.randn(1, 2, 4, 4),)
+
+
+def view_mutation():
+    return ViewMutation().eval(), (torch.randn(1, 2, 4, 4),)
+"""
+
+
+@pytest.mark.parametrize(
+    ("factory", "marker", "op", "words"),
+    [
+        ("input_mutation", "mutates the input", "aten.relu_", ["model input x", "x + 1"]),
+        (
+            "buffer_mutation",
+            "mutates the buffer",
+            "aten.add_.Tensor",
+            ["buffer total", "keep state out of forward()"],
+        ),
+        ("view_mutation", "mutates through a view", "aten.relu_", ["another view", "x + 1"]),
+    ],
+)
+def test_mutation_is_a_one_line_refusal(
+    capsys, tmp_path, factory: str, marker: str, op: str, words: list[str]
+) -> None:
+    path = tmp_path / "mutating.py"
+    path.write_text(REFUSED_SOURCE)
+    result = run(capsys, f"{path}:{factory}", "-o", tmp_path / "m.pte")
+    line = error_line(result)
+    number = next(i for i, text in enumerate(REFUSED_SOURCE.splitlines(), 1) if marker in text)
+    assert f"error: {op} at {path}:{number} in model (" in line, line
+    assert "rewrite: " in line and all(word in line for word in words), line
+    assert "Traceback" not in result.err
+    assert not (tmp_path / "m.pte").exists()
