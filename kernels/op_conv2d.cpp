@@ -1,5 +1,7 @@
 // cortex_m_nn::conv2d.out → arm_convolve_wrapper_s8 (NHWC int8, OHWI weights, per-channel
-// requantization). Checks and arguments: cortex_m_nn/conv_common.h.
+// requantization). Grouped when the weight has fewer channels than the input (CMSIS-NN's
+// convention: groups = input channels / weight channels); the wrapper then calls
+// arm_convolve_s8, which computes groups on every ISA. Checks and arguments: cortex_m_nn/conv_common.h.
 // Reference: python/cortex_m_nn/ops/conv2d.py.
 #include "cortex_m_nn/conv_common.h"
 #include "cortex_m_nn_operators.h"
@@ -28,7 +30,7 @@ void conv2d_out(
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
   const ConvQuant quant{input_offset, output_offset, activation_min, activation_max};
   ConvArgs args;
-  if (!prepare_conv(context, "conv2d", tensors, ConvWeight::kOhwi, quant, &args) ||
+  if (!prepare_conv(context, "conv2d", tensors, ConvWeight::kGroupedOhwi, quant, &args) ||
       !prepare_window(context, "conv2d", stride, padding, dilation, &args)) {
     return;
   }

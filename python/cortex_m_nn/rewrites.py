@@ -38,20 +38,15 @@ REWRITES: tuple[Rewrite, ...] = (
     # -- an op refused for a particular kind -----------------------------------------------
     Rewrite(
         ("conv2d",),
-        "CMSIS-NN convolves with groups=1 or depthwise (groups = in channels): use groups=1, "
-        "or a depthwise conv2d followed by a 1x1 conv2d (splitting into per-group convs "
-        "needs channel slices, which are not lowered)",
-        kinds=(R.GROUPED_CONV,),
-    ),
-    Rewrite(
-        ("conv2d",),
-        "give the padding as numbers: padding=(k - 1) // 2 is 'same' for an odd kernel k "
-        "at stride 1",
+        "give the padding as numbers, or 'same' or 'valid': padding=(k - 1) // 2 is 'same' "
+        "for an odd kernel k at stride 1",
         kinds=(R.STRING_PADDING,),
     ),
     Rewrite(
         ("conv_transpose2d",),
-        "CMSIS-NN's transposed convolution has groups=1 and dilation=1 only: use those",
+        "CMSIS-NN's transposed convolution has groups=1 and dilation=1 only: use groups=1 "
+        "with a block-diagonal weight (zero across groups: the same result at groups x the "
+        "MACs), dilation=1 with a (k - 1) * d + 1 kernel, zero between the taps",
         kinds=(R.GROUPED_TRANSPOSED_CONV, R.DILATED_TRANSPOSED_CONV),
     ),
     Rewrite(

@@ -5,6 +5,10 @@ the code path (MVE, DSP or scalar) of the target's ISA, so they match what the k
 for that target request. All shapes are CMSIS-NN's: activations NHWC, conv weights OHWI,
 depthwise weights ``[1, KH, KW, Cout]``, linear weights ``[out, in]``.
 
+A grouped convolution (weight ``[Cout, KH, KW, Cin / groups]``) is asked for as it is: the
+wrapper sends it to ``arm_convolve_s8``, whose getter sizes the im2col from ``input_dims->c``
+(all input channels), more than one group's columns take; the kernel checks the same getter.
+
 Note: for a 1x1, stride-1, unpadded convolution the DSP path needs ``4 * Cin`` bytes only when
 CMSIS-NN is compiled with Arm Compiler 6; the binding (and GCC builds) report 0.
 

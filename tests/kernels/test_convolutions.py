@@ -25,7 +25,8 @@ from .strategies import (
 
 
 def conv_calls(isa: str, depthwise: bool = False) -> st.SearchStrategy[Call]:
-    """conv2d, or depthwise_conv2d (weight ``[1, KH, KW, Cin * multiplier]``)."""
+    """conv2d (grouped in one call of three: weight ``[Cout, KH, KW, Cin / groups]``), or
+    depthwise_conv2d (weight ``[1, KH, KW, Cin * multiplier]``)."""
 
     @st.composite
     def calls(draw: st.DrawFn) -> Call:
@@ -34,12 +35,16 @@ def conv_calls(isa: str, depthwise: bool = False) -> st.SearchStrategy[Call]:
         n, c_in = draw(st.integers(1, 2)), draw(st.integers(1, 12))
         mult = draw(st.integers(1, 3)) if depthwise else None
         c_out = c_in * mult if depthwise else draw(st.integers(1, 10))
+        per_group = c_in
+        if not depthwise and draw(st.sampled_from([False, False, True])):
+            groups, per_group = draw(st.integers(2, 4)), draw(st.integers(1, 4))
+            c_in, c_out = groups * per_group, groups * draw(st.integers(1, 3))
         (kh, kw), (h, w) = g["kernel"], g["size"]
         oh = output_size(h, kh, g["stride"][0], g["padding"][0], g["dilation"][0])
         ow = output_size(w, kw, g["stride"][1], g["padding"][1], g["dilation"][1])
         bias, multipliers, shifts = per_channel(draw, c_out, gen)
         act_min, act_max = activation_range(draw)
-        weight = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
+        weight = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, per_group)
         shapes = ((n, h, w, c_in), weight, (n, oh, ow, c_out))
         window = (g["stride"], g["padding"], g["dilation"])
         if depthwise:

@@ -220,12 +220,12 @@ def probability_floor() -> tuple[nn.Module, tuple[torch.Tensor]]:
 
 
 class GroupedConv(nn.Module):
-    """A grouped convolution (groups=2, not depthwise): no CMSIS-NN kernel, a fallback."""
+    """A grouped transposed convolution (groups=2): no CMSIS-NN kernel, a fallback."""
 
     def __init__(self) -> None:
         super().__init__()
         self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.grouped = nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.grouped = nn.ConvTranspose2d(8, 8, 3, padding=1, groups=2)
         self.linear = nn.Linear(8, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

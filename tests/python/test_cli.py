@@ -496,9 +496,12 @@ def test_unsupported_operator_error_names_op_line_and_rewrite(capsys, tmp_path: 
     )
     line = error_line(result)
     where = model_line("self.grouped(y)  # the unsupported operator")
-    assert f"error: aten.conv2d at {where} in grouped (Conv2d) cannot be lowered: " in line
-    assert "grouped convolution (groups=2)" in line  # why
-    assert "rewrite: " in line and "groups=1" in line and "depthwise" in line  # what to do
+    assert (
+        f"error: aten.conv_transpose2d.input at {where} in grouped (ConvTranspose2d) cannot be "
+        "lowered: " in line
+    )
+    assert "grouped transposed convolution (groups=2)" in line  # why
+    assert "rewrite: " in line and "groups=1" in line and "block-diagonal" in line  # what to do
     assert line.endswith("or pass --allow-fallback to keep it in fp32")  # the only fallback
     assert result.out == ""
     assert list(output.iterdir()) == []
@@ -512,8 +515,8 @@ def test_allow_fallback_counts_the_macs_left_in_fp32(capsys, tmp_path: Path) -> 
         capsys, f"{MODELS}:grouped_conv", "-o", pte, "--allow-fallback", "--report-json", report
     )
     assert result.status == 0, result.err
-    # The grouped conv, 8 → 8 channels in 2 groups, 3×3, on 8×8 with padding 1: each of the
-    # 8 × 8 × 8 outputs sums 4 input channels × 9 taps.
+    # The grouped transposed conv, 8 → 8 channels in 2 groups, 3×3, on 8×8: each of the
+    # 8 × 8 × 8 input elements reaches 4 output channels × 9 taps.
     fp32 = 8 * 8 * 8 * 4 * 9
     assert fp32 == 18_432
     # Lowered: the first conv (8 × 8 × 8 outputs of 3 × 9) and the linear (4 outputs of 8).
@@ -524,8 +527,11 @@ def test_allow_fallback_counts_the_macs_left_in_fp32(capsys, tmp_path: Path) -> 
     assert totals["lowered_macs"] == lowered
     assert totals["lowered_macs_percent"] == pytest.approx(100 * lowered / (lowered + fp32))
     (row,) = [r for r in document["operators"] if not r["lowered"]]
-    assert row["source_op"] == "aten.conv2d" and row["fp32_macs"] == row["macs"] == fp32
-    assert "depthwise" in row["rewrite"]
+    assert (
+        row["source_op"] == "aten.conv_transpose2d.input"
+        and row["fp32_macs"] == row["macs"] == fp32
+    )
+    assert "block-diagonal" in row["rewrite"]
     share = 100 * lowered / (lowered + fp32)
     assert f"MACs in cortex_m_nn ops: {lowered:,} ({share:.1f} %), left in fp32: {fp32:,}" in (
         result.out

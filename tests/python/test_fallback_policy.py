@@ -72,7 +72,7 @@ def test_transposed_convolution_flag() -> None:
 @pytest.mark.parametrize(
     ("op", "kind", "words"),
     [
-        ("aten.conv2d", Refusal.GROUPED_CONV, ["depthwise"]),
+        ("aten.conv_transpose2d", Refusal.GROUPED_TRANSPOSED_CONV, ["groups=1", "block-diagonal"]),
         ("aten.layer_norm", Refusal.NOT_QUANTIZED, ["BatchNorm"]),
         ("aten.softmax.int", Refusal.SOFTMAX_DIM, ["transpose(dim, 1)"]),
         ("aten.div.Tensor", Refusal.NOT_QUANTIZED, ["1 / c"]),
@@ -101,9 +101,9 @@ def test_an_op_no_entry_knows_gets_the_generic_advice() -> None:
 
 
 def test_refusals_keep_their_message_and_carry_their_kind() -> None:
-    refusal = LoweringRefused(Refusal.GROUPED_CONV, "grouped convolution (groups=2) is not …")
-    assert str(refusal) == "grouped convolution (groups=2) is not …"
-    assert refusal.kind is Refusal.GROUPED_CONV
+    refusal = LoweringRefused(Refusal.GROUPED_TRANSPOSED_CONV, "grouped transposed convolution …")
+    assert str(refusal) == "grouped transposed convolution …"
+    assert refusal.kind is Refusal.GROUPED_TRANSPOSED_CONV
 
 
 def test_rewrites_are_one_line_each() -> None:

@@ -7,7 +7,6 @@ import pytest
 import torch
 from torch import nn
 
-from cortex_m_nn.errors import CompileError
 from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect
 
@@ -140,7 +139,10 @@ class Grouped(nn.Module):
         return self.conv(x)
 
 
-def test_grouped_1d_convolution_is_refused_with_the_reason() -> None:
+def test_grouped_1d_convolution_is_a_grouped_conv2d() -> None:
+    """groups=2 of 4 channels: one conv2d whose OHWI weight holds 2 channels per group."""
     module, inputs = seeded(Grouped, 1, 4, 9)
-    with pytest.raises(CompileError, match=r"aten\.conv1d .*groups=2"):
-        check_dialect(module, inputs)
+    compiled, verification = check_dialect(module, inputs, after={"cortex_m_nn.conv2d": 1})
+    assert verification.passed
+    (conv,) = operators(compiled, "conv2d")
+    assert getattr(compiled.lowered, conv.args[1].target).shape == (4, 1, 3, 2)

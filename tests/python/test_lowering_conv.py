@@ -1,4 +1,5 @@
-"""Transposed convolutions and matrix products lowered from NCHW models: no fallbacks, numerics
+"""Convolutions (grouped, depthwise with a multiplier, dilated, 'same'/asymmetric padding),
+transposed convolutions and matrix products lowered from NCHW models: no fallbacks, numerics
 within 1 LSB of the PT2E reference per operator, on every kind of core."""
 
 from __future__ import annotations
@@ -72,6 +73,69 @@ class TransposedWeight(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x @ self.weight.t()
+
+
+class OneConv(nn.Module):
+    """One convolution after an optional ``F.pad``, a relu on its output."""
+
+    def __init__(self, *args: object, pad: tuple[int, ...] = (), **options: object) -> None:
+        super().__init__()
+        self.pad = pad
+        self.conv = nn.Conv1d(*args, **options) if options.pop("one_d", False) else None
+        self.conv = self.conv or nn.Conv2d(*args, **options)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv(nn.functional.pad(x, self.pad) if self.pad else x))
+
+
+#: (id, Conv args and options, input shape, operator counts after lowering, weight shape
+#:  stored, the conv's padding argument)
+CONVS = [
+    ("grouped-3", ((12, 24, 3), {"padding": 1, "groups": 3}), (1, 12, 7, 7),
+     {"conv2d": 1}, (24, 3, 3, 4), [1, 1]),
+    ("grouped-1x1-stride2", ((8, 8, 1), {"stride": 2, "groups": 4}), (1, 8, 6, 6),
+     {"conv2d": 1}, (8, 1, 1, 2), [0, 0]),
+    ("grouped-dilated", ((8, 6, 3), {"padding": 2, "dilation": 2, "groups": 2}), (1, 8, 7, 7),
+     {"conv2d": 1}, (6, 3, 3, 4), [2, 2]),
+    ("depthwise-x3-dilated", ((4, 12, 3), {"padding": 2, "dilation": 2, "groups": 4}),
+     (1, 4, 7, 6), {"depthwise_conv2d": 1}, (1, 3, 3, 12), [2, 2]),
+    ("same-odd-kernel", ((4, 6, 3), {"padding": "same"}), (1, 4, 5, 6),
+     {"conv2d": 1, "pad": 0}, (6, 3, 3, 4), [1, 1]),
+    ("same-even-kernel", ((4, 6, (2, 4)), {"padding": "same", "dilation": (1, 2)}),
+     (1, 4, 5, 6), {"conv2d": 1, "pad": 1}, (6, 2, 4, 4), [0, 3]),
+    ("same-even-depthwise", ((4, 8, 2), {"padding": "same", "groups": 4}), (1, 4, 5, 5),
+     {"depthwise_conv2d": 1, "pad": 1}, (1, 2, 2, 8), [0, 0]),
+    ("valid", ((4, 6, 3), {"padding": "valid"}), (1, 4, 5, 6), {"conv2d": 1}, (6, 3, 3, 4),
+     [0, 0]),
+    ("F.pad-asymmetric-stride2", ((4, 6, 3), {"stride": 2, "pad": (0, 1, 0, 1)}),
+     (1, 4, 6, 6), {"conv2d": 1, "pad": 1}, (6, 3, 3, 4), [0, 0]),
+    ("conv1d-grouped-same", ((6, 6, 4), {"padding": "same", "groups": 3, "one_d": True}),
+     (1, 6, 9), {"conv2d": 1, "pad": 1}, (6, 1, 4, 2), [0, 1]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("target", TARGETS[:2])
+@pytest.mark.parametrize(
+    ("layer", "shape", "counts", "weight_shape", "padding"),
+    [row[1:] for row in CONVS],
+    ids=[row[0] for row in CONVS],
+)
+def test_convolution_lowers(
+    target: str, layer: tuple, shape: tuple, counts: dict, weight_shape: tuple, padding: list
+) -> None:
+    args, options = layer
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        module = OneConv(*args, **dict(options)).eval()
+    after = {f"cortex_m_nn.{name}": count for name, count in counts.items()}
+    compiled, verification = check_dialect(
+        module, inputs(shape), target=Target.parse(target), after=after
+    )
+    assert not [r for r in compiled.records if not r.lowered]
+    assert verification.passed
+    (conv,) = [n for name in ("conv2d", "depthwise_conv2d") for n in operator_nodes(compiled, name)]
+    assert getattr(compiled.lowered, conv.args[1].target).shape == weight_shape
+    assert list(conv.args[6]) == padding
 
 
 def inputs(*shapes: tuple[int, ...]) -> tuple[torch.Tensor, ...]:

@@ -49,6 +49,18 @@ def test_conv2d_values_by_hand() -> None:
 
 
 @pytest.mark.parametrize("isa", list(Isa))
+@pytest.mark.parametrize(("kh", "kw"), [(3, 3), (1, 1), (1, 5)])
+def test_grouped_conv2d_is_sized_from_all_input_channels(isa: Isa, kh: int, kw: int) -> None:
+    """Grouped (12 input channels, 4 per group: groups 3): the wrapper always takes
+    arm_convolve_s8 (even 1x1 and 1xN), and the getter sizes its im2col from input_dims->c,
+    all 12 channels, though each group's columns hold 4."""
+    got = conv2d_scratch_bytes(
+        M55[isa], [1, 1, 8, 12], [6, kh, kw, 4], [1, 1, 8, 6], [1, 1], [kh // 2, kw // 2], [1, 1]
+    )
+    assert got == conv_im2col_bytes(isa, kh, kw, 12)
+
+
+@pytest.mark.parametrize("isa", list(Isa))
 def test_conv2d_pointwise_needs_none(isa: Isa) -> None:
     got = conv2d_scratch_bytes(
         M55[isa], [1, 10, 10, 32], [64, 1, 1, 32], [1, 10, 10, 64], [1, 1], [0, 0], [1, 1]

@@ -107,6 +107,7 @@ def model_source(name: str) -> ModelSource:
 MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder"]
 MODEL_NAMES += ["upsampling_decoder"]
 MODEL_NAMES += ["mobilevit_block"]  # layer norm and group norm (issue 12)
+MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder", "regnetx_grouped"]
 
 
 @dataclass

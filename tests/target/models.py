@@ -106,6 +106,40 @@ class UpsamplingDecoder(nn.Module):
         return nn.functional.interpolate(y, size=(20, 18), mode="nearest-exact")
 
 
+class _XBlock(nn.Module):
+    """RegNetX's residual bottleneck: 1x1, 3x3 grouped (group width 8), 1x1, plus a shortcut."""
+
+    def __init__(self, cin: int, cout: int, stride: int, dilation: int = 1) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(cin, cout, 1)
+        self.b = nn.Conv2d(
+            cout, cout, 3, stride, padding=dilation, dilation=dilation, groups=cout // 8
+        )
+        self.c = nn.Conv2d(cout, cout, 1, groups=2)  # a grouped 1x1 too
+        self.shortcut = nn.Conv2d(cin, cout, 1, stride=stride)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+        return torch.relu(y + self.shortcut(x))
+
+
+class RegNetXBlocks(nn.Module):
+    """RegNetX-style stem and two X blocks (groups 3 then 6, the second dilated), a depthwise
+    conv with channel multiplier 2 and a classifier: 32×32×3 → 10 classes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.blocks = nn.Sequential(_XBlock(16, 24, 2), _XBlock(24, 48, 1, dilation=2))
+        self.expand = nn.Conv2d(48, 96, 3, padding=1, groups=48)
+        self.fc = nn.Linear(96, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.blocks(torch.relu(self.stem(x)))
+        y = nn.functional.avg_pool2d(torch.relu(self.expand(y)), 8).flatten(1)
+        return self.fc(y)
+
+
 def seeded(
     factory: type[nn.Module], *shape: int, seed: int = 7
 ) -> tuple[nn.Module, tuple[torch.Tensor]]:
@@ -122,6 +156,7 @@ MODELS = {
     "mobilenet_v1_025": lambda: seeded(MobileNetV1, 1, 3, 96, 96),
     "autoencoder": lambda: seeded(Autoencoder, 1, 640),
     "upsampling_decoder": lambda: seeded(UpsamplingDecoder, 1, 3, 32, 32),
+    "regnetx_grouped": lambda: seeded(RegNetXBlocks, 1, 3, 32, 32),
 }
 
 

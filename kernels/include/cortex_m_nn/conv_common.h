@@ -16,9 +16,28 @@ namespace native {
 
 // Where a convolution's weight keeps its output channels.
 enum class ConvWeight {
-  kOhwi,       // [Cout, KH, KW, Cin]: conv2d, transpose_conv2d
-  kDepthwise,  // [1, KH, KW, Cout]: depthwise_conv2d
+  kOhwi,         // [Cout, KH, KW, Cin]: transpose_conv2d
+  kGroupedOhwi,  // [Cout, KH, KW, Cin / groups], groups = Cin / weight's C: conv2d
+  kDepthwise,    // [1, KH, KW, Cout]: depthwise_conv2d
 };
+
+// Whether the input's and the weight's channels agree for `layout`: equal (kOhwi), or
+// (kGroupedOhwi, CMSIS-NN's grouped convolution) Cin and Cout both in whole groups of
+// Cin / weight's C.
+inline bool channels_agree(const Tensor& input, const Tensor& weight, ConvWeight layout) {
+  const int64_t c_in = input.size(3);
+  const int64_t per_group = weight.size(3);
+  switch (layout) {
+    case ConvWeight::kOhwi:
+      return c_in == per_group;
+    case ConvWeight::kGroupedOhwi:
+      return per_group > 0 && c_in % per_group == 0 &&
+             weight.size(0) % (c_in / per_group) == 0;
+    case ConvWeight::kDepthwise:
+      return true;
+  }
+  return false;
+}
 
 // The tensors of one convolution call, as the kernel receives them.
 struct ConvTensors {
@@ -68,8 +87,8 @@ struct ConvArgs {
   }
 };
 
-// Input, weight and out 4-D int8 of one batch, weight in `layout` with out's channels (and,
-// OHWI, input's), bias/multipliers/shifts int32 [Cout], offsets int32, activation range int8.
+// Input, weight and out 4-D int8 of one batch, weight in `layout` with out's channels (and
+// input's, channels_agree), bias/multipliers/shifts int32 [Cout], offsets int32, activation range int8.
 // Fills `args` but the window (prepare_window, prepare_transposed_window); fails the call
 // otherwise.
 inline bool prepare_conv(
@@ -83,9 +102,8 @@ inline bool prepare_conv(
       !has_layout(t.out, ScalarType::Char, 4)) {
     return refuse(context, op, "input, weight and out must be 4-D int8");
   }
-  const int64_t c_out = layout == ConvWeight::kOhwi ? t.weight.size(0) : t.weight.size(3);
-  if ((layout == ConvWeight::kOhwi && t.input.size(3) != t.weight.size(3)) ||
-      t.out.size(3) != c_out || t.out.size(0) != t.input.size(0)) {
+  const int64_t c_out = layout == ConvWeight::kDepthwise ? t.weight.size(3) : t.weight.size(0);
+  if (!channels_agree(t.input, t.weight, layout) || t.out.size(3) != c_out || t.out.size(0) != t.input.size(0)) {
     ET_LOG(
         Error,
         "cortex_m_nn::%s: shapes disagree: input channels %d, weight [%d, %d, %d, %d], out "

@@ -5,10 +5,19 @@ accumulate ``(x + input_offset) * w`` in int32 over the receptive field, add the
 requantize per output channel (:func:`~cortex_m_nn.ops.arithmetic.requantize`), add
 ``output_offset`` and clamp to ``[activation_min, activation_max]``.
 
-Layouts: input ``[N, H, W, Cin]``, weight ``[Cout, KH, KW, Cin]`` (OHWI), bias/multipliers/
-shifts ``[Cout]``. ``padding`` is ``[pad_h, pad_w]`` on both sides; a padded element acts as
-an input equal to ``-input_offset`` (the input zero point), so it contributes nothing. The
-output size follows PyTorch: ``(H + 2 * pad - dilation * (K - 1) - 1) // stride + 1``.
+Layouts: input ``[N, H, W, Cin]``, weight ``[Cout, KH, KW, Cin / groups]`` (OHWI),
+bias/multipliers/shifts ``[Cout]`` (per output channel, grouped or not).
+
+Groups are CMSIS-NN's: implied by the shapes, ``groups = Cin / weight.shape[3]`` (1: an
+ordinary convolution), both ``Cin`` and ``Cout`` divisible by it; output channel ``o`` belongs
+to group ``o // (Cout / groups)`` and reads that group's input channels only. The wrapper sends
+every grouped convolution to ``arm_convolve_s8`` (its 1x1 and 1xN paths need
+``Cin == weight.shape[3]``), which computes groups on MVE, DSP and scalar alike (on MVE
+without precomputed kernel sums: its matrix product applies the input offset itself).
+
+``padding`` is ``[pad_h, pad_w]`` on both sides; a padded element acts as an input equal to
+``-input_offset`` (the input zero point), so it contributes nothing. The output size follows
+PyTorch: ``(H + 2 * pad - dilation * (K - 1) - 1) // stride + 1``.
 ``input_offset`` is ``-input_zero_point``, ``output_offset`` is ``output_zero_point``.
 """
 
@@ -22,7 +31,7 @@ from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
 from cortex_m_nn.ops.params import ConvParams, output_size
 
-__all__ = ["check_geometry", "conv2d", "output_size"]
+__all__ = ["check_geometry", "conv2d", "groups_of", "output_size"]
 
 
 def check_geometry(params: ConvParams) -> None:
@@ -33,6 +42,17 @@ def check_geometry(params: ConvParams) -> None:
             f"invalid stride {params.stride}, padding {params.padding} or dilation "
             f"{params.dilation}"
         )
+
+
+def groups_of(in_channels: int, per_group: int, out_channels: int) -> int:
+    """``in_channels / per_group`` (the weight's channels); ValueError unless both channel
+    counts divide into that many groups."""
+    if per_group < 1 or in_channels % per_group or out_channels % (in_channels // per_group):
+        raise ValueError(
+            f"input has {in_channels} channels, weight expects {per_group} per group: not "
+            f"{out_channels} output channels in whole groups"
+        )
+    return in_channels // per_group
 
 
 def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.Tensor:
@@ -56,9 +76,10 @@ def conv2d(
     params = ConvParams.of("conv2d", arguments)
     params.check(input, weight)
     check_geometry(params)
-    c_out, kh, kw, c_in = weight.shape
-    if input.shape[3] != c_in:
-        raise ValueError(f"input has {input.shape[3]} channels, weight expects {c_in}")
-    windows = params.windows(input, (kh, kw))
-    acc = torch.einsum("nhwckl,oklc->nhwo", windows, weight.to(torch.int64))
+    c_out, kh, kw, per_group = weight.shape
+    groups = groups_of(input.shape[3], per_group, c_out)
+    windows = params.windows(input, (kh, kw))  # [N, OH, OW, Cin, KH, KW]
+    windows = windows.unflatten(3, (groups, per_group))
+    kernel = weight.to(torch.int64).unflatten(0, (groups, c_out // groups))
+    acc = torch.einsum("nhwgckl,goklc->nhwgo", windows, kernel).flatten(3)
     return params.finish(acc, rounding)

@@ -38,6 +38,7 @@ from cortex_m_nn.quantizer.quantizer import aten
 #: producer avoids a transpose.
 CHANNELS_LAST_CONSUMERS = {
     aten.conv2d.default,
+    aten.conv2d.padding,
     aten.max_pool2d.default,
     aten.avg_pool2d.default,
     aten.adaptive_avg_pool2d.default,

@@ -44,7 +44,6 @@ class Refusal(Enum):
     STRING_PADDING = "string_padding"
     CONV_INPUT_RANK = "conv_input_rank"
     CONV_OUTPUT_SHAPE = "conv_output_shape"
-    GROUPED_CONV = "grouped_conv"
     GROUPED_TRANSPOSED_CONV = "grouped_transposed_conv"
     DILATED_TRANSPOSED_CONV = "dilated_transposed_conv"
     TRANSPOSED_CONV_NOT_EXACT = "transposed_conv_not_exact"

@@ -25,6 +25,7 @@ aten = torch.ops.aten
 
 #: Ops whose weights are quantized per output channel (axis 0 of the weight).
 CONVOLUTIONS = {aten.conv2d.default, aten.conv1d.default}
+CONVOLUTIONS |= {aten.conv2d.padding, aten.conv1d.padding}  # padding="same" or "valid"
 #: Transposed convolutions: per output channel is axis 1 of their weight.
 TRANSPOSED_CONVOLUTIONS = {aten.conv_transpose2d.input}
 LINEARS = {aten.linear.default}

@@ -59,7 +59,9 @@ def float_conv(case: Case, weight: torch.Tensor, groups: int = 1) -> list:
 
 
 def conv_accumulators(case: Case) -> list:
-    return float_conv(case, case["weight"].permute(0, 3, 1, 2))
+    """PyTorch's grouped conv: weight ``[Cout, Cin / groups, KH, KW]``, groups from the shapes."""
+    weight = case["weight"].permute(0, 3, 1, 2)
+    return float_conv(case, weight, groups=case["input"].shape[3] // weight.shape[1])
 
 
 def depthwise_accumulators(case: Case) -> list:
@@ -144,15 +146,17 @@ def _window(draw: st.DrawFn, h: int, w: int) -> tuple[int, int, list, list, list
 
 @st.composite
 def conv_cases(draw: st.DrawFn, depthwise: bool = False) -> Case:
-    """conv2d's arguments, or depthwise_conv2d's (weight ``[1, KH, KW, Cin * multiplier]``)."""
+    """conv2d's arguments (1 to 3 groups: weight ``[Cout, KH, KW, Cin / groups]``), or
+    depthwise_conv2d's (weight ``[1, KH, KW, Cin * multiplier]``)."""
     n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
     if depthwise:
         c_in, mult = draw(st.integers(1, 5)), draw(st.integers(1, 3))
-        c_out = c_in * mult
+        c_out = per_group = c_in * mult
     else:
-        c_in, c_out = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+        groups, per_group = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+        c_in, c_out = groups * per_group, groups * draw(st.integers(1, 3))
     kh, kw, stride, padding, dilation = _window(draw, h, w)
-    weight = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
+    weight = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, per_group)
     shapes = {"input": (n, h, w, c_in), "weight": weight, "bias": (c_out,)}
     geometry = {"stride": stride, "padding": padding, "dilation": dilation}
     multiplier = {"depth_multiplier": mult} if depthwise else {}
@@ -381,6 +385,7 @@ def test_fake_shapes(conv: Conv, changes: dict, scratch_bytes: int, shape: tuple
 #: (operator, changes to the fixed case, what the error says)
 REFUSALS = [
     (CONV, {"input": torch.zeros((1, 4, 4, 2), dtype=torch.int8)}, None),
+    (CONV, {"input": torch.zeros((1, 4, 4, 9), dtype=torch.int8)}, "whole groups"),  # 4 % 3
     (DEPTHWISE, {"depth_multiplier": 3}, None),  # the weight's channels are not Cin * 3
     (TRANSPOSE, {"input": torch.zeros((1, 3, 4, 5), dtype=torch.int8)}, "channels"),
 ]
@@ -404,3 +409,18 @@ def test_depthwise_channel_mapping() -> None:
     case["shifts"] = torch.ones(4, dtype=torch.int32)  # x 1.0
     case["input"] = torch.tensor([[[[10, -20]]]], dtype=torch.int8)
     assert DEPTHWISE.call(case).tolist() == [[[[10, 20, -60, -80]]]]
+
+
+def test_grouped_channel_mapping() -> None:
+    """Two groups: output channels 0-1 read input channels 0-1, 2-3 read 2-3."""
+    case = conv_fixed()
+    case["weight"] = torch.ones((4, 1, 1, 2), dtype=torch.int8)
+    case["weight"][1] = 2
+    case["weight"][3, 0, 0] = torch.tensor([1, -1], dtype=torch.int8)
+    case.update(padding=[0, 0], stride=[1, 1], input_offset=0, output_offset=0)
+    case.update(activation_min=-128, activation_max=127)
+    case["bias"] = torch.zeros(4, dtype=torch.int32)
+    case["multipliers"] = torch.full((4,), 2**30, dtype=torch.int32)
+    case["shifts"] = torch.ones(4, dtype=torch.int32)  # x 1.0
+    case["input"] = torch.tensor([[[[1, 2, 10, 30]]]], dtype=torch.int8)
+    assert CONV.call(case).tolist() == [[[[3, 6, 40, -20]]]]

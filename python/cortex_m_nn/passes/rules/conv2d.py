@@ -1,4 +1,21 @@
-"""aten.conv2d → cortex_m_nn::conv2d (groups 1) or cortex_m_nn::depthwise_conv2d.
+"""aten.conv2d → cortex_m_nn::conv2d or cortex_m_nn::depthwise_conv2d.
+
+groups == in channels with one input channel per group (any channel multiplier ``out / in``)
+is depthwise (``arm_depthwise_conv_wrapper_s8``, ``ch_mult``); every other ``groups`` is
+cortex_m_nn::conv2d with the OHWI weight ``[Cout, KH, KW, Cin / groups]`` as PyTorch stores
+it, which CMSIS-NN reads as ``groups = Cin / weight channels`` (``arm_convolve_s8``, on MVE,
+DSP and scalar). Weights stay per output channel. Dilation is passed through to both.
+
+Padding: numbers, ``'valid'`` (none) or ``'same'`` (``aten.conv2d.padding``; PyTorch allows it
+at stride 1 only). CMSIS-NN pads the same on both sides: it takes the top/left pad and reads
+past the bottom/right edge only as far as the output dims make it, and its fast paths (1x1,
+MVE's 1xN, depthwise 3x3) assume their own bottom/right pads. So an asymmetric pad is never
+folded into the convolution: ``'same'`` with an even ``dilation * (kernel - 1)`` is symmetric;
+with an odd one (an even kernel) PyTorch pads one more at the end, and that one extra row or
+column is a cortex_m_nn::pad (``arm_pad_s8``, with the input zero point) in front of a
+convolution padded ``(k - 1) // 2`` on both sides. Likewise an explicit ``F.pad`` (e.g.
+``(0, 1, 0, 1)`` in front of a stride-2 convolution, TF-SAME style) stays its own
+cortex_m_nn::pad: one copy of the padded input, exact on every path.
 
 aten.conv1d on ``[N, C, L]`` lowers onto the same operators as a convolution of height 1:
 its input stored channels-last (NLC) is the NHWC tensor ``[N, 1, L, C]`` (``layout.as_image``),
@@ -24,13 +41,12 @@ from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
 
+#: The 1-D overloads (numeric and string padding).
+_ONE_D = (aten.conv1d.default, aten.conv1d.padding)
+
 
 def _pair(value: object, name: str, one_d: bool, fill: int) -> list[int]:
     """A stride/padding/dilation as [H, W]; a 1-D convolution's as [fill, L]."""
-    if isinstance(value, str):
-        raise LoweringRefused(
-            Refusal.STRING_PADDING, f"{name}={value!r} (string padding); give explicit padding"
-        )
     values = [int(v) for v in (value if isinstance(value, list | tuple) else [value])]
     if one_d:
         return [fill, values[0]]
@@ -66,10 +82,31 @@ def _variant(
     return "conv2d", "arm_convolve_wrapper_s8", kernel, [], scratch_bytes
 
 
-@rule(aten.conv2d.default, aten.conv1d.default)
+def _padding(
+    value: object, kernel: tuple[int, int], dilation: list[int], one_d: bool
+) -> tuple[list[int], list[int]]:
+    """(padding on both sides, the extra padding at the bottom/right) as [H, W]."""
+    if value is None or value == "valid":
+        return [0, 0], [0, 0]
+    if value != "same":
+        if isinstance(value, str):
+            raise LoweringRefused(Refusal.STRING_PADDING, f"padding={value!r}")
+        return _pair(value, "padding", one_d, 0), [0, 0]
+    total = [d * (k - 1) for d, k in zip(dilation, kernel, strict=True)]
+    return [t // 2 for t in total], [t % 2 for t in total]
+
+
+def _pad_end(context: LoweringContext, x: QValue, extra: list[int]) -> QValue:
+    """``x`` (NHWC) with ``extra`` [H, W] rows/columns of its zero point at the bottom/right."""
+    n, c, h, w = x.shape
+    node = context.call("pad", x.node, [0, 0, 0, 0], [0, *extra, 0], x.zero_point)
+    return QValue(node, x.scale, x.zero_point, (n, c, h + extra[0], w + extra[1]), True)
+
+
+@rule(aten.conv2d.default, aten.conv1d.default, aten.conv2d.padding, aten.conv1d.padding)
 def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
-    one_d = node.target is aten.conv1d.default
+    one_d = node.target in _ONE_D
     args = list(node.args) + [None] * (7 - len(node.args))
     source, weight_node, bias_node, stride, padding, dilation, groups = args[:7]
     x = context.input_value(source)
@@ -81,7 +118,6 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     before = census(context)
     x = as_image(context, x, fold=only_reader(pattern))
     stride = _pair(stride if stride is not None else 1, "stride", one_d, 1)
-    padding = _pair(padding if padding is not None else 0, "padding", one_d, 0)
     dilation = _pair(dilation if dilation is not None else 1, "dilation", one_d, 1)
     groups = int(groups if groups is not None else 1)
 
@@ -89,12 +125,11 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     if one_d:
         weight = weight.unsqueeze(2)  # [O, I, K] → [O, I, 1, K]
     out_channels, in_per_group, kernel_h, kernel_w = weight.shape
+    padding, pad_end = _padding(padding, (kernel_h, kernel_w), dilation, one_d)
+    if any(pad_end):
+        x = _pad_end(context, x, pad_end)
     in_channels = x.shape[1]
     depthwise = groups > 1 and groups == in_channels and in_per_group == 1
-    if groups != 1 and not depthwise:
-        raise LoweringRefused(
-            Refusal.GROUPED_CONV, f"grouped convolution (groups={groups}) is not depthwise"
-        )
     q = requantization(context, pattern, x.scale, weight_scales, bias_node, out_channels)
     n, _, out_h, out_w = (*pattern.shape[:2], 1, pattern.shape[2]) if one_d else pattern.shape
     output_nhwc = (n, out_h, out_w, out_channels)
@@ -120,4 +155,6 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     value = QValue(out, pattern.scale, pattern.zero_point, (n, out_channels, out_h, out_w), True)
     value = reshaped(context, value, pattern.shape)  # a 1-D convolution's [N, C, L], NLC
     function = noting_transposes(context, before, function)
+    if any(pad_end):
+        function = f"arm_pad_s8 then {function}"
     return Lowered(value, name, function, macs, weight_bytes(kernel, out_channels))
