@@ -105,9 +105,8 @@ def model_source(name: str) -> ModelSource:
 
 
 MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder"]
-MODEL_NAMES += ["upsampling_decoder"]
-MODEL_NAMES += ["mobilevit_block"]  # layer norm and group norm (issue 12)
-MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder", "regnetx_grouped"]
+# issue 12: upsampling (resize), layer norm and group norm, grouped convolution
+MODEL_NAMES += ["upsampling_decoder", "mobilevit_block", "regnetx_grouped"]
 
 
 @dataclass
