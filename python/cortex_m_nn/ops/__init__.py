@@ -17,6 +17,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     pad,
     quantize,
     softmax,
+    strided_copy,
     transpose,
     transpose_conv2d,
 )
