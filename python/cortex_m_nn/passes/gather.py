@@ -84,6 +84,15 @@ def _copied(
     return replace(result, node=view(context, copied, sizes, result.stored_shape))
 
 
+def gathered(context: LoweringContext, x: QValue) -> bool:
+    """Whether ``x`` was made from its origin by more than a transpose (a slice, a flip):
+    then a strided copy of the origin may give a further move of ``x`` at once."""
+    origin = context.origins.get(x.node)
+    if origin is None:
+        return False
+    return origin[1].numel() != math.prod(origin[0].shape) or as_transpose(origin[1]) is None
+
+
 def free_view(
     context: LoweringContext, x: QValue, result: QValue, stored: torch.Tensor
 ) -> QValue | None:
@@ -104,11 +113,11 @@ def gather(context: LoweringContext, x: QValue, result: QValue, stored: torch.Te
     origin = context.origins.get(x.node)
     if origin is not None:  # read from the origin: the move that made x may become dead
         candidates.insert(0, (origin[0], origin[1][stored]))
-    for make, kernel, function in (
-        (_transposed, "transpose", "arm_transpose_s8"),
-        (_copied, "strided_copy", "(memcpy runs)"),
-    ):
-        for source, mapping in candidates:
+    for source, mapping in candidates:
+        for make, kernel, function in (
+            (_transposed, "transpose", "arm_transpose_s8"),
+            (_copied, "strided_copy", "(memcpy runs)"),
+        ):
             value = make(context, source, mapping, result)
             if value is not None:
                 _remember(context, x, value.node, stored)
