@@ -104,7 +104,7 @@ def model_source(name: str) -> ModelSource:
     return ModelSource(name, module, example)
 
 
-MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder"]
+MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder", "shuffle_moves"]
 
 
 @dataclass

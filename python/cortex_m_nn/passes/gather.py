@@ -20,7 +20,15 @@ import torch
 from cortex_m_nn.ops.strided_copy import MAX_DIMS
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
-from cortex_m_nn.passes.layout import _free_view, _remember, as_transpose, view
+from cortex_m_nn.passes.layout import (
+    _free_view,
+    _remember,
+    _stored,
+    as_transpose,
+    inverse,
+    stored_order,
+    view,
+)
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 
 #: (value, kernel, CMSIS-NN function) of a gather, for the rule's ``Lowered``.
@@ -126,3 +134,22 @@ def gather(context: LoweringContext, x: QValue, result: QValue, stored: torch.Te
         Refusal.NOT_STRIDED,
         f"moving {list(x.shape)} into {list(result.shape)} is no view, transpose or strided copy",
     )
+
+
+def gathered_concat(
+    context: LoweringContext, inputs: list[QValue], result: QValue, dim: int
+) -> Gathered | None:
+    """``cat(inputs, dim)`` as one move of the value they were all gathered from (slices of
+    one tensor put back together: a view, a transpose or one strided copy), else None."""
+    origins = [context.origins.get(x.node) for x in inputs]
+    if any(o is None for o in origins) or len({o[0].node for o in origins}) != 1:
+        return None
+    logical = []
+    for x, (_, mapping) in zip(inputs, origins, strict=True):
+        order = stored_order(len(x.shape), x.nhwc)
+        logical.append(mapping.view(x.stored_shape).permute(inverse(order)))
+    origin = origins[0][0]
+    try:
+        return gather(context, origin, result, _stored(torch.cat(logical, dim), result.nhwc))
+    except LoweringRefused:
+        return None

@@ -68,8 +68,15 @@ ROWS = [
     row("split", (1, 4, 5, 6), lambda x: x.split(4, dim=3), copies=2),
     row("split_with_sizes", (1, 4, 5, 5), lambda x: x.split([1, 3], 1), copies=2),
     row("unbind", (1, 3, 4, 5), lambda x: x.unbind(2), copies=4),
-    row("stack_of_slices", (1, 4, 5, 5), lambda x: torch.stack([x[:, 0], x[:, 2]], 1), 2, 0, 1),
-    row("cat_of_slices", (1, 4, 5, 5), lambda x: torch.cat([x[:, 2:], x[:, :2]], 1), 2, 0, 1),
+    # slices of one tensor put back together: one move of that tensor when one does it
+    row("stack_of_slices", (1, 4, 5, 5), lambda x: torch.stack([x[:, 0], x[:, 2]], 1), copies=1),
+    row("stack_of_unbind", (1, 3, 4, 5), lambda x: torch.stack(x.unbind(2)[::-1], 2), copies=1),
+    row("cat_of_slices", (1, 4, 5, 5), lambda x: torch.cat([x[:, :1], x[:, 1:3]], 1), copies=1),
+    row("cat_of_slices_in_order", (1, 4, 5, 5), lambda x: torch.cat([x[:, :2], x[:, 2:]], 1)),
+    row("cat_of_swapped_halves", (1, 4, 5, 5), lambda x: torch.cat([x[:, 2:], x[:, :2]], 1), 1),
+    row(
+        "cat_of_rotated_slices", (1, 4, 5, 5), lambda x: torch.cat([x[:, 1:], x[:, :1]], 1), 2, 0, 1
+    ),
     row("expand", (1, 4, 5, 5), lambda x: x[:, :1].expand(-1, 3, -1, -1), copies=1),
     row("expand_batch", (1, 1, 4, 4), lambda x: x.expand(2, 3, 4, 4), copies=1),
     row("repeat", (1, 2, 3, 4), lambda x: x.repeat(1, 2, 1, 3), copies=1),
