@@ -104,8 +104,7 @@ REWRITES: tuple[Rewrite, ...] = (
     ),
     Rewrite(
         ("pad", "constant_pad_nd"),
-        "negative padding crops, and slicing is not lowered: reduce the padding of the "
-        "layer that produces the tensor instead",
+        "negative padding crops: slice the tensor instead (x[..., a:b] is one strided copy)",
         kinds=(R.NEGATIVE_PADDING,),
     ),
     Rewrite(
@@ -268,8 +267,8 @@ REWRITES: tuple[Rewrite, ...] = (
     ),
     Rewrite(
         SLICES,
-        "slicing is not lowered yet: compute the parts with separate layers (e.g. two "
-        "conv2d with half the channels each) instead of slicing one",
+        "slices with constant bounds and a positive step (slice, narrow, select, split, "
+        "chunk, unbind) are lowered; gather with index tensors is not: use those instead",
     ),
     Rewrite(
         ("embedding",),
@@ -313,6 +312,7 @@ GENERIC_KINDS = frozenset(
         R.NOT_A_VIEW,
         R.NOT_A_PERMUTATION,
         R.TRANSPOSE_DIMS,
+        R.NOT_STRIDED,
         R.PAD_VALUE,
         R.PAD_RANK,
         R.PAD_DIMS,

@@ -1,9 +1,12 @@
-"""cortex_m_nn::transpose, ::pad and ::concat on the host runtime (arm_transpose_s8,
-arm_pad_s8, arm_concatenation_s8_*) against their references: one table, a row per operator."""
+"""cortex_m_nn::transpose, ::pad, ::concat and ::strided_copy on the host runtime
+(arm_transpose_s8, arm_pad_s8, arm_concatenation_s8_*, our strided copy) against their
+references: one table, a row per operator."""
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
+
+from cortex_m_nn.ops.strided_copy import strided_span
 
 from .harness import Call, CallTable, bit_exact_test
 from .strategies import generator, int8
@@ -40,11 +43,28 @@ def concat_calls(draw: st.DrawFn) -> Call:
     return Call("concat", (inputs, dim))
 
 
+@st.composite
+def strided_copy_calls(draw: st.DrawFn) -> Call:
+    """Any sizes with strides of either sign or 0 (broadcast, reversal, steps, memcpy runs),
+    read from an input with a margin on both sides; sometimes a 2-D input."""
+    rank = draw(st.integers(1, 6))
+    sizes = draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank))
+    strides = draw(
+        st.lists(st.sampled_from([1, 1, 0, -1, 2, -3, 5, 7]), min_size=rank, max_size=rank)
+    )
+    low, high = strided_span(sizes, strides, 0)
+    offset = -low + draw(st.integers(0, 3))
+    numel = offset + high + 1 + draw(st.integers(0, 3))
+    shape = (2, numel // 2) if numel % 2 == 0 and draw(st.booleans()) else (numel,)
+    return Call("strided_copy", (int8(shape, generator(draw)), sizes, strides, offset))
+
+
 #: operator → its calls (none of these depends on the ISA)
 CALLS: CallTable = {
     "transpose": lambda isa: transpose_calls(),
     "pad": lambda isa: pad_calls(),
     "concat": lambda isa: concat_calls(),
+    "strided_copy": lambda isa: strided_copy_calls(),
 }
 
 

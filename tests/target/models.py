@@ -140,6 +140,31 @@ class RegNetXBlocks(nn.Module):
         return self.fc(y)
 
 
+class ShuffleMoves(nn.Module):
+    """Data movement on target: a ShuffleNetV2-style split, branch and concat, a channel
+    shuffle of a flipped map, a strided slice, a pixel shuffle, a repeat and a select (the
+    cortex_m_nn::strided_copy kernel and the transposes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.branch = nn.Conv2d(8, 8, 3, padding=1)
+        self.mix = nn.Conv2d(4, 8, 1)
+        self.fc = nn.Linear(8 * 8 + 12, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.stem(x))  # [1, 16, 8, 8]
+        left, right = y.chunk(2, dim=1)
+        y = torch.cat([left, torch.relu(self.branch(right))], dim=1)
+        n, c, h, w = y.shape
+        y = y.flip(3).view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+        y = nn.functional.pixel_shuffle(y[:, :, ::2, 1::2], 2)  # [1, 4, 8, 8]
+        y = self.mix(y.repeat(1, 1, 1, 1))
+        head = y[:, 3].flatten(1)  # [1, 64]
+        tail = y[0, :3, -1, ::2].reshape(1, 12)
+        return self.fc(torch.cat([head, tail], dim=1))
+
+
 def seeded(
     factory: type[nn.Module], *shape: int, seed: int = 7
 ) -> tuple[nn.Module, tuple[torch.Tensor]]:
@@ -157,6 +182,7 @@ MODELS = {
     "autoencoder": lambda: seeded(Autoencoder, 1, 640),
     "upsampling_decoder": lambda: seeded(UpsamplingDecoder, 1, 3, 32, 32),
     "regnetx_grouped": lambda: seeded(RegNetXBlocks, 1, 3, 32, 32),
+    "shuffle_moves": lambda: seeded(ShuffleMoves, 1, 3, 16, 16),
 }
 
 

@@ -19,6 +19,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     quantize,
     resize,
     softmax,
+    strided_copy,
     transpose,
     transpose_conv2d,
 )

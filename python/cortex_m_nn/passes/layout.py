@@ -134,7 +134,9 @@ def _free_source(context: LoweringContext, x: QValue, stored: torch.Tensor) -> Q
     if torch.equal(stored, identity):
         return x
     origin = context.origins.get(x.node)
-    if origin is not None and torch.equal(origin[1][stored], identity):
+    if origin is None or math.prod(origin[0].shape) != stored.numel():  # a slice of it
+        return None
+    if torch.equal(origin[1][stored], identity):
         return origin[0]
     return None
 

@@ -71,6 +71,8 @@ class Refusal(Enum):
     CONCAT_RANKS = "concat_ranks"
     DROPOUT_TRAINING = "dropout_training"
     RESIZE_SIZE = "resize_size"
+    #: data movement that is neither a view, one transpose nor one strided copy
+    NOT_STRIDED = "not_strided"
     # -- linear, products, softmax --------------------------------------------------------
     LINEAR_OVER_WIDTH = "linear_over_width"
     LINEAR_SCRATCH = "linear_scratch"

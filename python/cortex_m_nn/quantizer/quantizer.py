@@ -20,6 +20,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from cortex_m_nn.quantizer import config
+from cortex_m_nn.quantizer.decompose import decompose_movement
 
 aten = torch.ops.aten
 
@@ -68,6 +69,20 @@ TRANSPOSES = (
     aten.swapaxes.default,
     aten.swapdims.default,
 )
+#: Gathers (passes/rules/movement.py): a view, one transpose or one strided copy each.
+MOVEMENT = {
+    aten.slice.Tensor,
+    aten.narrow.default,
+    aten.select.int,
+    aten.expand.default,
+    aten.repeat.default,
+    aten.flip.default,
+    aten.pixel_shuffle.default,
+    aten.pixel_unshuffle.default,
+    aten.unflatten.int,
+    aten.movedim.int,
+    aten.movedim.intlist,
+}
 POOLS = {
     aten.avg_pool2d.default,
     aten.adaptive_avg_pool2d.default,
@@ -94,6 +109,7 @@ SHARING = (
     | set(TRANSPOSES)
     | {aten.dropout.default, aten.constant_pad_nd.default, aten.pad.default}
     | RESIZES
+    | MOVEMENT
 )
 #: Concatenation: all inputs and the output share one observer (the first input's).
 CONCATENATIONS = {aten.cat.default, aten.concat.default}
@@ -208,6 +224,10 @@ def constant_arguments(node: Node) -> bool:
 
 class CortexMQuantizer(Quantizer):
     """int8 weights (per-channel for convolutions) and int8 activations for CMSIS-NN."""
+
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        """Splits, stacks and rolls as single-output data movement (``decompose``)."""
+        return decompose_movement(model)
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:

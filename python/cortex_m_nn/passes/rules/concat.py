@@ -4,7 +4,9 @@ The quantizer gives every input and the output one shared observer, so no input 
 requantizing; an input whose quantization differs anyway (it comes through an operator with
 fixed output quantization, such as softmax) is refused. Inputs are brought to one layout:
 channels-last for 4-D tensors unless all inputs are in logical order and no convolution or
-pool reads the result. Tensors above 4-D are collapsed to ``[outer, dim, inner]``.
+pool reads the result. Tensors above 4-D are collapsed to ``[outer, dim, inner]``. Inputs all
+gathered from one tensor (``stack`` of its ``unbind``, ``cat`` of its slices) are one move of
+that tensor when that gives the result (``passes/gather``), so the slices become dead code.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import math
 
 from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.gather import gathered_concat
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import relayout, stored_order, view, wants_channels_last
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
@@ -38,10 +41,13 @@ def lower_concat(context: LoweringContext, pattern: Pattern) -> Lowered:
         raise LoweringRefused(Refusal.CONCAT_RANKS, "concat of tensors with different ranks")
     dim = int(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)) % rank
     nhwc = rank == 4 and (any(x.nhwc for x in inputs) or wants_channels_last(pattern))
+    result = QValue(node, pattern.scale, pattern.zero_point, pattern.shape, nhwc)
+    fused = gathered_concat(context, inputs, result, dim)
+    if fused is not None:  # slices of one tensor put back together: one move of it
+        return Lowered(*fused)
     inputs = [relayout(context, x, nhwc) for x in inputs]
     order = stored_order(rank, nhwc)
     axis = order.index(dim)
-    result = QValue(node, pattern.scale, pattern.zero_point, pattern.shape, nhwc)
     sources = []
     for x in inputs:
         shape = list(x.stored_shape)

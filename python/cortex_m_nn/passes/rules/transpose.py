@@ -4,7 +4,8 @@ The logical permutation is composed with the input's and output's storage orders
 stored bytes need not move (e.g. ``permute(0, 2, 3, 1)`` of a tensor held channels-last) no
 operator is emitted, and a permute of the graph input is folded into the input quantize.
 A 4-D result is stored channels-last when a convolution or pool reads it, else in whichever
-layout is free, else like the input.
+layout is free, else like the input. A permutation moving more than four dims after
+collapsing (more than ``arm_transpose_s8`` takes) is one ``cortex_m_nn::strided_copy``.
 """
 
 from __future__ import annotations
@@ -12,13 +13,17 @@ from __future__ import annotations
 from torch.fx import Node
 
 from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.gather import gather, gathered
+from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import (
+    _stored,
     census,
     is_free,
     moved_input,
     movement,
     only_reader,
     permute,
+    positions,
     wants_channels_last,
 )
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
@@ -62,5 +67,14 @@ def lower_transpose(context: LoweringContext, pattern: Pattern) -> Lowered:
     else:
         nhwc = len(permutation) == 4 and x.nhwc
     before = census(context)
-    value = permute(context, x, permutation, nhwc, fold=only_reader(pattern))
+    result = QValue(x.node, x.scale, x.zero_point, tuple(pattern.shape), nhwc)
+    stored = _stored(positions(x).permute(permutation), nhwc)
+    if gathered(context, x):  # a slice of a slice's origin: one strided copy of the origin
+        return Lowered(*gather(context, x, result, stored))
+    try:
+        value = permute(context, x, permutation, nhwc, fold=only_reader(pattern))
+    except LoweringRefused as refused:  # more than 4 dims move: one strided copy instead
+        if refused.kind is not Refusal.TRANSPOSE_DIMS:
+            raise
+        return Lowered(*gather(context, x, result, stored))
     return Lowered(value, *movement(context, before))
