@@ -287,6 +287,8 @@ GENERIC_KINDS = frozenset(
         R.MATMUL_INNER_DIMENSION,
         R.MATMUL_RESULT_SHAPE,
         R.SOFTMAX_OUTPUT_QPARAMS,
+        R.UNDEFINED_VALUES,
+        R.REDUCTION,
     }
 )
 

@@ -16,6 +16,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     mul,
     pad,
     quantize,
+    reduce,
     softmax,
     transpose,
     transpose_conv2d,

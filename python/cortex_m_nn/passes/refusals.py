@@ -40,6 +40,10 @@ class Refusal(Enum):
     QUANTIZED_DIFFERENTLY = "quantized_differently"
     MUL_REQUANTIZATION = "mul_requantization"
     ELEMENTWISE_SHAPE = "elementwise_shape"
+    #: a table's function is undefined (NaN) on part of its input's int8 range
+    UNDEFINED_VALUES = "undefined_values"
+    #: a reduction the int8 kernel does not compute (a dtype argument, more than 4 stored dims)
+    REDUCTION = "reduction"
     # -- convolutions ---------------------------------------------------------------------
     STRING_PADDING = "string_padding"
     CONV_INPUT_RANK = "conv_input_rank"
