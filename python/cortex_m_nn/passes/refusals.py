@@ -61,7 +61,6 @@ class Refusal(Enum):
     COUNT_INCLUDE_PAD = "count_include_pad"
     DIVISOR_OVERRIDE = "divisor_override"
     ADAPTIVE_NOT_UNIFORM = "adaptive_not_uniform"
-    MEAN_DIMS = "mean_dims"
     # -- layout and data movement ---------------------------------------------------------
     IMAGE_RANK = "image_rank"
     NOT_A_VIEW = "not_a_view"

@@ -2,7 +2,7 @@
 
 * avg_pool2d, adaptive_avg_pool2d (uniform windows) and mean over H and W (a global average
   pool: the window is the whole H×W; this CMSIS-NN has no separate mean kernel)
-  → cortex_m_nn::avg_pool2d (arm_avgpool_s8)
+  → cortex_m_nn::avg_pool2d (arm_avgpool_s8); a mean over other dims → cortex_m_nn::reduce
 * max_pool2d (dilation 1, floor or ceil mode) → cortex_m_nn::max_pool2d (arm_max_pool_s8)
 * the 1-D forms on ``[N, C, L]`` (avg_pool1d, adaptive_avg_pool1d, max_pool1d, mean over L)
   → the same operators on ``[N, C, 1, L]`` (stored NLC: see ``layout.as_image``)
