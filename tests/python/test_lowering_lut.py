@@ -213,15 +213,13 @@ def test_a_division_by_a_number_is_folded_into_the_output_scale(divide) -> None:
     assert kinds == ["view (no kernel)"] * 2
 
 
-def test_sqrt_of_a_non_negative_input_is_a_table_and_of_a_signed_one_is_refused() -> None:
+def test_sqrt_of_a_non_negative_input_is_a_table() -> None:
+    """(sqrt of a signed tensor is NaN in the float model already; ops/test_lut.py checks that
+    such a table is refused.)"""
     module, inputs = seeded(Function(lambda x: torch.sqrt(torch.relu(x))), 1, 3, 4, 4)
     compiled, _ = check_dialect(module, inputs, after={"cortex_m_nn.lut": 2})
     no_fallbacks(compiled)
     check_tables(compiled)
-    module, inputs = seeded(Function(torch.sqrt), 1, 3, 4, 4)
-    compiled, _ = check_dialect(module, inputs, allow_fallback=True)
-    (refused,) = [r for r in compiled.records if not r.lowered]
-    assert refused.source_op == "aten.sqrt" and "undefined (NaN)" in refused.fallback_reason
 
 
 def test_per_channel_prelu_on_a_linear_output() -> None:

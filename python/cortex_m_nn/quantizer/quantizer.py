@@ -117,7 +117,6 @@ LOOKUP = {
     aten.selu.default,
     aten.selu_.default,
     aten.log_sigmoid.default,
-    aten.hardshrink.default,
     aten.softshrink.default,
     aten.abs.default,
     aten.abs_.default,

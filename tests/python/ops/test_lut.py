@@ -85,7 +85,6 @@ FUNCTIONS = {
         lambda x: SELU_SCALE * (x if x > 0 else SELU_ALPHA * math.expm1(x)),
     ),
     "log_sigmoid": (aten.log_sigmoid.default, lambda x: -_softplus(-x)),
-    "hardshrink": (aten.hardshrink.default, lambda x: x if abs(x) > 0.5 else 0.0),
     "softshrink": (aten.softshrink.default, lambda x: x - math.copysign(min(abs(x), 0.5), x)),
     "prelu": (lambda x: aten.prelu.default(x, torch.tensor([0.2])), lambda x: max(x, 0.2 * x)),
     "abs": (aten.abs.default, abs),

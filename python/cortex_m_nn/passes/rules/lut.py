@@ -1,7 +1,7 @@
 """Element-wise functions without a CMSIS-NN s8 kernel → cortex_m_nn::lut (a 256-entry table).
 
 sigmoid, tanh, hardswish, hardsigmoid, gelu (both approximations), silu, mish, softplus,
-leaky_relu, elu, celu, selu, log_sigmoid, hard/soft shrink, abs, neg, square, pow by a constant,
+leaky_relu, elu, celu, selu, log_sigmoid, softshrink, abs, neg, square, pow by a constant,
 sqrt, rsqrt, exp, log, reciprocal, erf, a division by a number (``x / 4.0``) and ``1 - x``;
 relu/relu6/hardtanh/clamp where they cannot become a producer's activation range (at a model
 input, after a pool or view, after an op whose output has other users); ``x * x`` (a mul of a
@@ -88,7 +88,12 @@ def square_of(context: LoweringContext, pattern: Pattern) -> Lowered | None:
     first, second = pattern.op.args[:2]
     if not isinstance(first, Node) or not isinstance(second, Node):
         return None
-    a, b = context.input_value(first), context.input_value(second)
+    if first is not second and (first.args[:1] != second.args[:1] or first.op != "call_function"):
+        return None  # not one tensor twice (e.g. an activation times a constant)
+    try:
+        a, b = context.input_value(first), context.input_value(second)
+    except LoweringRefused:
+        return None
     if a != b or pattern.shape != a.shape:
         return None
     return lower_table(context, pattern, a, [lambda v: aten.mul.Tensor(v, v)])
