@@ -17,7 +17,10 @@ from cortex_m_nn.macs import base_name
 from cortex_m_nn.passes.refusals import Refusal as R
 
 #: The tables of ``cortex_m_nn::lut``, for advice on element-wise functions.
-TABLES = "sigmoid, tanh, hardswish, hardsigmoid, gelu, silu, leaky_relu, elu"
+TABLES = (
+    "sigmoid, tanh, hardswish, hardsigmoid, gelu, silu, leaky_relu, elu, mish, softplus, celu, "
+    "selu, log_sigmoid, abs, neg, square, sqrt, rsqrt, exp, log, reciprocal, erf, prelu"
+)
 SLICES = "split", "chunk", "slice", "narrow", "select", "unbind", "index", "index_select"
 
 
@@ -77,12 +80,6 @@ REWRITES: tuple[Rewrite, ...] = (
         "make the input size a multiple of the output size (uniform windows), or use "
         "avg_pool2d with an explicit kernel and stride",
         kinds=(R.ADAPTIVE_NOT_UNIFORM,),
-    ),
-    Rewrite(
-        ("mean",),
-        "an int8 mean is an average pool over H and W of a 4-D tensor: permute or view the "
-        "reduced dims into H and W first",
-        kinds=(R.MEAN_DIMS,),
     ),
     Rewrite(
         ("softmax", "_softmax"),
@@ -200,7 +197,8 @@ REWRITES: tuple[Rewrite, ...] = (
     ),
     Rewrite(
         ("batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm"),
-        "put the BatchNorm right after a conv2d or linear, which absorbs it into its weights",
+        "use eval mode with constant running statistics on a 2-D to 4-D tensor (lowered as a "
+        "depthwise 1x1 conv), or put it right after a conv2d or linear, which absorbs it",
     ),
     Rewrite(
         ("conv1d",),
@@ -222,31 +220,31 @@ REWRITES: tuple[Rewrite, ...] = (
     ),
     Rewrite(
         ("div",),
-        "for a constant divisor c multiply by its reciprocal, x * (1 / c) "
-        "(cortex_m_nn::mul); a tensor divisor has no int8 kernel",
+        "divide by a Python number (a table, or no op at all); a tensor divisor has no int8 "
+        "kernel: for a constant tensor c multiply by 1 / c (cortex_m_nn::mul)",
     ),
-    Rewrite(("neg",), "multiply by -1: x * -1 (cortex_m_nn::mul)"),
-    Rewrite(("pow", "square"), "write x ** 2 as x * x (cortex_m_nn::mul); other powers stay fp32"),
+    Rewrite(("neg",), "lowered as a table when its input is an int8 activation"),
+    Rewrite(("pow", "square"), "a constant exponent is a table: pass it as a number"),
     Rewrite(
-        ("sum",),
-        "a sum over H and W is mean((2, 3)) times H * W: an average pool and a mul",
+        ("sum", "amax", "amin"),
+        "reduce at most 4 stored dims after merging neighbours, without a dtype argument",
     ),
     Rewrite(
         ("prelu",),
-        "use leaky_relu with a constant negative_slope (a 256-entry table); a learned "
-        "per-channel slope has no kernel",
+        "the slopes must be the module's parameters (constants), and a per-channel PReLU's "
+        "input 2-D to 4-D",
     ),
     Rewrite(
         ("log_softmax",),
         "use softmax (int8, arm_softmax_s8) and take the log after the model's output",
     ),
     Rewrite(
-        ("exp", "log", "sqrt", "rsqrt", "reciprocal", "erf", "sin", "cos", "abs", "softplus"),
-        f"no table for it yet: the int8 element-wise tables are {TABLES} and "
-        "relu/relu6/hardtanh/clamp: rewrite with those",
+        ("exp", "log", "sqrt", "rsqrt", "reciprocal", "erf", "abs", "softplus"),
+        "a table computes it when the function is defined over the whole int8 range of its "
+        "input: e.g. sqrt(relu(x)) or rsqrt(x * x + eps) rather than sqrt of a signed tensor",
     ),
     Rewrite(
-        ("mish", "selu", "celu", "log_sigmoid", "hardshrink", "softshrink", "logit"),
+        ("sin", "cos", "logit"),
         f"no table for it yet: the int8 element-wise tables are {TABLES} and "
         "relu/relu6/hardtanh/clamp: rewrite with those",
     ),
@@ -323,6 +321,8 @@ GENERIC_KINDS = frozenset(
         R.SOFTMAX_OUTPUT_QPARAMS,
         R.RESIZE_SIZE,
         R.NORM_SHAPE,
+        R.UNDEFINED_VALUES,
+        R.REDUCTION,
     }
 )
 

@@ -8,6 +8,18 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+
+class Function(nn.Module):
+    """A plain function as a module: ``x * x``, ``x / 4.0`` as a model's ``forward`` writes it."""
+
+    def __init__(self, function: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        super().__init__()
+        self.function = function
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.function(x)
+
+
 #: name → a factory of the activation module, one per function the tables serve.
 ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
     "hardswish": nn.Hardswish,
@@ -19,6 +31,18 @@ ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
     "silu": lambda: nn.SiLU(inplace=True),
     "leaky_relu": lambda: nn.LeakyReLU(0.1),
     "elu": lambda: nn.ELU(alpha=0.5, inplace=True),
+    "mish": nn.Mish,
+    "softplus": nn.Softplus,
+    "celu": lambda: nn.CELU(0.5),
+    "selu": nn.SELU,
+    "log_sigmoid": nn.LogSigmoid,
+    "prelu": nn.PReLU,
+    "prelu_per_channel": lambda: nn.PReLU(8, init=0.1),
+    "abs": lambda: Function(torch.abs),
+    "neg": lambda: Function(torch.neg),
+    "x_times_x": lambda: Function(lambda x: x * x),
+    "pow_2": lambda: Function(lambda x: x**2),
+    "one_minus": lambda: Function(lambda x: 1 - x),
 }
 
 

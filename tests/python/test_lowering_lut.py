@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch import nn
 from torch.fx import GraphModule, Node
 
 from cortex_m_nn.compile import CompiledProgram
@@ -20,6 +21,7 @@ from .activation_models import (
     ConvActivation,
     DoubleRelu,
     EveryActivation,
+    Function,
     GeluMlp,
     InputRelu,
     ResidualRelu6,
@@ -44,19 +46,29 @@ def pt2e_node(compiled: CompiledProgram, name: str) -> Node:
     return next(n for n in compiled.stages.quantized.graph.nodes if n.name == name)
 
 
-def pt2e_table(quantized: GraphModule, quantize: Node) -> torch.Tensor:
+def pt2e_table(quantized: GraphModule, quantize: Node, channels: int = 1) -> torch.Tensor:
     """The int8 → int8 map the PT2E graph computes from the dequantize before the element-wise
-    op(s) to ``quantize``, evaluated on all 256 inputs by running those nodes themselves."""
+    op(s) to ``quantize``, evaluated on all 256 inputs by running those nodes themselves (per
+    channel: on ``[1, channels, 256]``, a PReLU's slopes read from the module)."""
     chain = []
     node = quantize.args[0]
     while node.target not in DEQUANTIZE:
         chain.append(node)
         node = node.args[0]
     values = torch.arange(-128, 128, dtype=torch.int8)
+    if channels > 1:
+        values = values.expand(1, channels, 256).contiguous()
     x = decomposed.dequantize_per_tensor(values, *node.args[1:])
+
+    def constant(a: object) -> object:
+        return quantized.get_parameter(a.target) if isinstance(a, Node) else a
+
     for op in reversed(chain):
-        x = op.target(x, *op.args[1:], **op.kwargs)
-    return decomposed.quantize_per_tensor(x, *quantize.args[1:])
+        if op.target is torch.ops.aten.mul.Tensor:  # x * x: both operands the input
+            x = x * x
+            continue
+        x = op.target(x, *map(constant, op.args[1:]), **op.kwargs)
+    return decomposed.quantize_per_tensor(x, *quantize.args[1:]).reshape(-1, 256).squeeze(0)
 
 
 def check_tables(compiled: CompiledProgram) -> None:
@@ -65,9 +77,10 @@ def check_tables(compiled: CompiledProgram) -> None:
     sources = compiled.stages.lowering.value_sources
     for node in luts(compiled):
         table = table_of(compiled, node)
-        assert table.dtype == torch.int8 and tuple(table.shape) == (256,)
+        channels = table.shape[0] if table.dim() == 2 else 1
+        assert table.dtype == torch.int8 and table.shape[-1] == 256
         quantize = pt2e_node(compiled, sources[node.name][0])
-        assert torch.equal(table, pt2e_table(compiled.stages.quantized, quantize))
+        assert torch.equal(table, pt2e_table(compiled.stages.quantized, quantize, channels))
         producer = node.args[0]
         while producer.target is torch.ops.aten.view.default or "getitem" in str(producer.target):
             producer = producer.args[0]
@@ -91,7 +104,8 @@ def test_each_activation_lowers_to_a_table(name: str) -> None:
     assert verification.passed
     assert "cortex_m_nn::lut.out" in compiled.operators
     records = [r for r in compiled.records if r.kernel == "cortex_m_nn::lut"]
-    assert len(records) == 2 and all(r.weight_bytes == 256 for r in records)
+    tables = 8 if name == "prelu_per_channel" else 1  # one table per channel
+    assert len(records) == 2 and all(r.weight_bytes == 256 * tables for r in records)
 
 
 @pytest.mark.parametrize("target", ["cortex-m55", "cortex-m33", "cortex-m0plus"])
@@ -187,6 +201,33 @@ def test_tables_get_their_own_observed_output_range() -> None:
     assert zero_point == -128  # sigmoid > 0: the range starts at 0
     assert scale != pytest.approx(float(sigmoid.args[0].args[1]), rel=1e-3)
     assert scale != pytest.approx(1 / 256, rel=1e-3)
+
+
+@pytest.mark.parametrize("divide", [lambda x: x / 4.0, lambda x: torch.div(x, 3.0)])
+def test_a_division_by_a_number_is_folded_into_the_output_scale(divide) -> None:
+    """x / c is x with c times finer an output scale: no operator and no float."""
+    module, inputs = seeded(ConvActivation(Function(divide)), 1, 3, 8, 8)
+    compiled, _ = check_dialect(module, inputs, after={"cortex_m_nn.lut": 0, "aten.div.Tensor": 0})
+    no_fallbacks(compiled)
+    kinds = [r.kernel for r in compiled.records if r.source_op == "aten.div.Tensor"]
+    assert kinds == ["view (no kernel)"] * 2
+
+
+def test_sqrt_of_a_non_negative_input_is_a_table() -> None:
+    """(sqrt of a signed tensor is NaN in the float model already; ops/test_lut.py checks that
+    such a table is refused.)"""
+    module, inputs = seeded(Function(lambda x: torch.sqrt(torch.relu(x))), 1, 3, 4, 4)
+    compiled, _ = check_dialect(module, inputs, after={"cortex_m_nn.lut": 2})
+    no_fallbacks(compiled)
+    check_tables(compiled)
+
+
+def test_per_channel_prelu_on_a_linear_output() -> None:
+    module, inputs = seeded(nn.Sequential(nn.Linear(6, 5), nn.PReLU(5)), 3, 6)
+    compiled, _ = check_dialect(module, inputs, after={"cortex_m_nn.lut": 1})
+    no_fallbacks(compiled)
+    (node,) = luts(compiled)
+    assert tuple(table_of(compiled, node).shape) == (5, 256)
 
 
 def test_fusable_activations_still_fuse() -> None:

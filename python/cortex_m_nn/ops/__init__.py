@@ -17,6 +17,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     mul,
     pad,
     quantize,
+    reduce,
     resize,
     softmax,
     strided_copy,

@@ -55,14 +55,20 @@ def lookup_table(
     input_zero_point: int,
     output_scale: float,
     output_zero_point: int,
+    channels: int = 0,
 ) -> torch.Tensor:
     """int8[256]: ``quantize(f_n(…f_1(dequantize(q))))`` for q = -128 … 127, as PT2E computes it.
 
     The 256 inputs are dequantized, passed through ``functions`` in order and quantized by
-    PT2E's own ``quantized_decomposed`` operators on one float32 tensor.
+    PT2E's own ``quantized_decomposed`` operators on one float32 tensor. With ``channels``
+    (> 0) the functions get the inputs as ``[1, channels, 256]`` (channel dim 1, as a PReLU
+    slope broadcasts) and the result is ``int8[channels, 256]``. A function not defined on
+    some input of the range (NaN, e.g. ``sqrt`` of a negative value) is a ``ValueError``.
     """
     decomposed = torch.ops.quantized_decomposed
     inputs = torch.arange(-INDEX_OFFSET, TABLE_SIZE - INDEX_OFFSET, dtype=torch.int8)
+    if channels:
+        inputs = inputs.expand(1, channels, TABLE_SIZE).contiguous()
     x = decomposed.dequantize_per_tensor(
         inputs, float(input_scale), int(input_zero_point), -128, 127, torch.int8
     )
@@ -70,17 +76,33 @@ def lookup_table(
         x = function(x)
     if x.dtype != torch.float32 or x.shape != inputs.shape:
         raise ValueError(f"element-wise function returned {x.dtype}{list(x.shape)}")
-    return decomposed.quantize_per_tensor(
+    undefined = torch.isnan(x)
+    if undefined.any():
+        values = inputs[undefined].unique()
+        raise ValueError(
+            f"the function is undefined (NaN) for {values.numel()} of the 256 int8 inputs"
+            f" (from {int(values[0])} to {int(values[-1])})"
+        )
+    table = decomposed.quantize_per_tensor(
         x, float(output_scale), int(output_zero_point), -128, 127, torch.int8
     )
+    return table.reshape(channels, TABLE_SIZE) if channels else table
 
 
 def _check(input: torch.Tensor, table: torch.Tensor) -> None:
     if input.dtype != torch.int8:
         raise ValueError(f"lut input must be int8, got {input.dtype}")
-    if table.dtype != torch.int8 or tuple(table.shape) != (TABLE_SIZE,):
+    shape = tuple(table.shape)
+    channels = shape[0] if len(shape) == 2 else 1
+    if table.dtype != torch.int8 or shape not in ((TABLE_SIZE,), (channels, TABLE_SIZE)):
         raise ValueError(
-            f"lut table must be int8[{TABLE_SIZE}], got {table.dtype}{list(table.shape)}"
+            f"lut table must be int8[{TABLE_SIZE}] or int8[C, {TABLE_SIZE}],"
+            f" got {table.dtype}{list(table.shape)}"
+        )
+    if channels > 1 and (input.dim() == 0 or input.shape[-1] != channels):
+        raise ValueError(
+            f"{channels} per-channel tables need the input's innermost dim to be {channels},"
+            f" got {list(input.shape)}"
         )
 
 
@@ -91,6 +113,8 @@ def _fake(input: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
 
 @define_operator("lut", "Tensor input, Tensor table", _fake)
 def lut(input: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-    """Reference: ``out[i] = table[in[i] + 128]`` for every element."""
+    """Reference: ``out[i] = table[i % C][in[i] + 128]`` for every element (C = 1: one table)."""
     _check(input, table)
-    return table[input.to(torch.int64) + INDEX_OFFSET].contiguous()
+    rows = table.reshape(-1, TABLE_SIZE)
+    channel = torch.arange(input.numel()).reshape(input.shape) % rows.shape[0]
+    return rows[channel, input.to(torch.int64) + INDEX_OFFSET].contiguous()

@@ -40,6 +40,10 @@ class Refusal(Enum):
     QUANTIZED_DIFFERENTLY = "quantized_differently"
     MUL_REQUANTIZATION = "mul_requantization"
     ELEMENTWISE_SHAPE = "elementwise_shape"
+    #: a table's function is undefined (NaN) on part of its input's int8 range
+    UNDEFINED_VALUES = "undefined_values"
+    #: a reduction the int8 kernel does not compute (a dtype argument, more than 4 stored dims)
+    REDUCTION = "reduction"
     # -- convolutions ---------------------------------------------------------------------
     STRING_PADDING = "string_padding"
     CONV_INPUT_RANK = "conv_input_rank"
@@ -56,7 +60,6 @@ class Refusal(Enum):
     COUNT_INCLUDE_PAD = "count_include_pad"
     DIVISOR_OVERRIDE = "divisor_override"
     ADAPTIVE_NOT_UNIFORM = "adaptive_not_uniform"
-    MEAN_DIMS = "mean_dims"
     # -- layout and data movement ---------------------------------------------------------
     IMAGE_RANK = "image_rank"
     NOT_A_VIEW = "not_a_view"

@@ -20,6 +20,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from cortex_m_nn.quantizer import config
+from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
 
 aten = torch.ops.aten
@@ -114,6 +115,10 @@ SHARING = (
 #: Concatenation: all inputs and the output share one observer (the first input's).
 CONCATENATIONS = {aten.cat.default, aten.concat.default}
 SOFTMAX = {aten.softmax.int, aten._softmax.default}
+#: Reductions with their own output quantization (sums); amax, amin and a mean over all
+#: elements share their input's, like the pools (a mean over dims is in POOLS).
+SUMS = {aten.sum.dim_IntList, aten.sum.default}
+SHARING |= {aten.amax.default, aten.amin.default, aten.mean.default}
 #: Element-wise functions lowered to a 256-entry table (cortex_m_nn::lut), each with its own
 #: observed output quantization. Activations that cannot fuse into a producer are tables too.
 LOOKUP = {
@@ -132,10 +137,44 @@ LOOKUP = {
     aten.leaky_relu_.default,
     aten.elu.default,
     aten.elu_.default,
+    aten.mish.default,
+    aten.mish_.default,
+    aten.softplus.default,
+    aten.celu.default,
+    aten.celu_.default,
+    aten.selu.default,
+    aten.selu_.default,
+    aten.log_sigmoid.default,
+    aten.softshrink.default,
+    aten.abs.default,
+    aten.abs_.default,
+    aten.neg.default,
+    aten.neg_.default,
+    aten.square.default,
+    aten.pow.Tensor_Scalar,
+    aten.pow_.Scalar,
+    aten.sqrt.default,
+    aten.sqrt_.default,
+    aten.rsqrt.default,
+    aten.rsqrt_.default,
+    aten.exp.default,
+    aten.exp_.default,
+    aten.log.default,
+    aten.log_.default,
+    aten.reciprocal.default,
+    aten.reciprocal_.default,
+    aten.erf.default,
+    # a tensor and a number: x / c, 1 - x (x * c and x + c stay cortex_m_nn::mul / add)
+    aten.div.Tensor,
+    aten.div_.Tensor,
+    aten.div.Scalar,
+    aten.rsub.Scalar,
 }
 #: Normalizations (cortex_m_nn::layer_norm): int8 input and output (its own observer); the
 #: float weight and bias are folded into the kernel's parameters at compile time.
 NORMS = {aten.layer_norm.default, aten.group_norm.default}
+#: PReLU: a table per slope (one, or one per channel); the slopes are constant parameters.
+PRELU = {aten.prelu.default}
 
 
 def _annotate(
@@ -226,8 +265,10 @@ class CortexMQuantizer(Quantizer):
     """int8 weights (per-channel for convolutions) and int8 activations for CMSIS-NN."""
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        """Splits, stacks and rolls as single-output data movement (``decompose``)."""
-        return decompose_movement(model)
+        """Before annotation: splits, stacks and rolls as single-output data movement
+        (``decompose``); batch norms no convolution absorbed as depthwise 1×1 convolutions
+        (``batch_norm``)."""
+        return unfold_batch_norms(decompose_movement(model))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
@@ -269,6 +310,10 @@ class CortexMQuantizer(Quantizer):
                     self._annotate_sharing(node, source)
             elif target in CONCATENATIONS:
                 self._annotate_concatenation(node)
+            elif target in SUMS:
+                source = node.args[0]
+                if isinstance(source, Node):  # no fused activation: the kernel has no range
+                    _annotate(node, {source: config.ACTIVATION}, config.ACTIVATION)
             elif target in SOFTMAX:
                 _annotate(node, {node.args[0]: config.ACTIVATION}, config.SOFTMAX_OUTPUT)
             elif target in NORMS:
@@ -279,6 +324,10 @@ class CortexMQuantizer(Quantizer):
                 # nodes are skipped): like the other tables, its output gets its own range.
                 source = node.args[0]
                 if isinstance(source, Node) and constant_arguments(node):
+                    self._annotate_with_output(node, {source: config.ACTIVATION})
+            elif target in PRELU:
+                source, slopes = node.args[:2]
+                if isinstance(source, Node) and getattr(slopes, "op", None) == "get_attr":
                     self._annotate_with_output(node, {source: config.ACTIVATION})
         return model
 

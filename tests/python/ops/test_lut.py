@@ -38,6 +38,26 @@ def _sigmoid(x: float) -> float:
     return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
 
 
+def _softplus(x: float) -> float:
+    return x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))
+
+
+def _elu(x: float, alpha: float = 1.0) -> float:
+    return x if x > 0 else alpha * math.expm1(x)
+
+
+def _safe(function, x: float) -> float:
+    """``function(x)`` with a pole (1/0, log 0) as the infinity float32 gives."""
+    try:
+        return function(x)
+    except (ZeroDivisionError, ValueError):
+        return -math.inf if function is math.log else math.inf
+
+
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+#: Functions defined for x >= 0 only: their tests quantize the input from 0 (zero point -128).
+NON_NEGATIVE = {"sqrt", "rsqrt", "log"}
+
 #: name → (the ATen call as the PT2E graph makes it, the function in float64 Python)
 FUNCTIONS = {
     "sigmoid": (aten.sigmoid.default, _sigmoid),
@@ -51,6 +71,35 @@ FUNCTIONS = {
     "relu6": (aten.relu6.default, lambda x: min(max(x, 0.0), 6.0)),
     "hardtanh": (lambda x: aten.hardtanh.default(x, -0.5, 2.0), lambda x: min(max(x, -0.5), 2.0)),
     "clamp": (lambda x: aten.clamp.default(x, -1.0), lambda x: max(x, -1.0)),
+    "mish": (aten.mish.default, lambda x: x * math.tanh(_softplus(x))),
+    "softplus": (aten.softplus.default, _softplus),
+    "softplus_beta": (
+        lambda x: aten.softplus.default(x, 2.0, 5.0),
+        lambda x: x if 2 * x > 5 else _softplus(2 * x) / 2,
+    ),
+    "leaky_relu": (lambda x: aten.leaky_relu.default(x, 0.1), lambda x: x if x > 0 else 0.1 * x),
+    "elu": (lambda x: aten.elu.default(x, 0.5), lambda x: _elu(x, 0.5)),
+    "celu": (lambda x: aten.celu.default(x, 2.0), lambda x: _elu(x / 2.0) * 2.0 if x < 0 else x),
+    "selu": (
+        aten.selu.default,
+        lambda x: SELU_SCALE * (x if x > 0 else SELU_ALPHA * math.expm1(x)),
+    ),
+    "log_sigmoid": (aten.log_sigmoid.default, lambda x: -_softplus(-x)),
+    "softshrink": (aten.softshrink.default, lambda x: x - math.copysign(min(abs(x), 0.5), x)),
+    "prelu": (lambda x: aten.prelu.default(x, torch.tensor([0.2])), lambda x: max(x, 0.2 * x)),
+    "abs": (aten.abs.default, abs),
+    "neg": (aten.neg.default, lambda x: -x),
+    "square": (aten.square.default, lambda x: x * x),
+    "x_times_x": (lambda x: aten.mul.Tensor(x, x), lambda x: x * x),
+    "cube": (lambda x: aten.pow.Tensor_Scalar(x, 3), lambda x: x**3),
+    "sqrt": (aten.sqrt.default, math.sqrt),
+    "rsqrt": (aten.rsqrt.default, lambda x: _safe(lambda v: 1 / math.sqrt(v), x)),
+    "log": (aten.log.default, lambda x: _safe(math.log, x)),
+    "exp": (aten.exp.default, lambda x: _safe(math.exp, x)),
+    "reciprocal": (aten.reciprocal.default, lambda x: _safe(lambda v: 1 / v, x)),
+    "erf": (aten.erf.default, math.erf),
+    "div": (lambda x: aten.div.Tensor(x, 3.0), lambda x: x / 3.0),
+    "one_minus": (lambda x: aten.rsub.Scalar(x, 1.0), lambda x: 1.0 - x),
 }
 
 scales = st.floats(2**-10, 0.5).map(lambda s: float(torch.tensor(s, dtype=torch.float32)))
@@ -140,6 +189,7 @@ def test_table_is_bit_exact_with_pt2e_for_all_256_inputs(
     name: str, in_scale: float, in_zp: int, out_scale: float, out_zp: int, seed: int
 ) -> None:
     function, _ = FUNCTIONS[name]
+    in_zp = -128 if name in NON_NEGATIVE else in_zp
     table = lookup_table([function], in_scale, in_zp, out_scale, out_zp)
     q = all_values_shuffled(seed)
     expected = pt2e_reference(q, function, in_scale, in_zp, out_scale, out_zp)
@@ -158,6 +208,7 @@ def test_table_is_bit_exact_over_a_sweep_of_quantizations(name: str) -> None:
     cases += [c for a in simple for b in simple for c in ((a, 0), (b, rng.randint(-2, 2)))]
     q = all_values_shuffled(len(name))
     for (in_scale, in_zp), (out_scale, out_zp) in zip(cases[0::2], cases[1::2], strict=True):
+        in_zp = -128 if name in NON_NEGATIVE else in_zp
         table = lookup_table([function], in_scale, in_zp, out_scale, out_zp)
         expected = pt2e_reference(q, function, in_scale, in_zp, out_scale, out_zp)
         assert torch.equal(lut(q, table), expected), (in_scale, in_zp, out_scale, out_zp)
@@ -171,10 +222,11 @@ def test_table_computes_the_named_function(
 ) -> None:
     """Against the function in float64 Python: within 1 LSB (float32 vs float64)."""
     function, exact = FUNCTIONS[name]
+    in_zp = -128 if name in NON_NEGATIVE else in_zp
     table = lookup_table([function], in_scale, in_zp, out_scale, out_zp).tolist()
     for index, got in enumerate(table):
-        y = exact((index - 128 - in_zp) * in_scale)
-        want = min(max(round(y / out_scale) + out_zp, -128), 127)
+        y = exact((index - 128 - in_zp) * in_scale) / out_scale
+        want = min(max(round(max(min(y, 1e9), -1e9)) + out_zp, -128), 127)
         assert abs(got - want) <= 1, (index, got, want)
 
 
@@ -193,7 +245,10 @@ def test_a_fused_activation_is_applied_after_the_function() -> None:
     assert min(table.tolist()) == low and max(table.tolist()) == high
 
 
-@pytest.mark.parametrize("name", ["sigmoid", "tanh", "gelu", "gelu_tanh", "silu"])
+@pytest.mark.parametrize(
+    "name",
+    ["sigmoid", "tanh", "gelu", "gelu_tanh", "silu", "mish", "softplus", "selu", "log_sigmoid"],
+)
 def test_torch_scalar_path_gives_the_same_tables(name: str) -> None:
     """torch computes a tensor's last few elements on a scalar path that can differ from the
     vectorised one by a float32 ULP; on these seeded tables no int8 entry changes."""
@@ -208,3 +263,53 @@ def test_torch_scalar_path_gives_the_same_tables(name: str) -> None:
             for value in range(-128, 128)
         ]
         assert table.tolist() == singles, params
+
+
+@pytest.mark.parametrize("name", sorted(NON_NEGATIVE))
+def test_a_function_undefined_on_part_of_the_range_is_refused(name: str) -> None:
+    """sqrt, rsqrt and log of the negative int8 values are NaN: no table is made."""
+    function, _ = FUNCTIONS[name]
+    with pytest.raises(ValueError, match=r"undefined \(NaN\) for 10 of the 256"):
+        lookup_table([function], 0.1, -118, 0.1, 0)
+    assert lookup_table([function], 0.1, -128, 0.1, 0).shape == (256,)
+
+
+@settings(max_examples=40, deadline=None)
+@given(channels=st.integers(2, 9), rows=st.integers(1, 12), seed=st.integers(0, 2**31))
+def test_per_channel_tables_look_up_by_the_innermost_index(
+    channels: int, rows: int, seed: int
+) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(-128, 128, (rows, channels), generator=generator, dtype=torch.int8)
+    table = torch.randint(-128, 128, (channels, 256), generator=generator, dtype=torch.int8)
+    got = lut(x, table)
+    for r in range(rows):
+        for c in range(channels):
+            assert int(got[r, c]) == int(table[c, int(x[r, c]) + 128])
+    with pytest.raises(ValueError, match="innermost"):
+        lut(x.t().contiguous(), table) if rows != channels else lut(x[:, :1], table)
+
+
+@settings(max_examples=30, deadline=None)
+@given(in_scale=scales, in_zp=zero_points, out_scale=scales, out_zp=zero_points)
+def test_per_channel_prelu_tables_are_pt2e_and_the_function(
+    in_scale: float, in_zp: int, out_scale: float, out_zp: int
+) -> None:
+    """One table per slope: each row equals PT2E's computation on that channel and
+    max(x, a * x) in float64 within 1 LSB."""
+    slopes = torch.tensor([0.25, -0.5, 0.0, 1.5])
+    prelu = lambda x: aten.prelu.default(x, slopes)  # noqa: E731
+    table = lookup_table([prelu], in_scale, in_zp, out_scale, out_zp, channels=4)
+    assert table.shape == (4, 256)
+    q = all_values_shuffled(5).reshape(64, 4)  # channels innermost
+    x = decomposed.dequantize_per_tensor(q, in_scale, in_zp, -128, 127, torch.int8)
+    x = x.t().unsqueeze(0)  # [1, C, 64]: the slope's channel dim
+    expected = decomposed.quantize_per_tensor(
+        aten.prelu.default(x, slopes), out_scale, out_zp, -128, 127, torch.int8
+    )
+    assert torch.equal(lut(q, table), expected[0].t())
+    for c, slope in enumerate(slopes.tolist()):
+        for index, got in enumerate(table[c].tolist()):
+            v = (index - 128 - in_zp) * in_scale
+            want = min(max(round((v if v > 0 else slope * v) / out_scale) + out_zp, -128), 127)
+            assert abs(got - want) <= 1

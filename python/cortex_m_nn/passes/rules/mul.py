@@ -11,11 +11,15 @@ from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.layout import census
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
+from cortex_m_nn.passes.rules.lut import square_of
 from cortex_m_nn.quantizer.quantizer import aten
 
 
 @rule(aten.mul.Tensor)
 def lower_mul(context: LoweringContext, pattern: Pattern) -> Lowered:
+    square = square_of(context, pattern)  # x * x: a table, exact and one lookup per element
+    if square is not None:
+        return square
     before = census(context)
     inputs = operands(context, pattern)
     try:

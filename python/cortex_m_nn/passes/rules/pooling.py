@@ -2,7 +2,7 @@
 
 * avg_pool2d, adaptive_avg_pool2d (uniform windows) and mean over H and W (a global average
   pool: the window is the whole H×W; this CMSIS-NN has no separate mean kernel)
-  → cortex_m_nn::avg_pool2d (arm_avgpool_s8)
+  → cortex_m_nn::avg_pool2d (arm_avgpool_s8); a mean over other dims → cortex_m_nn::reduce
 * max_pool2d (dilation 1, floor or ceil mode) → cortex_m_nn::max_pool2d (arm_max_pool_s8)
 * the 1-D forms on ``[N, C, L]`` (avg_pool1d, adaptive_avg_pool1d, max_pool1d, mean over L)
   → the same operators on ``[N, C, 1, L]`` (stored NLC: see ``layout.as_image``)
@@ -20,6 +20,7 @@ from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import as_image, reshaped
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
+from cortex_m_nn.passes.rules.reduce import lower_reduction
 from cortex_m_nn.quantizer.quantizer import aten
 
 
@@ -142,11 +143,7 @@ def lower_mean(context: LoweringContext, pattern: Pattern) -> Lowered:
     rank = len(x.shape)
     dims = sorted(int(d) % rank for d in pattern.op.args[1]) if rank else []
     if (rank, dims) not in ((4, [2, 3]), (3, [2])):
-        raise LoweringRefused(
-            Refusal.MEAN_DIMS,
-            f"mean over dims {list(pattern.op.args[1])} (only H and W of a 4-D tensor or L of "
-            "a 3-D one)",
-        )
+        return lower_reduction(context, pattern)  # any other dims: cortex_m_nn::reduce
     kernel = [1, x.shape[2]] if rank == 3 else list(x.shape[2:])
     return _pool(context, pattern, kernel, kernel, [0, 0])
 
