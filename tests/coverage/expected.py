@@ -1,8 +1,9 @@
 """The corpus models cortex-m-nn cannot lower (or verify) today, and the feature that fixes each.
 
 Measured after issue 12's first features landed (functional form, data movement, grouped
-convolution, tables and reductions, resize, layer norm); the rest is still open. A key is a per-layer case, an
-architecture (both cores) or ``architecture@core``; the value names the issue-12 area whose
+convolution, tables and reductions, resize, layer norm); the rest is still open. A key is a
+per-layer case, an architecture (both cores) or ``architecture@core``; the value names the
+issue-12 area whose
 feature fixes it (the operator the report names first) — remove the entry when it lands:
 ``test_coverage.py`` marks these ``xfail(strict=True)``, so a fixed model fails until then.
 """
