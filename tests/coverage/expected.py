@@ -25,8 +25,7 @@ def _(area: str, what: str) -> str:
 
 
 FAILING: dict[str, str] = {
-    # -- architectures (every core) -------------------------------------------------------
-    "shufflenet_v2": _(FUNCTIONAL, "aten.contiguous") + "; " + _(MOVEMENT, "aten.chunk"),
+    # -- architectures (every core): none today ------------------------------------------
     # -- activations ----------------------------------------------------------------------
     "act.softsign": _(BEYOND, "aten.abs and aten.div of tensors"),
     # -- pools, convolutions --------------------------------------------------------------
@@ -36,14 +35,11 @@ FAILING: dict[str, str] = {
     "dropout.dropout2d": _(FUNCTIONAL, "aten.feature_dropout (eval: identity)"),
     # -- in-place, aliases, views, slices, joins ------------------------------------------
     "alias.view_as": _(MOVEMENT, "aten.view_as"),
-    "view.channel_shuffle": _(FUNCTIONAL, "aten.contiguous"),
     "slice.index_select": _(MOVEMENT, "aten.index_select"),
     # -- math, reductions, products -------------------------------------------------------
     "prod.einsum": _(BEYOND, "aten.einsum (decompose to bmm)"),
     # -- and the others, by family ----------------------------------------------------------
-    "attention.multihead": _(
-        MOVEMENT, "aten.unflatten, aten.contiguous; scaled_dot_product_attention is beyond issue 12"
-    ),
+    "attention.multihead": _(BEYOND, "aten.scaled_dot_product_attention (as attention.sdpa)"),
     "attention.sdpa": _(BEYOND, "aten.scaled_dot_product_attention (decompose to bmm + softmax)"),
     "dropout.alpha": _(FUNCTIONAL, "aten.alpha_dropout (eval: identity)"),
     "norm.instancenorm2d": _(NORM, "aten.instance_norm (a group norm with a group per channel)"),

@@ -86,11 +86,21 @@ def functional_form(graph_module: GraphModule) -> FunctionalForm:
     for node in list(graph.nodes):
         if is_no_op(node) or node.target in METADATA_READERS:
             changes.removed.append(op_name(node.target))
+            views_to_reshapes(node)
             node.replace_all_uses_with(node.args[0])
             graph.erase_node(node)
     graph.lint()
     graph_module.recompile()
     return changes
+
+
+def views_to_reshapes(copy: Node) -> None:
+    """A ``view`` of a removed copy becomes a ``reshape``: once the copy is gone it reads the
+    copy's input, whose strides a view may not span (``transpose(1, 2).contiguous().view``,
+    a channel shuffle). In a functional graph the two are the same operation."""
+    for user in list(copy.users):
+        if user.op == "call_function" and user.target is aten.view.default:
+            user.target = aten.reshape.default
 
 
 def is_in_place(node: Node) -> bool:
