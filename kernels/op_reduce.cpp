@@ -5,9 +5,9 @@
 #include "cortex_m_nn/kernel_checks.h"
 #include "cortex_m_nn_operators.h"
 
-extern "C" {
+// The header declares its own C linkage; wrapping it in extern "C" breaks arm_mve.h's C++
+// overloads on MVE builds.
 #include "arm_nnsupportfunctions.h"
-}
 
 namespace cortex_m_nn {
 namespace native {
