@@ -57,19 +57,6 @@ def load_corpus() -> tuple[dict[str, Callable], dict[str, Callable]]:
     return CASES, ARCHITECTURES
 
 
-def load_peer() -> tuple[Any, str | None]:
-    """``benchmarks/peer.py`` with the peer's imports done; (None, why) if they fail."""
-    try:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import peer
-        from executorch.backends.cortex_m.passes.cortex_m_pass_manager import (  # noqa: F401
-            CortexMPassManager,
-        )
-    except ImportError as error:
-        return None, f"{type(error).__name__}: {error}"
-    return peer, None
-
-
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"
@@ -249,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.disable(logging.WARNING)  # the peer logs a line per quantized node
     warnings.filterwarnings("ignore")
     factories, kinds = _selected(args)
+    from bench_memory import load_peer  # the same import check as the memory benchmark
+
     peer, why = (None, "--no-peer") if args.no_peer else load_peer()
     if peer is None:
         print(f"peer not measured: {why}", file=sys.stderr)
