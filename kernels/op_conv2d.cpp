@@ -3,11 +3,53 @@
 // convention: groups = input channels / weight channels); the wrapper then calls
 // arm_convolve_s8, which computes groups on every ISA. Checks and arguments: cortex_m_nn/conv_common.h.
 // Reference: python/cortex_m_nn/ops/conv2d.py.
+#include "arm_nnsupportfunctions.h"
 #include "cortex_m_nn/conv_common.h"
 #include "cortex_m_nn_operators.h"
 
 namespace cortex_m_nn {
 namespace native {
+namespace {
+
+// arm_convolve_s8 with the wrapper's signature (no upscaling).
+arm_cmsis_nn_status convolve_s8(
+    const cmsis_nn_context* ctx,
+    const cmsis_nn_conv_params* params,
+    const cmsis_nn_per_channel_quant_params* quant,
+    const cmsis_nn_dims* input_dims,
+    const int8_t* input,
+    const cmsis_nn_dims* filter_dims,
+    const int8_t* filter,
+    const cmsis_nn_dims* bias_dims,
+    const int32_t* bias,
+    const cmsis_nn_dims* output_dims,
+    int8_t* output) {
+  return arm_convolve_s8(
+      ctx, params, quant, input_dims, input, filter_dims, filter, bias_dims, bias, nullptr,
+      output_dims, output);
+}
+
+// The wrapper sends a 1xN convolution to arm_convolve_1_x_n_s8, whose MVE code assumes the
+// right padding is the left padding or one more. PyTorch's output length can leave less
+// (kernel 3, stride 2, padding 1, length 8: one column of padding in all); the MVE code then
+// fails, so such a convolution calls arm_convolve_s8 directly. Mirrored by
+// python/cortex_m_nn/scratch.py (conv2d_scratch_bytes).
+bool mve_one_by_n_cannot_pad(const ConvArgs& args, const cmsis_nn_conv_params& params) {
+#if defined(ARM_MATH_MVEI)
+  if (!arm_nn_is_convolve_1x1(&params, &args.input_dims, &args.filter_dims) &&
+      arm_nn_is_convolve_1_x_n(&params, &args.input_dims, &args.filter_dims)) {
+    const int32_t total_pad = (args.output_dims.w - 1) * params.stride.w + args.filter_dims.w -
+        args.input_dims.w;
+    return params.padding.w * 2 + total_pad % 2 != total_pad;
+  }
+#else
+  (void)args;
+  (void)params;
+#endif
+  return false;
+}
+
+}  // namespace
 
 void conv2d_out(
     KernelRuntimeContext& context,
@@ -35,11 +77,18 @@ void conv2d_out(
     return;
   }
   const auto params = args.params<cmsis_nn_conv_params>();
+  const bool direct = mve_one_by_n_cannot_pad(args, params);
   cmsis_nn_context buffer{};
-  const int32_t required = arm_convolve_wrapper_s8_get_buffer_size(
-      &params, &args.input_dims, &args.filter_dims, &args.output_dims);
+  const int32_t required = direct
+      ? arm_convolve_s8_get_buffer_size(&args.input_dims, &args.filter_dims)
+      : arm_convolve_wrapper_s8_get_buffer_size(
+            &params, &args.input_dims, &args.filter_dims, &args.output_dims);
   if (scratch_context(context, "conv2d", scratch, required, &buffer)) {
-    check_status(context, "conv2d", call_conv_s8(arm_convolve_wrapper_s8, args, params, &buffer));
+    check_status(
+        context,
+        "conv2d",
+        direct ? call_conv_s8(convolve_s8, args, params, &buffer)
+               : call_conv_s8(arm_convolve_wrapper_s8, args, params, &buffer));
   }
 }
 

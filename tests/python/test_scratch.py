@@ -12,6 +12,7 @@ from cortex_m_nn.scratch import (
     conv2d_scratch_bytes,
     depthwise_conv2d_scratch_bytes,
     linear_scratch_bytes,
+    mve_one_by_n_cannot_pad,
     transpose_conv2d_scratch,
 )
 from cortex_m_nn.target import Core, Isa, Target
@@ -58,6 +59,32 @@ def test_grouped_conv2d_is_sized_from_all_input_channels(isa: Isa, kh: int, kw: 
         M55[isa], [1, 1, 8, 12], [6, kh, kw, 4], [1, 1, 8, 6], [1, 1], [kh // 2, kw // 2], [1, 1]
     )
     assert got == conv_im2col_bytes(isa, kh, kw, 12)
+
+
+@pytest.mark.parametrize(
+    ("length", "kernel", "stride", "padding", "refused"),
+    [
+        (8, 3, 2, 1, True),  # 4 outputs: one column of padding in all, CMSIS-NN assumes 2
+        (16, 3, 2, 1, True),
+        (9, 3, 2, 1, False),  # 5 outputs: 2 columns, as assumed
+        (8, 3, 1, 1, False),
+        (8, 5, 2, 2, True),  # 4 outputs: 3 columns, assumed 4 or 5
+        (8, 3, 2, 0, False),  # 3 outputs: total -1, and C's -1 % 2 is -1: 0 + (-1) == -1
+    ],
+)
+def test_mve_one_by_n_refusal_by_hand(
+    length: int, kernel: int, stride: int, padding: int, refused: bool
+) -> None:
+    """arm_convolve_1_x_n_s8 (MVE) fails unless 2 * pad + (total % 2) == total, where total =
+    (out - 1) * stride + kernel - length; the compiler then plans arm_convolve_s8's buffer."""
+    out = (length + 2 * padding - kernel) // stride + 1
+    shapes = ([1, 1, length, 8], [4, 1, kernel, 8], [1, 1, out, 4])
+    window = ([1, stride], [0, padding], [1, 1])
+    assert mve_one_by_n_cannot_pad(*shapes, *window) is refused
+    if refused:  # arm_convolve_s8's MVE im2col, not the 1xN path's buffer
+        assert conv2d_scratch_bytes(M55[Isa.MVE], *shapes, *window) == conv_im2col_bytes(
+            Isa.MVE, 1, kernel, 8
+        )
 
 
 @pytest.mark.parametrize("isa", list(Isa))

@@ -107,6 +107,8 @@ def model_source(name: str) -> ModelSource:
 MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder"]
 # issue 12: upsampling (resize), layer norm and group norm, grouped convolution, data movement
 MODEL_NAMES += ["upsampling_decoder", "mobilevit_block", "regnetx_grouped", "shuffle_moves"]
+# strided 1-D convolutions CMSIS-NN's MVE 1xN path refuses, per-channel PReLU, reductions
+MODEL_NAMES += ["signal_1d"]
 
 
 @dataclass
