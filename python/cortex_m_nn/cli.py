@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cortex_m_nn.errors import CompileError
+from cortex_m_nn.options import QuantizationOptions, RangeMethod
 from cortex_m_nn.target import DEFAULT_TARGET, Target, TargetError
 
 if TYPE_CHECKING:
@@ -59,6 +60,13 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help=".pt or .npz file of input samples, [samples, *input_shape] per input "
         "(default: a synthetic set, labelled as such in the report)",
+    )
+    parser.add_argument(
+        "--calibration-method",
+        choices=[m.value for m in RangeMethod],
+        default=QuantizationOptions().ranges.value,
+        help="how each activation's int8 range is chosen from the calibration values "
+        "(default: %(default)s)",
     )
     parser.add_argument("--report-json", type=Path, help="also write the report as JSON")
 
@@ -198,6 +206,7 @@ def _compile_and_check(
         calibration,
         allow_fallback=args.allow_fallback,
         progress=not args.quiet,
+        options=QuantizationOptions(ranges=RangeMethod(args.calibration_method)),
     )
     verification = verify_program(compiled) if args.verify else None
     document = report.as_dict(compiled, verification)

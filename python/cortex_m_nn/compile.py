@@ -36,6 +36,7 @@ from cortex_m_nn.calibration import Calibration
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.options import QuantizationOptions
 from cortex_m_nn.passes.functional import functional_form
 from cortex_m_nn.passes.pipeline import lower
 from cortex_m_nn.passes.records import LoweringResult, OpRecord
@@ -80,6 +81,8 @@ class CompiledProgram:
     calibration: Calibration
     pte: bytes
     stages: Stages
+    #: how the quantizer calibrated (ranges, float-model preparations)
+    options: QuantizationOptions = field(default_factory=QuantizationOptions)
 
     @property
     def target(self) -> Target:
@@ -131,12 +134,13 @@ def quantize(
     source: ModelSource,
     calibration: Calibration,
     progress: bool = True,
+    options: QuantizationOptions | None = None,
 ) -> tuple[GraphModule, GraphModule]:
-    """Export, make functional and PT2E-quantize; returns (exported float graph in functional
-    form, converted quantized graph)."""
+    """Export, make functional and PT2E-quantize with ``options`` (default: the best
+    measured); returns (exported float graph in functional form, converted quantized graph)."""
     exported = export(source)
     functional_form(exported)
-    prepared = prepare_pt2e(exported, CortexMQuantizer())
+    prepared = prepare_pt2e(exported, CortexMQuantizer(options))
     with torch.no_grad():
         for sample in tqdm(
             calibration.samples, desc="calibrating", unit="sample", disable=not progress
@@ -182,6 +186,7 @@ def compile_model(
     allow_fallback: bool = False,
     rounding: Rounding = Rounding.DOUBLE,
     progress: bool = True,
+    options: QuantizationOptions | None = None,
 ) -> CompiledProgram:
     """Compile ``source`` for ``target``; raises CompileError for anything the user must fix.
 
@@ -190,7 +195,7 @@ def compile_model(
     the kernels' CMSIS-NN is built with, to make it from.
     """
     start = time.perf_counter()
-    quantized = quantize(source, calibration, progress)
+    quantized = quantize(source, calibration, progress, options)
     seconds = {"quantize": time.perf_counter() - start}
     return compile_quantized(
         source,
@@ -200,6 +205,7 @@ def compile_model(
         allow_fallback=allow_fallback,
         rounding=rounding,
         seconds=seconds,
+        options=options,
     )
 
 
@@ -212,9 +218,11 @@ def compile_quantized(
     allow_fallback: bool = False,
     rounding: Rounding = Rounding.DOUBLE,
     seconds: dict[str, float] | None = None,
+    options: QuantizationOptions | None = None,
 ) -> CompiledProgram:
-    """Lower and serialise what ``quantize(source, calibration)`` returned: one export and
-    calibration can be lowered for several targets (the graphs are read, never changed)."""
+    """Lower and serialise what ``quantize(source, calibration, options=options)`` returned:
+    one export and calibration can be lowered for several targets (the graphs are read, never
+    changed)."""
     abi = target if isinstance(target, KernelAbi) else KernelAbi.for_target(target, rounding)
     stages = Stages(seconds=dict(seconds or {}))
     stages.exported, stages.quantized = quantized
@@ -226,7 +234,7 @@ def compile_quantized(
         raise CompileError(unsupported_message(fallbacks))
     with timer("serialise"):
         pte = to_program(stages.lowering.graph_module, source, abi, stages)
-    return CompiledProgram(source, abi, calibration, pte, stages)
+    return CompiledProgram(source, abi, calibration, pte, stages, options or QuantizationOptions())
 
 
 #: Further fallbacks an unsupported-operator error names after the first.

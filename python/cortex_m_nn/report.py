@@ -51,6 +51,7 @@ def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dic
             "description": compiled.calibration.description,
             "synthetic": compiled.calibration.synthetic,
             "samples": len(compiled.calibration.samples),
+            "options": compiled.options.as_dict(),
         },
         "operators": [
             row(r)
@@ -103,7 +104,8 @@ def to_text(report: dict[str, Any]) -> str:
     lines = [
         f"cortex-m-nn {report['cortex_m_nn_version']}: {report['model']} → "
         f"{target['name']} ({target['isa']} path)",
-        f"calibration: {report['calibration']['description']}",
+        f"calibration: {report['calibration']['description']}; "
+        + ", ".join(f"{k} {v}" for k, v in report["calibration"]["options"].items()),
         "",
         f"{'#':>3}  {'op':<22} {'became':<30} {'CMSIS-NN / note':<30} {'MACs':>11} "
         f"{'weight B':>9} {'Δ LSB':>5}",

@@ -19,6 +19,7 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from cortex_m_nn.options import QuantizationOptions
 from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
@@ -263,6 +264,10 @@ def constant_arguments(node: Node) -> bool:
 
 class CortexMQuantizer(Quantizer):
     """int8 weights (per-channel for convolutions) and int8 activations for CMSIS-NN."""
+
+    def __init__(self, options: QuantizationOptions | None = None) -> None:
+        super().__init__()
+        self.options = options or QuantizationOptions()
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         """Before annotation: splits, stacks and rolls as single-output data movement

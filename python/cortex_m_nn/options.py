@@ -1,0 +1,28 @@
+"""How the quantizer calibrates: the choices a user (``cortex-m-compile``) or a benchmark makes.
+
+One frozen value travels from the CLI through ``compile.quantize`` to the quantizer, so every
+choice is recorded in one place (and in the report).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import Enum
+
+
+class RangeMethod(str, Enum):
+    """How an activation's int8 range is chosen from its calibration values."""
+
+    #: the observed minimum and maximum
+    MINMAX = "minmax"
+
+
+@dataclass(frozen=True)
+class QuantizationOptions:
+    """The quantizer's choices; the defaults are the best measured (benchmarks/accuracy.py)."""
+
+    ranges: RangeMethod = RangeMethod.MINMAX
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready: enums as their values."""
+        return {k: v.value if isinstance(v, Enum) else v for k, v in asdict(self).items()}
