@@ -191,6 +191,7 @@ def _compile_and_check(
     from cortex_m_nn import fit, report
     from cortex_m_nn.abi import KernelAbi, Rounding
     from cortex_m_nn.compile import compile_model
+    from cortex_m_nn.layer_snr import layer_snr
     from cortex_m_nn.model_source import load_model
     from cortex_m_nn.pte import runtime_overhead
     from cortex_m_nn.verify import verify_program
@@ -209,7 +210,9 @@ def _compile_and_check(
         options=QuantizationOptions(ranges=RangeMethod(args.calibration_method)),
     )
     verification = verify_program(compiled) if args.verify else None
-    document = report.as_dict(compiled, verification)
+    stages = compiled.stages
+    layers = layer_snr(stages.exported, stages.quantized, compiled.calibration.samples)
+    document = report.as_dict(compiled, verification, layers)
     if budget is not None:
         document["fit"] = fit.check(
             budget,

@@ -18,6 +18,7 @@ which is how ``verify`` checks it against the PT2E-quantized model.
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections.abc import Callable
@@ -140,13 +141,14 @@ def quantize(
     measured); returns (exported float graph in functional form, converted quantized graph)."""
     exported = export(source)
     functional_form(exported)
+    float_graph = copy.deepcopy(exported)  # prepare_pt2e changes the graph it is given
     prepared = prepare_pt2e(exported, CortexMQuantizer(options))
     with torch.no_grad():
         for sample in tqdm(
             calibration.samples, desc="calibrating", unit="sample", disable=not progress
         ):
             prepared(*sample)
-    return exported, convert_pt2e(prepared)
+    return float_graph, convert_pt2e(prepared)
 
 
 def to_program(

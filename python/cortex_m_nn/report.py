@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict
 from typing import Any
 
 from cortex_m_nn import __version__
 from cortex_m_nn.compile import CompiledProgram
+from cortex_m_nn.layer_snr import LayerSnr
 from cortex_m_nn.memory_plan import CONSTANT_KINDS
 from cortex_m_nn.passes.records import OpRecord
 from cortex_m_nn.pte import RUNTIME_OVERHEAD_FORMULA, constant_bytes, runtime_overhead
@@ -34,7 +36,13 @@ def row(record: OpRecord) -> dict[str, Any]:
     return fields
 
 
-def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dict[str, Any]:
+def as_dict(
+    compiled: CompiledProgram,
+    verification: Verification | None,
+    layers: list[LayerSnr] | None = None,
+) -> dict[str, Any]:
+    """The report; ``layers`` (from :func:`cortex_m_nn.layer_snr.layer_snr`) adds where the
+    error enters."""
     records = compiled.records
     macs = sum(r.macs for r in records)
     lowered_macs = sum(r.macs for r in records if r.lowered)
@@ -81,17 +89,57 @@ def as_dict(compiled: CompiledProgram, verification: Verification | None) -> dic
         "memory": memory(compiled),
         "fit": None,
         "compile_seconds": compiled.stages.seconds,
-        "verify": None
-        if verification is None
-        else {
-            "samples": verification.samples,
-            "max_lsb_vs_pt2e": verification.max_lsb,
-            "output_lsb_vs_pt2e": verification.output_lsb,
-            "max_lsb_allowed": MAX_LSB,
-            "snr_db_vs_float": verification.snr_db,
-            "passed": verification.passed,
-        },
+        "layers": None if layers is None else [layer_row(layer) for layer in layers],
+        "verify": None if verification is None else verify_dict(verification),
     }
+
+
+def verify_dict(verification: Verification) -> dict[str, Any]:
+    return {
+        "samples": verification.samples,
+        "max_lsb_vs_pt2e": verification.max_lsb,
+        "output_lsb_vs_pt2e": verification.output_lsb,
+        "max_lsb_allowed": MAX_LSB,
+        "snr_db_vs_float": verification.snr_db,
+        "passed": verification.passed,
+    }
+
+
+def layer_row(layer: LayerSnr) -> dict[str, Any]:
+    """JSON-ready; an infinite SNR (no error) is given as None."""
+    finite = None if math.isinf(layer.snr_db) else layer.snr_db
+    return {
+        "node": layer.name,
+        "op": layer.op,
+        "module": layer.module,
+        "snr_db": finite,
+        "drop_db": layer.drop_db,
+    }
+
+
+#: The text report marks this many layers that lose the most SNR.
+WORST_LAYERS = 3
+
+
+def layer_lines(layers: list[dict[str, Any]], samples: int) -> list[str]:
+    """The per-layer SNR table, the layers that lose the most marked."""
+    drops = sorted((row["drop_db"] or 0.0 for row in layers), reverse=True)
+    threshold = max(drops[min(WORST_LAYERS, len(drops)) - 1], 0.5) if drops else math.inf
+    lines = [
+        "",
+        f"where the error enters: SNR vs float of each quantized activation "
+        f"({samples} calibration samples); drop = dB lost on the layer's input",
+        f"{'#':>3}  {'op':<18} {'module':<34} {'SNR dB':>7} {'drop':>6}",
+    ]
+    for index, row in enumerate(layers, 1):
+        snr = "exact" if row["snr_db"] is None else f"{row['snr_db']:.1f}"
+        drop = "" if row["drop_db"] is None else f"{row['drop_db']:+.1f}"
+        mark = "  <- most lost" if (row["drop_db"] or 0.0) >= threshold else ""
+        lines.append(
+            f"{index:>3}  {row['op'][:18]:<18} {(row['module'] or row['node'])[:34]:<34} "
+            f"{snr:>7} {drop:>6}{mark}"
+        )
+    return lines
 
 
 def to_json(report: dict[str, Any]) -> str:
@@ -136,6 +184,8 @@ def to_text(report: dict[str, Any]) -> str:
         f"{totals['arena_bytes']:,} B",
     ]
     lines += memory_lines(report["memory"])
+    if report.get("layers"):
+        lines += layer_lines(report["layers"], report["calibration"]["samples"])
     if report.get("fit") is not None:
         lines += fit_lines(report["fit"])
     verification = report["verify"]

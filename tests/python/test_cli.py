@@ -119,7 +119,9 @@ def metadata(path: Path) -> dict[str, list[str]]:
 
 
 def operator_rows(text: str) -> list[str]:
-    return [line for line in text.splitlines() if re.match(r"\s*\d+  \S", line)]
+    """The numbered rows of the operator table (above the totals, before the layer table)."""
+    table = text.split("\noperators: ")[0]
+    return [line for line in table.splitlines() if re.match(r"\s*\d+  \S", line)]
 
 
 @pytest.fixture(scope="module")
