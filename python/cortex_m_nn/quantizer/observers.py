@@ -17,7 +17,9 @@ from torchao.quantization.pt2e.observer import UniformQuantizationObserverBase
 
 #: Histogram resolution.
 BINS = 2048
-#: Candidate ranges per call are evaluated in chunks of this many lower bounds (memory).
+#: Candidate bounds per side in the coarse pass of the range search.
+COARSE = 128
+#: Candidate ranges are evaluated in chunks of this many lower bounds (memory).
 CHUNK = 64
 
 
@@ -121,18 +123,35 @@ def _bounds(extreme: float, edges: torch.Tensor) -> torch.Tensor:
     return torch.cat([ends, inside]).unique()
 
 
+def _every(bounds: torch.Tensor, stride: int) -> torch.Tensor:
+    """Every ``stride``-th bound and the last one."""
+    return torch.cat([bounds[::stride], bounds[-1:]]).unique()
+
+
 class MseObserver(_HistogramRangeObserver):
     """The range whose quantization has the least expected squared error: rounding noise
     ``scale² / 12`` for each value inside, the squared distance to the nearest bound for
-    each value outside (clipped). Every candidate ``(low, high)`` with bounds on the bin
-    edges (and the observed extremes) is evaluated with the zero point rounding applied."""
+    each value outside (clipped). Candidate bounds are the bin edges, 0 and the observed
+    extremes; each range is evaluated with its zero point's rounding applied."""
 
     def _choose(self) -> tuple[float, float]:
+        """Every ``stride``-th candidate bound first, then every candidate within a stride
+        of the best pair (the error varies smoothly with the bounds)."""
         lowest, highest = float(self.min_val), float(self.max_val)
         edges = self.lower + self.width * torch.arange(BINS + 1, dtype=torch.float64)
         lows = _bounds(min(lowest, 0.0), edges)
         highs = _bounds(max(highest, 0.0), edges)
-        best, choice = math.inf, (min(lowest, 0.0), max(highest, 0.0))
+        stride = max(1, math.ceil(max(lows.numel(), highs.numel()) / COARSE))
+        low, high = self._search(_every(lows, stride), _every(highs, stride))
+        i = int(torch.searchsorted(lows, low))
+        j = int(torch.searchsorted(highs, high))
+        return self._search(
+            lows[max(i - stride, 0) : i + stride + 1], highs[max(j - stride, 0) : j + stride + 1]
+        )
+
+    def _search(self, lows: torch.Tensor, highs: torch.Tensor) -> tuple[float, float]:
+        """The pair of ``lows`` × ``highs`` with the least expected error (the first one)."""
+        best, choice = math.inf, (0.0, 0.0)
         for start in range(0, lows.numel(), CHUNK):
             chunk = lows[start : start + CHUNK]
             errors = self.expected_errors(chunk[:, None], highs[None, :])
