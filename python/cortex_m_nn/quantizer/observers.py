@@ -90,7 +90,6 @@ class _HistogramRangeObserver(UniformQuantizationObserverBase):
         """The clipping range ``(low, high)``, ``low <= 0 <= high``."""
         raise NotImplementedError
 
-    @torch.jit.export
     def calculate_qparams(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Scale and zero point of the chosen range."""
         if float(self.width) == 0.0:  # never observed: the base's warning and defaults
@@ -100,7 +99,6 @@ class _HistogramRangeObserver(UniformQuantizationObserverBase):
         low, high = self._chosen
         return self._calculate_qparams(torch.tensor(low), torch.tensor(high))
 
-    @torch.jit.export
     def reset_min_max_vals(self) -> None:
         """Forget everything observed."""
         for buffer in (self.histogram, self.lower, self.width, self.zeros):
