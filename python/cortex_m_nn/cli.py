@@ -65,8 +65,10 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--calibration-method",
         choices=[m.value for m in RangeMethod],
         default=QuantizationOptions().ranges.value,
-        help="how each activation's int8 range is chosen from the calibration values "
-        "(default: %(default)s)",
+        help="how each activation's int8 range is chosen from the calibration values: "
+        "minmax (observed minimum and maximum), mse (least expected quantization error, "
+        "rounding inside and clipping outside, over a histogram of the values) or percentile "
+        "(0.01th to 99.99th) (default: %(default)s)",
     )
     parser.add_argument("--report-json", type=Path, help="also write the report as JSON")
 

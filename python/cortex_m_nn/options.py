@@ -15,6 +15,11 @@ class RangeMethod(str, Enum):
 
     #: the observed minimum and maximum
     MINMAX = "minmax"
+    #: the range with the least expected quantization error (rounding inside, clipping
+    #: outside) over a histogram of the values
+    MSE = "mse"
+    #: from the 0.01th to the 99.99th percentile of the values (widened to include 0)
+    PERCENTILE = "percentile"
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,9 @@ from torchao.quantization.pt2e.quantizer import (
     QuantizationSpec,
 )
 
+from cortex_m_nn.options import RangeMethod
+from cortex_m_nn.quantizer.observers import MseObserver, PercentileObserver
+
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 #: Observers' smallest scale: a constant tensor still gets a usable one.
@@ -29,13 +32,27 @@ EPS = 2**-20
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUTPUT_ZERO_POINT = -128
 
-ACTIVATION = QuantizationSpec(
-    dtype=torch.int8,
-    quant_min=INT8_MIN,
-    quant_max=INT8_MAX,
-    qscheme=torch.per_tensor_affine,
-    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=EPS),
-)
+#: The observer each range method uses for activations.
+ACTIVATION_OBSERVERS = {
+    RangeMethod.MINMAX: MinMaxObserver,
+    RangeMethod.MSE: MseObserver,
+    RangeMethod.PERCENTILE: PercentileObserver,
+}
+
+
+def activation_spec(method: RangeMethod = RangeMethod.MINMAX) -> QuantizationSpec:
+    """int8 asymmetric activations whose range ``method`` chooses from the calibration values."""
+    return QuantizationSpec(
+        dtype=torch.int8,
+        quant_min=INT8_MIN,
+        quant_max=INT8_MAX,
+        qscheme=torch.per_tensor_affine,
+        observer_or_fake_quant_ctr=ACTIVATION_OBSERVERS[method].with_args(eps=EPS),
+    )
+
+
+#: Min/max activations (the quantizer builds its own spec from its options).
+ACTIVATION = activation_spec(RangeMethod.MINMAX)
 
 
 def weight_spec(channel_axis: int | None) -> QuantizationSpec:

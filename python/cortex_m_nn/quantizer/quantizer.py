@@ -213,9 +213,10 @@ def swaps_last_two_dims(node: Node) -> bool:
     return dims == [*range(rank - 2), rank - 1, rank - 2]
 
 
-def _input_spec(source: Node) -> QuantizationSpecBase:
+def _input_spec(source: Node, activation: QuantizationSpec) -> QuantizationSpecBase:
     """How a data-movement op observes its input: a producer with fixed output quantization
-    (softmax) keeps it, so PT2E shares that instead of inserting a requantization."""
+    (softmax) keeps it, so PT2E shares that instead of inserting a requantization; otherwise
+    ``activation``."""
     annotation = source.meta.get("quantization_annotation")
     output = getattr(annotation, "output_qspec", None)
     for _ in range(1000):  # follow sharing back to the spec that owns the observer
@@ -229,7 +230,7 @@ def _input_spec(source: Node) -> QuantizationSpecBase:
             output = consumer.meta["quantization_annotation"].input_qspec_map.get(producer)
     if isinstance(output, FixedQParamsQuantizationSpec):
         return output
-    return config.ACTIVATION
+    return activation
 
 
 def _finite_pad(node: Node) -> bool:
@@ -268,6 +269,8 @@ class CortexMQuantizer(Quantizer):
     def __init__(self, options: QuantizationOptions | None = None) -> None:
         super().__init__()
         self.options = options or QuantizationOptions()
+        #: The activation spec of every annotation (one instance: its observer per tensor).
+        self.activation = config.activation_spec(self.options.ranges)
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         """Before annotation: splits, stacks and rolls as single-output data movement
@@ -300,12 +303,12 @@ class CortexMQuantizer(Quantizer):
                     and all(_is_number(n) for n in numbers)
                     and node.kwargs.get("alpha", 1) == 1
                 ):
-                    self._annotate_with_output(node, dict.fromkeys(tensors, config.ACTIVATION))
+                    self._annotate_with_output(node, dict.fromkeys(tensors, self.activation))
             elif target in MINMAX:
                 first, second = node.args[:2]
                 if isinstance(first, Node) and isinstance(second, Node):
                     shared = SharedQuantizationSpec((first, node))
-                    inputs = {first: config.ACTIVATION}
+                    inputs = {first: self.activation}
                     if second is not first:
                         inputs[second] = shared
                     _annotate(node, inputs, shared)
@@ -318,28 +321,28 @@ class CortexMQuantizer(Quantizer):
             elif target in SUMS:
                 source = node.args[0]
                 if isinstance(source, Node):  # no fused activation: the kernel has no range
-                    _annotate(node, {source: config.ACTIVATION}, config.ACTIVATION)
+                    _annotate(node, {source: self.activation}, self.activation)
             elif target in SOFTMAX:
-                _annotate(node, {node.args[0]: config.ACTIVATION}, config.SOFTMAX_OUTPUT)
+                _annotate(node, {node.args[0]: self.activation}, config.SOFTMAX_OUTPUT)
             elif target in NORMS:
                 if isinstance(node.args[0], Node):
-                    self._annotate_with_output(node, {node.args[0]: config.ACTIVATION})
+                    self._annotate_with_output(node, {node.args[0]: self.activation})
             elif target in LOOKUP or target in ACTIVATIONS:
                 # An activation reaching here did not fuse into its producer (annotated
                 # nodes are skipped): like the other tables, its output gets its own range.
                 source = node.args[0]
                 if isinstance(source, Node) and constant_arguments(node):
-                    self._annotate_with_output(node, {source: config.ACTIVATION})
+                    self._annotate_with_output(node, {source: self.activation})
             elif target in PRELU:
                 source, slopes = node.args[:2]
                 if isinstance(source, Node) and getattr(slopes, "op", None) == "get_attr":
-                    self._annotate_with_output(node, {source: config.ACTIVATION})
+                    self._annotate_with_output(node, {source: self.activation})
         return model
 
     def _annotate_sharing(self, node: Node, source: Node) -> None:
         """Output quantized like the input; a pool's activation shares it too (fused clamp)."""
         shared = SharedQuantizationSpec((source, node))
-        inputs = {source: _input_spec(source)}
+        inputs = {source: _input_spec(source, self.activation)}
         activation = fusable_activation(node) if node.target in POOLS else None
         if activation is None:
             _annotate(node, inputs, shared)
@@ -354,7 +357,9 @@ class CortexMQuantizer(Quantizer):
             return
         first = inputs[0]
         shared = SharedQuantizationSpec((first, node))
-        specs: dict[Node, QuantizationSpecBase | None] = {first: _input_spec(first)}
+        specs: dict[Node, QuantizationSpecBase | None] = {
+            first: _input_spec(first, self.activation)
+        }
         for source in inputs[1:]:
             specs.setdefault(source, shared)
         _annotate(node, specs, shared)
@@ -365,7 +370,7 @@ class CortexMQuantizer(Quantizer):
         if not isinstance(source, Node) or not isinstance(weight, Node):
             return
         inputs: dict[Node, QuantizationSpecBase | None] = {
-            source: config.ACTIVATION,
+            source: self.activation,
             weight: weight_spec,
         }
         if isinstance(bias, Node):
@@ -382,8 +387,10 @@ class CortexMQuantizer(Quantizer):
             return
         if swaps_last_two_dims(rhs) and not _is_annotated(rhs):
             source = rhs.args[0]
-            _annotate(rhs, {source: config.ACTIVATION}, SharedQuantizationSpec((source, rhs)))
-        self._annotate_with_output(node, {lhs: _input_spec(lhs), rhs: _input_spec(rhs)})
+            _annotate(rhs, {source: self.activation}, SharedQuantizationSpec((source, rhs)))
+        self._annotate_with_output(
+            node, {lhs: _input_spec(lhs, self.activation), rhs: _input_spec(rhs, self.activation)}
+        )
 
     def _annotate_with_output(
         self, node: Node, inputs: dict[Node, QuantizationSpecBase | None]
@@ -391,10 +398,10 @@ class CortexMQuantizer(Quantizer):
         """Annotate ``node``; its output range goes to a fused activation when one follows."""
         activation = fusable_activation(node)
         if activation is None:
-            _annotate(node, inputs, config.ACTIVATION)
+            _annotate(node, inputs, self.activation)
         else:
             _annotate(node, inputs, None)
-            _annotate(activation, {}, config.ACTIVATION)
+            _annotate(activation, {}, self.activation)
 
     def validate(self, model: GraphModule) -> None:
         """Every annotated graph is valid: unannotated ops are reported by the lowering."""

@@ -1,0 +1,217 @@
+"""Activation observers that choose an int8 range from a histogram of the calibration values.
+
+Each observer accumulates a fixed number of equal-width bins over every calibration batch;
+when a batch falls outside, the bins widen by an integer factor, so every old bin lands whole
+in one new bin (exact, deterministic re-binning). Exact zeros (ReLU outputs) are counted apart:
+an integral zero point represents them without error. The chosen ``[low, high]`` always
+includes 0 and becomes scale and zero point exactly as min/max would
+(``UniformQuantizationObserverBase._calculate_qparams``), so ``convert_pt2e`` is unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torchao.quantization.pt2e.observer import UniformQuantizationObserverBase
+
+#: Histogram resolution.
+BINS = 2048
+#: Candidate bounds per side in the coarse pass of the range search.
+COARSE = 128
+#: Candidate ranges are evaluated in chunks of this many lower bounds (memory).
+CHUNK = 64
+
+
+class _HistogramRangeObserver(UniformQuantizationObserverBase):
+    """Per-tensor affine observer over a histogram; subclasses choose the range."""
+
+    histogram: torch.Tensor
+    lower: torch.Tensor
+    width: torch.Tensor
+    zeros: torch.Tensor
+    min_val: torch.Tensor
+    max_val: torch.Tensor
+
+    def __init__(self, qscheme: torch.qscheme = torch.per_tensor_affine, **kwargs) -> None:
+        if qscheme != torch.per_tensor_affine:
+            raise NotImplementedError(f"{type(self).__name__} is per-tensor affine only")
+        super().__init__(qscheme=qscheme, **kwargs)
+        self.register_buffer("histogram", torch.zeros(BINS, dtype=torch.float64))
+        self.register_buffer("lower", torch.tensor(0.0, dtype=torch.float64))
+        self.register_buffer("width", torch.tensor(0.0, dtype=torch.float64))  # 0: no bins yet
+        self.register_buffer("zeros", torch.tensor(0.0, dtype=torch.float64))
+        self.register_buffer("min_val", torch.tensor(float("inf")))
+        self.register_buffer("max_val", torch.tensor(float("-inf")))
+        self._chosen: tuple[float, float] | None = None
+
+    def forward(self, x_orig: torch.Tensor) -> torch.Tensor:
+        """Adds ``x_orig``'s values to the histogram."""
+        if x_orig.numel() == 0:
+            return x_orig
+        x = x_orig.detach().reshape(-1).to(torch.float64)
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{type(self).__name__}: non-finite activation values have no range")
+        low, high = (float(v) for v in torch.aminmax(x))
+        self.min_val.fill_(min(low, float(self.min_val)))
+        self.max_val.fill_(max(high, float(self.max_val)))
+        self._cover(min(low, 0.0), max(high, 0.0))
+        nonzero = x[x != 0]
+        self.zeros += x.numel() - nonzero.numel()
+        index = ((nonzero - self.lower) / self.width).floor().clamp_(0, BINS - 1).long()
+        self.histogram += torch.bincount(index, minlength=BINS).to(torch.float64)
+        self._chosen = None
+        return x_orig
+
+    def _cover(self, low: float, high: float) -> None:
+        """Widen the bins (by an integer factor, edges kept) until they span [low, high]."""
+        eps = float(self.eps)
+        if float(self.width) == 0.0:
+            self.lower.fill_(low)
+            self.width.fill_(max((high - low) / BINS, eps / 16))
+            return
+        lower, width = float(self.lower), float(self.width)
+        if low >= lower and high <= lower + BINS * width:
+            return
+        below = math.ceil((lower - low) / width) if low < lower else 0  # old bins added below
+        span = max(below + math.ceil((high - lower) / width), below + BINS)
+        factor = math.ceil(span / BINS)
+        target = torch.div(torch.arange(BINS) + below, factor, rounding_mode="floor")
+        rebinned = torch.zeros_like(self.histogram).index_add_(0, target, self.histogram)
+        self.histogram.copy_(rebinned)
+        self.lower.fill_(lower - below * width)
+        self.width.fill_(width * factor)
+
+    def centers(self) -> torch.Tensor:
+        """Each bin's centre (float64)."""
+        return self.lower + self.width * (torch.arange(BINS, dtype=torch.float64) + 0.5)
+
+    def _choose(self) -> tuple[float, float]:
+        """The clipping range ``(low, high)``, ``low <= 0 <= high``."""
+        raise NotImplementedError
+
+    def calculate_qparams(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Scale and zero point of the chosen range."""
+        if float(self.width) == 0.0:  # never observed: the base's warning and defaults
+            return self._calculate_qparams(self.min_val, self.max_val)
+        if self._chosen is None:
+            self._chosen = self._choose()
+        low, high = self._chosen
+        return self._calculate_qparams(torch.tensor(low), torch.tensor(high))
+
+    def reset_min_max_vals(self) -> None:
+        """Forget everything observed."""
+        for buffer in (self.histogram, self.lower, self.width, self.zeros):
+            buffer.zero_()
+        self.min_val.fill_(float("inf"))
+        self.max_val.fill_(float("-inf"))
+        self._chosen = None
+
+    def extra_repr(self) -> str:
+        return f"min_val={float(self.min_val)}, max_val={float(self.max_val)}"
+
+
+def _bounds(extreme: float, edges: torch.Tensor) -> torch.Tensor:
+    """Candidate bounds between 0 and an observed extreme: 0, the extreme and every bin edge
+    strictly between them."""
+    if extreme == 0.0:
+        return torch.zeros(1, dtype=torch.float64)
+    inside = edges[(edges.abs() < abs(extreme)) & (edges * extreme > 0)]
+    ends = torch.tensor([0.0, extreme], dtype=torch.float64)
+    return torch.cat([ends, inside]).unique()
+
+
+def _every(bounds: torch.Tensor, stride: int) -> torch.Tensor:
+    """Every ``stride``-th bound and the last one."""
+    return torch.cat([bounds[::stride], bounds[-1:]]).unique()
+
+
+class MseObserver(_HistogramRangeObserver):
+    """The range whose quantization has the least expected squared error: rounding noise
+    ``scale² / 12`` for each value inside, the squared distance to the nearest bound for
+    each value outside (clipped). Candidate bounds are the bin edges, 0 and the observed
+    extremes; each range is evaluated with its zero point's rounding applied."""
+
+    def _choose(self) -> tuple[float, float]:
+        """Every ``stride``-th candidate bound first, then every candidate within a stride
+        of the best pair (the error varies smoothly with the bounds)."""
+        lowest, highest = float(self.min_val), float(self.max_val)
+        edges = self.lower + self.width * torch.arange(BINS + 1, dtype=torch.float64)
+        lows = _bounds(min(lowest, 0.0), edges)
+        highs = _bounds(max(highest, 0.0), edges)
+        stride = max(1, math.ceil(max(lows.numel(), highs.numel()) / COARSE))
+        low, high = self._search(_every(lows, stride), _every(highs, stride))
+        i = int(torch.searchsorted(lows, low))
+        j = int(torch.searchsorted(highs, high))
+        return self._search(
+            lows[max(i - stride, 0) : i + stride + 1], highs[max(j - stride, 0) : j + stride + 1]
+        )
+
+    def _search(self, lows: torch.Tensor, highs: torch.Tensor) -> tuple[float, float]:
+        """The pair of ``lows`` × ``highs`` with the least expected error (the first one)."""
+        best, choice = math.inf, (0.0, 0.0)
+        for start in range(0, lows.numel(), CHUNK):
+            chunk = lows[start : start + CHUNK]
+            errors = self.expected_errors(chunk[:, None], highs[None, :])
+            value, flat = errors.reshape(-1).min(0)  # first minimum: deterministic
+            if float(value) < best:
+                best = float(value)
+                i, j = divmod(int(flat), highs.numel())
+                choice = (float(chunk[i]), float(highs[j]))
+        return choice
+
+    def expected_errors(self, lows: torch.Tensor, highs: torch.Tensor) -> torch.Tensor:
+        """Expected squared error, summed over the observed values, of quantizing them with
+        the scale and zero point of each candidate range (broadcast ``lows`` × ``highs``)."""
+        span = self.quant_max - self.quant_min
+        scale = ((highs - lows) / span).clamp(min=float(self.eps))
+        zero_point = (self.quant_min - torch.round(lows / scale)).clamp(
+            self.quant_min, self.quant_max
+        )
+        low = (self.quant_min - zero_point) * scale  # the bounds the rounded zero point gives
+        high = low + span * scale
+        centers = self.centers()
+        counts = self.histogram
+        zero = torch.zeros(1, dtype=torch.float64)
+        sums = [torch.cat([zero, torch.cumsum(counts * centers**p, 0)]) for p in range(3)]
+        below = torch.searchsorted(centers, low.contiguous())  # bins clipped up to ``low``
+        above = torch.searchsorted(centers, high.contiguous(), right=True)
+        clip_low = sums[2][below] - 2 * low * sums[1][below] + low**2 * sums[0][below]
+        rest = [s[-1] - s[above] for s in sums]
+        clip_high = rest[2] - 2 * high * rest[1] + high**2 * rest[0]
+        inside = sums[0][above] - sums[0][below]
+        return clip_low + clip_high + inside * scale**2 / 12
+
+
+class PercentileObserver(_HistogramRangeObserver):
+    """The range from the ``percentile``-th lowest to the ``percentile``-th highest value
+    (linear within a bin), widened to include 0."""
+
+    def __init__(self, percentile: float = 99.99, **kwargs) -> None:
+        if not 50.0 < percentile <= 100.0:
+            raise ValueError(f"percentile {percentile} is not in (50, 100]")
+        super().__init__(**kwargs)
+        self.percentile = percentile
+
+    def _choose(self) -> tuple[float, float]:
+        counts = self.histogram.clone()
+        zero_bin = min(max(math.floor(-float(self.lower) / float(self.width)), 0), BINS - 1)
+        counts[zero_bin] += self.zeros  # the exact zeros, counted apart, are in 0's bin
+        cumulative = torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(counts, 0)])
+        total = float(cumulative[-1])
+        tail = total * (1.0 - self.percentile / 100.0)
+        edges = self.lower + self.width * torch.arange(BINS + 1, dtype=torch.float64)
+        low = float(_interpolate(cumulative, edges, tail))
+        high = float(_interpolate(cumulative, edges, total - tail))
+        low = min(max(low, float(self.min_val)), 0.0)
+        high = max(min(high, float(self.max_val)), 0.0)
+        return low, high
+
+
+def _interpolate(cumulative: torch.Tensor, edges: torch.Tensor, rank: float) -> torch.Tensor:
+    """The value below which ``rank`` of the counts lie (uniform within a bin)."""
+    index = int(torch.searchsorted(cumulative, torch.tensor(rank, dtype=torch.float64)))
+    index = min(max(index, 1), BINS)
+    before, after = cumulative[index - 1], cumulative[index]
+    fraction = (rank - before) / (after - before) if after > before else torch.tensor(0.0)
+    return edges[index - 1] + fraction.clamp(0, 1) * (edges[index] - edges[index - 1])

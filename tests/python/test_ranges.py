@@ -1,0 +1,260 @@
+"""Activation range methods (``--calibration-method``): the histogram observers' choices
+against independent computations on the raw samples, and whole models compiled with them.
+
+Every error here is measured by quantizing the raw samples with the chosen scale and zero
+point (the formula written out below, not the observer's), never by the observer's own
+estimate.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+from torchao.quantization.pt2e.observer import MinMaxObserver
+from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
+
+from cortex_m_nn.abi import KernelAbi
+from cortex_m_nn.calibration import synthetic
+from cortex_m_nn.compile import compile_model
+from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.models import ds_cnn
+from cortex_m_nn.options import QuantizationOptions, RangeMethod
+from cortex_m_nn.quantizer import CortexMQuantizer
+from cortex_m_nn.quantizer.config import EPS
+from cortex_m_nn.quantizer.observers import BINS, MseObserver, PercentileObserver
+from cortex_m_nn.target import DEFAULT_TARGET
+from cortex_m_nn.verify import verify_program
+
+from .models import extremes, pools, probability_floor
+from .test_cli import TINY_SOURCE, invoke
+from .test_quantizer import ConvNet
+
+LEVELS = 255  # int8: 256 levels, 255 steps
+
+
+def _observer(cls=MseObserver, **kwargs):
+    return cls(dtype=torch.int8, quant_min=-128, quant_max=127, eps=EPS, **kwargs)
+
+
+def _observe(observer, values: torch.Tensor, batches: int = 4):
+    for batch in values.split(max(1, values.numel() // batches)):
+        observer(batch)
+    return observer.calculate_qparams()
+
+
+def _qparams(low: float, high: float) -> tuple[float, int]:
+    """int8 asymmetric scale and (integral) zero point covering [low, high] ∪ {0}."""
+    low, high = min(low, 0.0), max(high, 0.0)
+    scale = max((high - low) / LEVELS, EPS)
+    return scale, int(min(max(-128 - round(low / scale), -128), 127))
+
+
+def _mse(values: torch.Tensor, scale, zero_point) -> float:
+    """Mean squared error of quantizing ``values`` to int8 and back."""
+    values = values.double()
+    scale, zero_point = float(scale), int(zero_point)
+    levels = torch.clamp(torch.round(values / scale) + zero_point, -128, 127)
+    return float(((levels - zero_point) * scale - values).pow(2).mean())
+
+
+def _minmax_mse(values: torch.Tensor) -> float:
+    return _mse(values, *_qparams(float(values.min()), float(values.max())))
+
+
+def _grid(values: torch.Tensor, lows: list[float], highs: torch.Tensor) -> tuple[float, ...]:
+    """(least MSE, its low, its high) over ``lows`` × ``highs``, on the raw samples."""
+    best = (float("inf"), 0.0, 0.0)
+    for low in lows:  # each low against every high at once
+        scale = ((highs - low) / LEVELS).clamp(min=EPS)[:, None]
+        zero_point = (-128 - torch.round(low / scale)).clamp(-128, 127)
+        levels = torch.clamp(torch.round(values / scale) + zero_point, -128, 127)
+        errors = ((levels - zero_point) * scale - values).pow(2).mean(1)
+        index = int(errors.argmin())
+        best = min(best, (float(errors[index]), low, float(highs[index])))
+    return best
+
+
+def _brute_force(values: torch.Tensor, steps: int = 36) -> float:
+    """The least MSE over candidate ranges measured on the raw samples: a grid over
+    [min, 0] × [0, max], then a grid as fine again around its best cell."""
+    x = values.double()
+    lowest, highest = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
+    low_step, high_step = -lowest / (steps - 1), highest / (steps - 1)
+    lows = torch.linspace(lowest, 0.0, steps, dtype=torch.float64)
+    _, low, high = _grid(x, lows.tolist(), torch.linspace(0.0, highest, steps).double())
+    lows = torch.linspace(max(low - low_step, lowest), min(low + low_step, 0.0), steps)
+    highs = torch.linspace(max(high - high_step, 0.0), min(high + high_step, highest), steps)
+    return _grid(x, lows.double().tolist(), highs.double())[0]
+
+
+def _generator(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def test_uniform_values_keep_their_full_range() -> None:
+    # Uniform on [-1, 3]: clipping any tail costs more than the finer rounding saves.
+    values = torch.rand(200_000, generator=_generator(1)) * 4 - 1
+    scale, zero_point = _observe(_observer(), values)
+    low = (-128 - int(zero_point)) * float(scale)
+    high = (127 - int(zero_point)) * float(scale)
+    assert low == pytest.approx(-1, abs=0.02) and high == pytest.approx(3, abs=0.02)
+    assert _mse(values, scale, zero_point) <= 1.01 * _minmax_mse(values)
+
+
+def test_rare_outliers_are_clipped_and_the_error_drops() -> None:
+    # N(0, 1) with three values near 40σ among a million: keeping them would coarsen the
+    # step for everything else more than clipping them costs (their squared distance).
+    values = torch.randn(1_000_000, generator=_generator(2))
+    values[[10, 8_000, 500_000]] = torch.tensor([40.0, 38.0, -36.0])
+    scale, zero_point = _observe(_observer(), values, batches=10)
+    high = (127 - int(zero_point)) * float(scale)
+    low = (-128 - int(zero_point)) * float(scale)
+    assert high < 38 and low > -36, (low, high)  # every outlier clipped
+    chosen, minmax = _mse(values, scale, zero_point), _minmax_mse(values)
+    assert chosen < 0.5 * minmax, (chosen, minmax)
+
+
+DISTRIBUTIONS = {
+    "gaussian": lambda g: torch.randn(8_000, generator=g),
+    "laplace_skewed": lambda g: torch.distributions.Laplace(0.5, 1.0).sample((8_000,)),
+    "relu": lambda g: torch.relu(torch.randn(8_000, generator=g) * 2 + 0.3),
+    "heavy_tail": lambda g: torch.randn(8_000, generator=g) ** 3,
+}
+
+
+@pytest.mark.parametrize("name", sorted(DISTRIBUTIONS))
+def test_choice_is_near_the_brute_force_optimum(name: str) -> None:
+    torch.manual_seed(3)  # Laplace samples from the global generator
+    values = DISTRIBUTIONS[name](_generator(3))
+    scale, zero_point = _observe(_observer(), values)
+    chosen, best = _mse(values, scale, zero_point), _brute_force(values)
+    print(f"{name}: chosen {chosen:.4g} brute force {best:.4g}")
+    assert chosen <= 1.02 * best, (chosen, best)
+    assert chosen <= _minmax_mse(values) * 1.0001
+
+
+def test_growing_batches_are_rebinned_exactly() -> None:
+    """Batches of ever wider ranges: every bin holds exactly the values between its edges."""
+    generator = _generator(4)
+    batches = [torch.randn(5_000, generator=generator) * 2**k + k for k in range(6)]
+    observer = _observer()
+    for batch in batches:
+        observer(batch)
+    values = torch.cat(batches).double()
+    lower, width = float(observer.lower), float(observer.width)
+    assert lower <= float(values.min()) and lower + BINS * width >= float(values.max())
+    edges = lower + width * torch.arange(BINS + 1, dtype=torch.float64)
+    expected = torch.histogram(values, edges).hist
+    torch.testing.assert_close(observer.histogram, expected, rtol=0, atol=0)
+
+
+def test_relu_values_start_at_zero_and_zeros_are_exact() -> None:
+    values = torch.relu(torch.randn(50_000, generator=_generator(5)))
+    scale, zero_point = _observe(_observer(), values)
+    assert int(zero_point) == -128  # range [0, high]: 0 is level -128, no level wasted
+    assert float(scale) > 0
+
+
+@pytest.mark.parametrize("constant", [0.0, 2.5, -0.75])
+def test_constant_tensor_gets_a_valid_scale(constant: float) -> None:
+    values = torch.full((64,), constant)
+    scale, zero_point = _observe(_observer(), values)
+    assert float(scale) >= EPS and -128 <= int(zero_point) <= 127
+    dequantized = torch.clamp(torch.round(values / scale) + zero_point, -128, 127) - zero_point
+    assert (dequantized * scale - values).abs().max() <= float(scale) / 2 + 1e-7
+
+
+def test_same_values_give_the_same_qparams() -> None:
+    values = torch.randn(30_000, generator=_generator(6)) ** 3
+    first, second = _observe(_observer(), values), _observe(_observer(), values.clone())
+    assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
+
+
+def test_non_finite_values_are_refused() -> None:
+    with pytest.raises(ValueError, match="non-finite"):
+        _observer()(torch.tensor([1.0, float("inf")]))
+
+
+def test_percentile_clips_the_tails_it_names() -> None:
+    values = torch.randn(200_000, generator=_generator(7))
+    scale, zero_point = _observe(_observer(PercentileObserver, percentile=99.0), values)
+    low = (-128 - int(zero_point)) * float(scale)
+    high = (127 - int(zero_point)) * float(scale)
+    sorted_values = values.double().sort().values
+    expected_low = float(sorted_values[int(0.01 * values.numel())])
+    expected_high = float(sorted_values[int(0.99 * values.numel())])
+    # within a bin and the zero point's rounding
+    tolerance = 2 * float(scale)
+    assert low == pytest.approx(expected_low, abs=tolerance)
+    assert high == pytest.approx(expected_high, abs=tolerance)
+
+
+def _activation_observers(module: nn.Module, example: tuple, method: RangeMethod) -> list:
+    exported = torch.export.export(module, example).module()
+    options = QuantizationOptions(ranges=method)
+    prepared = prepare_pt2e(exported, CortexMQuantizer(options))
+    return [m for m in prepared.modules() if type(m).__name__.endswith("Observer")]
+
+
+def test_quantizer_uses_the_chosen_method_with_the_same_sharing() -> None:
+    torch.manual_seed(0)
+    module, example = ConvNet().eval(), (torch.randn(1, 3, 8, 8),)
+    minmax = _activation_observers(module, example, RangeMethod.MINMAX)
+    mse = _activation_observers(module, example, RangeMethod.MSE)
+    kinds = [type(m) for m in mse]
+    # The same observers (so the same shared edges), activations' now MseObserver; the
+    # linear's per-tensor weight keeps min/max, softmax's output keeps its fixed qparams.
+    assert len(mse) == len(minmax)
+    assert kinds.count(MseObserver) == [type(m) for m in minmax].count(MinMaxObserver) - 1
+    assert kinds.count(MinMaxObserver) == 1
+
+
+def _compile(module: nn.Module, inputs: tuple, method: RangeMethod):
+    source = ModelSource(type(module).__name__, module.eval(), tuple(inputs))
+    return compile_model(
+        source,
+        KernelAbi.for_target(DEFAULT_TARGET),
+        synthetic(source.example_inputs, count=8),
+        progress=False,
+        options=QuantizationOptions(ranges=method),
+    )
+
+
+CASES = [(f, RangeMethod.MSE) for f in (ds_cnn, pools, extremes, probability_floor)]
+CASES += [(f, RangeMethod.PERCENTILE) for f in (pools, probability_floor)]
+
+
+@pytest.mark.parametrize(
+    ("factory", "method"), CASES, ids=[f"{f.__name__}-{m.value}" for f, m in CASES]
+)
+def test_models_verify_and_compile_deterministically(factory, method: RangeMethod) -> None:
+    compiled = _compile(*factory(), method)
+    verification = verify_program(compiled)
+    assert verification.passed, verification.per_node
+    assert compiled.pte == _compile(*factory(), method).pte
+
+
+def test_cli_method_is_verified_and_recorded(tmp_path) -> None:
+    model = tmp_path / "tiny.py"
+    model.write_text(TINY_SOURCE)
+    programs = {}
+    for method in ("minmax", "mse"):
+        pte, report = tmp_path / f"{method}.pte", tmp_path / f"{method}.json"
+        result = invoke(
+            f"{model}:make",
+            "-o",
+            pte,
+            "--verify",
+            "--report-json",
+            report,
+            "--calibration-method",
+            method,
+        )
+        assert result.status == 0, result.err
+        assert "PASS" in result.out
+        assert json.loads(report.read_text())["calibration"]["options"]["ranges"] == method
+        programs[method] = pte.read_bytes()
+    assert programs["mse"] != programs["minmax"], "the method was ignored"
