@@ -76,14 +76,25 @@ class Stages:
 
 @dataclass
 class CompiledProgram:
+    """A lowered model; its ``.pte`` (with the memory plan read back from it) is made by
+    ``compile_quantized`` or, when that deferred it, on first use."""
+
     model: ModelSource
     #: the kernel ABI (core, ISA, rounding, operator version) the program was compiled for
     abi: KernelAbi
     calibration: Calibration
-    pte: bytes
     stages: Stages
     #: how the quantizer calibrated (ranges, float-model preparations)
     options: QuantizationOptions = field(default_factory=QuantizationOptions)
+    _pte: bytes | None = field(default=None, repr=False)
+
+    @property
+    def pte(self) -> bytes:
+        """The serialised ExecuTorch program."""
+        if self._pte is None:
+            with _Timer(self.stages.seconds)("serialise"):
+                self._pte = to_program(self.lowered, self.model, self.abi, self.stages)
+        return self._pte
 
     @property
     def target(self) -> Target:
@@ -112,6 +123,8 @@ class CompiledProgram:
 
     @property
     def memory(self) -> MemoryPlan:
+        """The memory plan of ``forward``, read back from the serialised program."""
+        self.pte  # noqa: B018  (the plan is read while serialising)
         return self.stages.memory
 
 
@@ -189,8 +202,10 @@ def compile_model(
     rounding: Rounding = Rounding.DOUBLE,
     progress: bool = True,
     options: QuantizationOptions | None = None,
+    serialise: bool = True,
 ) -> CompiledProgram:
     """Compile ``source`` for ``target``; raises CompileError for anything the user must fix.
+    ``serialise``: as for :func:`compile_quantized`.
 
     ``target`` is the program's :class:`~cortex_m_nn.abi.KernelAbi` (what the .pte records
     and the references run with), or a Target and ``rounding``, the requantization rounding
@@ -208,6 +223,7 @@ def compile_model(
         rounding=rounding,
         seconds=seconds,
         options=options,
+        serialise=serialise,
     )
 
 
@@ -221,10 +237,13 @@ def compile_quantized(
     rounding: Rounding = Rounding.DOUBLE,
     seconds: dict[str, float] | None = None,
     options: QuantizationOptions | None = None,
+    serialise: bool = True,
 ) -> CompiledProgram:
     """Lower and serialise what ``quantize(source, calibration, options=options)`` returned:
     one export and calibration can be lowered for several targets (the graphs are read, never
-    changed)."""
+    changed). ``serialise=False`` defers ``to_edge``/``to_executorch`` (three quarters of a
+    small model's compile) to the first use of the ``.pte`` or its memory plan, for callers
+    that check only the lowered graph."""
     abi = target if isinstance(target, KernelAbi) else KernelAbi.for_target(target, rounding)
     stages = Stages(seconds=dict(seconds or {}))
     stages.exported, stages.quantized = quantized
@@ -234,9 +253,10 @@ def compile_quantized(
     fallbacks = stages.lowering.fallbacks
     if fallbacks and not allow_fallback:
         raise CompileError(unsupported_message(fallbacks))
-    with timer("serialise"):
-        pte = to_program(stages.lowering.graph_module, source, abi, stages)
-    return CompiledProgram(source, abi, calibration, pte, stages, options or QuantizationOptions())
+    compiled = CompiledProgram(source, abi, calibration, stages, options or QuantizationOptions())
+    if serialise:
+        compiled.pte  # noqa: B018
+    return compiled
 
 
 #: Further fallbacks an unsupported-operator error names after the first.
@@ -286,6 +306,7 @@ class _Timer:
 
 def write_intermediates(compiled: CompiledProgram, directory: Path) -> list[Path]:
     """Each stage's graph as readable text."""
+    compiled.pte  # noqa: B018  (the edge and executorch texts are kept while serialising)
     directory.mkdir(parents=True, exist_ok=True)
     stages = compiled.stages
     texts: dict[str, Callable[[], str]] = {

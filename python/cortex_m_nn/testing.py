@@ -69,6 +69,7 @@ def check_dialect(
         calibration,
         allow_fallback=allow_fallback,
         progress=False,
+        serialise=False,  # on first use of compiled.pte: most checks read the graphs only
     )
     for expected, graph, stage in (
         (before, compiled.stages.quantized, "before lowering"),
