@@ -68,6 +68,19 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="how each activation's int8 range is chosen from the calibration values "
         "(default: %(default)s)",
     )
+    parser.add_argument(
+        "--equalize",
+        action="store_true",
+        help="cross-layer equalization before quantizing: rescale channels between "
+        "consecutive layers so their per-channel weight ranges match (the float model's "
+        "function is unchanged)",
+    )
+    parser.add_argument(
+        "--bias-correction",
+        action="store_true",
+        help="subtract each layer's mean weight-quantization error, measured on the "
+        "calibration samples, from its bias",
+    )
     parser.add_argument("--report-json", type=Path, help="also write the report as JSON")
 
 
@@ -206,7 +219,11 @@ def _compile_and_check(
         calibration,
         allow_fallback=args.allow_fallback,
         progress=not args.quiet,
-        options=QuantizationOptions(ranges=RangeMethod(args.calibration_method)),
+        options=QuantizationOptions(
+            ranges=RangeMethod(args.calibration_method),
+            equalize=args.equalize,
+            bias_correction=args.bias_correction,
+        ),
     )
     verification = verify_program(compiled) if args.verify else None
     document = report.as_dict(compiled, verification)

@@ -42,6 +42,8 @@ from cortex_m_nn.passes.pipeline import lower
 from cortex_m_nn.passes.records import LoweringResult, OpRecord
 from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
 from cortex_m_nn.quantizer import CortexMQuantizer
+from cortex_m_nn.quantizer.bias_correction import correct_biases
+from cortex_m_nn.quantizer.equalize import equalize, fold_batch_norms
 from cortex_m_nn.rewrites import rewrite_for
 from cortex_m_nn.target import Target
 
@@ -140,6 +142,13 @@ def quantize(
     measured); returns (exported float graph in functional form, converted quantized graph)."""
     exported = export(source)
     functional_form(exported)
+    options = options or QuantizationOptions()
+    if options.equalize or options.bias_correction:
+        fold_batch_norms(exported)  # both must see the weights PT2E quantizes, BN folded in
+    if options.equalize:
+        equalize(exported)
+    if options.bias_correction:
+        correct_biases(exported, calibration.samples)
     prepared = prepare_pt2e(exported, CortexMQuantizer(options))
     with torch.no_grad():
         for sample in tqdm(
