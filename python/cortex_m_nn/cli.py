@@ -71,9 +71,9 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--equalize",
         action="store_true",
-        help="cross-layer equalization before quantizing: rescale channels between "
-        "consecutive layers so their per-channel weight ranges match (the float model's "
-        "function is unchanged)",
+        help="cross-layer equalization before quantizing: rescale the channels between "
+        "consecutive layers so each channel's calibration range matches the next layer's "
+        "weight range for it (the float model's function is unchanged)",
     )
     parser.add_argument(
         "--bias-correction",

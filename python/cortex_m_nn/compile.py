@@ -146,7 +146,7 @@ def quantize(
     if options.equalize or options.bias_correction:
         fold_batch_norms(exported)  # both must see the weights PT2E quantizes, BN folded in
     if options.equalize:
-        equalize(exported)
+        equalize(exported, calibration.samples)
     if options.bias_correction:
         correct_biases(exported, calibration.samples)
     prepared = prepare_pt2e(exported, CortexMQuantizer(options))

@@ -120,15 +120,17 @@ def exported(model: nn.Module, shape: tuple[int, ...]) -> torch.fx.GraphModule:
     return graph
 
 
+@pytest.mark.parametrize("calibrated", [False, True], ids=["data-free", "calibrated"])
 @pytest.mark.parametrize("name", MODELS)
-def test_equalization_keeps_the_float_function(name: str) -> None:
+def test_equalization_keeps_the_float_function(name: str, calibrated: bool) -> None:
     factory, shape, expected_pairs = MODELS[name]
     torch.manual_seed(0)
     model = factory().eval()
     original = copy.deepcopy(model.state_dict())
     graph = exported(model, shape)
     fold_batch_norms(graph)
-    pairs = equalize(graph)
+    samples = [(torch.randn(shape) * 3,) for _ in range(2)] if calibrated else None
+    pairs = equalize(graph, samples)
     assert len(pairs) == expected_pairs, [(p.first.name, p.second.name) for p in pairs]
     with torch.no_grad():
         for seed in range(3):
@@ -243,3 +245,31 @@ def test_equalization_reduces_the_weight_quantization_error() -> None:
             graph.get_parameter("2.weight"),
         )
     assert after < before / 10, (before, after)
+
+
+def test_calibrated_ranges_balance_the_activation_against_the_second_layer() -> None:
+    """Known optimum with calibration samples: each channel's largest activation between the
+    layers and the second layer's range for it both become sqrt(a * r2), a and r2 measured
+    here on the original model."""
+    model = _imbalanced_pair(1)
+    generator = torch.Generator().manual_seed(7)
+    samples = [(torch.randn(2, 4, 6, 6, generator=generator),) for _ in range(3)]
+
+    def activation(first: nn.Module | None = None) -> torch.Tensor:
+        conv = first or model[0]
+        with torch.no_grad():
+            values = torch.cat([F.relu(conv(x)) for (x,) in samples])
+        return values.abs().amax(dim=(0, 2, 3))
+
+    a, r2 = activation(), model[2].weight.detach().abs().amax(dim=(0, 2, 3))
+    graph = exported(model, (2, 4, 6, 6))
+    equalize(graph, samples)
+    first = copy.deepcopy(model[0])
+    first.weight.data, first.bias.data = (
+        graph.get_parameter("0.weight"),
+        graph.get_parameter("0.bias"),
+    )
+    expected = torch.sqrt(a * r2)
+    torch.testing.assert_close(activation(first), expected, rtol=1e-5, atol=0)
+    q2 = graph.get_parameter("2.weight").abs().amax(dim=(0, 2, 3))
+    torch.testing.assert_close(q2, expected, rtol=1e-5, atol=0)

@@ -11,9 +11,15 @@ residual branch: the other reader would see the scaled channels).
 
 With ``r1_i`` the largest ``|w|`` of the first layer's output channel ``i`` and ``r2_i`` that
 of the second layer's weights reading input channel ``i``, ``s_i = sqrt(r1_i / r2_i)`` makes
-both ``sqrt(r1_i * r2_i)``: the second layer's per-output-channel int8 weights and the int8
-activation between them no longer spend their range on a few large channels. Pairs share
-layers along a chain, so the scaling sweeps over all pairs until the scales settle.
+both ``sqrt(r1_i * r2_i)`` (the data-free form of the paper). Our convolution weights are
+int8 per output channel, so scaling the first layer's channels costs its weights nothing;
+what the scaling changes is the int8 activation between the layers (one scale for all
+channels) and the second layer's weights. So with calibration samples (what
+``compile.quantize`` passes), ``r1_i`` is instead the largest ``|value|`` of channel ``i`` of
+that activation over the samples: the scaling balances the activation's channels against the
+second layer's weights reading them, both ending at ``sqrt(r1_i * r2_i)``. Pairs share
+layers along a chain, so the scaling sweeps over all pairs until the scales settle (the
+activation ranges scale with ``1 / s_i`` exactly, so they are measured once).
 
 Batch norms are folded into the convolution or linear layer before them first
 (:func:`fold_batch_norms`): equalization must see the weights PT2E will quantize, and PT2E
@@ -24,10 +30,11 @@ parameters ``torch.export`` shares, is never modified.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
-from torch.fx import GraphModule, Node
+from torch.fx import GraphModule, Interpreter, Node
 
 from cortex_m_nn.quantizer.batch_norm import BATCH_NORMS, _affine
 from cortex_m_nn.quantizer.quantizer import CONVOLUTIONS, LINEARS
@@ -248,16 +255,59 @@ def channel_ranges(pair: Pair, first: torch.Tensor, second: torch.Tensor) -> tup
     return r1, r2.reshape(-1)
 
 
-def _scale(pair: Pair, tensors: dict[Node, torch.Tensor]) -> float:
-    """Rescale one pair in ``tensors`` (weights and biases by node); the largest |log s|."""
+class _RangeMeter(Interpreter):
+    """Runs the float graph and keeps, per pair, the largest ``|value|`` of each channel the
+    second layer reads."""
+
+    def __init__(self, model: GraphModule, pairs: list[Pair]) -> None:
+        super().__init__(model)
+        self.inputs = {pair.second.args[0]: pair for pair in pairs}
+        self.ranges: dict[Pair, torch.Tensor] = {}
+
+    def run_node(self, node: Node) -> object:
+        result = super().run_node(node)
+        pair = self.inputs.get(node)
+        if pair is not None:
+            channels = pair.first.args[1].meta["val"].shape[0]
+            if pair.second.target in CONVOLUTIONS:
+                values = result.detach().transpose(0, 1).reshape(channels, -1)
+            else:
+                values = result.detach().reshape(-1, channels, pair.repeat).transpose(0, 1)
+            largest = values.reshape(channels, -1).abs().amax(dim=1).double()
+            previous = self.ranges.get(pair)
+            self.ranges[pair] = largest if previous is None else torch.maximum(previous, largest)
+        return result
+
+
+def activation_ranges(
+    model: GraphModule, pairs: list[Pair], samples: Iterable[tuple[torch.Tensor, ...]]
+) -> dict[Pair, torch.Tensor]:
+    """Per pair, the largest ``|value|`` of each channel between the two layers on
+    ``samples`` (``[C]``)."""
+    meter = _RangeMeter(model, pairs)
+    with torch.no_grad():
+        for sample in samples:
+            meter.run(*sample)
+    return meter.ranges
+
+
+def _scale(
+    pair: Pair, tensors: dict[Node, torch.Tensor], activations: dict[Pair, torch.Tensor] | None
+) -> float:
+    """Rescale one pair in ``tensors`` (weights and biases by node) and ``activations``;
+    the largest |log s|."""
     first, second = tensors[pair.first.args[1]], tensors[pair.second.args[1]]
     r1, r2 = channel_ranges(pair, first, second)
+    if activations is not None:
+        r1 = activations[pair]
     usable = (r1 > 0) & (r2 > 0)
     s = torch.where(usable, torch.sqrt(r1 / torch.where(usable, r2, 1)), torch.ones_like(r1))
     tensors[pair.first.args[1]] = first / s.reshape(-1, *[1] * (first.dim() - 1))
     bias = argument(pair.first, 2, "bias", None)
     if bias is not None:
         tensors[bias] = tensors[bias] / s
+    if activations is not None:
+        activations[pair] = activations[pair] / s
     groups = _groups(pair.second)
     view = input_view(second, groups, pair.repeat)
     scaled = view * s.reshape(groups, 1, -1, 1)
@@ -265,9 +315,16 @@ def _scale(pair: Pair, tensors: dict[Node, torch.Tensor]) -> float:
     return float(s.log().abs().max())
 
 
-def equalize(model: GraphModule, sweeps: int = SWEEPS) -> list[Pair]:
-    """Equalize every pair of ``model`` (batch norms already folded); returns the pairs."""
+def equalize(
+    model: GraphModule,
+    samples: Iterable[tuple[torch.Tensor, ...]] | None = None,
+    sweeps: int = SWEEPS,
+) -> list[Pair]:
+    """Equalize every pair of ``model`` (batch norms already folded): against the
+    activation ranges on ``samples``, or data-free (weight ranges) without; returns the
+    pairs."""
     pairs = find_pairs(model)
+    activations = activation_ranges(model, pairs, samples) if samples is not None else None
     tensors: dict[Node, torch.Tensor] = {}
     for pair in pairs:
         for layer in (pair.first, pair.second):
@@ -275,7 +332,7 @@ def equalize(model: GraphModule, sweeps: int = SWEEPS) -> list[Pair]:
             for node in (layer.args[1], bias) if bias is not None else (layer.args[1],):
                 tensors[node] = attribute_tensor(model, node).to(torch.float64)
     for _ in range(sweeps if pairs else 0):
-        if max(_scale(pair, tensors) for pair in pairs) < TOLERANCE:
+        if max(_scale(pair, tensors, activations) for pair in pairs) < TOLERANCE:
             break
     for node, value in tensors.items():
         replace_attribute(model, node, value.to(attribute_tensor(model, node).dtype))
