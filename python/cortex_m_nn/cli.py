@@ -70,6 +70,19 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "rounding inside and clipping outside, over a histogram of the values) or percentile "
         "(0.01th to 99.99th) (default: %(default)s)",
     )
+    parser.add_argument(
+        "--equalize",
+        action="store_true",
+        help="cross-layer equalization before quantizing: rescale the channels between "
+        "consecutive layers so each channel's calibration range matches the next layer's "
+        "weight range for it (the float model's function is unchanged)",
+    )
+    parser.add_argument(
+        "--bias-correction",
+        action="store_true",
+        help="subtract each layer's mean weight-quantization error, measured on the "
+        "calibration samples, from its bias",
+    )
     parser.add_argument("--report-json", type=Path, help="also write the report as JSON")
 
 
@@ -209,7 +222,11 @@ def _compile_and_check(
         calibration,
         allow_fallback=args.allow_fallback,
         progress=not args.quiet,
-        options=QuantizationOptions(ranges=RangeMethod(args.calibration_method)),
+        options=QuantizationOptions(
+            ranges=RangeMethod(args.calibration_method),
+            equalize=args.equalize,
+            bias_correction=args.bias_correction,
+        ),
     )
     verification = verify_program(compiled) if args.verify else None
     stages = compiled.stages

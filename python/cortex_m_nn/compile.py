@@ -43,6 +43,8 @@ from cortex_m_nn.passes.pipeline import lower
 from cortex_m_nn.passes.records import LoweringResult, OpRecord
 from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
 from cortex_m_nn.quantizer import CortexMQuantizer
+from cortex_m_nn.quantizer.bias_correction import correct_biases
+from cortex_m_nn.quantizer.equalize import equalize, fold_batch_norms
 from cortex_m_nn.rewrites import rewrite_for
 from cortex_m_nn.target import Target
 
@@ -151,10 +153,20 @@ def quantize(
     options: QuantizationOptions | None = None,
 ) -> tuple[GraphModule, GraphModule]:
     """Export, make functional and PT2E-quantize with ``options`` (default: the best
-    measured); returns (exported float graph in functional form, converted quantized graph)."""
+    measured); returns (the float graph in functional form — batch norms folded and
+    equalized when the options ask — and the converted quantized graph)."""
     exported = export(source)
     functional_form(exported)
-    float_graph = copy.deepcopy(exported)  # prepare_pt2e changes the graph it is given
+    options = options or QuantizationOptions()
+    if options.equalize or options.bias_correction:
+        fold_batch_norms(exported)  # both must see the weights PT2E quantizes, BN folded in
+    if options.equalize:
+        equalize(exported, calibration.samples)
+    # the float reference of the report's per-layer SNR: equalizing is exact in float, bias
+    # correction is not; prepare_pt2e changes the graph it is given
+    float_graph = copy.deepcopy(exported)
+    if options.bias_correction:
+        correct_biases(exported, calibration.samples)
     prepared = prepare_pt2e(exported, CortexMQuantizer(options))
     with torch.no_grad():
         for sample in tqdm(

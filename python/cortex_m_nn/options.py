@@ -27,6 +27,10 @@ class QuantizationOptions:
     """The quantizer's choices; the defaults are the best measured (benchmarks/accuracy.py)."""
 
     ranges: RangeMethod = RangeMethod.MINMAX
+    #: cross-layer equalization of the float model (quantizer/equalize.py)
+    equalize: bool = False
+    #: bias correction from the calibration samples (quantizer/bias_correction.py)
+    bias_correction: bool = False
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: enums as their values."""

@@ -569,6 +569,26 @@ def test_allow_fallback_keeps_it_in_fp32(capsys, tmp_path: Path) -> None:
 # 6. Intermediates ---------------------------------------------------------------------------
 
 
+def test_equalize_and_bias_correction_are_recorded_verified_and_deterministic(
+    capsys, tiny_model: Path, tiny_run, tmp_path: Path
+) -> None:
+    reports, programs = [], []
+    for name in ("a", "b"):
+        pte, report = tmp_path / f"{name}.pte", tmp_path / f"{name}.json"
+        arguments = ("--equalize", "--bias-correction", "--verify", "-q", "--report-json", report)
+        result = run(capsys, f"{tiny_model}:make", *arguments, "-o", pte)
+        assert result.status == 0, result.err
+        reports.append(json.loads(report.read_text()))
+        programs.append(pte.read_bytes())
+    options = reports[0]["calibration"]["options"]
+    assert options["equalize"] is True and options["bias_correction"] is True
+    default = tiny_run[2]["calibration"]["options"]
+    assert default["equalize"] is False and default["bias_correction"] is False
+    assert reports[0]["verify"]["passed"] is True
+    assert programs[0] == programs[1]  # the same calibration set: the same program
+    assert programs[0] != tiny_run[1].read_bytes()  # the weights and biases changed
+
+
 def test_intermediates_are_written(tiny_run) -> None:
     result, _, _, stages = tiny_run
     assert result.status == 0, result.err
