@@ -284,7 +284,6 @@ class Run:
     sizes: list[int]
     lowered: int
     seed: int
-    retrain: bool
     peer: bool
 
 
@@ -499,7 +498,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "--lowered", type=int, default=TEST_IMAGES, help="test images for the lowered graphs"
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (more than 1 is slower on busy cores)"
+    )
     parser.add_argument("--retrain", action="store_true", help="ignore cached weights")
     parser.add_argument("--json", type=Path, help="write every measurement to this file")
     return parser.parse_args(argv)
@@ -515,7 +516,6 @@ def setup(args: argparse.Namespace) -> tuple[Run, dict[str, str], str | None]:
         args.sizes,
         min(args.lowered, TEST_IMAGES),
         args.seed,
-        args.retrain,
         missing_peer is None,
     )
     return run, missing, missing_peer
