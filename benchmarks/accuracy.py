@@ -169,8 +169,12 @@ class Score:
     snr_db: float
     images: int
 
-    def as_dict(self) -> dict[str, float]:
-        return dataclasses.asdict(self)
+    def as_dict(self) -> dict[str, float | None]:
+        """JSON-ready: an exact match's infinite SNR is null."""
+        return {
+            **dataclasses.asdict(self),
+            "snr_db": None if math.isinf(self.snr_db) else self.snr_db,
+        }
 
 
 def score(logits: torch.Tensor, labels: torch.Tensor, reference: torch.Tensor) -> Score:
