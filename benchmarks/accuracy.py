@@ -1,0 +1,588 @@
+"""Int8 accuracy on trained models: our quantizer's configurations against the peer's.
+
+Usage::
+
+    PYTHONPATH=python python benchmarks/accuracy.py [--models M ...] [--configs C ...]
+        [--calibration N] [--sizes 16,64,256] [--lowered N] [--seed S] [--retrain]
+        [--json FILE]
+
+Four networks of ``accuracy_models.py`` are trained (Adam, fixed seed) on scikit-learn's
+handwritten digits (1,797 8×8 images; 497 held back for testing, the rest train), upsampled
+once, bilinearly, to each network's input size. The trained weights are cached under
+``~/.cache/cortex-m-nn/accuracy/`` (``--retrain`` ignores the cache). Each float model is
+quantized by our pipeline (``cortex_m_nn.compile.quantize``) once per configuration of
+``QuantizationOptions`` and by the peer, ExecuTorch 1.5.1's ``CortexMQuantizer`` (PT2E
+prepare, calibrate, convert, the model given as ``channels_last`` as its compiler does),
+with the same calibration images (the first N of a seeded permutation of the training set).
+
+Measured on the test images, per model: top-1 accuracy and the output SNR in dB of the logits
+against the float model's, 10·log10(Σ float² / Σ (float − quantized)²), of each PT2E-quantized
+graph, and of our lowered graph (``compile_quantized`` for cortex-m55, run on the bit-exact
+references of the CMSIS-NN operators: what the device computes). The peer's PT2E graph is the
+reference of every difference. The peer needs ``tosa-tools`` on ``PYTHONPATH``; without it
+the script says so and shows ours alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import logging
+import math
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from accuracy_models import ARCHITECTURES  # noqa: E402
+
+#: Bump when the data pipeline, an architecture or the training changes: cached weights go.
+VERSION = "2"
+CACHE = Path.home() / ".cache" / "cortex-m-nn" / "accuracy"
+TEST_IMAGES = 497
+TARGET = "cortex-m55"
+BATCH = 32
+#: the peak of the one-cycle schedule
+LEARNING_RATE = 1e-2
+#: Our configurations: name → QuantizationOptions fields (string values name enum members).
+CONFIGS: dict[str, dict[str, Any]] = {
+    "minmax": {"ranges": "minmax"},
+    "percentile": {"ranges": "percentile"},
+    "mse": {"ranges": "mse"},
+    "mse+cle": {"ranges": "mse", "equalize": True},
+    "mse+bc": {"ranges": "mse", "bias_correction": True},
+    "mse+cle+bc": {"ranges": "mse", "equalize": True, "bias_correction": True},
+}
+
+
+# --- data -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Digits:
+    """The digits, normalised with the training set's mean and deviation, as [N, 1, 8, 8]."""
+
+    train: torch.Tensor
+    train_labels: torch.Tensor
+    test: torch.Tensor
+    test_labels: torch.Tensor
+    #: resized copies: side → (train, test)
+    sizes: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+
+    def at(self, side: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(train, test) images at ``side``×``side`` (bilinear, computed once)."""
+        if side not in self.sizes:
+            self.sizes[side] = (_resize(self.train, side), _resize(self.test, side))
+        return self.sizes[side]
+
+
+def _resize(images: torch.Tensor, side: int) -> torch.Tensor:
+    if images.shape[-1] == side:
+        return images
+    return nn.functional.interpolate(images, size=(side, side), mode="bilinear")
+
+
+def load_digits(seed: int) -> Digits:
+    """scikit-learn's bundled digits, split (stratified, seeded) into train and test."""
+    from sklearn.datasets import load_digits as sklearn_digits
+    from sklearn.model_selection import train_test_split
+
+    data = sklearn_digits()
+    images = data.images.astype(np.float32)[:, None] / 16.0
+    x_train, x_test, y_train, y_test = train_test_split(
+        images, data.target, test_size=TEST_IMAGES, random_state=seed, stratify=data.target
+    )
+    mean, std = float(x_train.mean()), float(x_train.std())
+    return Digits(
+        torch.from_numpy((x_train - mean) / std),
+        torch.from_numpy(y_train).long(),
+        torch.from_numpy((x_test - mean) / std),
+        torch.from_numpy(y_test).long(),
+    )
+
+
+def calibration_images(train: torch.Tensor, count: int, seed: int) -> torch.Tensor:
+    """The first ``count`` images of a seeded permutation: smaller sets are prefixes of larger."""
+    order = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed + 1))
+    return train[order[:count]]
+
+
+# --- training -------------------------------------------------------------------------------
+
+
+def train(name: str, digits: Digits, seed: int) -> nn.Module:
+    """Train ``name`` with Adam on the training images (seeded batches and weights)."""
+    build, side, epochs = ARCHITECTURES[name]
+    images, _ = digits.at(side)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = build()
+    optimizer = torch.optim.Adam(model.parameters(), LEARNING_RATE)
+    steps = epochs * math.ceil(len(images) / BATCH)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, LEARNING_RATE, total_steps=steps)
+    model.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(images), generator=generator)
+        for start in range(0, len(images), BATCH):
+            batch = order[start : start + BATCH]
+            loss = nn.functional.cross_entropy(model(images[batch]), digits.train_labels[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+    return model.eval()
+
+
+def trained(name: str, digits: Digits, seed: int, retrain: bool) -> tuple[nn.Module, str]:
+    """The trained model from the cache, else trained now (and cached); and which it was."""
+    path = CACHE / f"{name}-seed{seed}-v{VERSION}.pt"
+    if path.is_file() and not retrain:
+        model = ARCHITECTURES[name][0]()
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return model.eval(), f"cached ({path.name})"
+    start = time.perf_counter()
+    model = train(name, digits, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), path)
+    return model, f"trained in {time.perf_counter() - start:.0f} s"
+
+
+# --- measuring ------------------------------------------------------------------------------
+
+
+@dataclass
+class Score:
+    """Top-1 accuracy (%) and output SNR (dB) of a model's logits against the float model's."""
+
+    accuracy: float
+    snr_db: float
+    images: int
+
+    def as_dict(self) -> dict[str, float | None]:
+        """JSON-ready: an exact match's infinite SNR is null."""
+        return {
+            **dataclasses.asdict(self),
+            "snr_db": None if math.isinf(self.snr_db) else self.snr_db,
+        }
+
+
+def score(logits: torch.Tensor, labels: torch.Tensor, reference: torch.Tensor) -> Score:
+    """Accuracy of ``logits`` and their SNR against the float ``reference`` logits."""
+    labels, reference = labels[: len(logits)], reference[: len(logits)]
+    accuracy = 100.0 * float((logits.argmax(1) == labels).double().mean())
+    signal = float(reference.double().pow(2).sum())
+    noise = float((reference.double() - logits.double()).pow(2).sum())
+    snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
+    return Score(accuracy, snr, len(logits))
+
+
+def run_each(model: Callable[[torch.Tensor], torch.Tensor], images: torch.Tensor) -> torch.Tensor:
+    """The logits of each image run alone (exported graphs are specialised to batch 1)."""
+    with torch.no_grad():
+        return torch.cat([model(image[None]) for image in images])
+
+
+# --- quantizing -----------------------------------------------------------------------------
+
+
+def available_configs(names: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(name → QuantizationOptions) for the configurations this cortex_m_nn offers, and
+    (name → why not) for the others."""
+    from cortex_m_nn import options as module
+
+    fields = {f.name: f for f in dataclasses.fields(module.QuantizationOptions)}
+    ready, missing = {}, {}
+    for name in names:
+        values: dict[str, Any] = {}
+        for key, value in CONFIGS[name].items():
+            if key not in fields:
+                missing[name] = f"QuantizationOptions.{key}"
+                break
+            if key == "ranges":
+                members = {m.value: m for m in module.RangeMethod}
+                if value not in members:
+                    missing[name] = f"RangeMethod {value!r}"
+                    break
+                value = members[value]
+            values[key] = value
+        else:
+            ready[name] = module.QuantizationOptions(**values)
+    return ready, missing
+
+
+def quantize_ours(model: nn.Module, samples: torch.Tensor, options: Any) -> tuple[Any, Any, Any]:
+    """(ModelSource, Calibration, (exported, PT2E-quantized graph)) of our pipeline with
+    ``options``, calibrated on ``samples``."""
+    from cortex_m_nn.calibration import Calibration
+    from cortex_m_nn.compile import quantize
+    from cortex_m_nn.model_source import ModelSource
+
+    source = ModelSource(type(model).__name__, model, (samples[:1],))
+    calibration = Calibration([(s[None],) for s in samples], "digits", synthetic=False)
+    return source, calibration, quantize(source, calibration, progress=False, options=options)
+
+
+def lowered_runner(model: nn.Module, samples: torch.Tensor, options: Any) -> tuple[Any, Any]:
+    """(PT2E-quantized graph, image → logits of our lowered graph on its bit-exact references)."""
+    from cortex_m_nn.compile import compile_quantized
+    from cortex_m_nn.ops.library import run_references
+    from cortex_m_nn.target import Target
+
+    source, calibration, graphs = quantize_ours(model, samples, options)
+    compiled = compile_quantized(source, Target.parse(TARGET), calibration, graphs, options=options)
+
+    def run(image: torch.Tensor) -> torch.Tensor:
+        return run_references(compiled.lowered, (image,), compiled.abi.rounding)[0]
+
+    return graphs[1], run
+
+
+def quantize_peer(model: nn.Module, samples: torch.Tensor) -> Callable[[torch.Tensor], Any]:
+    """The peer's PT2E-quantized graph (``channels_last``, as its compiler gives it)."""
+    from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    last = torch.channels_last
+    module = copy.deepcopy(model).to(memory_format=last)
+    example = (samples[:1].to(memory_format=last),)
+    graph = torch.export.export(module, example, strict=True).module(check_guards=False)
+    prepared = prepare_pt2e(graph, CortexMQuantizer())
+    with torch.no_grad():
+        for sample in samples:
+            prepared(sample[None].to(memory_format=last))
+    quantized = convert_pt2e(prepared)
+    return lambda image: quantized(image.to(memory_format=last))
+
+
+def peer_available() -> str | None:
+    """None if the peer's quantizer imports here, else why not (one line)."""
+    try:
+        from executorch.backends.cortex_m.quantizer.quantizer import (  # noqa: F401
+            CortexMQuantizer,
+        )
+    except ImportError as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+# --- one model ------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What the command line chose, and what this environment offers."""
+
+    configs: dict[str, Any]
+    calibration: int
+    sizes: list[int]
+    lowered: int
+    seed: int
+    peer: bool
+
+
+def attempt(measure: Callable[[], Score]) -> dict[str, Any]:
+    """``measure()`` as a dict, or the error (one line) that stopped it: a failure is a result."""
+    try:
+        return measure().as_dict()
+    except Exception as error:  # report the failing model/configuration, keep measuring
+        first = str(error).strip().splitlines()
+        return {"error": f"{type(error).__name__}: {first[0] if first else ''}"}
+
+
+def measure_size(
+    model: nn.Module, samples: torch.Tensor, test: torch.Tensor, judge: Callable, run: Run
+) -> dict[str, dict[str, Any]]:
+    """PT2E scores of the peer and of each of our configurations for one calibration set."""
+    scores: dict[str, dict[str, Any]] = {}
+    if run.peer:
+        scores["peer"] = attempt(lambda: judge(run_each(quantize_peer(model, samples), test)))
+    for name, options in run.configs.items():
+        scores[name] = attempt(
+            lambda o=options: judge(run_each(quantize_ours(model, samples, o)[2][1], test))
+        )
+    return scores
+
+
+def measure_lowered(
+    model: nn.Module, samples: torch.Tensor, test: torch.Tensor, judge: Callable, run: Run
+) -> dict[str, dict[str, Any]]:
+    """Each configuration's lowered graph (bit-exact references) on the first test images."""
+    scores: dict[str, dict[str, Any]] = {}
+    for name, options in run.configs.items():
+
+        def measure(o: Any = options) -> Score:
+            runner = lowered_runner(model, samples, o)[1]
+            return judge(run_each(runner, test[: run.lowered]))
+
+        scores[name] = attempt(measure)
+    return scores
+
+
+def measure_model(name: str, model: nn.Module, digits: Digits, run: Run) -> dict[str, Any]:
+    """Score the trained ``name``'s float, PT2E and lowered forms on the test images."""
+    start = time.perf_counter()
+    train_images, test = digits.at(ARCHITECTURES[name][1])
+    with torch.no_grad():
+        reference = model(test)
+
+    def judge(logits: torch.Tensor) -> Score:
+        return score(logits, digits.test_labels, reference)
+
+    result: dict[str, Any] = {"float": judge(reference).as_dict(), "pt2e": {}}
+    for size in [run.calibration, *[s for s in run.sizes if s != run.calibration]]:
+        samples = calibration_images(train_images, size, run.seed)
+        result["pt2e"][size] = measure_size(model, samples, test, judge, run)
+    result["seconds"] = {"pt2e": time.perf_counter() - start}
+    if run.lowered:
+        samples = calibration_images(train_images, run.calibration, run.seed)
+        result["lowered"] = measure_lowered(model, samples, test, judge, run)
+        if run.peer and run.lowered < len(test):  # the peer on the same images
+            peer = quantize_peer(model, samples)
+            result["lowered"]["peer"] = attempt(lambda: judge(run_each(peer, test[: run.lowered])))
+    result["seconds"]["lowered"] = time.perf_counter() - start - result["seconds"]["pt2e"]
+    print(f"{name}: measured, {result['seconds']}", file=sys.stderr, flush=True)
+    return result
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+def render(rows: list[list[str]], headers: int = 2) -> str:
+    """Columns padded to their widest cell: the first left-aligned, the others right; a rule
+    under the ``headers`` first rows."""
+    widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [
+            cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+        ]
+        lines.append("  ".join(cells).rstrip())
+    lines.insert(headers, "-" * max(len(line) for line in lines))
+    return "\n".join(lines)
+
+
+def cells(scored: dict[str, Any] | None, peer: dict[str, Any] | None) -> list[str]:
+    """accuracy, SNR and, against the peer, Δ accuracy points and Δ dB (empty without one)."""
+    if not scored:
+        return ["", "", "", ""]
+    if "error" in scored:
+        return ["failed", "", "", ""]
+    own = [f"{scored['accuracy']:.2f}", f"{scored['snr_db']:.1f}"]
+    if not peer or "error" in peer:
+        return [*own, "", ""]
+    return [
+        *own,
+        f"{scored['accuracy'] - peer['accuracy']:+.2f}",
+        f"{scored['snr_db'] - peer['snr_db']:+.1f}",
+    ]
+
+
+def header(first: str, groups: list[str], peer: bool) -> list[list[str]]:
+    """Two header rows: the group names over their accuracy / SNR / Δ columns."""
+    top, bottom = [first], [""]
+    if peer:
+        top += ["peer", ""]
+        bottom += ["acc %", "dB"]
+    for group in groups:
+        top += [group, "", "", ""]
+        bottom += ["acc %", "dB", "Δacc", "ΔdB"]
+    return [top, bottom]
+
+
+def mean_row(rows: list[dict[str, Any]], groups: list[str], peer: bool) -> list[str] | None:
+    """Mean Δ accuracy and Δ dB per configuration over the models both quantized."""
+    if not peer:
+        return None
+    row = ["mean Δ vs peer"] + ["", ""]
+    for group in groups:
+        pairs = [
+            (r[group], r["peer"])
+            for r in rows
+            if group in r and "error" not in r[group] and "error" not in r.get("peer", {"error": 1})
+        ]
+        if not pairs:
+            row += ["", "", "", ""]
+            continue
+        accuracy = sum(a["accuracy"] - b["accuracy"] for a, b in pairs) / len(pairs)
+        snr = sum(a["snr_db"] - b["snr_db"] for a, b in pairs) / len(pairs)
+        row += ["", "", f"{accuracy:+.2f}", f"{snr:+.2f}"]
+    return row
+
+
+def float_cell(result: dict[str, Any]) -> str:
+    return f"{result['float']['accuracy']:.2f}"
+
+
+def pt2e_table(results: dict[str, dict], run: Run) -> str:
+    """Per model: float accuracy, the peer's PT2E scores, each configuration's and its Δ."""
+    groups = list(run.configs)
+    rows = header("model", groups, run.peer)
+    rows[0].insert(1, "float")
+    rows[1].insert(1, "acc %")
+    scored = []
+    for name, result in results.items():
+        at = result["pt2e"][run.calibration]
+        peer = at.get("peer")
+        row = [name, float_cell(result)] + (cells(peer, None)[:2] if run.peer else [])
+        for group in groups:
+            row += cells(at.get(group), peer)
+        rows.append(row)
+        scored.append(at)
+    mean = mean_row(scored, groups, run.peer)
+    return render(rows + ([[mean[0], "", *mean[1:]]] if mean else []))
+
+
+def lowered_table(results: dict[str, dict], run: Run) -> str:
+    """Per model: each configuration's lowered graph, against the peer's PT2E graph on the
+    same test images."""
+    groups = list(run.configs)
+    rows = header("model", groups, run.peer)
+    scored = []
+    for result_name, result in results.items():
+        lowered = dict(result.get("lowered", {}))
+        lowered.setdefault("peer", result["pt2e"][run.calibration].get("peer"))
+        peer = lowered.get("peer")
+        row = [result_name] + (cells(peer, None)[:2] if run.peer else [])
+        for group in groups:
+            row += cells(lowered.get(group), peer)
+        rows.append(row)
+        scored.append(lowered)
+    mean = mean_row(scored, groups, run.peer)
+    return render(rows + ([mean] if mean else []))
+
+
+def sizes_table(results: dict[str, dict], run: Run) -> str:
+    """Per model and calibration-set size: the peer's and each configuration's PT2E scores."""
+    groups = list(run.configs)
+    rows = header("model, calibration images", groups, run.peer)
+    per_size: dict[int, list[dict]] = {size: [] for size in run.sizes}
+    for name, result in results.items():
+        for size in run.sizes:
+            at = result["pt2e"][size]
+            peer = at.get("peer")
+            row = [f"{name}, {size}"] + (cells(peer, None)[:2] if run.peer else [])
+            for group in groups:
+                row += cells(at.get(group), peer)
+            rows.append(row)
+            per_size[size].append(at)
+    for size, scored in per_size.items():
+        mean = mean_row(scored, groups, run.peer)
+        if mean:
+            rows.append([f"mean Δ vs peer, {size}", *mean[1:]])
+    return render(rows)
+
+
+# --- command line ---------------------------------------------------------------------------
+
+
+def _sizes(text: str) -> list[int]:
+    return [int(s) for s in text.split(",") if s.strip()]
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", choices=list(ARCHITECTURES), default=None)
+    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=None)
+    parser.add_argument("--calibration", type=int, default=200, help="calibration images")
+    parser.add_argument(
+        "--sizes", type=_sizes, default=[16, 64, 256], help="sensitivity table sizes, e.g. 16,64"
+    )
+    parser.add_argument(
+        "--lowered", type=int, default=TEST_IMAGES, help="test images for the lowered graphs"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (more than 1 is slower on busy cores)"
+    )
+    parser.add_argument("--retrain", action="store_true", help="ignore cached weights")
+    parser.add_argument("--json", type=Path, help="write every measurement to this file")
+    return parser.parse_args(argv)
+
+
+def setup(args: argparse.Namespace) -> tuple[Run, dict[str, str], str | None]:
+    """The run's choices, the configurations this build lacks, and why the peer is missing."""
+    configs, missing = available_configs(args.configs or list(CONFIGS))
+    missing_peer = peer_available()
+    run = Run(
+        configs,
+        args.calibration,
+        args.sizes,
+        min(args.lowered, TEST_IMAGES),
+        args.seed,
+        missing_peer is None,
+    )
+    return run, missing, missing_peer
+
+
+def report(results: dict[str, dict], run: Run) -> str:
+    """The three tables with their titles."""
+    lowered = f"first {run.lowered} of" if run.lowered < TEST_IMAGES else "all"
+    parts = [
+        f"PT2E-quantized graphs, {run.calibration} calibration images, {TEST_IMAGES} test "
+        "images (Δ: ours − peer, accuracy points and dB)",
+        pt2e_table(results, run),
+    ]
+    if run.lowered:
+        parts += [
+            f"\nour lowered graphs for {TARGET} (bit-exact references), {lowered} the test "
+            "images, against the peer's PT2E graph on the same images",
+            lowered_table(results, run),
+        ]
+    if run.sizes:
+        parts += ["\ncalibration-set size sensitivity (PT2E graphs)", sizes_table(results, run)]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    start = time.perf_counter()
+    torch.set_num_threads(args.threads)
+    logging.disable(logging.WARNING)  # the peer logs a line per quantized node
+    warnings.filterwarnings("ignore")
+    run, missing, missing_peer = setup(args)
+    for name, what in missing.items():
+        print(f"configuration {name}: not available in this build (no {what})")
+    if missing_peer:
+        print(f"peer not available ({missing_peer}); showing ours alone")
+    digits = load_digits(args.seed)
+    models: dict[str, tuple[nn.Module, str]] = {}
+    for name in args.models or list(ARCHITECTURES):
+        models[name] = trained(name, digits, args.seed, args.retrain)
+        print(f"{name}: {models[name][1]}", file=sys.stderr, flush=True)
+    results = {name: measure_model(name, model, digits, run) for name, (model, _) in models.items()}
+    for name, (_, how) in models.items():
+        results[name]["weights"] = how
+    seconds = time.perf_counter() - start
+    print(report(results, run))
+    print(f"\n{seconds:.0f} s in all (seed {args.seed}, weights version {VERSION})")
+    if args.json:
+        document = {
+            "seed": args.seed,
+            "version": VERSION,
+            "calibration": run.calibration,
+            "sizes": run.sizes,
+            "lowered_images": run.lowered,
+            "test_images": TEST_IMAGES,
+            "configs": {name: options.as_dict() for name, options in run.configs.items()},
+            "unavailable": missing,
+            "peer": missing_peer or "ExecuTorch CortexMQuantizer",
+            "models": results,
+            "seconds": seconds,
+        }
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

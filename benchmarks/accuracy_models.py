@@ -1,0 +1,229 @@
+"""The four networks ``accuracy.py`` trains on scikit-learn's digits (1 input channel, 10 classes).
+
+Written for this benchmark after the published layouts, narrowed so each trains in about a
+minute on two cores:
+
+* ``small_cnn`` (16×16): a convolution, a depthwise-separable block with a residual add, two
+  strided depthwise-separable blocks, a linear layer on the flattened 4×4 features;
+* ``mobilenet_v2_035`` (32×32): MobileNetV2 (Sandler et al. 2018) at width 0.35, inverted
+  residual blocks (1×1 expansion, 3×3 depthwise, linear 1×1 projection, residual add where the
+  shapes allow), ReLU6, a final 1×1 convolution to 128 channels;
+* ``lcnet_050`` (32×32): PP-LCNet (Cui et al. 2021) at width 0.5, depthwise-separable blocks
+  with hardswish, 5×5 depthwise kernels and squeeze-and-excitation (hardsigmoid) in the last
+  blocks, a 1×1 convolution after the global pool;
+* ``resnet_narrow`` (32×32): ResNet-18's layout (He et al. 2016: four stages of two basic
+  blocks, 1×1 strided projections) at widths 8/16/32/64.
+
+Batch norms are modules; PT2E folds them into the convolutions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+CLASSES = 10
+
+
+def conv_bn(cin: int, cout: int, kernel: int, stride: int = 1, groups: int = 1) -> list[nn.Module]:
+    """A bias-free convolution (same padding) and its batch norm."""
+    return [
+        nn.Conv2d(cin, cout, kernel, stride, padding=kernel // 2, groups=groups, bias=False),
+        nn.BatchNorm2d(cout),
+    ]
+
+
+def make_divisible(value: float, divisor: int = 8) -> int:
+    """Round a scaled channel count to a multiple of ``divisor``, never 10 % below it."""
+    rounded = max(divisor, int(value + divisor / 2) // divisor * divisor)
+    return rounded + divisor if rounded < 0.9 * value else rounded
+
+
+class Head(nn.Module):
+    """Global average pool and a linear classifier."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(channels, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x.mean((2, 3)))
+
+
+# --- small CNN ------------------------------------------------------------------------------
+
+
+class SeparableResidual(nn.Module):
+    """3×3 depthwise, ReLU, 1×1 pointwise, added to the input, ReLU."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.block = nn.Sequential(
+            *conv_bn(channels, channels, 3, groups=channels),
+            nn.ReLU(),
+            *conv_bn(channels, channels, 1),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.block(x))
+
+
+class SmallCnn(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            *conv_bn(1, 16, 3),
+            nn.ReLU(),
+            SeparableResidual(16),
+            *conv_bn(16, 16, 3, 2, groups=16),
+            nn.ReLU(),
+            *conv_bn(16, 32, 1),
+            nn.ReLU(),
+            *conv_bn(32, 32, 3, 2, groups=32),
+            nn.ReLU(),
+            *conv_bn(32, 32, 1),
+            nn.ReLU(),
+        )
+        self.fc = nn.Linear(32 * 4 * 4, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(self.features(x), 1))
+
+
+# --- MobileNetV2-0.35 -----------------------------------------------------------------------
+
+#: (expansion, output channels at width 1.0, repeats, first stride), cut to 32×32 inputs.
+V2_BLOCKS = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 2, 2), (6, 96, 1, 1)]
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int, expansion: int) -> None:
+        super().__init__()
+        hidden = cin * expansion
+        layers: list[nn.Module] = []
+        if expansion != 1:
+            layers += [*conv_bn(cin, hidden, 1), nn.ReLU6()]
+        layers += [*conv_bn(hidden, hidden, 3, stride, groups=hidden), nn.ReLU6()]
+        layers += conv_bn(hidden, cout, 1)
+        self.block = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.block(x)
+        return x + y if self.residual else y
+
+
+class MobileNetV2(nn.Module):
+    def __init__(self, width: float = 0.35, last: int = 128) -> None:
+        super().__init__()
+        channels = make_divisible(32 * width)
+        layers: list[nn.Module] = [*conv_bn(1, channels, 3, 2), nn.ReLU6()]
+        for expansion, base, repeats, stride in V2_BLOCKS:
+            out = make_divisible(base * width)
+            for index in range(repeats):
+                block = InvertedResidual(channels, out, stride if index == 0 else 1, expansion)
+                layers.append(block)
+                channels = out
+        layers += [*conv_bn(channels, last, 1), nn.ReLU6()]
+        self.features = nn.Sequential(*layers)
+        self.head = Head(last)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+# --- LCNet-0.5 ------------------------------------------------------------------------------
+
+#: (kernel, output channels at width 1.0, stride, squeeze-excite), cut to 32×32 inputs.
+LCNET_BLOCKS = [
+    (3, 32, 1, False),
+    (3, 64, 2, False),
+    (3, 64, 1, False),
+    (3, 128, 2, False),
+    (3, 128, 1, False),
+    (5, 256, 2, False),
+    (5, 256, 1, False),
+    (5, 512, 2, True),
+    (5, 512, 1, True),
+]
+
+
+class SqueezeExcite(nn.Module):
+    """Average pool, 1×1 reduce, ReLU, 1×1 expand, hardsigmoid, multiply."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.reduce = nn.Conv2d(channels, channels // 4, 1)
+        self.expand = nn.Conv2d(channels // 4, channels, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = x.mean((2, 3), keepdim=True)
+        scale = nn.functional.hardsigmoid(self.expand(torch.relu(self.reduce(scale))))
+        return x * scale
+
+
+class LcNet(nn.Module):
+    def __init__(self, width: float = 0.5, last: int = 256) -> None:
+        super().__init__()
+        channels = make_divisible(16 * width)
+        layers: list[nn.Module] = [*conv_bn(1, channels, 3, 2), nn.Hardswish()]
+        for kernel, base, stride, excite in LCNET_BLOCKS:
+            out = make_divisible(base * width)
+            layers += [*conv_bn(channels, channels, kernel, stride, groups=channels)]
+            layers += [nn.Hardswish(), *([SqueezeExcite(channels)] if excite else [])]
+            layers += [*conv_bn(channels, out, 1), nn.Hardswish()]
+            channels = out
+        self.features = nn.Sequential(*layers)
+        self.last = nn.Conv2d(channels, last, 1)
+        self.fc = nn.Linear(last, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.features(x).mean((2, 3), keepdim=True)
+        x = nn.functional.hardswish(self.last(x))
+        return self.fc(torch.flatten(x, 1))
+
+
+# --- ResNet (narrow ResNet-18 layout) -------------------------------------------------------
+
+
+class BasicBlock(nn.Module):
+    """Two 3×3 convolutions and a residual (a strided 1×1 projection where shapes change)."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.block = nn.Sequential(
+            *conv_bn(cin, cout, 3, stride), nn.ReLU(), *conv_bn(cout, cout, 3)
+        )
+        changes = stride != 1 or cin != cout
+        self.shortcut = nn.Sequential(*conv_bn(cin, cout, 1, stride)) if changes else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.block(x) + self.shortcut(x))
+
+
+class ResNet(nn.Module):
+    def __init__(self, widths: tuple[int, ...] = (8, 16, 32, 64), blocks: int = 2) -> None:
+        super().__init__()
+        layers: list[nn.Module] = [*conv_bn(1, widths[0], 3), nn.ReLU()]
+        channels = widths[0]
+        for stage, width in enumerate(widths):
+            for index in range(blocks):
+                stride = 2 if stage > 0 and index == 0 else 1
+                layers.append(BasicBlock(channels, width, stride))
+                channels = width
+        self.features = nn.Sequential(*layers)
+        self.head = Head(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+#: name → (constructor, input side in pixels, training epochs).
+ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], int, int]] = {
+    "small_cnn": (SmallCnn, 16, 6),
+    "mobilenet_v2_035": (MobileNetV2, 32, 6),
+    "lcnet_050": (LcNet, 32, 6),
+    "resnet_narrow": (ResNet, 32, 5),
+}
