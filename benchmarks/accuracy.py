@@ -62,6 +62,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "mse+cle": {"ranges": "mse", "equalize": True},
     "mse+bc": {"ranges": "mse", "bias_correction": True},
     "mse+cle+bc": {"ranges": "mse", "equalize": True, "bias_correction": True},
+    "minmax+bc": {"ranges": "minmax", "bias_correction": True},
+    "percentile+bc": {"ranges": "percentile", "bias_correction": True},
 }
 
 
