@@ -24,6 +24,7 @@ from cortex_m_nn.passes.layout import (
     _free_view,
     _remember,
     _stored,
+    as_strided,
     as_transpose,
     inverse,
     stored_order,
@@ -33,33 +34,6 @@ from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 
 #: (value, kernel, CMSIS-NN function) of a gather, for the rule's ``Lowered``.
 Gathered = tuple[QValue, str, str]
-
-
-def as_strided(mapping: torch.Tensor) -> tuple[list[int], list[int], int] | None:
-    """The fewest (sizes, strides, offset), outermost first, with ``mapping[i] == offset +
-    Σ index_k · strides[k]`` for the row-major index of ``i`` in ``sizes``; None when no such
-    affine map exists."""
-    sizes: list[int] = []  # innermost first while found
-    strides: list[int] = []
-    rows = mapping
-    while rows.numel() > 1:
-        step = int(rows[1] - rows[0])
-        expected = rows[0] + step * torch.arange(rows.numel(), dtype=rows.dtype)
-        mismatch = (rows != expected).nonzero()
-        run = int(mismatch[0, 0]) if len(mismatch) else rows.numel()
-        if rows.numel() % run:
-            return None
-        sizes.append(run)
-        strides.append(step)
-        rows = rows[::run]
-    sizes, strides = sizes[::-1] or [1], strides[::-1] or [1]
-    offset = int(mapping[0])
-    rebuilt = torch.full((), offset, dtype=torch.int64)
-    for size, stride in zip(sizes, strides, strict=True):
-        rebuilt = rebuilt.unsqueeze(-1) + stride * torch.arange(size, dtype=torch.int64)
-    if not torch.equal(rebuilt.reshape(-1), mapping.to(torch.int64)):
-        return None
-    return sizes, strides, offset
 
 
 def _transposed(

@@ -82,10 +82,11 @@ def collapse(shape: Sequence[int], permutation: Sequence[int]) -> tuple[list[int
     return dims, [position[r] for r in range(len(runs))]
 
 
-def as_transpose(mapping: torch.Tensor) -> tuple[list[int], list[int]] | None:
-    """The collapsed (dims, permutation) of one transpose whose output byte ``i`` is input
-    byte ``mapping[i]``, or None when no single transpose moves bytes that way."""
-    sizes: list[int] = []  # output dims, innermost first, with their input strides
+def as_strided(mapping: torch.Tensor) -> tuple[list[int], list[int], int] | None:
+    """The fewest (sizes, strides, offset), outermost first, with ``mapping[i] == offset +
+    Σ index_k · strides[k]`` for the row-major index of ``i`` in ``sizes``; None when no such
+    affine map exists."""
+    sizes: list[int] = []  # innermost first while found
     strides: list[int] = []
     rows = mapping
     while rows.numel() > 1:
@@ -93,28 +94,38 @@ def as_transpose(mapping: torch.Tensor) -> tuple[list[int], list[int]] | None:
         expected = rows[0] + step * torch.arange(rows.numel(), dtype=rows.dtype)
         mismatch = (rows != expected).nonzero()
         run = int(mismatch[0, 0]) if len(mismatch) else rows.numel()
-        if step <= 0 or rows.numel() % run:
+        if rows.numel() % run:
             return None
         sizes.append(run)
         strides.append(step)
         rows = rows[::run]
-    if int(rows[0]) != 0:
+    sizes, strides = sizes[::-1] or [1], strides[::-1] or [1]
+    offset = int(mapping[0])
+    rebuilt = torch.full((), offset, dtype=torch.int64)
+    for size, stride in zip(sizes, strides, strict=True):
+        rebuilt = rebuilt.unsqueeze(-1) + stride * torch.arange(size, dtype=torch.int64)
+    if not torch.equal(rebuilt.reshape(-1), mapping.to(torch.int64)):
         return None
+    return sizes, strides, offset
+
+
+def as_transpose(mapping: torch.Tensor) -> tuple[list[int], list[int]] | None:
+    """The collapsed (dims, permutation) of one transpose whose output byte ``i`` is input
+    byte ``mapping[i]``, or None when no single transpose moves bytes that way: an affine
+    map (:func:`as_strided`) from offset 0 whose strides tile the input exactly."""
+    found = as_strided(mapping)
+    if found is None or found[2] != 0 or min(found[1]) <= 0:
+        return None
+    sizes, strides, _ = found  # output dims, outermost first, with their input strides
     by_stride = sorted(range(len(sizes)), key=lambda d: strides[d])  # innermost input first
     expected_stride = 1
-    for d in by_stride:  # the output dims must tile the input exactly
+    for d in by_stride:
         if strides[d] != expected_stride:
             return None
         expected_stride *= sizes[d]
-    rebuilt = torch.zeros((), dtype=mapping.dtype)
-    for size, stride in zip(reversed(sizes), reversed(strides), strict=True):
-        rebuilt = rebuilt.unsqueeze(-1) + stride * torch.arange(size, dtype=mapping.dtype)
-    if not torch.equal(rebuilt.reshape(-1), mapping):
-        return None
     input_dims = by_stride[::-1]  # outermost input dim first
     dims = [sizes[d] for d in input_dims]
-    permutation = [input_dims.index(d) for d in reversed(range(len(sizes)))]
-    return collapse(dims, permutation)
+    return collapse(dims, [input_dims.index(d) for d in range(len(sizes))])
 
 
 def positions(x: QValue) -> torch.Tensor:
