@@ -72,16 +72,18 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--equalize",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=QuantizationOptions().equalize,
         help="cross-layer equalization before quantizing: rescale the channels between "
         "consecutive layers so each channel's calibration range matches the next layer's "
-        "weight range for it (the float model's function is unchanged)",
+        "weight range for it (the float model's function is unchanged; default: %(default)s)",
     )
     parser.add_argument(
         "--bias-correction",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=QuantizationOptions().bias_correction,
         help="subtract each layer's mean weight-quantization error, measured on the "
-        "calibration samples, from its bias",
+        "calibration samples, from its bias (default: %(default)s)",
     )
     parser.add_argument("--report-json", type=Path, help="also write the report as JSON")
 
