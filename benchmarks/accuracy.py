@@ -55,6 +55,9 @@ BATCH = 32
 #: the peak of the one-cycle schedule
 LEARNING_RATE = 1e-2
 #: Our configurations: name → QuantizationOptions fields (string values name enum members).
+#: What a configuration does not name is off: the names say everything the quantizer does,
+#: whatever ``QuantizationOptions``' defaults are.
+PLAIN: dict[str, Any] = {"equalize": False, "bias_correction": False}
 CONFIGS: dict[str, dict[str, Any]] = {
     "minmax": {"ranges": "minmax"},
     "percentile": {"ranges": "percentile"},
@@ -207,7 +210,7 @@ def available_configs(names: list[str]) -> tuple[dict[str, Any], dict[str, str]]
     ready, missing = {}, {}
     for name in names:
         values: dict[str, Any] = {}
-        for key, value in CONFIGS[name].items():
+        for key, value in (PLAIN | CONFIGS[name]).items():
             if key not in fields:
                 missing[name] = f"QuantizationOptions.{key}"
                 break

@@ -24,6 +24,7 @@ from cortex_m_nn.compile import CompiledProgram, compile_model
 from cortex_m_nn.host_kernels import RuntimeUnavailable
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.library import run_references
+from cortex_m_nn.options import QuantizationOptions
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
 from cortex_m_nn.passes.records import op_name
 from cortex_m_nn.target import DEFAULT_TARGET, Target
@@ -55,6 +56,7 @@ def check_dialect(
     calibration: Calibration | None = None,
     allow_fallback: bool = False,
     rounding: Rounding = Rounding.DOUBLE,
+    options: QuantizationOptions | None = None,
 ) -> tuple[CompiledProgram, Verification]:
     """Compile and check operators before/after lowering and per-operator numerics (≤ 1 LSB).
 
@@ -70,6 +72,7 @@ def check_dialect(
         allow_fallback=allow_fallback,
         progress=False,
         serialise=False,  # on first use of compiled.pte: most checks read the graphs only
+        options=options,
     )
     for expected, graph, stage in (
         (before, compiled.stages.quantized, "before lowering"),

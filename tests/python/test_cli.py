@@ -583,7 +583,7 @@ def test_equalize_and_bias_correction_are_recorded_verified_and_deterministic(
     options = reports[0]["calibration"]["options"]
     assert options["equalize"] is True and options["bias_correction"] is True
     default = tiny_run[2]["calibration"]["options"]
-    assert default["equalize"] is False and default["bias_correction"] is False
+    assert default["equalize"] is True and default["bias_correction"] is False  # the defaults
     assert reports[0]["verify"]["passed"] is True
     assert programs[0] == programs[1]  # the same calibration set: the same program
     assert programs[0] != tiny_run[1].read_bytes()  # the weights and biases changed

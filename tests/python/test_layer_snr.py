@@ -58,7 +58,8 @@ def test_model_output_snr_is_the_end_to_end_snr(quantized) -> None:
         real = torch.cat([module(*s) for s in calibration.samples])
         ours = torch.cat([pt2e(*s) for s in calibration.samples])
     assert rows[-1].op == "linear"
-    assert rows[-1].snr_db == pytest.approx(snr_db(real, ours), abs=1e-6)
+    # the float graph is equalized (exact in float, up to float rounding)
+    assert rows[-1].snr_db == pytest.approx(snr_db(real, ours), abs=1e-3)
 
 
 def test_input_snr_is_its_quantization_noise(quantized) -> None:

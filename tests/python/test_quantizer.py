@@ -15,6 +15,7 @@ from torch import nn
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
+from cortex_m_nn.options import QuantizationOptions, RangeMethod
 from cortex_m_nn.quantizer import CortexMQuantizer
 
 from .models import with_rms_norm
@@ -47,7 +48,8 @@ def _samples(shape: tuple[int, ...], count: int = 8) -> list[torch.Tensor]:
 
 def _quantize(module: nn.Module, samples: list[torch.Tensor]) -> GraphModule:
     exported = torch.export.export(module, (samples[0],)).module()
-    prepared = prepare_pt2e(exported, CortexMQuantizer())
+    # min/max ranges: these tests check the ranges calibration saw (test_ranges.py: the others)
+    prepared = prepare_pt2e(exported, CortexMQuantizer(QuantizationOptions(RangeMethod.MINMAX)))
     with torch.no_grad():
         for sample in samples:
             prepared(sample)

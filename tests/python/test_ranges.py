@@ -173,9 +173,15 @@ def test_same_values_give_the_same_qparams() -> None:
     assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
 
 
-def test_non_finite_values_are_refused() -> None:
-    with pytest.raises(ValueError, match="non-finite"):
-        _observer()(torch.tensor([1.0, float("inf")]))
+def test_non_finite_values_are_left_out_of_the_range() -> None:
+    """±inf saturates whatever the range is, so it does not stretch it: the range is the
+    finite values' own."""
+    finite = torch.linspace(-1.0, 2.0, 101)
+    with_inf = _observer()
+    with_inf(torch.cat([finite, torch.tensor([float("inf"), float("-inf"), float("nan")])]))
+    alone = _observer()
+    alone(finite)
+    assert with_inf.calculate_qparams() == alone.calculate_qparams()
 
 
 def test_percentile_clips_the_tails_it_names() -> None:

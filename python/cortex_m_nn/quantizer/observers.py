@@ -50,8 +50,9 @@ class _HistogramRangeObserver(UniformQuantizationObserverBase):
         if x_orig.numel() == 0:
             return x_orig
         x = x_orig.detach().reshape(-1).to(torch.float64)
-        if not bool(torch.isfinite(x).all()):
-            raise ValueError(f"{type(self).__name__}: non-finite activation values have no range")
+        x = x[torch.isfinite(x)]  # ±inf saturates whatever the range (an infinite pad value
+        if x.numel() == 0:  # is the lowering's to refuse, with its reason); NaN has no code
+            return x_orig
         low, high = (float(v) for v in torch.aminmax(x))
         self.min_val.fill_(min(low, float(self.min_val)))
         self.max_val.fill_(max(high, float(self.max_val)))
