@@ -19,26 +19,20 @@ Batch norms are modules; PT2E folds them into the convolutions.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import nn
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the zoo's building blocks: the same layers, one definition
+from tests.zoo.common import make_divisible  # noqa: E402
+from tests.zoo.mobilenet import InvertedResidual  # noqa: E402
+from tests.zoo.mobilenet import _conv_bn as conv_bn  # noqa: E402
+
 CLASSES = 10
-
-
-def conv_bn(cin: int, cout: int, kernel: int, stride: int = 1, groups: int = 1) -> list[nn.Module]:
-    """A bias-free convolution (same padding) and its batch norm."""
-    return [
-        nn.Conv2d(cin, cout, kernel, stride, padding=kernel // 2, groups=groups, bias=False),
-        nn.BatchNorm2d(cout),
-    ]
-
-
-def make_divisible(value: float, divisor: int = 8) -> int:
-    """Round a scaled channel count to a multiple of ``divisor``, never 10 % below it."""
-    rounded = max(divisor, int(value + divisor / 2) // divisor * divisor)
-    return rounded + divisor if rounded < 0.9 * value else rounded
 
 
 class Head(nn.Module):
@@ -96,23 +90,6 @@ class SmallCnn(nn.Module):
 
 #: (expansion, output channels at width 1.0, repeats, first stride), cut to 32×32 inputs.
 V2_BLOCKS = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 2, 2), (6, 96, 1, 1)]
-
-
-class InvertedResidual(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int, expansion: int) -> None:
-        super().__init__()
-        hidden = cin * expansion
-        layers: list[nn.Module] = []
-        if expansion != 1:
-            layers += [*conv_bn(cin, hidden, 1), nn.ReLU6()]
-        layers += [*conv_bn(hidden, hidden, 3, stride, groups=hidden), nn.ReLU6()]
-        layers += conv_bn(hidden, cout, 1)
-        self.block = nn.Sequential(*layers)
-        self.residual = stride == 1 and cin == cout
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.block(x)
-        return x + y if self.residual else y
 
 
 class MobileNetV2(nn.Module):
