@@ -30,6 +30,7 @@ import collections
 import copy
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -85,6 +86,67 @@ def _root_cause(error: BaseException) -> str:
     return f"{where}{type(error).__name__}: {message[0] if message else ''}"
 
 
+@dataclass
+class Progress:
+    """The peer's step now running (named in the result when it fails)."""
+
+    stage: str = "import"
+
+
+def lower_with_peer(
+    module: torch.nn.Module,
+    example_inputs: tuple[torch.Tensor, ...],
+    calibration: list[tuple[torch.Tensor, ...]],
+    channels_last: bool,
+    target: str = PEER_TARGET,
+    progress: Progress | None = None,
+) -> Any:
+    """Steps 1–5: the peer's edge program manager after its Cortex-M passes (raises).
+
+    Its graph holds the peer's ``cortex_m::`` operators, whose Python implementations are the
+    peer's own references of what its kernels compute: ``.exported_program().module()`` runs
+    them (``benchmarks/accuracy.py`` scores the peer's lowered graph that way).
+    """
+    progress = progress or Progress()
+    progress.stage = "import"
+    from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
+    from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
+    from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
+    from executorch.backends.cortex_m.target_config import CortexMTargetConfig
+    from executorch.exir import to_edge_transform_and_lower
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    progress.stage = "export"
+    module = copy.deepcopy(module).eval()
+    inputs = tuple(example_inputs)
+    samples = [tuple(s) for s in calibration] or [inputs]
+    if channels_last:
+        module = module.to(memory_format=torch.channels_last)
+        inputs = tuple(_to_channels_last(x) for x in inputs)
+        samples = [tuple(_to_channels_last(x) for x in s) for s in samples]
+    # torch drops the input-guard submodule when .module() is called from executorch's
+    # own files (their compiler and tester); do the same explicitly from here.
+    graph = torch.export.export(module, inputs, strict=True).module(check_guards=False)
+
+    progress.stage = "quantize"
+    prepared = prepare_pt2e(graph, CortexMQuantizer())
+    with torch.no_grad():
+        for sample in samples:
+            prepared(*sample)
+    quantized = convert_pt2e(prepared)
+
+    progress.stage = "to_edge"
+    program = torch.export.export(quantized, inputs, strict=True)
+    edge = to_edge_transform_and_lower(program, compile_config=cortex_m_edge_compile_config())
+
+    progress.stage = "passes"
+    passes = CortexMPassManager(
+        edge.exported_program(), target_config=CortexMTargetConfig.from_target_string(target)
+    )
+    edge._edge_programs["forward"] = passes.transform()
+    return edge
+
+
 def compile_with_peer(
     module: torch.nn.Module,
     example_inputs: tuple[torch.Tensor, ...],
@@ -102,52 +164,13 @@ def compile_with_peer(
     ``error``, its innermost ``cause`` (one line) and ``stage`` instead of the measurements;
     it never raises.
     """
-    stage = "import"
+    progress = Progress()
     start = time.perf_counter()
     try:
-        from executorch.backends.cortex_m.edge_compile_config import (
-            cortex_m_edge_compile_config,
-        )
-        from executorch.backends.cortex_m.passes.cortex_m_pass_manager import (
-            CortexMPassManager,
-        )
-        from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
-        from executorch.backends.cortex_m.target_config import CortexMTargetConfig
-        from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
-        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+        edge = lower_with_peer(module, example_inputs, calibration, channels_last, target, progress)
+        progress.stage = "to_executorch"
+        from executorch.exir import ExecutorchBackendConfig
 
-        start = time.perf_counter()
-        stage = "export"
-        module = copy.deepcopy(module).eval()
-        inputs = tuple(example_inputs)
-        samples = [tuple(s) for s in calibration] or [inputs]
-        if channels_last:
-            module = module.to(memory_format=torch.channels_last)
-            inputs = tuple(_to_channels_last(x) for x in inputs)
-            samples = [tuple(_to_channels_last(x) for x in s) for s in samples]
-        # torch drops the input-guard submodule when .module() is called from executorch's
-        # own files (their compiler and tester); do the same explicitly from here.
-        graph = torch.export.export(module, inputs, strict=True).module(check_guards=False)
-
-        stage = "quantize"
-        prepared = prepare_pt2e(graph, CortexMQuantizer())
-        with torch.no_grad():
-            for sample in samples:
-                prepared(*sample)
-        quantized = convert_pt2e(prepared)
-
-        stage = "to_edge"
-        program = torch.export.export(quantized, inputs, strict=True)
-        edge = to_edge_transform_and_lower(program, compile_config=cortex_m_edge_compile_config())
-
-        stage = "passes"
-        passes = CortexMPassManager(
-            edge.exported_program(),
-            target_config=CortexMTargetConfig.from_target_string(target),
-        )
-        edge._edge_programs["forward"] = passes.transform()
-
-        stage = "to_executorch"
         buffer = edge.to_executorch(
             config=ExecutorchBackendConfig(extract_delegate_segments=False)
         ).buffer
@@ -156,7 +179,7 @@ def compile_with_peer(
         return {
             "error": f"{type(error).__name__}: {error}",
             "cause": _root_cause(error),
-            "stage": stage,
+            "stage": progress.stage,
             "compile_seconds": time.perf_counter() - start,
         }
     return {"compile_seconds": seconds, "pte": buffer, **_pte_summary(buffer)}
