@@ -22,7 +22,7 @@ from cortex_m_nn.plot import render
 from cortex_m_nn.pte import runtime_overhead
 from cortex_m_nn.target import Target
 
-from .models import conv_stack, split, with_rms_norm
+from .models import conv_stack, pools, split, with_rms_norm
 
 
 def compile_source(name: str, factory, allow_fallback: bool = False):
@@ -172,12 +172,17 @@ def test_planner_reaches_the_bound_where_greedy_does_not(stack) -> None:
     assert report.as_dict(stack, None)["memory"]["planner"] == "best_offset"
 
 
-@pytest.mark.skip(
-    reason="fallback: with_rms_norm's plan has no greedy/best_offset tie (layer_norm's had)"
-)
-def test_ties_keep_executorch_greedy(fallback) -> None:
-    assert fallback.memory.planner == "greedy"  # both reach the bound: the first one wins
-    assert fallback.memory.arena_bytes == fallback.memory.lower_bound_bytes
+def test_ties_keep_executorch_greedy(quantized_models, monkeypatch) -> None:
+    # pools, a chain: best_offset alone packs it to the bound, and so does greedy — a tie,
+    # which ExecuTorch's own planner (greedy, tried first) wins.
+    pools_model = quantized_models.get("pools", pools)
+    both = pools_model.lower("cortex-m55").memory
+    monkeypatch.setattr(memory_plan, "ALGORITHMS", (memory_plan.best_offset,))
+    alone = pools_model.lower("cortex-m55").memory
+    assert alone.planner == "best_offset"
+    assert alone.arena_bytes == alone.lower_bound_bytes == both.lower_bound_bytes
+    assert both.planner == "greedy"
+    assert both.arena_bytes == both.lower_bound_bytes
 
 
 def test_text_report_shows_the_plan(stack) -> None:
