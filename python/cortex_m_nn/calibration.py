@@ -18,6 +18,33 @@ class Calibration:
     samples: list[tuple[torch.Tensor, ...]]
     description: str
     synthetic: bool
+    #: Samples left out because an input held NaN or ±Inf (``load(skip_nonfinite=True)``).
+    skipped: int = 0
+
+
+def first_nonfinite(samples: list[tuple[torch.Tensor, ...]]) -> tuple[int, int, int] | None:
+    """(sample, input, how many samples) of the first NaN or ±Inf in ``samples``, or None."""
+    bad = [
+        (s, i)
+        for s, sample in enumerate(samples)
+        for i, x in enumerate(sample)
+        if x.is_floating_point() and not bool(torch.isfinite(x).all())
+    ]
+    if not bad:
+        return None
+    return bad[0][0], bad[0][1], len({s for s, _ in bad})
+
+
+def require_finite(calibration: Calibration, where: str = "calibration samples") -> None:
+    """Refuse samples holding NaN or ±Inf: an observer cannot take a range from them."""
+    found = first_nonfinite(calibration.samples)
+    if found is not None:
+        sample, index, count = found
+        raise CompileError(
+            f"{where}: input {index} of sample {sample} holds NaN or ±Inf ({count} of "
+            f"{len(calibration.samples)} samples do); clean the data, or pass "
+            "--skip-nonfinite-samples to leave such samples out"
+        )
 
 
 def synthetic(
@@ -36,8 +63,13 @@ def synthetic(
     )
 
 
-def load(path: Path, example_inputs: tuple[torch.Tensor, ...]) -> Calibration:
+def load(
+    path: Path, example_inputs: tuple[torch.Tensor, ...], skip_nonfinite: bool = False
+) -> Calibration:
     """Load samples: one array/tensor per model input, the first dimension counting samples.
+
+    A sample with NaN or ±Inf in any input is refused (CompileError naming the file, the
+    input and the first such sample), or with ``skip_nonfinite`` left out and counted.
 
     ``.pt``: a tensor (single-input models), or a list/tuple of tensors, one per input.
     ``.npz``: arrays in input order (``arr_0``, ``arr_1``, … or any names, in file order).
@@ -71,7 +103,18 @@ def load(path: Path, example_inputs: tuple[torch.Tensor, ...]) -> Calibration:
     if len(counts) != 1:
         raise CompileError(f"calibration file {path}: inputs have different sample counts")
     samples = list(zip(*per_input, strict=True))
-    return Calibration(samples, f"{path.name}: {len(samples)} samples", synthetic=False)
+    calibration = Calibration(samples, f"{path.name}: {len(samples)} samples", synthetic=False)
+    if not skip_nonfinite:
+        require_finite(calibration, f"calibration file {path}")
+        return calibration
+    finite = [s for s in samples if first_nonfinite([s]) is None]
+    if not finite:
+        raise CompileError(f"calibration file {path}: every sample holds NaN or ±Inf")
+    skipped = len(samples) - len(finite)
+    description = f"{path.name}: {len(finite)} samples"
+    if skipped:
+        description += f" ({skipped} with NaN or ±Inf left out)"
+    return Calibration(finite, description, synthetic=False, skipped=skipped)
 
 
 def _split(path: Path, index: int, array: object, example: torch.Tensor) -> list[torch.Tensor]:

@@ -62,6 +62,12 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: a synthetic set, labelled as such in the report)",
     )
     parser.add_argument(
+        "--skip-nonfinite-samples",
+        action="store_true",
+        help="leave out calibration samples holding NaN or ±Inf (counted in the report) "
+        "instead of refusing the file",
+    )
+    parser.add_argument(
         "--calibration-method",
         choices=[m.value for m in RangeMethod],
         default=QuantizationOptions().ranges.value,
@@ -215,7 +221,9 @@ def _compile_and_check(
 
     source = load_model(args.model)
     if args.calibration is not None:
-        calibration = calibration_files.load(args.calibration, source.example_inputs)
+        calibration = calibration_files.load(
+            args.calibration, source.example_inputs, args.skip_nonfinite_samples
+        )
     else:
         calibration = calibration_files.synthetic(source.example_inputs)
     compiled = compile_model(

@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
 from cortex_m_nn.abi import KernelAbi, Rounding
-from cortex_m_nn.calibration import Calibration
+from cortex_m_nn.calibration import Calibration, require_finite
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
@@ -155,6 +155,7 @@ def quantize(
     """Export, make functional and PT2E-quantize with ``options`` (default: the best
     measured); returns (the float graph in functional form — batch norms folded and
     equalized when the options ask — and the converted quantized graph)."""
+    require_finite(calibration)
     exported = export(source)
     functional_form(exported)
     options = options or QuantizationOptions()

@@ -16,11 +16,31 @@ from cortex_m_nn.models import BUILTIN_MODELS, DEFAULT_MODEL
 
 @dataclass
 class ModelSource:
-    """A model ready to export, with the example inputs that fix its input shapes."""
+    """A model ready to export, with the example inputs that fix its input shapes.
+
+    The example inputs are kept with contiguous, canonical strides: only their shapes and
+    dtypes describe the program, and an input from NumPy with a new axis (stride 0) or a
+    channels-last or transposed view would otherwise reach the serialised program's tensors.
+    """
 
     name: str
     module: torch.nn.Module
     example_inputs: tuple[torch.Tensor, ...]
+
+    def __post_init__(self) -> None:
+        self.example_inputs = tuple(canonical(x) for x in self.example_inputs)
+
+
+def canonical(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` itself if its strides are the contiguous row-major ones (size-1 dims
+    included), else a contiguous copy of it."""
+    expected, step = [], 1
+    for size in reversed(tensor.shape):
+        expected.append(step)
+        step *= max(size, 1)
+    if tuple(reversed(expected)) == tensor.stride() and tensor.storage_offset() == 0:
+        return tensor
+    return tensor.clone(memory_format=torch.contiguous_format)
 
 
 def load_model(spec: str | None) -> ModelSource:

@@ -59,6 +59,7 @@ def as_dict(
             "description": compiled.calibration.description,
             "synthetic": compiled.calibration.synthetic,
             "samples": len(compiled.calibration.samples),
+            "skipped_nonfinite": compiled.calibration.skipped,
             "options": compiled.options.as_dict(),
         },
         "operators": [

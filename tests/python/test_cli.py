@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -304,10 +305,25 @@ def test_python_factory_compiles(tiny_run) -> None:
     assert "cortex_m_nn::depthwise_conv2d.out" not in operators  # not the default model
 
 
-def test_pt2_archive_compiles(capsys, tiny_model: Path, tiny_run, tmp_path: Path) -> None:
+#: Example inputs of the same values with the strides users' code gives them.
+EXAMPLE_FORMS = {
+    "contiguous": lambda x: x,
+    # torch.from_numpy(a[None]): NumPy gives the new axis stride 0
+    "numpy-new-axis": lambda x: torch.from_numpy(x[0].numpy()[None]),
+    "channels-last": lambda x: x.contiguous(memory_format=torch.channels_last),
+}
+
+
+@pytest.mark.parametrize("form", list(EXAMPLE_FORMS))
+def test_pt2_archive_compiles(
+    capsys, tiny_model: Path, tiny_run, tmp_path: Path, form: str
+) -> None:
     namespace: dict[str, object] = {}
     exec(compile(tiny_model.read_text(), str(tiny_model), "exec"), namespace)
-    module, inputs = namespace["make"]()
+    module, (example,) = namespace["make"]()
+    inputs = (EXAMPLE_FORMS[form](example),)
+    assert torch.equal(inputs[0], example)
+    assert form != "numpy-new-axis" or inputs[0].stride()[0] == 0
     archive = tmp_path / "exported_tiny.pt2"
     torch.export.save(torch.export.export(module, inputs), archive)
     pte, report = tmp_path / "from_pt2.pte", tmp_path / "r.json"
@@ -438,14 +454,24 @@ def test_calibration_forms_agree_and_differ_from_synthetic(calibrated_runs, tiny
     assert programs["full.npz"] != tiny_run[1].read_bytes(), "calibration data was ignored"
 
 
+def _spoilt(value: float, *samples: int) -> torch.Tensor:
+    """Four calibration samples, ``value`` at one element of each of ``samples``."""
+    data = torch.zeros(4, *TINY_INPUT_SHAPE)
+    for sample in samples:
+        data[sample, 0, 1, 2, 3] = value
+    return data
+
+
 @pytest.mark.parametrize(
     ("arrays", "message"),
     [
         ([torch.zeros(4, 1, 2, 5, 4)], "expected [samples, 1, 2, 5, 5]"),
         ([torch.zeros(4, 2, 5)], "expected [samples, 1, 2, 5, 5]"),
         ([torch.zeros(4, *TINY_INPUT_SHAPE)] * 2, "has 2 arrays"),
+        ([_spoilt(math.nan, 2)], "input 0 of sample 2 holds NaN or ±Inf (1 of 4 samples do)"),
+        ([_spoilt(-math.inf, 1, 3)], "input 0 of sample 1 holds NaN or ±Inf (2 of 4 samples do)"),
     ],
-    ids=["wrong-shape", "wrong-rank", "two-arrays"],
+    ids=["wrong-shape", "wrong-rank", "two-arrays", "nan", "infinity"],
 )
 @pytest.mark.parametrize("suffix", [".npz", ".pt"])
 def test_bad_calibration_is_a_one_line_error(
@@ -460,6 +486,32 @@ def test_bad_calibration_is_a_one_line_error(
     result = run(capsys, f"{tiny_model}:make", "-o", pte, "--calibration", calibration)
     assert message in error_line(result)
     assert not pte.exists()
+
+
+def test_nonfinite_samples_can_be_left_out_and_are_counted(
+    capsys, tiny_model: Path, tmp_path: Path
+) -> None:
+    data = _calibration_data()
+    spoilt = data.clone()
+    spoilt[1, 0, 0, 0, 0] = math.nan
+    spoilt[3, 0, 1, 4, 4] = math.inf
+    _write_calibration(tmp_path / "spoilt.npz", spoilt)
+    _write_calibration(tmp_path / "clean.npz", data[[0, 2, 4]])
+    runs = {}
+    for name in ("spoilt", "clean"):
+        pte, report = tmp_path / f"{name}.pte", tmp_path / f"{name}.json"
+        extra = ["--skip-nonfinite-samples"] if name == "spoilt" else []
+        calibration = tmp_path / f"{name}.npz"
+        result = run(capsys, f"{tiny_model}:make", "-o", pte, "--calibration", calibration,
+                     "--report-json", report, *extra)  # fmt: skip
+        assert result.status == 0, result.err
+        runs[name] = (result, pte.read_bytes(), json.loads(report.read_text()))
+    result, program, report = runs["spoilt"]
+    assert "calibration: spoilt.npz: 3 samples (2 with NaN or ±Inf left out)" in result.out
+    assert report["calibration"]["samples"] == 3
+    assert report["calibration"]["skipped_nonfinite"] == 2
+    assert runs["clean"][2]["calibration"]["skipped_nonfinite"] == 0
+    assert program == runs["clean"][1], "the samples left must calibrate as the clean file"
 
 
 # 5. Operators without a lowering ------------------------------------------------------------

@@ -241,3 +241,20 @@ def test_unsupported_op_is_left_unannotated() -> None:
         user.format_node() for user in norm.users
     ]
     assert [user.op for user in norm.users] == ["output"]
+
+
+def test_nonfinite_calibration_is_refused_before_calibrating() -> None:
+    # The compile API refuses what the CLI refuses: an observer cannot range NaN or ±Inf.
+    import math
+
+    from cortex_m_nn.calibration import Calibration
+    from cortex_m_nn.compile import quantize
+    from cortex_m_nn.errors import CompileError
+    from cortex_m_nn.model_source import ModelSource
+
+    module = torch.nn.Sequential(torch.nn.Linear(4, 2)).eval()
+    clean = torch.ones(1, 4)
+    samples = [(clean,), (clean,), (torch.tensor([[1.0, math.inf, 0.0, 0.0]]),), (clean,)]
+    calibration = Calibration(samples, "hand-made", synthetic=False)
+    with pytest.raises(CompileError, match=r"input 0 of sample 2 holds NaN or ±Inf \(1 of 4"):
+        quantize(ModelSource("linear", module, (clean,)), calibration, progress=False)
