@@ -9,20 +9,22 @@ to embed a ``.pte`` (a model file literally named ``inspect`` or ``embed`` is gi
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cortex_m_nn.errors import CompileError
+from cortex_m_nn.command import add_debug_argument, guarded, write_all
+from cortex_m_nn.errors import CompileError, stage
 from cortex_m_nn.options import QuantizationOptions, RangeMethod
-from cortex_m_nn.target import DEFAULT_TARGET, Target, TargetError
+from cortex_m_nn.subcommands import SUBCOMMANDS
+from cortex_m_nn.target import DEFAULT_TARGET, Target
 
 if TYPE_CHECKING:
     from cortex_m_nn import fit
     from cortex_m_nn.boards import Board
+    from cortex_m_nn.calibration import Calibration
     from cortex_m_nn.compile import CompiledProgram
+    from cortex_m_nn.model_source import ModelSource
 
 DESCRIPTION = (
     "Compile a PyTorch model into an ExecuTorch program (.pte) whose operators are "
@@ -153,22 +155,7 @@ def _add_fit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no report on stdout"
     )
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file: never a partial output."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(handle, 0o666 & ~umask)  # mkstemp's 0600 would make the output private
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    add_debug_argument(parser)
 
 
 def resolve_target(text: str | None, board: Board | None) -> Target:
@@ -191,10 +178,12 @@ def compile_from_args(args: argparse.Namespace) -> int:
     # Before the heavy imports: bad input fails fast.
     budget = fit.budget(args.board, args.flash, args.ram)
     target = resolve_target(args.target, budget.board if budget else None)
+    _check_output_paths(args)
     compiled, document = _compile_and_check(args, target, budget)
-    outputs = _outputs(args, compiled, document)  # every byte made before the first write
-    for path, data in outputs.items():
-        _write_atomically(path, data)
+    with stage("outputs"):
+        outputs = _outputs(args, compiled, document)  # every byte made before the first write
+    with stage("write"):
+        write_all(outputs)
     if args.intermediates is not None:
         from cortex_m_nn.compile import write_intermediates
 
@@ -205,27 +194,40 @@ def compile_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_output_paths(args: argparse.Namespace) -> None:
+    """Refuse, before compiling, two outputs given the same file (one would overwrite the
+    other)."""
+    seen: dict[Path, str] = {}
+    options = {
+        "-o/--output": args.output,
+        "--report-json": args.report_json,
+        "--plot": args.plot,
+        "--test-vector": args.test_vector,
+    }
+    for option, path in options.items():
+        if path is None:
+            continue
+        if path.resolve() in seen:
+            raise CompileError(
+                f"{option} {path} is the file {seen[path.resolve()]} names too; give each "
+                "output its own path"
+            )
+        seen[path.resolve()] = option
+
+
 def _compile_and_check(
     args: argparse.Namespace, target: Target, budget: fit.Budget | None
 ) -> tuple[CompiledProgram, dict]:
     """The compiled program and its report; raises when verification or the fit fails."""
     # Imported here so that --help and argument errors stay fast.
-    from cortex_m_nn import calibration as calibration_files
     from cortex_m_nn import fit, report
     from cortex_m_nn.abi import KernelAbi, Rounding
     from cortex_m_nn.compile import compile_model
     from cortex_m_nn.layer_snr import layer_snr
-    from cortex_m_nn.model_source import load_model
     from cortex_m_nn.pte import runtime_overhead
     from cortex_m_nn.verify import verify_program
 
-    source = load_model(args.model)
-    if args.calibration is not None:
-        calibration = calibration_files.load(
-            args.calibration, source.example_inputs, args.skip_nonfinite_samples
-        )
-    else:
-        calibration = calibration_files.synthetic(source.example_inputs)
+    source, calibration = _model_and_calibration(args)
     compiled = compile_model(
         source,
         KernelAbi.for_target(target, Rounding(args.rounding)),
@@ -238,10 +240,13 @@ def _compile_and_check(
             bias_correction=args.bias_correction,
         ),
     )
-    verification = verify_program(compiled) if args.verify else None
+    with stage("verify"):
+        verification = verify_program(compiled) if args.verify else None
     stages = compiled.stages
-    layers = layer_snr(stages.exported, stages.quantized, compiled.calibration.samples)
-    document = report.as_dict(compiled, verification, layers)
+    with stage("per-layer SNR"):
+        layers = layer_snr(stages.exported, stages.quantized, compiled.calibration.samples)
+    with stage("report"):
+        document = report.as_dict(compiled, verification, layers)
     if budget is not None:
         document["fit"] = fit.check(
             budget,
@@ -261,6 +266,22 @@ def _compile_and_check(
     if budget is not None:
         fit.require_fit(document["fit"])
     return compiled, document
+
+
+def _model_and_calibration(args: argparse.Namespace) -> tuple[ModelSource, Calibration]:
+    """The model ``args`` name and its calibration samples (a file, or a synthetic set)."""
+    from cortex_m_nn import calibration as calibration_files
+    from cortex_m_nn.model_source import load_model
+
+    with stage("load model"):
+        source = load_model(args.model)
+    with stage("calibration data"):
+        if args.calibration is None:
+            return source, calibration_files.synthetic(source.example_inputs)
+        calibration = calibration_files.load(
+            args.calibration, source.example_inputs, args.skip_nonfinite_samples
+        )
+    return source, calibration
 
 
 def _outputs(
@@ -292,201 +313,7 @@ def _outputs(
 
 def run(args: argparse.Namespace) -> int:
     """Run the compiler for parsed ``args``; returns the process exit status."""
-    try:
-        return compile_from_args(args)
-    except (CompileError, TargetError) as error:
-        print(f"cortex-m-compile: error: {error}", file=sys.stderr)
-        return 2
-
-
-INSPECT_DESCRIPTION = (
-    "Report what a built firmware image (an ARM ELF) spends its flash and RAM on, by "
-    "component, and check the model embedded in it."
-)
-
-
-def add_inspect_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Options of ``cortex-m-compile inspect``."""
-    parser.add_argument("elf", type=Path, metavar="ELF", help="the built firmware image")
-    parser.add_argument(
-        "--pte",
-        type=Path,
-        help="the .pte the image should embed: its bytes must equal the model section's",
-    )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
-    return parser
-
-
-def inspect_from_args(args: argparse.Namespace) -> int:
-    import json
-
-    from cortex_m_nn import firmware
-    from cortex_m_nn.embed import MODEL_ALIGNMENT, MODEL_SECTION
-
-    if not args.elf.is_file():
-        raise CompileError(f"{args.elf} does not exist")
-    pte = None
-    if args.pte is not None:
-        if not args.pte.is_file():
-            raise CompileError(f"{args.pte} does not exist")
-        pte = args.pte.read_bytes()
-    try:
-        document = firmware.inspect(args.elf, pte)
-    except Exception as error:  # pyelftools raises several types for a file that is no ELF
-        raise CompileError(f"cannot read {args.elf} as an ARM ELF: {error}") from error
-    print(firmware.to_text(document), end="")
-    if args.json is not None:
-        _write_atomically(args.json, (json.dumps(document, indent=2) + "\n").encode())
-    model = document["model"]
-    if model is None:
-        if pte is not None:
-            raise CompileError(
-                f"{args.elf} has no {MODEL_SECTION} section; embed the model with "
-                "cortex_m_nn.embed.c_source"
-            )
-        return 0
-    if not model["aligned"]:
-        raise CompileError(
-            f"{MODEL_SECTION} is at 0x{model['address']:x} with alignment {model['alignment']}; "
-            f"it must be aligned to {MODEL_ALIGNMENT} (keep the section's alignment in the "
-            "linker script)"
-        )
-    if model["matches_pte"] is False:
-        raise CompileError(
-            f"{MODEL_SECTION} ({model['size']:,} B) differs from {args.pte} ({len(pte):,} B) "
-            f"from byte {model['first_difference']:,}; rebuild the firmware with this .pte"
-        )
-    return 0
-
-
-def inspect_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="cortex-m-compile inspect", description=INSPECT_DESCRIPTION
-    )
-    args = add_inspect_arguments(parser).parse_args(argv)
-    try:
-        return inspect_from_args(args)
-    except CompileError as error:
-        print(f"cortex-m-compile inspect: error: {error}", file=sys.stderr)
-        return 2
-
-
-EMBED_DESCRIPTION = (
-    "Write what a firmware build needs to embed a compiled .pte: a C source holding it "
-    "(16-byte aligned, in section .cortex_m_nn_model), a header with the memory to reserve "
-    "for it (planned arena, scratch, method allocator) and what it was compiled for, and a "
-    "CMake file listing the operators to register; optionally check it fits the memories."
-)
-
-
-def add_embed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Options of ``cortex-m-compile embed``."""
-    parser.add_argument("pte", type=Path, metavar="PTE", help="the compiled program")
-    parser.add_argument(
-        "--output-dir",
-        type=Path,
-        metavar="DIR",
-        required=True,
-        help="where to write cortex_m_nn_model.c, cortex_m_nn_model.h, cortex_m_nn_model.cmake",
-    )
-    parser.add_argument(
-        "--board", metavar="NAME", help="check the model fits this board (as for compiling)"
-    )
-    parser.add_argument(
-        "--flash", metavar="SIZE", help="size of the memory that holds the model (.pte)"
-    )
-    parser.add_argument("--ram", metavar="SIZE", help="size of the memory that holds the arena")
-    parser.add_argument(
-        "--flash-region",
-        metavar="NAME",
-        default="--flash",
-        help="name of the --flash memory in messages (e.g. ITCM, DDR4)",
-    )
-    parser.add_argument(
-        "--ram-region",
-        metavar="NAME",
-        default="--ram",
-        help="name of the --ram memory in messages (e.g. DTCM, ISRAM)",
-    )
-    parser.add_argument(
-        "--model-alone",
-        action="store_true",
-        help="the model has its memory to itself: do not count the runtime's code there",
-    )
-    parser.add_argument(
-        "--arena-alone",
-        action="store_true",
-        help="the arena has its memory to itself: do not count the runtime's RAM there",
-    )
-    parser.add_argument(
-        "--method-margin",
-        type=int,
-        metavar="PERCENT",
-        default=25,
-        help="method allocator = runtime-overhead estimate plus this many percent (default 25)",
-    )
-    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    return parser
-
-
-def embed_from_args(args: argparse.Namespace) -> int:
-    from cortex_m_nn import embed, fit
-    from cortex_m_nn.boards import format_size
-
-    if not args.pte.is_file():
-        raise CompileError(f"{args.pte} does not exist")
-    pte = args.pte.read_bytes()
-    budget = fit.budget(args.board, args.flash, args.ram, args.flash_region, args.ram_region)
-    facts = embed.model_facts(pte, args.method_margin)
-    report = None
-    if budget is not None:
-        report = fit.check(
-            budget,
-            facts.pte_bytes,
-            len(facts.operators),
-            facts.arena_bytes,
-            facts.method_allocator_bytes,
-            code_with_model=not args.model_alone,
-            runtime_with_arena=not args.arena_alone,
-        )
-        fit.require_fit(report)
-    written = embed.write_embedding(pte, args.output_dir, facts)
-    if not args.quiet:
-        print(
-            f"{args.pte}: {facts.pte_bytes:,} B, {facts.core}+{facts.isa}, rounding "
-            f"{facts.rounding}; arena {facts.arena_bytes:,} B "
-            f"({len(facts.planned_buffers)} planned buffer(s), largest scratch "
-            f"{max(facts.scratch_buffers, default=0):,} B); method allocator "
-            f"{facts.method_allocator_bytes:,} B"
-        )
-        print(f"kernels: {', '.join(facts.kernels) or 'none'}")
-        if facts.fallback_operators:
-            print(f"portable (fallback) operators: {', '.join(facts.fallback_operators)}")
-        if report is not None:
-            for role in ("flash", "ram"):
-                found = report[role]
-                if found is not None:
-                    print(
-                        f"fits {found['region']}: {found['needed_bytes']:,} B needed "
-                        f"({found['share']:.0%} of {format_size(found['size_bytes'])})"
-                    )
-        for path in written:
-            print(f"wrote {path}")
-    return 0
-
-
-def embed_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="cortex-m-compile embed", description=EMBED_DESCRIPTION)
-    args = add_embed_arguments(parser).parse_args(argv)
-    try:
-        return embed_from_args(args)
-    except CompileError as error:
-        print(f"cortex-m-compile embed: error: {error}", file=sys.stderr)
-        return 2
-
-
-#: Subcommands: the first argument selects them (a model file of that name is ./NAME).
-SUBCOMMANDS = {"inspect": inspect_main, "embed": embed_main}
+    return guarded("cortex-m-compile", compile_from_args, args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from tqdm import tqdm
 import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
 from cortex_m_nn.abi import KernelAbi, Rounding
 from cortex_m_nn.calibration import Calibration, require_finite
-from cortex_m_nn.errors import CompileError
+from cortex_m_nn.errors import CompileError, mark_stage, stage
 from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.options import QuantizationOptions
@@ -156,25 +156,30 @@ def quantize(
     measured); returns (the float graph in functional form — batch norms folded and
     equalized when the options ask — and the converted quantized graph)."""
     require_finite(calibration)
-    exported = export(source)
-    functional_form(exported)
+    with stage("export"):
+        exported = export(source)
+    with stage("functional form"):
+        functional_form(exported)
     options = options or QuantizationOptions()
-    if options.equalize or options.bias_correction:
-        fold_batch_norms(exported)  # both must see the weights PT2E quantizes, BN folded in
-    if options.equalize:
-        equalize(exported, calibration.samples)
+    with stage("equalize"):
+        if options.equalize or options.bias_correction:
+            fold_batch_norms(exported)  # both must see the weights PT2E quantizes, BN folded in
+        if options.equalize:
+            equalize(exported, calibration.samples)
     # the float reference of the report's per-layer SNR: equalizing is exact in float, bias
     # correction is not; prepare_pt2e changes the graph it is given
     float_graph = copy.deepcopy(exported)
     if options.bias_correction:
-        correct_biases(exported, calibration.samples)
-    prepared = prepare_pt2e(exported, CortexMQuantizer(options))
-    with torch.no_grad():
-        for sample in tqdm(
-            calibration.samples, desc="calibrating", unit="sample", disable=not progress
-        ):
-            prepared(*sample)
-    return float_graph, convert_pt2e(prepared)
+        with stage("bias correction"):
+            correct_biases(exported, calibration.samples)
+    with stage("calibrate"):
+        prepared = prepare_pt2e(exported, CortexMQuantizer(options))
+        with torch.no_grad():
+            for sample in tqdm(
+                calibration.samples, desc="calibrating", unit="sample", disable=not progress
+            ):
+                prepared(*sample)
+        return float_graph, convert_pt2e(prepared)
 
 
 def to_program(
@@ -225,7 +230,8 @@ def compile_model(
     the kernels' CMSIS-NN is built with, to make it from.
     """
     start = time.perf_counter()
-    quantized = quantize(source, calibration, progress, options)
+    with stage("quantize"):
+        quantized = quantize(source, calibration, progress, options)
     seconds = {"quantize": time.perf_counter() - start}
     return compile_quantized(
         source,
@@ -313,8 +319,10 @@ class _Timer:
     def __enter__(self) -> None:
         self.start = time.perf_counter()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> None:
         self.seconds[self.name] = time.perf_counter() - self.start
+        if isinstance(error, Exception):
+            mark_stage(error, self.name)
 
 
 def write_intermediates(compiled: CompiledProgram, directory: Path) -> list[Path]:

@@ -685,3 +685,83 @@ def test_existing_output_survives_a_failed_compile(
     assert pte.read_bytes() == b"sentinel program"
     assert report.read_text() == "sentinel report"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.json", "keep.pte"]
+
+
+# 9. Internal errors and outputs ------------------------------------------------------------
+
+
+def _boom(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("boom\nsecond line of the message")
+
+
+#: Where an unexpected exception is raised → the stage the CLI names.
+INTERNAL = {
+    "lower": ("cortex_m_nn.compile.lower", "lower"),
+    "calibrate": ("cortex_m_nn.compile.prepare_pt2e", "calibrate"),
+    "serialise": ("cortex_m_nn.compile.to_edge", "serialise"),
+    "per-layer SNR": ("cortex_m_nn.layer_snr.layer_snr", "per-layer SNR"),
+    "write": ("cortex_m_nn.command.os.replace", "write"),
+}
+
+
+@pytest.mark.parametrize("where", list(INTERNAL))
+@pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
+def test_internal_error_is_one_line_exit_3_and_writes_nothing(
+    capsys, monkeypatch, tiny_model: Path, tmp_path: Path, where: str, debug: bool
+) -> None:
+    target, stage = INTERNAL[where]
+    monkeypatch.setattr(target, _boom)
+    pte, report = tmp_path / "out.pte", tmp_path / "r.json"
+    extra = ["--debug"] if debug else []
+    result = run(capsys, f"{tiny_model}:make", "-o", pte, "--report-json", report, "-q", *extra)
+    assert result.status == 3
+    expected = (
+        f"cortex-m-compile: internal error in {stage}: RuntimeError: boom; rerun with --debug "
+        "for the traceback"
+    )
+    lines = [line for line in result.err.splitlines() if not PROGRESS.match(line)]
+    if debug:
+        assert lines[0] == "Traceback (most recent call last):" and "_boom" in result.err
+        assert lines[-1] == expected
+    else:
+        assert lines == [expected]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_embed_internal_error_is_one_line(capsys, monkeypatch, tmp_path: Path) -> None:
+    from cortex_m_nn import embed
+
+    monkeypatch.setattr(embed, "model_facts", _boom)
+    pte = tmp_path / "model.pte"
+    pte.write_bytes(b"whatever")
+    result = run(capsys, "embed", pte, "--output-dir", tmp_path / "out")
+    assert result.status == 3
+    assert result.err.splitlines() == [
+        "cortex-m-compile embed: internal error in embed: RuntimeError: boom; rerun with "
+        "--debug for the traceback"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pte"]
+
+
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [("--report-json", "--report-json"), ("--plot", "--plot"), ("--test-vector", "--test-vector")],
+)
+def test_two_outputs_to_one_file_are_refused_before_compiling(
+    capsys, monkeypatch, tmp_path: Path, option: str, named: str
+) -> None:
+    monkeypatch.setattr("cortex_m_nn.compile.compile_model", _boom)  # never reached
+    pte = tmp_path / "model.pte"
+    result = run(capsys, "-o", pte, option, tmp_path / "." / "model.pte")
+    assert f"{named} {tmp_path}/model.pte is the file -o/--output names too" in error_line(result)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_output_that_cannot_be_written_is_one_line_and_nothing_is_left(
+    capsys, tiny_model: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    pte, report = tmp_path / "ok.pte", tmp_path / "a-file" / "r.json"
+    result = run(capsys, f"{tiny_model}:make", "-o", pte, "--report-json", report, "-q")
+    assert "cannot write" in error_line(result) and "choose another path" in error_line(result)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]

@@ -13,7 +13,7 @@ import yaml
 from tests.zephyr.test_yaml import MODULE, MODULE_BUILD, MODULE_SETTINGS
 
 import cortex_m_nn
-from cortex_m_nn import cli
+from cortex_m_nn import cli, subcommands
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
@@ -255,8 +255,8 @@ def test_readme_opens_with_the_two_commands():
 def test_readme_documents_every_cli_option():
     text = (ROOT / "README.md").read_text()
     compile_parser = cli.add_arguments(argparse.ArgumentParser(prog="cortex-m-compile"))
-    inspect_parser = cli.add_inspect_arguments(argparse.ArgumentParser(prog="inspect"))
-    embed_parser = cli.add_embed_arguments(argparse.ArgumentParser(prog="embed"))
+    inspect_parser = subcommands.add_inspect_arguments(argparse.ArgumentParser(prog="inspect"))
+    embed_parser = subcommands.add_embed_arguments(argparse.ArgumentParser(prog="embed"))
     for parser in (compile_parser, inspect_parser, embed_parser):
         for action in parser._actions:
             for option in action.option_strings:
