@@ -11,6 +11,8 @@ operator, its source line and the rewrite.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -326,6 +328,110 @@ def test_functional_form_only(name: str) -> None:
     assert not [n for n in graph_module.graph.nodes if is_in_place(n)]
     assert expected <= op_names(graph_module), op_names(graph_module)
     torch.testing.assert_close(graph_module(*inputs), module(*inputs), rtol=0, atol=0)
+
+
+class Body(nn.Module):
+    """``body(x)`` as a model: one operator of ``passes.equivalents`` on the model input."""
+
+    def __init__(self, body: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        super().__init__()
+        self.body = body
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+def body(function: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], nn.Module]:
+    return lambda: Body(function)
+
+
+#: Rewritten exactly (``passes.equivalents``): name → (model, the ATen op it was, the ops its
+#: functional form holds instead); the functional form computes the same floats.
+EQUIVALENTS = {
+    "feature_dropout_eval": (lambda: nn.Dropout2d(0.1), "aten.feature_dropout", {"aten.dropout"}),
+    "alpha_dropout_eval": (lambda: nn.AlphaDropout(0.1), "aten.alpha_dropout", {"aten.dropout"}),
+    "feature_alpha_dropout_eval": (
+        lambda: nn.FeatureAlphaDropout(0.1),
+        "aten.feature_alpha_dropout",
+        {"aten.dropout"},
+    ),
+    "view_as": (body(lambda x: x.flatten(2).view_as(x)), "aten.view_as", {"aten.reshape"}),
+    "expand_as": (
+        body(lambda x: x.mean((2, 3), keepdim=True).expand_as(x) + x),
+        "aten.expand_as",
+        {"aten.expand"},
+    ),
+    "max_values": (body(lambda x: x.max(1).values), "aten.max.dim", {"aten.amax"}),
+    "min_values_keepdim": (body(lambda x: x.min(-1, True)[0]), "aten.min.dim", {"aten.amin"}),
+    "adaptive_max_to_1": (
+        lambda: nn.AdaptiveMaxPool2d(1),
+        "aten.adaptive_max_pool2d",
+        {"aten.amax"},
+    ),
+    "adaptive_max_uniform": (
+        lambda: nn.AdaptiveMaxPool2d((3, 2)),
+        "aten.adaptive_max_pool2d",
+        {"aten.max_pool2d"},
+    ),
+    "adaptive_max_1d_uniform": (
+        body(lambda x: F.adaptive_max_pool1d(x.flatten(2), 4)),
+        "aten.adaptive_max_pool1d",
+        {"aten.max_pool1d"},
+    ),
+    "instance_norm": (
+        lambda: nn.InstanceNorm2d(3, affine=True),
+        "aten.instance_norm",
+        {"aten.group_norm"},
+    ),
+    "index_select_step": (
+        body(lambda x: x.index_select(3, torch.tensor([0, 2, 4]))),
+        "aten.index_select",
+        {"aten.slice.Tensor"},
+    ),
+    "index_list_runs": (
+        body(lambda x: x[:, :, [4, 5, -6, 2]]),
+        "aten.index.Tensor",
+        {"aten.slice.Tensor", "aten.cat"},
+    ),
+}
+#: Left as they are (not the same function, or not known before the model runs):
+#: name → (model, the ATen op that stays).
+NOT_EQUIVALENT = {
+    "feature_dropout_training": (
+        body(lambda x: F.dropout2d(x, 0.1, training=True)),
+        "aten.feature_dropout",
+    ),
+    "max_with_indices_read": (body(lambda x: x.max(1)[1].float() + x.max(1)[0]), "aten.max.dim"),
+    "adaptive_max_non_uniform": (lambda: nn.AdaptiveMaxPool2d(4), "aten.adaptive_max_pool2d"),
+    "instance_norm_running_stats": (
+        lambda: nn.InstanceNorm2d(3, track_running_stats=True),
+        "aten.instance_norm",
+    ),
+    "index_computed": (body(lambda x: x[:, x[0, :, 0, 0].argsort()]), "aten.index.Tensor"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EQUIVALENTS))
+def test_operators_without_a_rule_become_equivalent_ones(name: str) -> None:
+    factory, before, after = EQUIVALENTS[name]
+    module, inputs = seeded(factory, *SHAPE)
+    graph_module = export(ModelSource("m", module, inputs))
+    assert before in op_names(graph_module)
+    changes = functional_form(graph_module)
+    assert before not in op_names(graph_module) and after <= op_names(graph_module)
+    assert changes.equivalent == [before]
+    for sample in synthetic(inputs, count=3).samples:
+        with torch.no_grad():  # to the bit, but group norm sums in another order
+            got, want = graph_module(*sample), module(*sample)
+            tolerance = 1e-6 if name == "instance_norm" else 0.0
+            torch.testing.assert_close(got, want, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("name", sorted(NOT_EQUIVALENT))
+def test_operators_that_are_not_equivalent_stay(name: str) -> None:
+    factory, op = NOT_EQUIVALENT[name]
+    graph_module = functional(*seeded(factory, *SHAPE))
+    assert op in op_names(graph_module), op_names(graph_module)
 
 
 class NoFunctionalForm(nn.Module):

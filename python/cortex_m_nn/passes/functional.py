@@ -17,7 +17,9 @@ rules lower functional operators, so :func:`functional_form` rewrites the graph:
    a tensor another view of whose elements is read afterwards (``y[:, :2] = 0``,
    ``x[:, :4].relu_()`` then ``x`` read);
 3. the no-ops go (their readers read their input), and with them the metadata checks
-   (``_assert_tensor_metadata``) the export leaves beside ``to``.
+   (``_assert_tensor_metadata``) the export leaves beside ``to``;
+4. operators the lowering has no rule for become the exactly equivalent ones it has
+   (:mod:`cortex_m_nn.passes.equivalents`: eval-mode dropouts, ``view_as``, ``max.dim``, …).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from torch._ops import OpOverload
 from torch.fx import GraphModule, Node
 
 from cortex_m_nn.errors import CompileError
+from cortex_m_nn.passes.equivalents import equivalents
 from cortex_m_nn.passes.records import module_of, op_name, source_line
 from cortex_m_nn.passes.refusals import Refusal
 from cortex_m_nn.rewrites import rewrite_for
@@ -71,6 +74,7 @@ class FunctionalForm:
 
     functional: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    equivalent: list[str] = field(default_factory=list)
 
 
 def functional_form(graph_module: GraphModule) -> FunctionalForm:
@@ -91,6 +95,7 @@ def functional_form(graph_module: GraphModule) -> FunctionalForm:
             graph.erase_node(node)
     graph.lint()
     graph_module.recompile()
+    changes.equivalent = equivalents(graph_module)
     return changes
 
 
