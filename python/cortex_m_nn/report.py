@@ -61,6 +61,7 @@ def as_dict(
             "samples": len(compiled.calibration.samples),
             "options": compiled.options.as_dict(),
         },
+        "notes": compiled.notes,
         "operators": [
             row(r)
             | {
@@ -154,6 +155,7 @@ def to_text(report: dict[str, Any]) -> str:
         f"{target['name']} ({target['isa']} path)",
         f"calibration: {report['calibration']['description']}; "
         + ", ".join(f"{k} {v}" for k, v in report["calibration"]["options"].items()),
+        *(f"note: {note}" for note in report.get("notes", [])),
         "",
         f"{'#':>3}  {'op':<22} {'became':<30} {'CMSIS-NN / note':<30} {'MACs':>11} "
         f"{'weight B':>9} {'Δ LSB':>5}",

@@ -15,6 +15,10 @@ SEQ = (SEQUENCE,)
 VEC = (VECTOR,)
 
 
+def _conv() -> torch.nn.Module:
+    return torch.nn.Conv2d(4, 8, 3, padding=1)
+
+
 def _inplace_add(m, x, y):
     x += y
     return x
@@ -54,6 +58,9 @@ INPLACE: dict[str, Factory] = {
     "inplace.hardtanh_": case(lambda m, x: F.hardtanh_(x, 0.0, 6.0)),
     "inplace.sigmoid_": case(lambda m, x: x.sigmoid_()),
     "inplace.dropout_": case(lambda m, x: F.dropout(x, 0.1, False, inplace=True), "linear", VEC),
+    "inplace.relu_on_input": case(
+        lambda m, x: m.conv(F.relu(x, inplace=True)), None, layers=lambda: {"conv": _conv()}
+    ),
 }
 
 ALIASES: dict[str, Factory] = {
