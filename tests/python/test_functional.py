@@ -27,6 +27,7 @@ from cortex_m_nn.passes.functional import NO_OPS, functional_form, is_in_place
 from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect
 
+from .activation_models import Function
 from .models import seeded
 from .test_cli import error_line, run
 
@@ -377,19 +378,9 @@ def test_functional_form_only(name: str) -> None:
     torch.testing.assert_close(graph_module(*inputs), module(*inputs), rtol=0, atol=0)
 
 
-class Body(nn.Module):
-    """``body(x)`` as a model: one operator of ``passes.equivalents`` on the model input."""
-
-    def __init__(self, body: Callable[[torch.Tensor], torch.Tensor]) -> None:
-        super().__init__()
-        self.body = body
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(x)
-
-
 def body(function: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], nn.Module]:
-    return lambda: Body(function)
+    """A factory of ``function`` as a model (one operator of ``passes.equivalents``)."""
+    return lambda: Function(function)
 
 
 #: Rewritten exactly (``passes.equivalents``): name → (model, the ATen op it was, the ops its
