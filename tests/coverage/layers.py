@@ -55,6 +55,9 @@ NORMS: dict[str, Factory] = {
     "norm.groupnorm_one_group": layer(lambda: nn.GroupNorm(1, C)),
     "norm.instancenorm2d": layer(lambda: nn.InstanceNorm2d(C, affine=True)),
     "norm.instancenorm2d_no_affine": layer(lambda: nn.InstanceNorm2d(C)),
+    "norm.instancenorm2d_running_stats": layer(
+        lambda: nn.InstanceNorm2d(C, affine=True, track_running_stats=True)
+    ),
     "norm.instancenorm1d": layer(lambda: nn.InstanceNorm1d(6, affine=True), "linear", SEQUENCE),
 }
 

@@ -383,6 +383,13 @@ def body(function: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], nn.Mo
     return lambda: Function(function)
 
 
+def running_statistics(norm: nn.InstanceNorm2d) -> nn.InstanceNorm2d:
+    """``norm`` with running statistics as training leaves them (not 0 and 1)."""
+    norm.running_mean.normal_()
+    norm.running_var.uniform_(0.5, 2.0)
+    return norm
+
+
 #: Rewritten exactly (``passes.equivalents``): name → (model, the ATen op it was, the ops its
 #: functional form holds instead); the functional form computes the same floats.
 EQUIVALENTS = {
@@ -421,6 +428,11 @@ EQUIVALENTS = {
         "aten.instance_norm",
         {"aten.group_norm"},
     ),
+    "instance_norm_running_stats": (
+        lambda: running_statistics(nn.InstanceNorm2d(3, affine=True, track_running_stats=True)),
+        "aten.instance_norm",
+        {"aten.batch_norm"},
+    ),
     "index_select_step": (
         body(lambda x: x.index_select(3, torch.tensor([0, 2, 4]))),
         "aten.index_select",
@@ -441,8 +453,8 @@ NOT_EQUIVALENT = {
     ),
     "max_with_indices_read": (body(lambda x: x.max(1)[1].float() + x.max(1)[0]), "aten.max.dim"),
     "adaptive_max_non_uniform": (lambda: nn.AdaptiveMaxPool2d(4), "aten.adaptive_max_pool2d"),
-    "instance_norm_running_stats": (
-        lambda: nn.InstanceNorm2d(3, track_running_stats=True),
+    "instance_norm_updating_running_stats": (
+        body(lambda x: F.instance_norm(x, torch.zeros(3), torch.ones(3), use_input_stats=True)),
         "aten.instance_norm",
     ),
     "index_computed": (body(lambda x: x[:, x[0, :, 0, 0].argsort()]), "aten.index.Tensor"),

@@ -11,14 +11,16 @@ quantizer annotates, and the lowering lowers, the operator it becomes:
   → ``amax`` over the pooled dims; to a size dividing the input's (every window the same)
   → ``max_pool2d`` / ``max_pool1d`` with kernel = stride = input ÷ output;
 * ``instance_norm`` with the input's own statistics (no running stats) → ``group_norm`` with
-  one group per channel (the same statistics, weight and bias per channel);
+  one group per channel (the same statistics, weight and bias per channel); with running
+  statistics in eval mode (``track_running_stats=True``) → ``batch_norm`` in eval mode (a
+  per-channel multiply-add, folded into the convolution before it or a depthwise 1×1);
 * ``index_select(x, d, i)`` and ``x[..., i]`` (``index`` with one index tensor) of constant
   1-D indices → a ``slice`` (indices in arithmetic progression) or a ``cat`` of slices (one per
   run of consecutive indices), which ``passes/gather`` moves as a view, a transpose, a strided
   copy or a concat.
 
-Anything else (training-mode dropout, indices that are read, non-uniform windows, running
-statistics, indices computed by the model) is left as it is: its lowering refuses it.
+Anything else (training-mode dropout or instance norm, indices that are read, non-uniform
+windows, indices computed by the model) is left as it is: its lowering refuses it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ DROPOUTS = {
 }
 #: ``max.dim`` / ``min.dim`` → the reduction of the values alone.
 EXTREMES = {aten.max.dim: aten.amax.default, aten.min.dim: aten.amin.default}
+#: The first arguments of ``instance_norm`` (and of ``batch_norm``).
+NORM_ARGS = ("input", "weight", "bias", "running_mean", "running_var")
 #: Adaptive max pools → (the max pool of uniform windows, the number of pooled dims).
 ADAPTIVE_MAX = {
     aten.adaptive_max_pool2d.default: (aten.max_pool2d.default, 2),
@@ -100,23 +104,20 @@ def _adaptive_max(node: Node) -> Replacement:
 
 
 def _instance_norm(node: Node) -> Replacement:
-    x, weight, bias = (
-        node.args[0],
-        _argument(node, 1, "weight", None),
-        _argument(node, 2, "bias", None),
-    )
-    running = _argument(node, 3, "running_mean", None), _argument(node, 4, "running_var", None)
-    shape = _shape(x)
-    use_input_stats = bool(_argument(node, 5, "use_input_stats", True))
-    if (
-        shape is None
-        or len(shape) < 2
-        or not use_input_stats
-        or any(r is not None for r in running)
-    ):
+    """Group norm with a group per channel (the input's own statistics), or batch norm in eval
+    mode (the running statistics; both take them as ``(x, weight, bias, mean, var, …)``)."""
+    x, weight, bias, mean, var = (_argument(node, i, n, None) for i, n in enumerate(NORM_ARGS))
+    shape, eps = _shape(x), float(_argument(node, 7, "eps", 1e-5))
+    if shape is None or len(shape) < 2:
         return None
-    eps = float(_argument(node, 7, "eps", 1e-5))
-    return aten.group_norm.default, (x, shape[1], weight, bias, eps)
+    if bool(_argument(node, 5, "use_input_stats", True)):
+        if mean is not None or var is not None:
+            return None  # training: the running statistics are updated too
+        return aten.group_norm.default, (x, shape[1], weight, bias, eps)
+    if mean is None or var is None:
+        return None
+    momentum = float(_argument(node, 6, "momentum", 0.1))
+    return aten.batch_norm.default, (x, weight, bias, mean, var, False, momentum, eps, False)
 
 
 def _constant(graph_module: GraphModule, node: object) -> torch.Tensor | None:
