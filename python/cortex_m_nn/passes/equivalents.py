@@ -90,8 +90,8 @@ def _extreme(node: Node) -> Replacement:
 def _adaptive_max(node: Node) -> Replacement:
     pool, dims = ADAPTIVE_MAX[node.target]
     shape, size = _shape(node.args[0]), node.args[1]
-    size = [int(size)] * dims if isinstance(size, int) else [int(s) for s in size]
-    if shape is None or len(size) != dims or any(s is None for s in size):
+    size = [size] * dims if isinstance(size, int) else list(size)
+    if shape is None or len(size) != dims or not all(isinstance(s, int) for s in size):
         return None
     spatial = shape[-dims:]
     if all(s == 1 for s in size):
