@@ -4,7 +4,9 @@ The steps, in order (``compile_model`` runs them; ``Stages`` keeps what each mad
 
 1. ``export``: ``torch.export`` of the model (a ``ModelSource``, loaded by the caller);
 2. ``functional_form``: in-place operators become functional, no-op copies and aliases go,
-   a mutation of an input, a buffer or through a view is refused (``passes.functional``);
+   operators without a rule become exactly equivalent ones; a write into a model input that
+   nothing else sees is dropped with a note, other mutations of an input, a buffer or through
+   a view are refused (``passes.functional``);
 3. ``quantize``: PT2E prepare with ``CortexMQuantizer``, calibrate, convert;
 4. ``lower``: onto ``cortex_m_nn`` operators (the passes of ``passes.pipeline.PASSES``);
    fallbacks fail the compile unless allowed (``unsupported_message``);
@@ -38,7 +40,7 @@ from cortex_m_nn.errors import CompileError, mark_stage, stage
 from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.options import QuantizationOptions
-from cortex_m_nn.passes.functional import functional_form
+from cortex_m_nn.passes.functional import NOTES, functional_form
 from cortex_m_nn.passes.pipeline import lower
 from cortex_m_nn.passes.records import LoweringResult, OpRecord
 from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
@@ -109,6 +111,13 @@ class CompiledProgram:
     @property
     def records(self) -> list[OpRecord]:
         return self.stages.lowering.records
+
+    @property
+    def notes(self) -> list[str]:
+        """What the report says about rewrites of the model before quantization (a write
+        into a model input made functional: ``passes.functional``)."""
+        exported = self.stages.exported
+        return list(exported.meta.get(NOTES, [])) if exported is not None else []
 
     @property
     def lowered(self) -> GraphModule:

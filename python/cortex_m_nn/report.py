@@ -62,6 +62,7 @@ def as_dict(
             "skipped_nonfinite": compiled.calibration.skipped,
             "options": compiled.options.as_dict(),
         },
+        "notes": compiled.notes,
         "operators": [
             row(r)
             | {
@@ -155,6 +156,7 @@ def to_text(report: dict[str, Any]) -> str:
         f"{target['name']} ({target['isa']} path)",
         f"calibration: {report['calibration']['description']}; "
         + ", ".join(f"{k} {v}" for k, v in report["calibration"]["options"].items()),
+        *(f"note: {note}" for note in report.get("notes", [])),
         "",
         f"{'#':>3}  {'op':<22} {'became':<30} {'CMSIS-NN / note':<30} {'MACs':>11} "
         f"{'weight B':>9} {'Δ LSB':>5}",

@@ -2,8 +2,9 @@
 
 A case is a factory returning ``(module in eval mode, example inputs)``. Most cases put a
 small layer in front of the operator under test (``stem``), as real code does: the operator
-then reads a quantized activation rather than the model input (which an in-place operator
-must not mutate). Weights come from :func:`tests.zoo.common.seeded` (seeded, He-uniform).
+then reads a quantized activation rather than the model input (an in-place operator on the
+model input is its own case). Weights come from :func:`tests.zoo.common.seeded` (seeded,
+He-uniform).
 """
 
 from __future__ import annotations

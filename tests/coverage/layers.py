@@ -54,6 +54,11 @@ NORMS: dict[str, Factory] = {
     "norm.groupnorm": layer(lambda: nn.GroupNorm(2, C)),
     "norm.groupnorm_one_group": layer(lambda: nn.GroupNorm(1, C)),
     "norm.instancenorm2d": layer(lambda: nn.InstanceNorm2d(C, affine=True)),
+    "norm.instancenorm2d_no_affine": layer(lambda: nn.InstanceNorm2d(C)),
+    "norm.instancenorm2d_running_stats": layer(
+        lambda: nn.InstanceNorm2d(C, affine=True, track_running_stats=True)
+    ),
+    "norm.instancenorm1d": layer(lambda: nn.InstanceNorm1d(6, affine=True), "linear", SEQUENCE),
 }
 
 POOLS: dict[str, Factory] = {
@@ -67,6 +72,9 @@ POOLS: dict[str, Factory] = {
     "pool.adaptive_avg_2x2": layer(lambda: nn.AdaptiveAvgPool2d((2, 2))),
     "pool.adaptive_avg_3x3": layer(lambda: nn.AdaptiveAvgPool2d(3)),
     "pool.adaptive_max_1": layer(lambda: nn.AdaptiveMaxPool2d(1)),
+    "pool.adaptive_max_4x4": layer(lambda: nn.AdaptiveMaxPool2d(4)),
+    "pool.adaptive_max_1d": case(lambda m, x: F.adaptive_max_pool1d(x, 1), "linear", (SEQUENCE,)),
+    "pool.adaptive_max_1d_uniform": layer(lambda: nn.AdaptiveMaxPool1d(8), "linear", SEQUENCE),
     "pool.global_mean": case(lambda m, x: x.mean((2, 3))),
     "pool.global_mean_keepdim": case(lambda m, x: x.mean([-1, -2], keepdim=True)),
     "pool.global_amax": case(lambda m, x: torch.amax(x, dim=(2, 3))),
@@ -133,6 +141,8 @@ DROPOUT: dict[str, Factory] = {
     "dropout.dropout2d": layer(lambda: nn.Dropout2d(0.1)),
     "dropout.functional": case(lambda m, x: F.dropout(x, 0.2, m.training), "linear", (VECTOR,)),
     "dropout.alpha": layer(lambda: nn.AlphaDropout(0.1), "linear", VECTOR),
+    "dropout.feature_alpha": layer(lambda: nn.FeatureAlphaDropout(0.1)),
+    "dropout.dropout1d": layer(lambda: nn.Dropout1d(0.1), "linear", SEQUENCE),
 }
 
 RESIZE: dict[str, Factory] = {

@@ -15,6 +15,10 @@ SEQ = (SEQUENCE,)
 VEC = (VECTOR,)
 
 
+def _conv() -> torch.nn.Module:
+    return torch.nn.Conv2d(4, 8, 3, padding=1)
+
+
 def _inplace_add(m, x, y):
     x += y
     return x
@@ -54,6 +58,9 @@ INPLACE: dict[str, Factory] = {
     "inplace.hardtanh_": case(lambda m, x: F.hardtanh_(x, 0.0, 6.0)),
     "inplace.sigmoid_": case(lambda m, x: x.sigmoid_()),
     "inplace.dropout_": case(lambda m, x: F.dropout(x, 0.1, False, inplace=True), "linear", VEC),
+    "inplace.relu_on_input": case(
+        lambda m, x: m.conv(F.relu(x, inplace=True)), None, layers=lambda: {"conv": _conv()}
+    ),
 }
 
 ALIASES: dict[str, Factory] = {
@@ -65,6 +72,7 @@ ALIASES: dict[str, Factory] = {
     "alias.type_as": case(lambda m, x, y: x.type_as(y) + y, "two"),
     "alias.full_slice": case(lambda m, x: x[:, :]),
     "alias.view_as": case(lambda m, x, y: x.view_as(y) * y, "two"),
+    "alias.view_as_other_shape": case(lambda m, x: x.view_as(x.flatten(2)), "linear", SEQ),
 }
 
 VIEWS: dict[str, Factory] = {
@@ -98,6 +106,8 @@ SLICES: dict[str, Factory] = {
     "slice.narrow": case(lambda m, x: x.narrow(1, 2, 4)),
     "slice.index_list": case(lambda m, x: x[:, [0, 2, 5]]),
     "slice.index_select": case(lambda m, x: torch.index_select(x, 1, torch.tensor([1, 3]))),
+    "slice.index_select_runs": case(lambda m, x: x.index_select(-1, torch.tensor([4, 5, 0, 1]))),
+    "slice.index_negative": case(lambda m, x: x[..., [-1, 0, 3]]),
     "slice.after_cat": case(_ghost_slice, "two"),
 }
 
@@ -147,6 +157,8 @@ REDUCTIONS: dict[str, Factory] = {
     "reduce.amax_channels": case(lambda m, x: x.amax(1, keepdim=True)),
     "reduce.amax_last": case(lambda m, x: torch.amax(x, -1), "linear", SEQ),
     "reduce.max_values": case(lambda m, x: x.max(dim=1, keepdim=True)[0]),
+    "reduce.max_dim_values": case(lambda m, x: torch.max(x, 1).values),
+    "reduce.min_values": case(lambda m, x: x.min(-1).values, "linear", SEQ),
 }
 
 PRODUCTS: dict[str, Factory] = {

@@ -13,11 +13,18 @@ rules lower functional operators, so :func:`functional_form` rewrites the graph:
    holding the same elements (``z = y[:, :]`` or ``y.detach()`` read after ``y.relu_()``) are
    made to read the result as well;
 2. a mutation visible elsewhere is refused (``CompileError``: the operator, its source line,
-   the rewrite): of a model input, of a parameter or buffer (state kept between calls), or of
-   a tensor another view of whose elements is read afterwards (``y[:, :2] = 0``,
-   ``x[:, :4].relu_()`` then ``x`` read);
+   the rewrite): of a parameter or buffer (state kept between calls), of a tensor another view
+   of whose elements is read afterwards (``y[:, :2] = 0``, ``x[:, :4].relu_()`` then ``x``
+   read), or of a model input whose value before the write is read too (``y = x * 3`` then
+   ``x.relu_()``) or whose new value nothing reads (the write is all the op does). Any other
+   write into a model input (``nn.ReLU(inplace=True)`` as the first layer) is made functional
+   like the rest: on the device nothing reads the input buffer after the model, so only the
+   write-back into the caller's tensor goes, which :attr:`FunctionalForm.notes` says (the
+   compile report prints it);
 3. the no-ops go (their readers read their input), and with them the metadata checks
-   (``_assert_tensor_metadata``) the export leaves beside ``to``.
+   (``_assert_tensor_metadata``) the export leaves beside ``to``;
+4. operators the lowering has no rule for become the exactly equivalent ones it has
+   (:mod:`cortex_m_nn.passes.equivalents`: eval-mode dropouts, ``view_as``, ``max.dim``, …).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from torch._ops import OpOverload
 from torch.fx import GraphModule, Node
 
 from cortex_m_nn.errors import CompileError
+from cortex_m_nn.passes.equivalents import equivalents
 from cortex_m_nn.passes.records import module_of, op_name, source_line
 from cortex_m_nn.passes.refusals import Refusal
 from cortex_m_nn.rewrites import rewrite_for
@@ -60,6 +68,8 @@ NO_OPS = ALWAYS_SAME | {
 SAME_ELEMENTS = NO_OPS | {aten.view.default, aten.reshape.default}
 #: In-place operators that change a tensor's shape, not its elements: views of it are unaffected.
 METADATA_ONLY = {"t_", "transpose_", "unsqueeze_", "squeeze_", "swapdims_", "swapaxes_", "detach_"}
+#: ``GraphModule.meta`` key of the functional form's notes (:attr:`FunctionalForm.notes`).
+NOTES = "cortex_m_nn_notes"
 #: Readers that look at a tensor's metadata only, never its elements: the checks ``to`` leaves
 #: in the export, of metadata the graph has fixed; they go with the copies.
 METADATA_READERS = {aten._assert_tensor_metadata.default}
@@ -71,6 +81,9 @@ class FunctionalForm:
 
     functional: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    equivalent: list[str] = field(default_factory=list)
+    #: what the compile report says about the rewrite (a write into a model input dropped)
+    notes: list[str] = field(default_factory=list)
 
 
 def functional_form(graph_module: GraphModule) -> FunctionalForm:
@@ -82,7 +95,7 @@ def functional_form(graph_module: GraphModule) -> FunctionalForm:
     for node in list(graph.nodes):
         if is_in_place(node):
             changes.functional.append(op_name(node.target))
-            make_functional(node, order)
+            changes.notes += make_functional(node, order)
     for node in list(graph.nodes):
         if is_no_op(node) or node.target in METADATA_READERS:
             changes.removed.append(op_name(node.target))
@@ -91,6 +104,8 @@ def functional_form(graph_module: GraphModule) -> FunctionalForm:
             graph.erase_node(node)
     graph.lint()
     graph_module.recompile()
+    changes.equivalent = equivalents(graph_module)
+    graph_module.meta[NOTES] = list(changes.notes)
     return changes
 
 
@@ -134,15 +149,15 @@ def _same_arguments(functional: OpOverload, in_place: OpOverload) -> bool:
     ]
 
 
-def make_functional(node: Node, order: dict[Node, int]) -> None:
-    """Replace the in-place ``node`` by its functional form, or refuse it."""
+def make_functional(node: Node, order: dict[Node, int]) -> list[str]:
+    """Replace the in-place ``node`` by its functional form, or refuse it; returns the notes
+    for the report (the write into a model input it drops)."""
     functional = functional_overload(node.target)
     if functional is None:
         refuse(node, Refusal.IN_PLACE_ONLY, "has no functional form")
     written = node.args[0]
     root = alias_root(written)
-    if root.op == "placeholder":
-        refuse(node, Refusal.MUTATED_INPUT, f"writes into the model input {root.name}")
+    notes = [input_write(node, root, order)] if root.op == "placeholder" else []
     if root.op == "get_attr":
         refuse(node, Refusal.MUTATED_BUFFER, f"writes into the parameter or buffer {root.target}")
     graph = node.graph
@@ -155,6 +170,36 @@ def make_functional(node: Node, order: dict[Node, int]) -> None:
     graph.erase_node(node)
     if node.target._schema.name.split("::")[-1] not in METADATA_ONLY:
         redirect_readers(node, written, root, result, order)
+    return notes
+
+
+def input_write(mutation: Node, root: Node, order: dict[Node, int]) -> str:
+    """The report's note for a write into the model input ``root`` that can be dropped;
+    refused when the input's value before it is read too, or its new value by nothing."""
+    for view in aliases_of(root):
+        for reader in view.users:
+            if reader is mutation or reader.op != "call_function":
+                continue  # the write itself, the export's guards
+            if reader.target in METADATA_READERS or order.get(reader, -1) > order[mutation]:
+                continue  # later readers read the result (or are checked as views)
+            if aliases_input(reader) and reader.args[0] is view:
+                continue  # a view: its own readers are checked
+            refuse(
+                mutation,
+                Refusal.MUTATED_INPUT,
+                f"writes into the model input {root.name}, whose value before the write "
+                f"is read too ({source_line(reader) or reader.name})",
+            )
+    if not mutation.users:
+        refuse(
+            mutation,
+            Refusal.MUTATED_INPUT,
+            f"writes into the model input {root.name} and nothing reads the result",
+        )
+    return (
+        f"{op_name(mutation.target)} at {where(mutation)} writes into the model input "
+        f"{root.name}: computed into a new tensor; the input keeps its value"
+    )
 
 
 def cast_back(result: Node, written: Node) -> Node:
