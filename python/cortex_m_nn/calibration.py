@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,6 +91,13 @@ def load(
             raise CompileError(f"calibration file {path}: use a .pt or .npz file")
     except CompileError:
         raise
+    except pickle.UnpicklingError as error:  # torch.load(weights_only=True) met an object
+        found = re.search(r"GLOBAL ([\w.]+)", str(error))
+        what = f" ({found.group(1)})" if found else ""
+        raise CompileError(
+            f"calibration file {path} holds Python objects other than tensors{what}: save a "
+            "tensor, or a list of tensors, one per model input"
+        ) from error
     except Exception as error:
         raise CompileError(f"cannot read calibration file {path}: {error}") from error
     if len(arrays) != len(example_inputs):
@@ -120,6 +129,11 @@ def load(
 def _split(path: Path, index: int, array: object, example: torch.Tensor) -> list[torch.Tensor]:
     if not isinstance(array, torch.Tensor):
         raise CompileError(f"calibration file {path}: input {index} is not a tensor")
+    if not array.is_floating_point():
+        raise CompileError(
+            f"calibration file {path}: input {index} is {array.dtype}; give the float samples "
+            f"the model takes ({example.dtype}), before any quantization"
+        )
     shape = tuple(example.shape)
     if tuple(array.shape[1:]) == shape:
         batch = array

@@ -62,7 +62,8 @@ def guarded(
     try:
         return command(args)
     except (CompileError, TargetError) as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
+        # one line, whatever text a library's error brought into the message
+        print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
     except Exception as error:
         if getattr(args, "debug", False):

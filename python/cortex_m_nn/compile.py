@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
+from torch.export.graph_signature import OutputKind, TensorArgument
 from torch.fx import GraphModule
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from tqdm import tqdm
@@ -147,12 +148,19 @@ def metadata(abi: KernelAbi) -> dict[str, str | int]:
 def export(source: ModelSource) -> GraphModule:
     """``torch.export`` of the float model; a model it cannot trace is the user's to fix."""
     try:
-        return torch.export.export(source.module, source.example_inputs).module()
+        program = torch.export.export(source.module, source.example_inputs)
     except Exception as error:
         raise CompileError(
             f"torch.export failed for {source.name}: {type(error).__name__}: "
             f"{str(error).splitlines()[0] if str(error) else ''}"
         ) from error
+    for index, spec in enumerate(program.graph_signature.output_specs):
+        if spec.kind == OutputKind.USER_OUTPUT and not isinstance(spec.arg, TensorArgument):
+            raise CompileError(
+                f"{source.name} returns {getattr(spec.arg, 'value', spec.arg)!r} as output "
+                f"{index}; a compiled model returns tensors only: leave it out of forward's result"
+            )
+    return program.module()
 
 
 def quantize(

@@ -28,7 +28,24 @@ class ModelSource:
     example_inputs: tuple[torch.Tensor, ...]
 
     def __post_init__(self) -> None:
+        for index, example in enumerate(self.example_inputs):
+            _check_example(self.name, index, example)
         self.example_inputs = tuple(canonical(x) for x in self.example_inputs)
+
+
+def _check_example(name: str, index: int, example: torch.Tensor) -> None:
+    """Refuse an example input the compiler cannot make a program input of."""
+    if not example.is_floating_point():
+        raise CompileError(
+            f"{name}: input {index} is {example.dtype}; the compiler quantizes floating-point "
+            "inputs to int8: give a float example input (and convert inside forward if the "
+            "model needs integers)"
+        )
+    if example.numel() == 0:
+        raise CompileError(
+            f"{name}: input {index} has no elements (shape {list(example.shape)}); give an "
+            "example input of the shape the device will pass"
+        )
 
 
 def canonical(tensor: torch.Tensor) -> torch.Tensor:

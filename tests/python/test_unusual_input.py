@@ -1,0 +1,115 @@
+"""Unusual models and calibration files through the command line: each compiles (and verifies)
+or is refused in one line on stderr with exit status 2, writing nothing (issue 13)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from cortex_m_nn import cli
+
+MODELS = Path(__file__).with_name("unusual_models.py")
+
+#: factory → None (compiles, verifies) or a fragment of the one-line refusal.
+CASES: dict[str, str | None] = {
+    "int_input": "input 0 is torch.int32; the compiler quantizes floating-point inputs",
+    "bool_input": "input 0 is torch.bool",
+    "zero_size": "input 0 has no elements (shape [1, 2, 0, 5])",
+    "scalar_input": "example inputs must be tensors",
+    "list_inputs": None,
+    "batch4": None,
+    "dict_output": None,
+    "nested_output": None,
+    "none_output": "returns None as output 1; a compiled model returns tensors only",
+    "int_output": "returns 3 as output 1",
+    "training": None,
+    "training_dropout": None,
+    "wrong_type": "must return (torch.nn.Module, example_inputs tuple)",
+    "not_module": "must return (torch.nn.Module, example_inputs tuple)",
+    "tensor_only": "must return (torch.nn.Module, example_inputs tuple)",
+    "raises": "factory unusual_models:raises failed: KeyError: 'nope'",
+}
+
+
+def compile_cli(capsys, *arguments: object) -> tuple[int, str, str]:
+    status = cli.main([str(a) for a in arguments])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def refused(status: int, err: str, tmp_path: Path, expected: str, keep: set[str]) -> None:
+    lines = [line for line in err.splitlines() if not line.startswith("calibrating:")]
+    assert status == 2, err
+    assert len(lines) == 1 and lines[0].startswith("cortex-m-compile: error: "), err
+    assert expected in lines[0]
+    assert {p.name for p in tmp_path.iterdir()} == keep
+
+
+@pytest.mark.parametrize("factory", list(CASES))
+def test_unusual_model(capsys, tmp_path: Path, factory: str) -> None:
+    pte = tmp_path / "out.pte"
+    status, out, err = compile_cli(capsys, f"{MODELS}:{factory}", "-o", pte, "--verify")
+    if CASES[factory] is not None:
+        refused(status, err, tmp_path, CASES[factory], set())
+        return
+    assert status == 0, err
+    assert "PASS" in out and pte.stat().st_size > 0
+
+
+def test_training_mode_is_compiled_as_eval_mode(capsys, tmp_path: Path) -> None:
+    programs = []
+    for factory in ("training_dropout", "training_dropout_eval"):
+        pte = tmp_path / f"{factory}.pte"
+        assert compile_cli(capsys, f"{MODELS}:{factory}", "-o", pte, "-q")[0] == 0
+        programs.append(pte.read_bytes())
+    assert programs[0] == programs[1]
+
+
+def _pickled(path: Path) -> None:
+    torch.save([torch.zeros(4, 4, 2, 5, 5), argparse.Namespace(a=1)], path)
+
+
+#: calibration file → (writer, fragment of the refusal); the model takes [4, 2, 5, 5].
+CALIBRATION = {
+    "pickled.pt": (_pickled, "holds Python objects other than tensors (argparse.Namespace)"),
+    "objects.npz": (
+        lambda p: np.savez(p, np.array([object(), 1], dtype=object)),
+        "Object arrays cannot be loaded",
+    ),
+    "int8.npz": (
+        lambda p: np.savez(p, np.zeros((3, 4, 2, 5, 5), np.int8)),
+        "input 0 is torch.int8; give the float samples the model takes (torch.float32)",
+    ),
+    "rank.npz": (lambda p: np.savez(p, np.zeros((3, 2, 5, 5), np.float32)), "expected [samples"),
+    "empty.npz": (lambda p: np.savez(p), "has 0 arrays; the model takes 1 inputs"),
+    "truncated.npz": (lambda p: p.write_bytes(b"PK\x03\x04" + bytes(40)), "cannot read"),
+}
+
+
+@pytest.mark.parametrize("name", list(CALIBRATION))
+def test_unusual_calibration_file(capsys, tmp_path: Path, name: str) -> None:
+    write, expected = CALIBRATION[name]
+    write(tmp_path / name)
+    pte = tmp_path / "out.pte"
+    status, _, err = compile_cli(
+        capsys, f"{MODELS}:batch4", "-o", pte, "--calibration", tmp_path / name
+    )
+    refused(status, err, tmp_path, expected, {name})
+
+
+def test_float64_calibration_is_taken_as_float32(capsys, tmp_path: Path) -> None:
+    samples = np.random.default_rng(0).standard_normal((3, 4, 2, 5, 5))
+    np.savez(tmp_path / "f64.npz", samples)
+    np.savez(tmp_path / "f32.npz", samples.astype(np.float32))
+    programs = []
+    for name in ("f64", "f32"):
+        pte = tmp_path / f"{name}.pte"
+        calibration = tmp_path / f"{name}.npz"
+        assert compile_cli(capsys, f"{MODELS}:batch4", "-o", pte, "--calibration", calibration,
+                           "-q")[0] == 0  # fmt: skip
+        programs.append(pte.read_bytes())
+    assert programs[0] == programs[1]
