@@ -129,23 +129,24 @@ class _Table:
         _need(self.data, pos, flags.bytewidth, f"{self.what} field {index}")
         return self.table.Get(flags, pos)
 
-    def _target(self, index: int) -> int:
+    def _target(self, index: int, what: str = "") -> int:
         """Position of what field ``index`` (an offset) points to, or 0 when absent."""
         pos = self._field(index)
         if not pos:
             return 0
-        _need(self.data, pos, 4, f"{self.what} field {index}")
+        what = what or f"{self.what} field {index}"
+        _need(self.data, pos, 4, what)
         target = self.table.Indirect(pos)
-        _need(self.data, target, 4, f"{self.what} field {index}")
+        _need(self.data, target, 4, what)
         return target
 
-    def _vector(self, index: int, width: int) -> tuple[int, int]:
+    def _vector(self, index: int, width: int, what: str = "") -> tuple[int, int]:
         """Start and length of vector field ``index`` of ``width``-byte elements."""
-        target = self._target(index)
+        target = self._target(index, what)
         if not target:
             return 0, 0
         length = self.table.Get(_OFFSET, target)
-        _need(self.data, target + 4, length * width, f"{self.what} field {index}")
+        _need(self.data, target + 4, length * width, what or f"{self.what} field {index}")
         return target + 4, length
 
     def length(self, index: int, width: int = 1) -> int:
@@ -160,11 +161,11 @@ class _Table:
             raise PteFormatError(f"{self.what} field {index} is not UTF-8 text") from error
 
     def table_at(self, index: int, what: str) -> _Table | None:
-        target = self._target(index)
+        target = self._target(index, what)
         return _Table(self.data, target, what) if target else None
 
     def tables(self, index: int, what: str) -> list[_Table]:
-        start, length = self._vector(index, 4)
+        start, length = self._vector(index, 4, f"the {what} list")
         return [
             _Table(self.data, self.table.Indirect(p), what) for p in _positions(start, length, 4)
         ]
@@ -250,7 +251,8 @@ def _plan(table: _Table) -> ExecutionPlan:
 
 def _extended_header(data: bytes) -> tuple[int, int]:
     """The flatbuffer's size and where segments start (0: none), from the extended header
-    that follows the root offset and file identifier; the whole file when there is none."""
+    that follows the root offset and file identifier; the whole file when there is none.
+    A file shorter than its header says is truncated."""
     header = data[8 : 8 + _HEADER_READ_LENGTH]
     length = int.from_bytes(header[4:8], "little")
     if (
@@ -259,7 +261,14 @@ def _extended_header(data: bytes) -> tuple[int, int]:
         or length < _HEADER_MIN_LENGTH
     ):
         return len(data), 0
-    return int.from_bytes(header[8:16], "little"), int.from_bytes(header[16:24], "little")
+    size, base = int.from_bytes(header[8:16], "little"), int.from_bytes(header[16:24], "little")
+    segments = int.from_bytes(header[24:32], "little") if length > _HEADER_MIN_LENGTH else 0
+    end = max(size, base + segments if base else 0)
+    if end > len(data):
+        raise PteFormatError(
+            f"the file has {len(data)} bytes where its header gives {end}: truncated"
+        )
+    return size, base
 
 
 def _constant_storage_bytes(root: _Table, segment_data: bytes | None) -> int:
