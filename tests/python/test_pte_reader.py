@@ -298,12 +298,14 @@ def test_a_program_without_forward_is_named(programs: dict[str, bytes]) -> None:
         pte.forward_io(data)
 
 
-def test_embed_imports_neither_torch_nor_executorch(programs, tmp_path: Path) -> None:
+def test_embed_and_inspect_import_neither_torch_nor_executorch(programs, tmp_path: Path) -> None:
+    """``embed`` and the model summary of ``inspect`` read the .pte without them."""
     path = tmp_path / "model.pte"
     path.write_bytes(programs["ds_cnn-m55"])
     script = (
-        "import sys\nfrom cortex_m_nn import cli\n"
+        "import sys\nfrom pathlib import Path\nfrom cortex_m_nn import cli, firmware\n"
         f"assert cli.main(['embed', {str(path)!r}, '--output-dir', {str(tmp_path)!r}, '-q']) == 0\n"
+        f"assert 'error' not in firmware._summary(Path({str(path)!r}).read_bytes())\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'torchao', 'executorch'}))"
     )
     env = {"PYTHONPATH": str(ROOT / "python"), "PATH": ""}
