@@ -101,6 +101,8 @@ class ExecutionPlan:
 
 @dataclass(frozen=True)
 class Program:
+    """A serialised program: its methods and the bytes its constants take."""
+
     plans: tuple[ExecutionPlan, ...]
     #: Bytes of the constant buffers (each with its alignment padding), inline or in a segment.
     constant_storage_bytes: int
