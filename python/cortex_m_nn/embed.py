@@ -8,8 +8,10 @@ The array is plain C (no ``.incbin``), so any C compiler and build system can ta
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from cortex_m_nn.abi import KernelAbi
 
@@ -143,6 +145,25 @@ class ModelFacts:
         return tuple(op for op in self.operators if not op.startswith((_OURS, _PRIM)))
 
 
+T = TypeVar("T")
+
+
+def _read(read: Callable[[bytes], T], pte: bytes) -> T:
+    """``read(pte)``; a .pte it cannot read is a :class:`CompileError` of one line."""
+    from cortex_m_nn.errors import CompileError
+    from cortex_m_nn.pte_format import PteFormatError
+
+    try:
+        return read(pte)
+    except PteFormatError as error:
+        raise CompileError(f"cannot read the .pte: {error}; give a .pte file") from error
+    except Exception as error:  # fields that contradict each other (an index out of range)
+        raise CompileError(
+            f"cannot read the .pte: its fields disagree ({type(error).__name__}: {error}); "
+            "give a .pte file"
+        ) from error
+
+
 def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> ModelFacts:
     """Read :class:`ModelFacts` from a ``.pte`` compiled by cortex-m-compile."""
     from cortex_m_nn import pte as pte_reader
@@ -150,10 +171,7 @@ def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> Model
 
     if method_margin < 0:
         raise CompileError(f"--method-margin {method_margin}: give a percentage ≥ 0")
-    try:
-        metadata = pte_reader.pte_metadata(pte)
-    except Exception as error:  # the flatbuffer reader raises several types on bad input
-        raise CompileError(f"cannot read the .pte: {error}; give a .pte file") from error
+    metadata = _read(pte_reader.pte_metadata, pte)
     prefix = pte_reader.METADATA_PREFIX
     needed = ("core", "isa", "rounding", "ops_version", "version")
     missing = [name for name in needed if prefix + name not in metadata]
@@ -162,12 +180,12 @@ def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> Model
             f"the .pte has no {', '.join(prefix + m for m in missing)} method: it was not "
             "compiled by cortex-m-compile; compile the model with cortex-m-compile"
         )
-    inputs, outputs = pte_reader.forward_io(pte)
+    inputs, outputs = _read(pte_reader.forward_io, pte)
     return ModelFacts(
         pte_bytes=len(pte),
-        planned_buffers=tuple(pte_reader.planned_buffer_sizes(pte)),
-        scratch_buffers=tuple(pte_reader.scratch_buffer_sizes(pte)),
-        runtime_overhead_bytes=pte_reader.runtime_overhead(pte).total,
+        planned_buffers=tuple(_read(pte_reader.planned_buffer_sizes, pte)),
+        scratch_buffers=tuple(_read(pte_reader.scratch_buffer_sizes, pte)),
+        runtime_overhead_bytes=_read(pte_reader.runtime_overhead, pte).total,
         method_margin=method_margin,
         abi=KernelAbi.from_metadata(metadata),
         version=metadata[prefix + "version"],

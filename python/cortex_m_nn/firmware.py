@@ -145,7 +145,7 @@ def _model(elf: ELFFile, pte: bytes | None) -> dict[str, Any] | None:
 
 def _summary(data: bytes) -> dict[str, Any]:
     """The embedded .pte's own summary, or why it cannot be read."""
-    from cortex_m_nn import pte as programs  # executorch import: only when a model is found
+    from cortex_m_nn import pte as programs  # flatbuffers (and numpy): only when a model is found
 
     try:
         return {

@@ -11,21 +11,23 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from executorch.exir import schema
-from executorch.exir._serialize._program import deserialize_pte_binary
-
 from cortex_m_nn.abi import METADATA_PREFIX, KernelAbi
+from cortex_m_nn.pte_format import ExecutionPlan, Program, PteFormatError, read_program
 
-__all__ = ["METADATA_PREFIX", "pte_abi", "pte_metadata"]
+__all__ = ["METADATA_PREFIX", "PteFormatError", "pte_abi", "pte_metadata"]
 
 
 @lru_cache(maxsize=8)
-def _program(pte: bytes) -> schema.Program:
-    return deserialize_pte_binary(pte).program
+def _program(pte: bytes) -> Program:
+    return read_program(pte)
 
 
-def forward_plan(pte: bytes) -> schema.ExecutionPlan:
-    return next(plan for plan in _program(pte).execution_plan if plan.name == "forward")
+def forward_plan(pte: bytes) -> ExecutionPlan:
+    """The ``forward`` method; :class:`PteFormatError` if the program has none."""
+    for plan in _program(pte).plans:
+        if plan.name == "forward":
+            return plan
+    raise PteFormatError("the program has no forward method")
 
 
 def planned_buffer_bytes(pte: bytes) -> int:
@@ -36,7 +38,7 @@ def planned_buffer_bytes(pte: bytes) -> int:
 def pte_operators(pte: bytes) -> list[str]:
     """Operator names (``ns::name.overload``) of ``forward`` in a serialised program."""
     return [
-        f"{op.name}.{op.overload}" if op.overload else op.name for op in forward_plan(pte).operators
+        f"{name}.{overload}" if overload else name for name, overload in forward_plan(pte).operators
     ]
 
 
@@ -52,33 +54,32 @@ def constant_bytes(pte: bytes) -> int:
     :func:`constant_storage_bytes`).
     """
     sizes: dict[int, int] = {}
-    for plan in _program(pte).execution_plan:
+    for plan in _program(pte).plans:
         for value in plan.values:
-            tensor = value.val
-            if isinstance(tensor, schema.Tensor) and tensor.data_buffer_idx > 0:
-                if tensor.allocation_info is None:
-                    element = _ELEMENT_BYTES[int(tensor.scalar_type)]
-                    sizes[tensor.data_buffer_idx] = element * math.prod(tensor.sizes)
+            tensor = value.payload
+            if value.kind == "Tensor" and tensor.data_buffer_idx > 0 and not tensor.planned:
+                element = _ELEMENT_BYTES[tensor.scalar_type]
+                sizes[tensor.data_buffer_idx] = element * math.prod(tensor.sizes)
     return sum(sizes.values())
 
 
 def constant_storage_bytes(pte: bytes) -> int:
     """Bytes the constants take in the file, with the padding that aligns each of them."""
-    return sum(len(buffer.storage) for buffer in _program(pte).constant_buffer)
+    return _program(pte).constant_storage_bytes
 
 
 def pte_metadata(pte: bytes) -> dict[str, str]:
     """The ``cortex_m_nn_*`` constant methods (core, isa, rounding, version, ops_version) by
     name, as text."""
     found = {}
-    for plan in _program(pte).execution_plan:
+    for plan in _program(pte).plans:
         if not plan.name.startswith(METADATA_PREFIX) or len(plan.outputs) != 1:
             continue
-        value = plan.values[plan.outputs[0]].val
-        if isinstance(value, schema.String):
-            found[plan.name] = value.string_val
-        elif isinstance(value, schema.Int):
-            found[plan.name] = str(value.int_val)
+        value = plan.values[plan.outputs[0]]
+        if value.kind == "String":
+            found[plan.name] = value.payload
+        elif value.kind == "Int":
+            found[plan.name] = str(value.payload)
     return found
 
 
@@ -133,18 +134,13 @@ def runtime_overhead(pte: bytes) -> RuntimeOverhead:
     plan = forward_plan(pte)
     tensors = lists = 0
     for value in plan.values:
-        val = value.val
-        if isinstance(val, schema.Tensor):
-            tensors += TENSOR_IMPL_BYTES + 4 * len(val.sizes)
-        elif isinstance(val, schema.IntList | schema.TensorList):
-            lists += 12 + 12 * len(val.items)
-        elif isinstance(val, schema.DoubleList | schema.BoolList):
-            lists += 8 + 8 * len(getattr(val, "items", []))
-    instructions = 0
-    for chain in plan.chains:
-        for instruction in chain.instructions:
-            args = getattr(instruction.instr_args, "args", [])
-            instructions += POINTER_BYTES * len(args) + 12
+        if value.kind == "Tensor":
+            tensors += TENSOR_IMPL_BYTES + 4 * len(value.payload.sizes)
+        elif value.kind in ("IntList", "TensorList"):
+            lists += 12 + 12 * len(value.payload)
+        elif value.kind in ("DoubleList", "BoolList"):
+            lists += 8 + 8 * len(value.payload)
+    instructions = sum(POINTER_BYTES * len(call.args) + 12 for call in plan.instructions)
     return RuntimeOverhead(EVALUE_BYTES * len(plan.values), tensors, lists, instructions)
 
 
@@ -170,17 +166,15 @@ def scratch_buffer_sizes(pte: bytes) -> list[int]:
     }
     plan = forward_plan(pte)
     sizes = []
-    for chain in plan.chains:
-        for instruction in chain.instructions:
-            call = instruction.instr_args
-            if not isinstance(call, schema.KernelCall):
-                continue
-            position = scratch_position.get(plan.operators[call.op_index].name)
-            if position is None:
-                continue
-            tensor = plan.values[call.args[position]].val
-            element = _ELEMENT_BYTES[int(tensor.scalar_type)]
-            sizes.append(element * math.prod(tensor.sizes))
+    for call in plan.instructions:
+        if call.kind != "KernelCall":
+            continue
+        position = scratch_position.get(plan.operators[call.op_index][0])
+        if position is None:
+            continue
+        tensor = plan.values[call.args[position]].payload
+        element = _ELEMENT_BYTES[tensor.scalar_type]
+        sizes.append(element * math.prod(tensor.sizes))
     return sizes
 
 

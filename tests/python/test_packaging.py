@@ -62,6 +62,7 @@ def test_dependency_pins(pyproject):
     assert set(requirements["torchao"].split(",")) == {">=0.18", "<0.19"}
     for name in ("west", "pyelftools", "kconfiglib", "tqdm", "numpy", "pyyaml", "matplotlib"):
         assert name in requirements, name
+    assert requirements["flatbuffers"] == ""  # the .pte reader (pte_format.py), unpinned
     assert set(requirements) == {
         "torch",
         "torchao",
@@ -73,6 +74,7 @@ def test_dependency_pins(pyproject):
         "numpy",
         "pyyaml",
         "matplotlib",
+        "flatbuffers",
     }
 
 
