@@ -95,6 +95,12 @@ def invoke(*arguments: object) -> Run:
     return Run(status, out.getvalue(), err.getvalue())
 
 
+def invoke_to(directory: Path, stem: str, *arguments: object) -> tuple[Run, Path, Path]:
+    """``invoke`` writing ``stem.pte`` and its JSON report ``stem.json`` in ``directory``."""
+    pte, report = directory / f"{stem}.pte", directory / f"{stem}.json"
+    return invoke(*arguments, "-o", pte, "--report-json", report), pte, report
+
+
 def run(capsys: pytest.CaptureFixture[str], *arguments: object) -> Run:
     status = cli.main([str(a) for a in arguments])
     captured = capsys.readouterr()
@@ -422,15 +428,8 @@ def calibrated_runs(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
         for form, array in (("full", data), ("squeezed", data.squeeze(1))):
             calibration = directory / f"samples_{form}{suffix}"
             _write_calibration(calibration, array)
-            pte, report = directory / f"{form}{suffix}.pte", directory / f"{form}{suffix}.json"
-            result = invoke(
-                f"{tiny_model}:make",
-                "-o",
-                pte,
-                "--calibration",
-                calibration,
-                "--report-json",
-                report,
+            result, pte, report = invoke_to(
+                directory, form + suffix, f"{tiny_model}:make", "--calibration", calibration
             )
             runs[form + suffix] = (result, pte, report, calibration)
     return runs

@@ -29,7 +29,7 @@ from cortex_m_nn.target import DEFAULT_TARGET
 from cortex_m_nn.verify import verify_program
 
 from .models import extremes, pools, probability_floor
-from .test_cli import TINY_SOURCE, invoke
+from .test_cli import TINY_SOURCE, invoke_to
 from .test_quantizer import ConvNet
 
 LEVELS = 255  # int8: 256 levels, 255 steps
@@ -248,16 +248,8 @@ def test_cli_method_is_verified_and_recorded(tmp_path) -> None:
     model.write_text(TINY_SOURCE)
     programs = {}
     for method in ("minmax", "mse"):
-        pte, report = tmp_path / f"{method}.pte", tmp_path / f"{method}.json"
-        result = invoke(
-            f"{model}:make",
-            "-o",
-            pte,
-            "--verify",
-            "--report-json",
-            report,
-            "--calibration-method",
-            method,
+        result, pte, report = invoke_to(
+            tmp_path, method, f"{model}:make", "--verify", "--calibration-method", method
         )
         assert result.status == 0, result.err
         assert "PASS" in result.out

@@ -84,6 +84,13 @@ def configure(cmake: str, build: Path, **values: str) -> subprocess.CompletedPro
     return subprocess.run(command, capture_output=True, text=True, env=environment)
 
 
+def configured(cmake: str, build: Path, pte: Path, **values: str) -> subprocess.CompletedProcess:
+    """``configure`` for the model ``pte``, checked to succeed."""
+    result = configure(cmake, build, CONFIG_CORTEX_M_NN_MODEL_PTE=str(pte), **values)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 def recorded(build: Path) -> list[tuple[str, str]]:
     lines = (build / "recorded.txt").read_text().splitlines()
     return [tuple(line.split(" ", 1)) if " " in line else (line, "") for line in lines]
@@ -94,8 +101,7 @@ def kinds(build: Path, kind: str) -> list[str]:
 
 
 def test_builds_only_the_kernels_the_model_calls(cmake, hello_pte, tmp_path) -> None:
-    result = configure(cmake, tmp_path, CONFIG_CORTEX_M_NN_MODEL_PTE=str(hello_pte))
-    assert result.returncode == 0, result.stderr
+    result = configured(cmake, tmp_path, hello_pte)
     assert kinds(tmp_path, "library") == ["cortex_m_nn"]
     sources = kinds(tmp_path, "source")
     kernels = sorted(
@@ -122,14 +128,13 @@ def test_builds_only_the_kernels_the_model_calls(cmake, hello_pte, tmp_path) -> 
 
 
 def test_placement_in_named_memories(cmake, hello_pte, tmp_path) -> None:
-    result = configure(
+    configured(
         cmake,
         tmp_path,
-        CONFIG_CORTEX_M_NN_MODEL_PTE=str(hello_pte),
+        hello_pte,
         CONFIG_CORTEX_M_NN_MODEL_MEMORY="cortex_m_nn_ddr",
         CONFIG_CORTEX_M_NN_ARENA_MEMORY="isram",
     )
-    assert result.returncode == 0, result.stderr
     (linker,) = kinds(tmp_path, "linker")
     location, fragment = linker.split(" ", 1)
     assert location == "SECTIONS"
@@ -139,32 +144,33 @@ def test_placement_in_named_memories(cmake, hello_pte, tmp_path) -> None:
     assert kinds(tmp_path, "library_definition") == ["CORTEX_M_NN_ARENA_NODELABEL=isram"]
 
 
-def test_a_model_that_does_not_fit_stops_the_build(cmake, hello_pte, tmp_path) -> None:
-    result = configure(
-        cmake,
-        tmp_path,
-        CONFIG_CORTEX_M_NN_MODEL_PTE=str(hello_pte),
-        STUB_DT_SIZE__dtcm_30000000="0x400",  # a 1 KiB DTCM
-    )
-    assert result.returncode != 0
-    message = " ".join(result.stderr.split())
-    assert "the model does not fit mps3/corstone300/an547" in message
-    assert "RAM DTCM 1 KiB <" in message and "B needed" in message
-    assert "ISRAM" in message  # where the arena could go instead
+#: (settings beside the model, what the error says) of configurations that stop the build.
+REFUSED = {
+    "model_does_not_fit": (
+        {"STUB_DT_SIZE__dtcm_30000000": "0x400"},  # a 1 KiB DTCM
+        [
+            "the model does not fit mps3/corstone300/an547",
+            "RAM DTCM 1 KiB <",
+            "B needed",
+            "ISRAM",  # where the arena could go instead
+        ],
+    ),
+    "model_for_another_isa": (
+        {"CONFIG_CORTEX_M_NN_ISA_MVE": "n", "CONFIG_CORTEX_M_NN_ISA_DSP": "y"},
+        ["compiled for cortex-m55+mve", "--target cortex-m55+dsp --rounding double"],
+    ),
+}
 
 
-def test_a_model_for_another_isa_is_refused(cmake, hello_pte, tmp_path) -> None:
-    result = configure(
-        cmake,
-        tmp_path,
-        CONFIG_CORTEX_M_NN_MODEL_PTE=str(hello_pte),
-        CONFIG_CORTEX_M_NN_ISA_MVE="n",
-        CONFIG_CORTEX_M_NN_ISA_DSP="y",
-    )
+@pytest.mark.parametrize(("settings", "expected"), REFUSED.values(), ids=list(REFUSED))
+def test_a_refused_configuration_stops_the_build(
+    cmake, hello_pte, tmp_path, settings: dict[str, str], expected: list[str]
+) -> None:
+    result = configure(cmake, tmp_path, CONFIG_CORTEX_M_NN_MODEL_PTE=str(hello_pte), **settings)
     assert result.returncode != 0
     message = " ".join(result.stderr.split())
-    assert "compiled for cortex-m55+mve" in message
-    assert "--target cortex-m55+dsp --rounding double" in message
+    for fragment in expected:
+        assert fragment in message
 
 
 def test_single_rounding_reaches_all_of_cmsis_nn(cmake, tmp_path, tmp_path_factory) -> None:
@@ -172,14 +178,13 @@ def test_single_rounding_reaches_all_of_cmsis_nn(cmake, tmp_path, tmp_path_facto
     assert (
         cli.main([f"{HELLO / 'model.py'}:hello", "--rounding", "single", "-o", str(pte), "-q"]) == 0
     )
-    result = configure(
+    configured(
         cmake,
         tmp_path,
-        CONFIG_CORTEX_M_NN_MODEL_PTE=str(pte),
+        pte,
         CONFIG_CORTEX_M_NN_ROUNDING_DOUBLE="n",
         CONFIG_CORTEX_M_NN_ROUNDING_SINGLE="y",
     )
-    assert result.returncode == 0, result.stderr
     assert kinds(tmp_path, "definition") == ["CMSIS_NN_USE_SINGLE_ROUNDING"]
 
 

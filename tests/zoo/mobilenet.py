@@ -18,6 +18,9 @@ implementations. Batch norms are modules; PT2E folds them into the convolutions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import torch
 from torch import nn
 
@@ -65,14 +68,28 @@ V2_BLOCKS = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96,
 V2_BLOCKS += [(6, 160, 3, 2), (6, 320, 1, 1)]
 
 
-class InvertedResidual(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int, expansion: int) -> None:
+class _Residual(nn.Module):
+    """The inverted-residual block of V2 and V3: a 1×1 expansion (left out when ``hidden`` is
+    ``cin``), a ``kernel``×``kernel`` depthwise convolution, optionally squeeze-and-excitation,
+    a linear 1×1 projection, and the input added back where the shapes allow."""
+
+    def __init__(
+        self,
+        cin: int,
+        hidden: int,
+        cout: int,
+        kernel: int,
+        stride: int,
+        activation: Callable[[], nn.Module],
+        squeeze_excite: bool = False,
+    ) -> None:
         super().__init__()
-        hidden = cin * expansion
         layers: list[nn.Module] = []
-        if expansion != 1:
-            layers += [*_conv_bn(cin, hidden, 1), nn.ReLU6()]
-        layers += [*_conv_bn(hidden, hidden, 3, stride, groups=hidden), nn.ReLU6()]
+        if hidden != cin:
+            layers += [*_conv_bn(cin, hidden, 1), activation()]
+        layers += [*_conv_bn(hidden, hidden, kernel, stride, groups=hidden), activation()]
+        if squeeze_excite:
+            layers.append(SqueezeExcite(hidden))
         layers += _conv_bn(hidden, cout, 1)
         self.block = nn.Sequential(*layers)
         self.residual = stride == 1 and cin == cout
@@ -80,6 +97,11 @@ class InvertedResidual(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.block(x)
         return x + y if self.residual else y
+
+
+class InvertedResidual(_Residual):
+    def __init__(self, cin: int, cout: int, stride: int, expansion: int) -> None:
+        super().__init__(cin, cin * expansion, cout, 3, stride, nn.ReLU6)
 
 
 class MobileNetV2(nn.Module):
@@ -139,24 +161,11 @@ class SqueezeExcite(nn.Module):
         return x * scale
 
 
-class Bottleneck(nn.Module):
+class Bottleneck(_Residual):
     def __init__(
         self, cin: int, kernel: int, hidden: int, cout: int, se: bool, act: str, stride: int
     ) -> None:
-        super().__init__()
-        layers: list[nn.Module] = []
-        if hidden != cin:
-            layers += [*_conv_bn(cin, hidden, 1), _activation(act)]
-        layers += [*_conv_bn(hidden, hidden, kernel, stride, groups=hidden), _activation(act)]
-        if se:
-            layers.append(SqueezeExcite(hidden))
-        layers += _conv_bn(hidden, cout, 1)
-        self.block = nn.Sequential(*layers)
-        self.residual = stride == 1 and cin == cout
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.block(x)
-        return x + y if self.residual else y
+        super().__init__(cin, hidden, cout, kernel, stride, partial(_activation, act), se)
 
 
 class MobileNetV3Small(nn.Module):

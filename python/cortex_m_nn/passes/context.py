@@ -72,6 +72,10 @@ class LoweringContext:
         self.root.register_buffer(name, tensor.detach().clone().contiguous())
         return self.graph.get_attr(name)
 
+    def constants(self, hint: str, **tensors: torch.Tensor) -> list[Node]:
+        """:meth:`constant` of each of ``tensors`` in order, hinted ``{hint}_{keyword}``."""
+        return [self.constant(tensor, f"{hint}_{key}") for key, tensor in tensors.items()]
+
     # -- reading the source graph ---------------------------------------------------
     def attribute(self, node: Node) -> torch.Tensor:
         if node.op != "get_attr":

@@ -27,12 +27,10 @@ class Requantization:
 
     def constants(self, context: LoweringContext, name: str, kernel: torch.Tensor) -> list[Node]:
         """The weight (``kernel``, as int8), bias, multipliers and shifts as constants."""
-        return [
-            context.constant(kernel.to(torch.int8), f"{name}_weight"),
-            context.constant(self.bias, f"{name}_bias"),
-            context.constant(self.multipliers, f"{name}_multipliers"),
-            context.constant(self.shifts, f"{name}_shifts"),
-        ]
+        weight = kernel.to(torch.int8)
+        return context.constants(
+            name, weight=weight, bias=self.bias, multipliers=self.multipliers, shifts=self.shifts
+        )
 
 
 def requantization(

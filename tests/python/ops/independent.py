@@ -44,7 +44,8 @@ def broadcast_pairs(x1, x2) -> tuple[list[tuple[int, int]], list[int]]:
 
 
 def cmsis_minmax_walk(dims1, data1, dims2, data2, dims_out, pick) -> list[int]:
-    """arm_maximum_s8 / arm_minimum_s8's scalar pointer walk, transcribed line by line.
+    """arm_maximum_s8 / arm_minimum_s8's scalar pointer walk, transcribed (its three cases,
+    repeated at each level in C, written once as ``level``).
 
     ``dims*`` are ``[n, h, w, c]``, ``data*`` flat lists, ``pick(scalar_or_first, other)`` the
     element function. Returns the flat output (None where the C code writes nothing).
@@ -66,15 +67,23 @@ def cmsis_minmax_walk(dims1, data1, dims2, data2, dims_out, pick) -> list[int]:
             out[o] = pick(scalars[p_scalar], vector[p_vector + i])
             o += 1
 
+    def level(p1: int, p2: int, same: bool, size1: int, size2: int) -> tuple[int, int] | None:
+        """The three cases the C code tries at each level of the walk (same extents, the first
+        operand a scalar, the second a scalar): the pointers after the written elements, or
+        None where none applies."""
+        if same:
+            no_broadcast(p1, p2, size1)
+            return p1 + size1, p2 + size1
+        if size1 == 1:
+            scalar(p1, data1, p2, data2, size2)
+            return p1 + 1, p2 + size2
+        if size2 == 1:
+            scalar(p2, data2, p1, data1, size1)
+            return p1 + size1, p2 + 1
+        return None
+
     flat1, flat2 = n1 * h1 * w1 * c1, n2 * h2 * w2 * c2
-    if list(dims1) == list(dims2):
-        no_broadcast(0, 0, flat1)
-        return out
-    if flat1 == 1:
-        scalar(0, data1, 0, data2, flat2)
-        return out
-    if flat2 == 1:
-        scalar(0, data2, 0, data1, flat1)
+    if level(0, 0, list(dims1) == list(dims2), flat1, flat2) is not None:
         return out
     width1 = 0 if w1 >= w2 else c1
     width2 = 0 if w2 >= w1 else c2
@@ -85,44 +94,16 @@ def cmsis_minmax_walk(dims1, data1, dims2, data2, dims_out, pick) -> list[int]:
     base1 = base2 = 0
     for _ in range(dims_out[0]):
         p1, p2 = base1, base2
-        size1, size2 = h1 * w1 * c1, h2 * w2 * c2
-        if h1 == h2 and w1 == w2 and c1 == c2:
-            no_broadcast(p1, p2, size1)
-        elif size1 == 1:
-            scalar(p1, data1, p2, data2, size2)
-        elif size2 == 1:
-            scalar(p2, data2, p1, data1, size1)
-        else:
-            size1, size2 = w1 * c1, w2 * c2
+        if level(p1, p2, (h1, w1, c1) == (h2, w2, c2), h1 * w1 * c1, h2 * w2 * c2) is None:
             for _ in range(dims_out[1]):
-                if w1 == w2 and c1 == c2:
-                    no_broadcast(p1, p2, size1)
-                    p1 += size1
-                    p2 += size1
-                elif size1 == 1:
-                    scalar(p1, data1, p2, data2, size2)
-                    p1 += 1
-                    p2 += size2
-                elif size2 == 1:
-                    scalar(p2, data2, p1, data1, size1)
-                    p2 += 1
-                    p1 += size1
-                else:
+                row = level(p1, p2, (w1, c1) == (w2, c2), w1 * c1, w2 * c2)
+                if row is None:
                     for _ in range(dims_out[2]):
-                        if c1 == c2:
-                            no_broadcast(p1, p2, c1)
-                            p1 += c1
-                            p2 += c1
-                        elif c1 == 1:
-                            scalar(p1, data1, p2, data2, c2)
-                            p1 += 1
-                            p2 += c2
-                        elif c2 == 1:
-                            scalar(p2, data2, p1, data1, c1)
-                            p1 += c1
-                            p2 += 1
+                        p1, p2 = level(p1, p2, c1 == c2, c1, c2) or (p1, p2)
                         p1 -= width1
                         p2 -= width2
+                else:
+                    p1, p2 = row
                 p1 += height1
                 p2 += height2
         base1 += batch1

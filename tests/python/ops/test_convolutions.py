@@ -184,61 +184,61 @@ def transpose_cases(
 # --- fixed cases ------------------------------------------------------------------------------
 
 
-def conv_fixed() -> Case:
-    gen = torch.Generator().manual_seed(0)
+def _fixed_tensors(
+    seed: int,
+    shapes: tuple[tuple[int, ...], tuple[int, ...]],
+    bias: list[int],
+    multipliers: list[int],
+    shifts: list[int],
+    weight_low: int = -128,
+) -> Case:
+    """A fixed case's int8 input and weight (random from ``seed``, ``shapes`` in that order)
+    and its per-channel bias, multipliers and shifts."""
+    gen = torch.Generator().manual_seed(seed)
+    input_shape, weight_shape = shapes
     return {
-        "input": torch.randint(-128, 128, (1, 6, 5, 3), generator=gen, dtype=torch.int8),
-        "weight": torch.randint(-128, 128, (4, 3, 3, 3), generator=gen, dtype=torch.int8),
-        "bias": torch.tensor([0, 100, -100, 2**20], dtype=torch.int32),
-        "multipliers": torch.tensor([2**30, 1518500250, 2**31 - 1, 2**30], dtype=torch.int32),
-        "shifts": torch.tensor([-9, -8, -12, 1], dtype=torch.int32),
-        "stride": [2, 1],
-        "padding": [1, 1],
-        "dilation": [1, 1],
-        "input_offset": 5,
-        "output_offset": -3,
-        "activation_min": -100,
-        "activation_max": 90,
+        "input": torch.randint(-128, 128, input_shape, generator=gen, dtype=torch.int8),
+        "weight": torch.randint(weight_low, 128, weight_shape, generator=gen, dtype=torch.int8),
+        "bias": torch.tensor(bias, dtype=torch.int32),
+        "multipliers": torch.tensor(multipliers, dtype=torch.int32),
+        "shifts": torch.tensor(shifts, dtype=torch.int32),
     }
+
+
+def _fixed_offsets(input_offset: int, output_offset: int, low: int, high: int) -> Case:
+    """The arguments every convolution ends with, in the schema's order."""
+    return {
+        "input_offset": input_offset,
+        "output_offset": output_offset,
+        "activation_min": low,
+        "activation_max": high,
+    }
+
+
+#: Per-channel multipliers of the fixed cases: 0.5, 1/sqrt(2), just under 1, 0.5.
+MULTIPLIERS = [2**30, 1518500250, 2**31 - 1, 2**30]
+
+
+def conv_fixed() -> Case:
+    shapes = ((1, 6, 5, 3), (4, 3, 3, 3))
+    tensors = _fixed_tensors(0, shapes, [0, 100, -100, 2**20], MULTIPLIERS, [-9, -8, -12, 1])
+    geometry = {"stride": [2, 1], "padding": [1, 1], "dilation": [1, 1]}
+    return tensors | geometry | _fixed_offsets(5, -3, -100, 90)
 
 
 def depthwise_fixed() -> Case:
-    gen = torch.Generator().manual_seed(1)
-    return {
-        "input": torch.randint(-128, 128, (1, 5, 7, 2), generator=gen, dtype=torch.int8),
-        "weight": torch.randint(-128, 128, (1, 3, 3, 4), generator=gen, dtype=torch.int8),
-        "bias": torch.tensor([0, 10, -10, 2**22], dtype=torch.int32),
-        "multipliers": torch.tensor([2**30, 1518500250, 2**31 - 1, 2**30], dtype=torch.int32),
-        "shifts": torch.tensor([-7, -8, -9, 2], dtype=torch.int32),
-        "stride": [1, 2],
-        "padding": [1, 1],
-        "dilation": [1, 1],
-        "depth_multiplier": 2,
-        "input_offset": -3,
-        "output_offset": 4,
-        "activation_min": -128,
-        "activation_max": 127,
-    }
+    shapes = ((1, 5, 7, 2), (1, 3, 3, 4))
+    tensors = _fixed_tensors(1, shapes, [0, 10, -10, 2**22], MULTIPLIERS, [-7, -8, -9, 2])
+    geometry = {"stride": [1, 2], "padding": [1, 1], "dilation": [1, 1], "depth_multiplier": 2}
+    return tensors | geometry | _fixed_offsets(-3, 4, -128, 127)
 
 
 def transpose_fixed(**changes: object) -> Case:
-    gen = torch.Generator().manual_seed(3)
-    case = {
-        "input": torch.randint(-128, 128, (1, 3, 4, 2), generator=gen, dtype=torch.int8),
-        "weight": torch.randint(-127, 128, (3, 3, 3, 2), generator=gen, dtype=torch.int8),
-        "bias": torch.tensor([0, 5000, -(2**20)], dtype=torch.int32),
-        "multipliers": torch.tensor([2**30, 1518500250, 2**31 - 1], dtype=torch.int32),
-        "shifts": torch.tensor([-8, -9, 0], dtype=torch.int32),
-        "stride": [2, 2],
-        "padding": [1, 1],
-        "output_padding": [1, 1],
-        "input_offset": 4,
-        "output_offset": -2,
-        "activation_min": -128,
-        "activation_max": 127,
-    }
-    case.update(changes)
-    return case
+    shapes = ((1, 3, 4, 2), (3, 3, 3, 2))
+    bias, shifts = [0, 5000, -(2**20)], [-8, -9, 0]
+    tensors = _fixed_tensors(3, shapes, bias, MULTIPLIERS[:3], shifts, weight_low=-127)
+    geometry = {"stride": [2, 2], "padding": [1, 1], "output_padding": [1, 1]}
+    return tensors | geometry | _fixed_offsets(4, -2, -128, 127) | changes
 
 
 def transpose_call(case: Case) -> torch.Tensor:

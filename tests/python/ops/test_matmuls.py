@@ -49,6 +49,21 @@ def batch_matmul_expected(case: dict, single: bool = False) -> torch.Tensor:
     return torch.tensor(out, dtype=torch.int8).reshape(*batch, rows, cols)
 
 
+def _output_stage(draw: st.DrawFn, shift_low: int) -> dict:
+    """The arguments both operators end with, drawn: output offset, one requantization
+    (multiplier, shift from ``shift_low`` to 1) and the activation range."""
+    output_offset = draw(st.integers(-128, 127))
+    multiplier, shift = draw(st.integers(2**30, 2**31 - 1)), draw(st.integers(shift_low, 1))
+    act_min = draw(st.integers(-128, 0))
+    return {
+        "output_offset": output_offset,
+        "multiplier": multiplier,
+        "shift": shift,
+        "activation_min": act_min,
+        "activation_max": draw(st.integers(act_min, 127)),
+    }
+
+
 @st.composite
 def batch_matmul_cases(draw: st.DrawFn) -> dict:
     batch = draw(st.lists(st.integers(1, 3), min_size=0, max_size=2))
@@ -59,7 +74,6 @@ def batch_matmul_cases(draw: st.DrawFn) -> dict:
 
     m, n, k = draw(st.integers(1, 5)), draw(st.integers(1, 6)), draw(st.integers(1, 40))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
-    act_min = draw(st.integers(-128, 0))
     return {
         "lhs": torch.randint(-128, 128, (*operand_batch(), m, k), generator=gen, dtype=torch.int8),
         "rhs_transposed": torch.randint(
@@ -67,12 +81,7 @@ def batch_matmul_cases(draw: st.DrawFn) -> dict:
         ),
         "lhs_offset": -draw(st.integers(-128, 127)),
         "rhs_offset": -draw(st.integers(-128, 127)),
-        "output_offset": draw(st.integers(-128, 127)),
-        "multiplier": draw(st.integers(2**30, 2**31 - 1)),
-        "shift": draw(st.integers(-16, 1)),
-        "activation_min": act_min,
-        "activation_max": draw(st.integers(act_min, 127)),
-    }
+    } | _output_stage(draw, shift_low=-16)
 
 
 def linear_expected(case: dict, single: bool = False) -> torch.Tensor:
@@ -99,7 +108,6 @@ def linear_cases(draw: st.DrawFn) -> dict:
     n_in, n_out = draw(st.integers(1, 40)), draw(st.integers(1, 12))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
     has_bias = draw(st.booleans())
-    act_min = draw(st.integers(-128, 0))
     return {
         "input": torch.randint(-128, 128, (*lead, n_in), generator=gen, dtype=torch.int8),
         "weight": torch.randint(-128, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
@@ -108,12 +116,7 @@ def linear_cases(draw: st.DrawFn) -> dict:
         else None,
         "kernel_sums": None,
         "input_offset": -draw(st.integers(-128, 127)),
-        "output_offset": draw(st.integers(-128, 127)),
-        "multiplier": draw(st.integers(2**30, 2**31 - 1)),
-        "shift": draw(st.integers(-14, 1)),
-        "activation_min": act_min,
-        "activation_max": draw(st.integers(act_min, 127)),
-    }
+    } | _output_stage(draw, shift_low=-14)
 
 
 #: (reference, independent result, random cases, rounding, examples)

@@ -62,13 +62,10 @@ def _emit(
     except ValueError as error:
         raise LoweringRefused(Refusal.NORM_SCALE, str(error)) from error
     low, high = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
-    name = op.name
     out = context.call(
         "layer_norm",
         x.node,
-        context.constant(m, f"{name}_multipliers"),
-        context.constant(t, f"{name}_shifts"),
-        context.constant(b, f"{name}_biases"),
+        *context.constants(op.name, multipliers=m, shifts=t, biases=b),
         spatial,
         groups,
         epsilon_parameter(eps, x.scale, n),

@@ -84,13 +84,8 @@ def lower_resize(context: LoweringContext, pattern: Pattern) -> Lowered:
         rows = nearest_table(height, out_h, scale_h, exact)
         columns = nearest_table(width, out_w, scale_w, exact)
     x = relayout(context, x, nhwc=True)
-    name = node.name
     out = context.call(
-        "resize",
-        x.node,
-        context.constant(rows, f"{name}_rows"),
-        context.constant(columns, f"{name}_columns"),
-        mode,
+        "resize", x.node, *context.constants(node.name, rows=rows, columns=columns), mode
     )
     value = QValue(out, x.scale, x.zero_point, (n, channels, out_h, out_w), nhwc=True)
     table_bytes = 2 * (rows.numel() + columns.numel())
