@@ -3,8 +3,8 @@
 Usage::
 
     PYTHONPATH=python python benchmarks/accuracy.py [--models M ...] [--configs C ...]
-        [--calibration N] [--sizes 16,64,256] [--lowered N] [--seed S] [--retrain]
-        [--json FILE]
+        [--calibration N] [--sizes 16,64,256] [--lowered N] [--seed S] [--draws D]
+        [--retrain] [--json FILE]
 
 Four networks of ``accuracy_models.py`` are trained (Adam, fixed seed) on scikit-learn's
 handwritten digits (1,797 8×8 images; 497 held back for testing, the rest train), upsampled
@@ -308,6 +308,8 @@ class Run:
     lowered: int
     seed: int
     peer: bool
+    #: calibration sets drawn (seeds seed, seed + 1, …) for the mean PT2E table; 1: none
+    draws: int = 1
 
 
 def attempt(measure: Callable[[], Score]) -> dict[str, Any]:
@@ -331,6 +333,35 @@ def measure_size(
             lambda o=options: judge(run_each(quantize_ours(model, samples, o)[2][1], test))
         )
     return scores
+
+
+def mean_score(scores: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean accuracy and SNR of one quantizer over calibration draws (an error if one failed)."""
+    failed = [s for s in scores if "error" in s or s.get("snr_db") is None]
+    if failed:
+        return failed[0] if "error" in failed[0] else {"error": "an exact draw (infinite SNR)"}
+    return {
+        "accuracy": sum(s["accuracy"] for s in scores) / len(scores),
+        "snr_db": sum(s["snr_db"] for s in scores) / len(scores),
+        "draws": [{k: s[k] for k in ("accuracy", "snr_db")} for s in scores],
+    }
+
+
+def measure_draws(
+    model: nn.Module,
+    train_images: torch.Tensor,
+    test: torch.Tensor,
+    judge: Callable,
+    run: Run,
+    first: dict[str, dict[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """PT2E scores averaged over ``run.draws`` calibration sets of ``run.calibration`` images
+    (the first is the run's own set, whose scores ``first`` holds)."""
+    per_draw = [first]
+    for draw in range(1, run.draws):
+        samples = calibration_images(train_images, run.calibration, run.seed + draw)
+        per_draw.append(measure_size(model, samples, test, judge, run))
+    return {name: mean_score([d[name] for d in per_draw]) for name in first}
 
 
 def measure_lowered(
@@ -362,6 +393,9 @@ def measure_model(name: str, model: nn.Module, digits: Digits, run: Run) -> dict
     for size in [run.calibration, *[s for s in run.sizes if s != run.calibration]]:
         samples = calibration_images(train_images, size, run.seed)
         result["pt2e"][size] = measure_size(model, samples, test, judge, run)
+    if run.draws > 1:
+        first = result["pt2e"][run.calibration]
+        result["draws"] = measure_draws(model, train_images, test, judge, run, first)
     result["seconds"] = {"pt2e": time.perf_counter() - start}
     if run.lowered:
         samples = calibration_images(train_images, run.calibration, run.seed)
@@ -481,6 +515,23 @@ def lowered_table(results: dict[str, dict], run: Run) -> str:
     return render(rows + ([mean] if mean else []))
 
 
+def draws_table(results: dict[str, dict], run: Run) -> str:
+    """Per model: the peer's and each configuration's PT2E scores, mean over the draws."""
+    groups = list(run.configs)
+    rows = header("model", groups, run.peer)
+    scored = []
+    for name, result in results.items():
+        means = result["draws"]
+        peer = means.get("peer")
+        row = [name] + (cells(peer, None)[:2] if run.peer else [])
+        for group in groups:
+            row += cells(means.get(group), peer)
+        rows.append(row)
+        scored.append(means)
+    mean = mean_row(scored, groups, run.peer)
+    return render(rows + ([mean] if mean else []))
+
+
 def sizes_table(results: dict[str, dict], run: Run) -> str:
     """Per model and calibration-set size: the peer's and each configuration's PT2E scores."""
     groups = list(run.configs)
@@ -522,6 +573,12 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--draws",
+        type=int,
+        default=1,
+        help="also average the PT2E scores over this many calibration sets (seeds seed, seed+1, …)",
+    )
+    parser.add_argument(
         "--threads", type=int, default=1, help="torch threads (more than 1 is slower on busy cores)"
     )
     parser.add_argument("--retrain", action="store_true", help="ignore cached weights")
@@ -540,6 +597,7 @@ def setup(args: argparse.Namespace) -> tuple[Run, dict[str, str], str | None]:
         min(args.lowered, TEST_IMAGES),
         args.seed,
         missing_peer is None,
+        max(args.draws, 1),
     )
     return run, missing, missing_peer
 
@@ -557,6 +615,12 @@ def report(results: dict[str, dict], run: Run) -> str:
             f"\nlowered graphs for {TARGET}, {lowered} the test images: ours on the bit-exact "
             "references of CMSIS-NN's arithmetic, the peer's on its own operators' references",
             lowered_table(results, run),
+        ]
+    if run.draws > 1:
+        parts += [
+            f"\nPT2E-quantized graphs, mean over {run.draws} calibration sets of "
+            f"{run.calibration} images (seeds {run.seed}–{run.seed + run.draws - 1})",
+            draws_table(results, run),
         ]
     if run.sizes:
         parts += ["\ncalibration-set size sensitivity (PT2E graphs)", sizes_table(results, run)]
@@ -592,6 +656,7 @@ def main(argv: list[str] | None = None) -> int:
             "calibration": run.calibration,
             "sizes": run.sizes,
             "lowered_images": run.lowered,
+            "draws": run.draws,
             "test_images": TEST_IMAGES,
             "configs": {name: options.as_dict() for name, options in run.configs.items()},
             "unavailable": missing,
