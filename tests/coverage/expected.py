@@ -29,7 +29,6 @@ FAILING: dict[str, str] = {
     # -- activations ----------------------------------------------------------------------
     "act.softsign": _(BEYOND, "aten.abs and aten.div of tensors"),
     # -- pools, convolutions --------------------------------------------------------------
-    "pool.avgpool2d_k3s1p1": _(BEYOND, "avg_pool2d counting the padding (CMSIS-NN does not)"),
     "conv.reflect_padding": _(BEYOND, "aten.pad mode 'reflect'"),
     # -- dropout, resize, shape -----------------------------------------------------------
     # -- in-place, aliases, views, slices, joins ------------------------------------------

@@ -68,6 +68,7 @@ POOLS: dict[str, Factory] = {
     "pool.avgpool2d": layer(lambda: nn.AvgPool2d(2)),
     "pool.avgpool2d_k3s1p1": layer(lambda: nn.AvgPool2d(3, 1, 1)),
     "pool.avgpool2d_no_pad_count": layer(lambda: nn.AvgPool2d(3, 1, 1, count_include_pad=False)),
+    "pool.avgpool2d_k3s2p1": layer(lambda: nn.AvgPool2d(3, 2, 1)),
     "pool.adaptive_avg_1": layer(lambda: nn.AdaptiveAvgPool2d(1)),
     "pool.adaptive_avg_2x2": layer(lambda: nn.AdaptiveAvgPool2d((2, 2))),
     "pool.adaptive_avg_3x3": layer(lambda: nn.AdaptiveAvgPool2d(3)),

@@ -484,6 +484,34 @@ def test_operators_that_are_not_equivalent_stay(name: str) -> None:
     assert op in op_names(graph_module), op_names(graph_module)
 
 
+#: Average pools that count their padding (PyTorch's default): name → (pool, rewritten as the
+#: zero-padded input's pool without padding). ceil_mode and divisor_override are left alone.
+COUNTING_PADDING = {
+    "3x3_stride_1": (lambda: nn.AvgPool2d(3, 1, 1), True),
+    "rectangular": (lambda: nn.AvgPool2d((3, 2), 2, (1, 1)), True),
+    "1d": (body(lambda x: F.avg_pool1d(x.flatten(2), 3, 2, 1)), True),
+    "valid_only": (lambda: nn.AvgPool2d(3, 1, 1, count_include_pad=False), False),
+    "ceil_mode": (lambda: nn.AvgPool2d(3, 2, 1, ceil_mode=True), False),
+    "divisor_override": (lambda: nn.AvgPool2d(3, 1, 1, divisor_override=4), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COUNTING_PADDING))
+def test_average_pool_counting_its_padding_pads_first(name: str) -> None:
+    factory, rewritten = COUNTING_PADDING[name]
+    module, inputs = seeded(factory, *SHAPE)
+    graph_module = functional(module, inputs)
+    pools = [n for n in graph_module.graph.nodes if "avg_pool" in str(n.target)]
+    assert len(pools) == 1
+    padded = "aten.constant_pad_nd" in op_names(graph_module)
+    assert padded == rewritten
+    if rewritten:
+        assert list(pools[0].args[3]) in ([0], [0, 0])
+    for sample in synthetic(inputs, count=3).samples:
+        with torch.no_grad():
+            torch.testing.assert_close(graph_module(*sample), module(*sample), rtol=0, atol=0)
+
+
 class NoFunctionalForm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x * 2

@@ -17,7 +17,10 @@ quantizer annotates, and the lowering lowers, the operator it becomes:
 * ``index_select(x, d, i)`` and ``x[..., i]`` (``index`` with one index tensor) of constant
   1-D indices → a ``slice`` (indices in arithmetic progression) or a ``cat`` of slices (one per
   run of consecutive indices), which ``passes/gather`` moves as a view, a transpose, a strided
-  copy or a concat.
+  copy or a concat;
+* ``avg_pool2d`` / ``avg_pool1d`` counting their zero padding (``count_include_pad``,
+  PyTorch's default; not with ``ceil_mode`` or a divisor override) → ``constant_pad_nd``
+  with zeros, then the pool without padding (the same windows and divisor).
 
 Anything else (training-mode dropout or instance norm, indices that are read, non-uniform
 windows, indices computed by the model) is left as it is: its lowering refuses it.
@@ -206,6 +209,29 @@ def _index(graph_module: GraphModule, node: Node) -> bool:
     return True
 
 
+def _pool_counting_padding(node: Node) -> bool:
+    """An average pool that counts its zero padding (``count_include_pad``, PyTorch's
+    default) as the average pool, without padding, of the zero-padded input: the same
+    windows, the same divisor. CMSIS-NN's pool divides by the valid elements only."""
+    dims = 1 if node.target is aten.avg_pool1d.default else 2
+    padding = _argument(node, 3, "padding", 0)
+    padding = [padding] if isinstance(padding, int) else list(padding)
+    padding = padding * dims if len(padding) == 1 else padding
+    counts = bool(_argument(node, 5, "count_include_pad", True))
+    ceil = bool(_argument(node, 4, "ceil_mode", False))
+    divisor = None if dims == 1 else _argument(node, 6, "divisor_override", None)
+    if not counts or ceil or divisor is not None or not any(padding[:dims]):
+        return False
+    sides = [p for size in reversed(padding[:dims]) for p in (size, size)]
+    padded = _add(node, aten.constant_pad_nd.default, (node.args[0], sides, 0.0))
+    kernel = _argument(node, 1, "kernel_size", None)
+    stride = _argument(node, 2, "stride", [])
+    pool = _add(node, node.target, (padded, kernel, stride, [0] * dims), node.meta.get("val"))
+    node.replace_all_uses_with(pool)
+    node.graph.erase_node(node)
+    return True
+
+
 def _replace(node: Node, replacement: Replacement, values: Node | None = None) -> bool:
     """``node`` (or, for a (values, indices) op, its ``values`` getitem) replaced."""
     if replacement is None:
@@ -232,6 +258,7 @@ VALUES_ONLY: dict[object, Callable[[Node], Replacement]] = {
     **dict.fromkeys(ADAPTIVE_MAX, _adaptive_max),
 }
 INDEXING = {aten.index_select.default, aten.index.Tensor}
+AVERAGE_POOLS = {aten.avg_pool2d.default, aten.avg_pool1d.default}
 
 
 def equivalents(graph_module: GraphModule) -> list[str]:
@@ -249,6 +276,8 @@ def equivalents(graph_module: GraphModule) -> list[str]:
             done = values is not None and _replace(node, VALUES_ONLY[node.target](node), values)
         elif node.target in INDEXING:
             done = _index(graph_module, node)
+        elif node.target in AVERAGE_POOLS:
+            done = _pool_counting_padding(node)
         else:
             continue
         if done:
