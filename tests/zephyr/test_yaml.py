@@ -81,6 +81,26 @@ def test_module_yml_follows_zephyr_module_schema() -> None:
     assert (ROOT / settings["snippet_root"] / "snippets").is_dir()
 
 
+#: What Zephyr looks for under each root a module declares: scripts/list_boards.py
+#: (find_v2_boards: `(root / 'boards').rglob('board.yml')`; v1 boards would be
+#: boards/<arch>/<board>/*_defconfig) and scripts/snippets.py (<root>/snippets/*/snippet.yml).
+#: A root without them is silently ignored.
+ROOT_CONTENTS = {
+    "board_root": "boards/**/board.yml",
+    "snippet_root": "snippets/*/snippet.yml",
+}
+
+
+def test_module_roots_hold_what_zephyr_looks_for() -> None:
+    settings = yaml.safe_load((ROOT / "zephyr/module.yml").read_text())["build"]["settings"]
+    for name, value in settings.items():
+        if name in ROOT_CONTENTS:
+            assert list((ROOT / value).glob(ROOT_CONTENTS[name])), f"{name}: {value} is empty"
+    # boards/ holds the snippet's per-board fragments, which are not board definitions.
+    assert not list((ROOT / "boards").rglob("board.yml"))
+    assert "board_root" not in settings
+
+
 # --- sample.yaml / testcase.yaml (scripts/schemas/twister/testsuite-schema.yaml) -----------
 
 _SEQ = list
