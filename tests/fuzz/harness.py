@@ -35,13 +35,17 @@ CASE_TIMEOUT = 120
 OUTCOMES: Counter[tuple[str, str]] = Counter()
 
 
+def scale() -> int:
+    """``$CORTEX_M_NN_FUZZ_EXAMPLES`` (1: the CI run)."""
+    return int(os.environ.get(SCALE_VARIABLE, "1"))
+
+
 def fuzz_settings(examples: int) -> settings:
     """``examples`` per run, times ``$CORTEX_M_NN_FUZZ_EXAMPLES``; deterministic (derandomize:
     CI tries the same cases every time), no deadline (compiles vary with the machine's load),
     no example database."""
-    scale = int(os.environ.get(SCALE_VARIABLE, "1"))
     return settings(
-        max_examples=examples * scale,
+        max_examples=examples * scale(),
         deadline=None,
         derandomize=True,
         database=None,

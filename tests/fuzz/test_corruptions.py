@@ -41,21 +41,21 @@ def _corrupted(data: st.DataObject, seed: bytes, is_zip: bool) -> bytes:
     return data.draw(mutations.corruptions(seed, is_zip), label="corruption")[1]
 
 
-@fuzz_settings(12)
+@fuzz_settings(8)
 @given(data=st.data())
 def test_corrupted_pt2(seeds: Seeds, data: st.DataObject) -> None:
     corrupted = _corrupted(data, seeds.pt2, is_zip=True)
     _case("pt2", "model.pt2", corrupted, _compile(None, calibration=False))
 
 
-@fuzz_settings(25)
+@fuzz_settings(10)
 @given(data=st.data())
 def test_corrupted_pt_calibration(seeds: Seeds, data: st.DataObject) -> None:
     corrupted = _corrupted(data, seeds.pt, is_zip=True)
     _case("pt", "calibration.pt", corrupted, _compile(seeds.factory, calibration=True))
 
 
-@fuzz_settings(25)
+@fuzz_settings(15)
 @given(data=st.data())
 def test_corrupted_npz_calibration(seeds: Seeds, data: st.DataObject) -> None:
     corrupted = _corrupted(data, seeds.npz, is_zip=True)
@@ -71,13 +71,13 @@ def _inspect(given_file: Path, output_dir: Path):
     return ["inspect", given_file, "--json", output_dir / "report.json"], {"report.json"}
 
 
-@fuzz_settings(100)
+@fuzz_settings(60)
 @given(data=st.data())
 def test_corrupted_pte_embed(seeds: Seeds, data: st.DataObject) -> None:
     _case("pte-embed", "model.pte", _corrupted(data, seeds.pte, is_zip=False), _embed)
 
 
-@fuzz_settings(25)
+@fuzz_settings(15)
 @given(data=st.data())
 def test_corrupted_pte_as_firmware_image(seeds: Seeds, data: st.DataObject) -> None:
     _case("pte-inspect", "model.pte", _corrupted(data, seeds.pte, is_zip=False), _inspect)
