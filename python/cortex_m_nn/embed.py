@@ -181,15 +181,22 @@ def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> Model
             "compiled by cortex-m-compile; compile the model with cortex-m-compile"
         )
     inputs, outputs = _read(pte_reader.forward_io, pte)
+    try:
+        abi = KernelAbi.from_metadata(metadata)
+    except (KeyError, ValueError) as error:  # a core, ISA or rounding no build has
+        raise CompileError(
+            f"the .pte records a kernel ABI cortex-m-compile does not write ({error}); "
+            "recompile the model with cortex-m-compile"
+        ) from error
     return ModelFacts(
         pte_bytes=len(pte),
         planned_buffers=tuple(_read(pte_reader.planned_buffer_sizes, pte)),
         scratch_buffers=tuple(_read(pte_reader.scratch_buffer_sizes, pte)),
         runtime_overhead_bytes=_read(pte_reader.runtime_overhead, pte).total,
         method_margin=method_margin,
-        abi=KernelAbi.from_metadata(metadata),
+        abi=abi,
         version=metadata[prefix + "version"],
-        operators=tuple(dict.fromkeys(pte_reader.pte_operators(pte))),
+        operators=tuple(dict.fromkeys(_read(pte_reader.pte_operators, pte))),
         inputs=inputs,
         outputs=outputs,
     )

@@ -148,6 +148,28 @@ def test_embed_needs_a_cortex_m_compile_program(tmp_path: Path, capsys) -> None:
     assert result.status == 2 and "give a .pte file" in result.err
 
 
+@pytest.mark.parametrize(
+    ("was", "now", "named"),
+    [
+        (b"cortex-m33", b"cordex-m33", "'cordex-m33' is not a valid Core"),
+        (b"double", b"doubl0", "'doubl0' is not a valid Rounding"),
+    ],
+)
+def test_embed_refuses_an_abi_no_build_has(
+    compiled, tmp_path: Path, capsys, was: bytes, now: bytes, named: str
+) -> None:
+    # A .pte whose metadata reads but names no core or rounding of ours (found by tests/fuzz).
+    program = compiled[0].read_bytes()
+    assert program.count(was) == 1
+    tampered = tmp_path / "tampered.pte"
+    tampered.write_bytes(program.replace(was, now))
+    result = run(capsys, "embed", tampered, "--output-dir", tmp_path / "out")
+    assert result.status == 2, result.err
+    assert result.err.count("\n") == 1 and named in result.err
+    assert "recompile the model with cortex-m-compile" in result.err
+    assert not (tmp_path / "out").exists()
+
+
 def _floats(header: str, name: str) -> list[float]:
     body = re.search(rf"{name}\[\d+\][^=]*= \{{(.*?)\}};", header, re.DOTALL).group(1)
     return [float.fromhex(v.strip().removesuffix("f")) for v in body.split(",") if v.strip()]
