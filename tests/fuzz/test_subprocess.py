@@ -59,10 +59,13 @@ def _argv(kind: list[str], given_file: Path, output_dir: Path, seeds: Seeds) -> 
     return argv + (["--calibration", str(given_file)] if kind else [])
 
 
+LONG_RUNS = "only with $CORTEX_M_NN_FUZZ_EXAMPLES > 1 (each process starts torch)"
+
+
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=pytest.mark.skipif(i >= 2 and scale() == 1, reason="long runs"))
+        pytest.param(name, marks=pytest.mark.skipif(i >= 2 and scale() == 1, reason=LONG_RUNS))
         for i, name in enumerate(CASES)
     ],
 )
