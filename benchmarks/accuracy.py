@@ -497,39 +497,29 @@ def pt2e_table(results: dict[str, dict], run: Run) -> str:
     return render(rows + ([[mean[0], "", *mean[1:]]] if mean else []))
 
 
-def lowered_table(results: dict[str, dict], run: Run) -> str:
-    """Per model: each configuration's lowered graph, against the peer's lowered graph on the
-    same test images."""
+def scores_table(per_model: dict[str, dict[str, Any]], run: Run) -> str:
+    """Per model: the peer's and each configuration's scores (``per_model``: model → name →
+    score), each configuration's against the peer's."""
     groups = list(run.configs)
     rows = header("model", groups, run.peer)
-    scored = []
-    for result_name, result in results.items():
-        lowered = dict(result.get("lowered", {}))
-        peer = lowered.get("peer")
-        row = [result_name] + (cells(peer, None)[:2] if run.peer else [])
+    for name, scores in per_model.items():
+        peer = scores.get("peer")
+        row = [name] + (cells(peer, None)[:2] if run.peer else [])
         for group in groups:
-            row += cells(lowered.get(group), peer)
+            row += cells(scores.get(group), peer)
         rows.append(row)
-        scored.append(lowered)
-    mean = mean_row(scored, groups, run.peer)
+    mean = mean_row(list(per_model.values()), groups, run.peer)
     return render(rows + ([mean] if mean else []))
+
+
+def lowered_table(results: dict[str, dict], run: Run) -> str:
+    """Each configuration's lowered graph against the peer's on the same test images."""
+    return scores_table({n: r.get("lowered", {}) for n, r in results.items()}, run)
 
 
 def draws_table(results: dict[str, dict], run: Run) -> str:
-    """Per model: the peer's and each configuration's PT2E scores, mean over the draws."""
-    groups = list(run.configs)
-    rows = header("model", groups, run.peer)
-    scored = []
-    for name, result in results.items():
-        means = result["draws"]
-        peer = means.get("peer")
-        row = [name] + (cells(peer, None)[:2] if run.peer else [])
-        for group in groups:
-            row += cells(means.get(group), peer)
-        rows.append(row)
-        scored.append(means)
-    mean = mean_row(scored, groups, run.peer)
-    return render(rows + ([mean] if mean else []))
+    """The peer's and each configuration's PT2E scores, mean over the calibration draws."""
+    return scores_table({n: r["draws"] for n, r in results.items()}, run)
 
 
 def sizes_table(results: dict[str, dict], run: Run) -> str:
