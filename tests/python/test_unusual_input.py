@@ -113,3 +113,24 @@ def test_float64_calibration_is_taken_as_float32(capsys, tmp_path: Path) -> None
                            "-q")[0] == 0  # fmt: skip
         programs.append(pte.read_bytes())
     assert programs[0] == programs[1]
+
+
+def test_dynamic_pt2_compiles_at_its_example_shape(capsys, tmp_path: Path) -> None:
+    # A .pt2 exported with a dynamic batch: the program takes the example input's shape.
+    import json
+
+    from tests.python.unusual_models import batch4
+
+    module, (example,) = batch4()
+    batch = torch.export.Dim("batch", min=1, max=8)
+    program = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
+    torch.export.save(program, tmp_path / "dynamic.pt2")
+    pte, report = tmp_path / "dynamic.pte", tmp_path / "r.json"
+    status, out, err = compile_cli(
+        capsys, tmp_path / "dynamic.pt2", "-o", pte, "--report-json", report, "--verify"
+    )
+    assert status == 0, err
+    assert "PASS" in out
+    tensors = json.loads(report.read_text())["memory"]["tensors"]
+    inputs = [t["nbytes"] for t in tensors if t["kind"] == "input"]
+    assert inputs == [4 * example.numel()], tensors  # float32 [4, 2, 5, 5], batch fixed at 4
