@@ -219,7 +219,9 @@ def _compile_and_check(
     args: argparse.Namespace, target: Target, budget: fit.Budget | None
 ) -> tuple[CompiledProgram, dict]:
     """The compiled program and its report; raises when verification or the fit fails."""
-    # Imported here so that --help and argument errors stay fast.
+    # The model and its samples first: a bad model or calibration file is refused before the
+    # compiler's imports (ExecuTorch's alone take seconds), as --help and argument errors are.
+    source, calibration = _model_and_calibration(args)
     from cortex_m_nn import fit, report
     from cortex_m_nn.abi import KernelAbi, Rounding
     from cortex_m_nn.compile import compile_model
@@ -227,7 +229,6 @@ def _compile_and_check(
     from cortex_m_nn.pte import runtime_overhead
     from cortex_m_nn.verify import verify_program
 
-    source, calibration = _model_and_calibration(args)
     compiled = compile_model(
         source,
         KernelAbi.for_target(target, Rounding(args.rounding)),

@@ -400,6 +400,26 @@ def test_console_script_exit_status(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt.pt2"]
 
 
+@pytest.mark.parametrize("bad", ["model", "calibration"])
+def test_bad_input_is_refused_before_the_compiler_is_imported(tmp_path: Path, bad: str) -> None:
+    """A corrupt model or calibration file is answered before ExecuTorch's compiler (seconds
+    of imports) is loaded: the process checks what it was given first."""
+    corrupt = tmp_path / ("model.pt2" if bad == "model" else "samples.npz")
+    corrupt.write_bytes(b"not an archive")
+    arguments = [str(corrupt)] if bad == "model" else ["--calibration", str(corrupt)]
+    probe = (
+        "import sys; from cortex_m_nn import cli; "
+        f"status = cli.main({[*arguments, '-o', str(tmp_path / 'out.pte')]!r}); "
+        "print(status, 'executorch.exir' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.stdout.split() == ["2", "False"], result.stdout + result.stderr
+    assert corrupt.name in result.stderr
+
+
 # 4. Calibration files -----------------------------------------------------------------------
 
 CALIBRATION_SAMPLES = 5
