@@ -103,7 +103,6 @@ def test_each_activation_lowers_to_a_table(name: str) -> None:
     no_fallbacks(compiled)
     check_tables(compiled)
     assert verification.passed
-    assert "cortex_m_nn::lut.out" in compiled.operators
     records = [r for r in compiled.records if r.kernel == "cortex_m_nn::lut"]
     tables = 8 if name == "prelu_per_channel" else 1  # one table per channel
     assert len(records) == 2 and all(r.weight_bytes == 256 * tables for r in records)
@@ -121,6 +120,8 @@ def test_every_activation_compiles_for_each_core_class(target: str) -> None:
     no_fallbacks(compiled)
     check_tables(compiled)
     assert verification.passed and compiled.target == Target.parse(target)
+    if target == "cortex-m55":  # the program calls the table kernel (one serialisation)
+        assert "cortex_m_nn::lut.out" in compiled.operators
 
 
 @pytest.mark.parametrize(

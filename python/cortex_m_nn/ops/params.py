@@ -59,8 +59,8 @@ class Requantization:
         ``activation_max``."""
         multipliers = next(values[k] for k in _MULTIPLIERS if k in values)
         shifts = next(values[k] for k in _SHIFTS if k in values)
-        if isinstance(multipliers, torch.Tensor):
-            multipliers, shifts = multipliers.to(torch.int64), shifts.to(torch.int64)
+        # kept as given (the references widen them in ``requantize``): fake kernels build these
+        # params for the geometry alone, and a conversion there costs a dispatch per call
         return cls(
             multipliers,
             shifts,
@@ -121,7 +121,7 @@ class ConvParams:
         """From a call's arguments after ``input, weight`` (schema order)."""
         values = named(operator, arguments, skip=2)
         return cls(
-            values["bias"].to(torch.int64),
+            values["bias"],  # int32; ``finish`` adds it to int64 accumulators
             values["input_offset"],
             values["stride"],
             values["padding"],
