@@ -287,3 +287,21 @@ def test_board_fragments_name_memories_the_devicetrees_define() -> None:
             for node in re.findall(r"\{[^{}]*\}", overlay.read_text()):
                 if "zephyr,memory-region" in node:
                     assert 'compatible = "zephyr,memory-region"' in node
+
+
+#: zephyr,flash of the boards whose fragments place the model elsewhere (the board's .dts).
+BOARD_FLASH = {"mps3_corstone300": 0x10000000}  # boards/arm/mps3/mps3_corstone300_an547.dts
+#: Beyond this gap between the code and the model, a raw binary of the image is mostly fill.
+RAW_BINARY_GAP = 64 * 2**20
+
+
+def test_a_model_placed_far_from_the_code_builds_no_raw_binary() -> None:
+    """objcopy -O binary fills every gap between sections: with the model 1.5 GiB above the
+    code, zephyr.bin would be 1.5 GiB. Such a fragment turns CONFIG_BUILD_OUTPUT_BIN off."""
+    for name, flash in BOARD_FLASH.items():
+        conf = (ROOT / "boards" / f"{name}.conf").read_text()
+        overlay = (ROOT / "boards" / f"{name}.overlay").read_text()
+        nodes = dict(re.findall(r"(\w+): memory@([0-9a-f]+)", overlay))
+        (label,) = re.findall(r'CONFIG_CORTEX_M_NN_MODEL_MEMORY="(\w+)"', conf)
+        assert abs(int(nodes[label], 16) - flash) > RAW_BINARY_GAP  # the case this is about
+        assert "CONFIG_BUILD_OUTPUT_BIN=n" in conf.splitlines(), name
