@@ -1,7 +1,9 @@
-"""The firmware C++ compiles for a Cortex-M without a warning (Twister builds with warnings as
-errors): src/model.cpp against the pinned ExecuTorch's headers (the executorch wheel's), and
-the samples' main.cpp, with arm-none-eabi-g++ (on ARM, uint32_t is `unsigned long`, so format
-mistakes the host compiler accepts show up here).
+"""The firmware C++ compiles for Cortex-M55, M33 and M4 without a warning under Zephyr's
+warning flags and -Werror (Twister builds with warnings as errors): src/model.cpp and
+kernels/abi.cpp against the pinned ExecuTorch's headers (the executorch wheel's), every kernel
+against the user's CMSIS-NN (CMSIS_NN_PATH), and the samples' main.cpp, with arm-none-eabi-g++
+(on ARM, uint32_t is `unsigned long`, so format mistakes the host compiler accepts show up
+here). M55 builds the MVE path with a model compiled for it, M33 and M4 the DSP path.
 
 The Zephyr headers the samples include are replaced by two one-line stand-ins (printk as
 printf, which carries the same format checking; k_cycle_get_32). The kernel ABI header
@@ -22,23 +24,46 @@ import pytest
 from cortex_m_nn import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-FLAGS = ["-mthumb", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Wformat=2", "-Werror"]
+#: Zephyr's GCC warning_base (cmake/compiler/gcc/compiler_flags.cmake, 02c0daec) and its C++
+#: defaults (no exceptions, no RTTI, -Wno-register for C++17), -Wdouble-promotion (ExecuTorch's
+#: Zephyr sample turns it off for its own sources), ours (-Wextra -Wformat=2), and -Werror as
+#: Twister builds (CONFIG_COMPILER_WARNINGS_AS_ERRORS).
+ZEPHYR_WARNINGS = [
+    "-Wall", "-Wformat", "-Wformat-security", "-Wno-format-zero-length", "-Wpointer-arith",
+    "-Wexpansion-to-defined", "-Wno-address-of-packed-member", "-Wno-register",
+]  # fmt: skip
+FLAGS = [
+    "-mthumb", "-std=c++17", "-fsyntax-only", "-fno-exceptions", "-fno-rtti", *ZEPHYR_WARNINGS,
+    "-Wdouble-promotion", "-Wextra", "-Wformat=2", "-Werror",
+]  # fmt: skip
+#: core → (the compiler's CPU flags, the Kconfig ISA symbol the module sets for it).
+CORES = {
+    "cortex-m55": (["-mcpu=cortex-m55", "-mfloat-abi=hard"], "CONFIG_CORTEX_M_NN_ISA_MVE"),
+    "cortex-m33": (["-mcpu=cortex-m33", "-mfloat-abi=hard"], "CONFIG_CORTEX_M_NN_ISA_DSP"),
+    "cortex-m4": (
+        ["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"],
+        "CONFIG_CORTEX_M_NN_ISA_DSP",
+    ),
+}
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stand-in headers, and per ISA (mve, dsp) the hello model compiled, embedded and its
+    registration generated, in ``<out>/<isa>``."""
     if shutil.which("arm-none-eabi-g++") is None:
         pytest.skip("arm-none-eabi-g++ is not installed (Debian: gcc-arm-none-eabi)")
     out = tmp_path_factory.mktemp("arm")
-    pte = out / "model.pte"
-    model = f"{ROOT / 'samples/hello_cortex_m_nn/model.py'}:hello"
-    vector = out / "cortex_m_nn_test_vector.h"
-    arguments = [model, "--target", "cortex-m55", "-o", pte, "--test-vector", vector, "-q"]
-    assert cli.main([str(a) for a in arguments]) == 0
-    assert cli.main(["embed", str(pte), "--output-dir", str(out), "-q"]) == 0
     from cortex_m_nn.kernel_codegen import generate
 
-    generate(out, {"quantize"})
+    model = f"{ROOT / 'samples/hello_cortex_m_nn/model.py'}:hello"
+    for isa, target in (("mve", "cortex-m55"), ("dsp", "cortex-m33")):
+        directory = out / isa
+        pte, vector = directory / "model.pte", directory / "cortex_m_nn_test_vector.h"
+        arguments = [model, "--target", target, "-o", pte, "--test-vector", vector, "-q"]
+        assert cli.main([str(a) for a in arguments]) == 0
+        assert cli.main(["embed", str(pte), "--output-dir", str(directory), "-q"]) == 0
+        generate(directory, {"quantize"})
     stubs = out / "stubs" / "zephyr"
     (stubs / "sys").mkdir(parents=True)
     (stubs / "kernel.h").write_text(
@@ -53,19 +78,26 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def _isa_of(core: str) -> str:
+    return CORES[core][1].removeprefix("CONFIG_CORTEX_M_NN_ISA_").lower()
+
+
 def _cmsis_nn_include(generated: Path) -> Path:
     """CMSIS-NN's Include/ when CMSIS_NN_PATH names a checkout, else the stand-in."""
     checkout = Path(os.environ.get("CMSIS_NN_PATH", "")) / "Include"
     return checkout if (checkout / "arm_nn_math_types.h").is_file() else generated / "stubs"
 
 
-def _compile(source: Path, includes: list[Path], *flags: str) -> subprocess.CompletedProcess:
-    command = ["arm-none-eabi-g++", "-mcpu=cortex-m55", "-mfloat-abi=hard", *FLAGS, *flags]
+def _compile(
+    source: Path, includes: list[Path], *flags: str, core: str = "cortex-m55"
+) -> subprocess.CompletedProcess:
+    command = ["arm-none-eabi-g++", *CORES[core][0], *FLAGS, *flags]
     command += [f"-I{path}" for path in includes]
     return subprocess.run([*command, str(source)], capture_output=True, text=True)
 
 
-def test_model_api_compiles_for_cortex_m55(generated: Path) -> None:
+def _runtime_includes(generated: Path, core: str) -> tuple[list[Path], list[str]]:
+    """Include paths and definitions of the module's C++ (src/, kernels/) for ``core``."""
     import executorch
 
     headers = Path(list(executorch.__path__)[0]) / "include"
@@ -73,25 +105,45 @@ def test_model_api_compiles_for_cortex_m55(generated: Path) -> None:
         ROOT / "include",
         ROOT / "kernels" / "include",
         _cmsis_nn_include(generated),
-        generated,
+        generated / _isa_of(core),
         headers,
         headers / "executorch/runtime/core/portable_type/c10",
     ]
-    defines = ["-DC10_USING_CUSTOM_GENERATED_MACROS", "-DCONFIG_CORTEX_M_NN_ISA_MVE=1"]
-    result = _compile(ROOT / "src/model.cpp", includes, *defines)
+    return includes, ["-DC10_USING_CUSTOM_GENERATED_MACROS", f"-D{CORES[core][1]}=1"]
+
+
+@pytest.mark.parametrize("core", list(CORES))
+def test_model_api_compiles(generated: Path, core: str) -> None:
+    includes, defines = _runtime_includes(generated, core)
+    result = _compile(ROOT / "src/model.cpp", includes, *defines, core=core)
     assert result.returncode == 0, result.stderr
     # The check load() calls (check_program_abi, kernels/abi.cpp), against the same headers.
-    abi = _compile(ROOT / "kernels/abi.cpp", includes, *defines)
+    abi = _compile(ROOT / "kernels/abi.cpp", includes, *defines, core=core)
     assert abi.returncode == 0, abi.stderr
-    # The build refuses a configuration whose ISA the compiler does not emit.
+
+
+def test_a_core_without_the_configured_isa_is_refused(generated: Path) -> None:
+    includes, defines = _runtime_includes(generated, "cortex-m55")
     soft = _compile(ROOT / "src/model.cpp", includes, *defines, "-mfloat-abi=soft")
     assert soft.returncode != 0
     assert "CONFIG_CORTEX_M_NN_ISA_MVE is set but the compiler does not emit MVE" in soft.stderr
     assert "another CMSIS-NN code path" in soft.stderr
 
 
+@pytest.mark.parametrize("core", list(CORES))
+def test_kernels_compile(generated: Path, core: str) -> None:
+    """Every kernel against the user's CMSIS-NN (its headers decide the code path)."""
+    if _cmsis_nn_include(generated) == generated / "stubs":
+        pytest.skip("CMSIS_NN_PATH is not set: the kernels include CMSIS-NN's headers")
+    includes, defines = _runtime_includes(generated, core)
+    for source in sorted((ROOT / "kernels").glob("op_*.cpp")):
+        result = _compile(source, includes, *defines, core=core)
+        assert result.returncode == 0, f"{source.name}: {result.stderr}"
+
+
+@pytest.mark.parametrize("core", list(CORES))
 @pytest.mark.parametrize("sample", ["hello_cortex_m_nn", "keyword_spotting"])
-def test_sample_compiles_for_cortex_m55(generated: Path, sample: str) -> None:
-    includes = [generated / "stubs", ROOT / "include", generated]
-    result = _compile(ROOT / "samples" / sample / "src" / "main.cpp", includes)
+def test_sample_compiles(generated: Path, sample: str, core: str) -> None:
+    includes = [generated / "stubs", ROOT / "include", generated / _isa_of(core)]
+    result = _compile(ROOT / "samples" / sample / "src" / "main.cpp", includes, core=core)
     assert result.returncode == 0, result.stderr
