@@ -329,3 +329,28 @@ def test_a_python_without_torch_is_passed_over(cmake, tmp_path) -> None:
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").symlink_to(python_without_torch(tmp_path))
     assert chosen_python(cmake, tmp_path, None, venv, Path(sys.executable)) == sys.executable
+
+
+#: What ExecuTorch's portable kernels warn about under Zephyr's flags (arm-none-eabi-g++ for
+#: Cortex-M55, docs/zephyr-verification.md): kept as warnings, not errors.
+PORTABLE_KERNEL_WARNINGS = [
+    "-Wno-error=double-promotion",
+    "-Wno-error=deprecated-declarations",
+    "-Wno-error=int-in-bool-context",
+    "-Wno-error=format",
+]
+
+
+def test_portable_kernels_warn_without_failing_a_warnings_as_errors_build(cmake, tmp_path) -> None:
+    """A model with fallbacks links ExecuTorch's portable kernels, which ExecuTorch builds with
+    Zephyr's options (Twister: -Werror) and which warn under them: for those targets only,
+    the warnings found stay warnings."""
+    pte = tmp_path / "fallback.pte"
+    model = f"{ROOT / 'tests/python/models.py'}:with_rms_norm"
+    assert cli.main([model, "--allow-fallback", "-o", str(pte), "-q"]) == 0
+    configured(cmake, tmp_path / "build", pte, CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS="y")
+    options = dict(line.split(" ", 1) for line in kinds(tmp_path / "build", "target_options"))
+    for target in ("portable_kernels", "portable_ops_lib"):
+        flags = options[target].split()
+        assert set(PORTABLE_KERNEL_WARNINGS) <= set(flags)
+        assert "-Wno-double-promotion" not in flags  # still reported, only not fatal
