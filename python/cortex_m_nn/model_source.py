@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import re
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +118,33 @@ def _from_python(path: Path, factory_name: str) -> ModelSource:
     return _from_factory(f"{path.stem}:{factory_name}", factory)
 
 
+def _program_names(path: Path) -> list[str]:
+    """The programs a PT2 archive holds (``<archive>/models/<name>.json``; torch.export.save
+    writes one, ``model``); empty when the file is no readable zip (torch says why)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return []
+    found = (re.fullmatch(r"[^/]+/models/([^/]+)\.json", name) for name in names)
+    return sorted(match.group(1) for match in found if match)
+
+
+def _load_program(path: Path) -> torch.export.ExportedProgram:
+    """The one program of ``path``; a CompileError naming them when it holds several."""
+    names = _program_names(path)
+    if len(names) > 1:
+        raise CompileError(
+            f"{path} holds {len(names)} programs ({', '.join(names)}); cortex-m-compile "
+            "compiles one: save the one to compile alone, torch.export.save(program, path)"
+        )
+    if names and names != ["model"]:  # packaged under another name (pt2_archive.package_pt2)
+        from torch.export.pt2_archive._package import load_pt2
+
+        return load_pt2(path).exported_programs[names[0]]
+    return torch.export.load(path)
+
+
 def _from_pt2(path: Path) -> ModelSource:
     if not path.is_file():
         raise CompileError(f"model file {path} does not exist")
@@ -123,7 +152,9 @@ def _from_pt2(path: Path) -> ModelSource:
     level = export_log.level
     export_log.setLevel(logging.ERROR)  # it logs a traceback before raising: one line is ours
     try:
-        program = torch.export.load(path)
+        program = _load_program(path)
+    except CompileError:
+        raise
     except Exception as error:
         raise CompileError(
             f"{path} is not a readable torch.export archive ({type(error).__name__}); "

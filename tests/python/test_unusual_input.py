@@ -115,6 +115,35 @@ def test_float64_calibration_is_taken_as_float32(capsys, tmp_path: Path) -> None
     assert programs[0] == programs[1]
 
 
+def _two_programs() -> dict[str, torch.export.ExportedProgram]:
+    from tests.python.unusual_models import batch4
+
+    module, (example,) = batch4()
+    first = torch.export.export(module, (example,))
+    second = torch.export.export(torch.nn.ReLU(), (example,))
+    return {"forward": first, "relu": second}
+
+
+def test_a_pt2_with_several_programs_is_refused_naming_them(capsys, tmp_path: Path) -> None:
+    from torch.export.pt2_archive._package import package_pt2
+
+    package_pt2(tmp_path / "two.pt2", exported_programs=_two_programs())
+    status, _, err = compile_cli(capsys, tmp_path / "two.pt2", "-o", tmp_path / "two.pte")
+    assert status == 2
+    (line,) = [line for line in err.splitlines() if line.strip()]
+    assert "holds 2 programs (forward, relu)" in line and "torch.export.save" in line
+    assert list(tmp_path.iterdir()) == [tmp_path / "two.pt2"]
+
+
+def test_a_pt2_with_one_program_under_another_name_compiles(capsys, tmp_path: Path) -> None:
+    from torch.export.pt2_archive._package import package_pt2
+
+    package_pt2(tmp_path / "one.pt2", exported_programs={"forward": _two_programs()["forward"]})
+    status, _, err = compile_cli(capsys, tmp_path / "one.pt2", "-o", tmp_path / "one.pte")
+    assert status == 0, err
+    assert (tmp_path / "one.pte").stat().st_size > 0
+
+
 def test_dynamic_pt2_compiles_at_its_example_shape(capsys, tmp_path: Path) -> None:
     # A .pt2 exported with a dynamic batch: the program takes the example input's shape.
     import json
