@@ -226,7 +226,19 @@ def _compile(module: nn.Module, inputs: tuple, method: RangeMethod):
         synthetic(source.example_inputs, count=8),
         progress=False,
         options=QuantizationOptions(ranges=method),
+        serialise=False,  # on first use of .pte
     )
+
+
+def _lowered_state(compiled) -> tuple[str, dict[str, torch.Tensor]]:
+    """What the .pte is made from: the lowered graph's code and every constant it reads."""
+    graph = compiled.lowered
+    constants = {
+        node.target: getattr(graph, node.target)
+        for node in graph.graph.nodes
+        if node.op == "get_attr"
+    }
+    return graph.code, constants
 
 
 CASES = [(f, RangeMethod.MSE) for f in (ds_cnn, pools, extremes, probability_floor)]
@@ -237,10 +249,14 @@ CASES += [(f, RangeMethod.PERCENTILE) for f in (pools, probability_floor)]
     ("factory", "method"), CASES, ids=[f"{f.__name__}-{m.value}" for f, m in CASES]
 )
 def test_models_verify_and_compile_deterministically(factory, method: RangeMethod) -> None:
-    compiled = _compile(*factory(), method)
+    compiled, again = _compile(*factory(), method), _compile(*factory(), method)
     verification = verify_program(compiled)
     assert verification.passed, verification.per_node
-    assert compiled.pte == _compile(*factory(), method).pte
+    (code, constants), (code_again, constants_again) = map(_lowered_state, (compiled, again))
+    assert code == code_again and constants.keys() == constants_again.keys()
+    assert all(torch.equal(constants[k], constants_again[k]) for k in constants)
+    if factory is ds_cnn:  # and the bytes of the program, once
+        assert compiled.pte == again.pte
 
 
 def test_cli_method_is_verified_and_recorded(tmp_path) -> None:
