@@ -177,11 +177,14 @@ def arena_size(program: schema.Program, rng: random.Random) -> str | None:
     sizes = plan.non_const_buffer_sizes
     buffer = rng.randrange(1, len(sizes))
     before = sizes[buffer]
+    if before == 0:
+        return None
     sizes[buffer] = rng.choice([0, 1, before // 2, before - 1, rng.randrange(before)])
     return f"arena {buffer}: {before} -> {sizes[buffer]} bytes"
 
 
 INTERESTING_INTS = [0, 1, -1, 2, -2, 31, -32, 127, 128, -129, 255, 2**15, 2**31, -(2**31) - 1]
+INTERESTING_INTS += [2**32, 2**32 + 1, 2**32 + 3, -(2**32) + 1, 2**62]
 
 
 def int_argument(program: schema.Program, rng: random.Random) -> str | None:
@@ -194,7 +197,9 @@ def int_argument(program: schema.Program, rng: random.Random) -> str | None:
     op, index = rng.choice(ints)
     value = plan.values[index].val
     before = value.int_val
-    value.int_val = rng.choice([*INTERESTING_INTS, before + 1, before - 1, -before, before * 3])
+    value.int_val = rng.choice(
+        [*INTERESTING_INTS, before + 1, before - 1, -before, before * 3, before + 2**32]
+    )
     return f"{op}: value {index} {before} -> {value.int_val}"
 
 
@@ -244,6 +249,18 @@ def constant_data(program: schema.Program, rng: random.Random) -> str | None:
     return f"{op}: constant {index} ({tensor.scalar_type.name}) byte {at} -> {value}"
 
 
+def compound(program: schema.Program, rng: random.Random) -> str | None:
+    """Two to four of the mutations above in one program (a window argument and the shape it
+    must agree with, say)."""
+    done = []
+    for _ in range(rng.randint(2, 4)):
+        name = rng.choice([n for n in MUTATIONS if n != "compound"])
+        what = MUTATIONS[name](program, rng)
+        if what is not None:
+            done.append(what)
+    return "; ".join(done) or None
+
+
 Mutation = Callable[[schema.Program, random.Random], "str | None"]
 MUTATIONS: dict[str, Mutation] = {
     "tensor_sizes": tensor_sizes,
@@ -253,6 +270,7 @@ MUTATIONS: dict[str, Mutation] = {
     "int_argument": int_argument,
     "int_list_length": int_list_length,
     "constant_data": constant_data,
+    "compound": compound,
 }
 
 
