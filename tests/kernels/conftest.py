@@ -57,3 +57,16 @@ def kernels(request: pytest.FixtureRequest) -> KernelAbi:
             library = str(host_kernels.build(build_dir, rounding=rounding, sanitize=sanitize))
         os.environ[KERNELS_LIBRARY_VARIABLE] = library
     return host_kernels.load(Path(library))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many tampered programs the run tried (test_tampered_programs.py records them)."""
+    tried = sum(
+        value
+        for report in terminalreporter.stats.get("passed", [])
+        for name, value in report.user_properties
+        if name == "tampered_programs"
+    )
+    if tried:
+        sanitized = " (sanitized kernels)" if sanitize_requested() else ""
+        terminalreporter.write_line(f"tampered programs tried: {tried}{sanitized}")

@@ -7,6 +7,7 @@ an access outside a tensor aborts the process with the sanitizer's report."""
 from __future__ import annotations
 
 import copy
+import os
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -27,8 +28,8 @@ from cortex_m_nn.model_source import ModelSource, load_model
 
 from .test_models import compile_for
 
-#: mutated programs per (model, mutation); seeded, so a failure is reproducible
-INSTANCES = 24
+#: mutated programs per (model, mutation), more for a longer run; seeded, so reproducible
+INSTANCES = int(os.environ.get("CORTEX_M_NN_TAMPERED_INSTANCES", "24"))
 #: operators whose second output is their CMSIS-NN scratch (python/cortex_m_nn/ops/library.py)
 SCRATCH_OPERATORS = {"conv2d", "depthwise_conv2d", "transpose_conv2d", "avg_pool2d", "batch_matmul"}
 
