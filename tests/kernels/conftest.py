@@ -22,7 +22,11 @@ from cortex_m_nn.testing import KERNELS_LIBRARY_VARIABLE
 
 ROUNDING_VARIABLE = "CORTEX_M_NN_KERNELS_ROUNDING"
 SANITIZE_VARIABLE = "CORTEX_M_NN_KERNELS_SANITIZE"
-SANITIZE_ENVIRONMENT = "LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0"
+#: libstdc++ after libasan: ASan then finds the C++ runtime's __cxa_throw (torch throws)
+SANITIZE_ENVIRONMENT = (
+    'LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)" '
+    "ASAN_OPTIONS=detect_leaks=0"
+)
 
 
 def sanitize_requested() -> bool:
