@@ -6,7 +6,6 @@ an access outside a tensor aborts the process with the sanitizer's report."""
 
 from __future__ import annotations
 
-import copy
 import os
 import random
 from collections import Counter
@@ -35,8 +34,8 @@ SCRATCH_OPERATORS = {"conv2d", "depthwise_conv2d", "transpose_conv2d", "avg_pool
 
 
 class Mixed(nn.Module):
-    """Every operator the models below do not reach: pad, max pool, transposed convolution,
-    strided copy, resize, LUT, layer norm, transpose, batch matmul, reduce, concat."""
+    """The operators conv_stack, pools and DS-CNN do not reach: pad, max pool, transposed
+    convolution, strided copy, resize, LUT, layer norm, transpose, batch matmul, reduce, concat."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -59,16 +58,15 @@ def mixed() -> tuple[nn.Module, tuple[torch.Tensor]]:
     return models.seeded(Mixed, 1, 3, 8, 8)
 
 
+FACTORIES = {"conv_stack": models.conv_stack, "pools": models.pools, "mixed": mixed}
+MODELS = [*FACTORIES, "ds_cnn"]
+
+
 def _source(name: str) -> ModelSource:
     if name == "ds_cnn":
-        return load_model(None)
-    module, example = {"conv_stack": models.conv_stack, "pools": models.pools, "mixed": mixed}[
-        name
-    ]()
+        return load_model(None)  # the built-in default model
+    module, example = FACTORIES[name]()
     return ModelSource(name, module, example)
-
-
-MODELS = ["conv_stack", "pools", "mixed", "ds_cnn"]
 
 
 @dataclass
@@ -280,14 +278,14 @@ def mutated(pte: bytes, mutation: str, rng: random.Random) -> tuple[bytes, str] 
     if mutation == "truncate":
         cut = rng.choice([rng.randrange(len(pte)), rng.randrange(len(pte) - 64, len(pte))])
         return pte[:cut], f"truncated to {cut} of {len(pte)} bytes"
-    pte_file = copy.deepcopy(deserialize_pte_binary(pte))
+    pte_file = deserialize_pte_binary(pte)
     what = MUTATIONS[mutation](pte_file.program, rng)
     return None if what is None else (bytes(serialize_pte_binary(pte_file)), what)
 
 
 def outcome(pte: bytes, inputs: tuple[torch.Tensor, ...]) -> str:
-    """ "ran" or "refused" (an error from ExecuTorch); anything else fails the test, a crash or a
-    sanitizer report ends the process."""
+    """Load and run the program's forward: "ran", or "refused" with an error from ExecuTorch.
+    Any other exception fails the test; a crash or a sanitizer report ends the process."""
     try:
         method = Runtime.get().load_program(pte).load_method("forward")
         method.execute(list(inputs))
