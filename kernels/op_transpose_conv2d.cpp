@@ -32,7 +32,8 @@ void transpose_conv2d_out(
   ConvArgs args;
   if (!prepare_conv(context, "transpose_conv2d", tensors, ConvWeight::kOhwi, quant, &args) ||
       !prepare_transposed_window(
-          context, "transpose_conv2d", stride, padding, output_padding, &args)) {
+          context, "transpose_conv2d", stride, padding, output_padding, &args) ||
+      !check_scratch_type(context, "transpose_conv2d", scratch)) {
     return;
   }
   auto params = args.params<cmsis_nn_transpose_conv_params>();

@@ -48,8 +48,12 @@ def build(
     build_dir: Path,
     cmsis_nn_path: Path | None = None,
     rounding: Rounding = Rounding.DOUBLE,
+    sanitize: bool = False,
 ) -> Path:
-    """Configure and build the host kernels library in ``build_dir``; returns its path."""
+    """Configure and build the host kernels library in ``build_dir``; returns its path.
+
+    ``sanitize`` instruments it with AddressSanitizer and UBSan (``CORTEX_M_NN_SANITIZE``): a
+    process loading it must preload the ASan runtime (``LD_PRELOAD``, see README, Kernels)."""
     source = kernels_source_dir()
     cmsis_nn = cmsis_nn_path or os.environ.get(CMSIS_NN_VARIABLE)
     if not cmsis_nn:
@@ -71,6 +75,7 @@ def build(
         f"-DCORTEX_M_NN_ROUNDING={rounding.value}",
         f"-DPython3_EXECUTABLE={sys.executable}",
         "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCORTEX_M_NN_SANITIZE={'ON' if sanitize else 'OFF'}",
     ]
     for command in (configure, [cmake, "--build", str(build_dir), "-j", str(os.cpu_count() or 1)]):
         result = subprocess.run(command, capture_output=True, text=True)

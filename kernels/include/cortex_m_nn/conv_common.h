@@ -88,7 +88,8 @@ struct ConvArgs {
 };
 
 // Input, weight and out 4-D int8 of one batch, weight in `layout` with out's channels (and
-// input's, channels_agree), bias/multipliers/shifts int32 [Cout], offsets int32, activation range int8.
+// input's, channels_agree), bias/multipliers/shifts int32 [Cout] (shifts in CMSIS-NN's range),
+// offsets int32, activation range int8.
 // Fills `args` but the window (prepare_window, prepare_transposed_window); fails the call
 // otherwise.
 inline bool prepare_conv(
@@ -120,6 +121,9 @@ inline bool prepare_conv(
       context.fail(Error::InvalidArgument);
       return false;
     }
+  }
+  if (!are_shifts(t.shifts)) {
+    return refuse(context, op, "a per-channel shift is outside [-31, 30]: the .pte is damaged");
   }
   if (!is_int8_range(q.activation_min, q.activation_max) || !fits_int32(q.input_offset) ||
       !fits_int32(q.output_offset)) {

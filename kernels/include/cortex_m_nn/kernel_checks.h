@@ -19,6 +19,18 @@ inline bool is_shift(int64_t shift) {
   return shift >= -31 && shift <= 30;
 }
 
+// Every element of an int32 tensor of per-channel shifts is a shift CMSIS-NN applies. The
+// values come from the program's constants: a damaged .pte would otherwise shift by any amount.
+inline bool are_shifts(const Tensor& shifts) {
+  const int32_t* values = shifts.const_data_ptr<int32_t>();
+  for (ssize_t i = 0; i < shifts.numel(); ++i) {
+    if (!is_shift(values[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // A per-tensor requantization: an int32 multiplier and a shift.
 inline bool is_requantization(int64_t multiplier, int64_t shift) {
   return fits_int32(multiplier) && is_shift(shift);

@@ -75,14 +75,29 @@ inline bool is_int8_range(int64_t min, int64_t max) {
   return min >= -128 && max <= 127 && min <= max;
 }
 
+// The planned scratch is int8, as the operators' schemas make it; fails the call otherwise (a
+// damaged .pte: its int8 data pointer would stop the process).
+inline bool check_scratch_type(KernelRuntimeContext& context, const char* op, const Tensor& scratch) {
+  if (is_type(scratch, ScalarType::Char)) {
+    return true;
+  }
+  ET_LOG(Error, "cortex_m_nn::%s: the scratch tensor must be int8", op);
+  context.fail(Error::InvalidProgram);
+  return false;
+}
+
 // The planned scratch buffer as CMSIS-NN's context. Fails the call when the plan gave less
-// than CMSIS-NN asks for on this build's ISA (a .pte compiled for another target).
+// than CMSIS-NN asks for on this build's ISA (a .pte compiled for another target) or the
+// scratch is not int8.
 inline bool scratch_context(
     KernelRuntimeContext& context,
     const char* op,
     const Tensor& scratch,
     int32_t required,
     cmsis_nn_context* out) {
+  if (!check_scratch_type(context, op, scratch)) {
+    return false;
+  }
   const size_t planned = scratch.nbytes();
   if (required < 0 || planned < static_cast<size_t>(required)) {
     ET_LOG(

@@ -10,12 +10,19 @@
 namespace cortex_m_nn {
 namespace native {
 
+// Both of a (h, w) pair in [lowest, INT32_MAX]: CMSIS-NN takes int32 tiles, and the extents
+// below stay inside int64 for such values.
+inline bool pair_in(IntArrayRef values, int64_t lowest) {
+  return is_pair(values) && values[0] >= lowest && values[1] >= lowest &&
+      values[0] <= INT32_MAX && values[1] <= INT32_MAX;
+}
+
 inline bool positive_pair(IntArrayRef values) {
-  return is_pair(values) && values[0] > 0 && values[1] > 0;
+  return pair_in(values, 1);
 }
 
 inline bool non_negative_pair(IntArrayRef values) {
-  return is_pair(values) && values[0] >= 0 && values[1] >= 0;
+  return pair_in(values, 0);
 }
 
 // Positions of a window of `kernel` taps `dilation` apart, moved by `stride` over `size`
