@@ -130,14 +130,8 @@ def _program_names(path: Path) -> list[str]:
     return sorted(match.group(1) for match in found if match)
 
 
-def _load_program(path: Path) -> torch.export.ExportedProgram:
-    """The one program of ``path``; a CompileError naming them when it holds several."""
-    names = _program_names(path)
-    if len(names) > 1:
-        raise CompileError(
-            f"{path} holds {len(names)} programs ({', '.join(names)}); cortex-m-compile "
-            "compiles one: save the one to compile alone, torch.export.save(program, path)"
-        )
+def _load_program(path: Path, names: list[str]) -> torch.export.ExportedProgram:
+    """The program of ``path``, which holds at most the one of ``names``."""
     if names and names != ["model"]:  # packaged under another name (pt2_archive.package_pt2)
         from torch.export.pt2_archive._package import load_pt2
 
@@ -148,13 +142,17 @@ def _load_program(path: Path) -> torch.export.ExportedProgram:
 def _from_pt2(path: Path) -> ModelSource:
     if not path.is_file():
         raise CompileError(f"model file {path} does not exist")
+    names = _program_names(path)
+    if len(names) > 1:
+        raise CompileError(
+            f"{path} holds {len(names)} programs ({', '.join(names)}); cortex-m-compile "
+            "compiles one: save the one to compile alone, torch.export.save(program, path)"
+        )
     export_log = logging.getLogger("torch.export")
     level = export_log.level
     export_log.setLevel(logging.ERROR)  # it logs a traceback before raising: one line is ours
     try:
-        program = _load_program(path)
-    except CompileError:
-        raise
+        program = _load_program(path, names)
     except Exception as error:
         raise CompileError(
             f"{path} is not a readable torch.export archive ({type(error).__name__}); "
