@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from cortex_m_nn.command import add_debug_argument, guarded, write_all
 from cortex_m_nn.errors import CompileError, stage
+from cortex_m_nn.model_spec import require_model_file
 from cortex_m_nn.options import QuantizationOptions, RangeMethod
 from cortex_m_nn.subcommands import SUBCOMMANDS
 from cortex_m_nn.target import DEFAULT_TARGET, Target
@@ -271,10 +272,12 @@ def _compile_and_check(
 
 def _model_and_calibration(args: argparse.Namespace) -> tuple[ModelSource, Calibration]:
     """The model ``args`` name and its calibration samples (a file, or a synthetic set)."""
-    from cortex_m_nn import calibration as calibration_files
-    from cortex_m_nn.model_source import load_model
-
     with stage("load model"):
+        if args.model is not None:
+            require_model_file(args.model)  # before torch's import: seconds sooner
+        from cortex_m_nn import calibration as calibration_files
+        from cortex_m_nn.model_source import load_model
+
         source = load_model(args.model)
     with stage("calibration data"):
         if args.calibration is None:

@@ -10,8 +10,8 @@ The steps, in order (``compile_model`` runs them; ``Stages`` keeps what each mad
 3. ``quantize``: PT2E prepare with ``CortexMQuantizer``, calibrate, convert;
 4. ``lower``: onto ``cortex_m_nn`` operators (the passes of ``passes.pipeline.PASSES``);
    fallbacks fail the compile unless allowed (``unsupported_message``);
-5. ``to_program``: ``to_edge`` (with the ``metadata``), ``to_executorch`` with the memory
-   planner, and the memory plan read back.
+5. ``to_program``: ``to_edge`` (``edge.to_edge_program``, with the ``metadata``),
+   ``to_executorch`` with the memory planner, and the memory plan read back.
 
 Each stage hands the next a new artefact; nothing goes back. The lowered graph is a plain
 ``GraphModule`` whose ``cortex_m_nn`` operators run their bit-exact references when called,
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge
+from executorch.exir import ExecutorchBackendConfig
 from torch.export.graph_signature import OutputKind, TensorArgument
 from torch.fx import GraphModule
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
@@ -37,6 +37,7 @@ from tqdm import tqdm
 import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
 from cortex_m_nn.abi import KernelAbi, Rounding
 from cortex_m_nn.calibration import Calibration, require_finite
+from cortex_m_nn.edge import to_edge_program
 from cortex_m_nn.errors import CompileError, mark_stage, stage
 from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
@@ -207,11 +208,7 @@ def to_program(
 ) -> bytes:
     """Export the lowered graph and serialise it as an ExecuTorch program."""
     program = torch.export.export(lowered, source.example_inputs)
-    edge = to_edge(
-        program,
-        compile_config=EdgeCompileConfig(_check_ir_validity=True),
-        constant_methods=metadata(abi),
-    )
+    edge = to_edge_program(program, metadata(abi))
     stages.edge_text = str(edge.exported_program().graph_module.graph)
     planning = memory_planning_pass()
     executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))

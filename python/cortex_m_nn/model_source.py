@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from cortex_m_nn.errors import CompileError
+from cortex_m_nn.model_spec import model_file, require_model_file
 from cortex_m_nn.models import BUILTIN_MODELS, DEFAULT_MODEL
 
 
@@ -67,11 +68,11 @@ def load_model(spec: str | None) -> ModelSource:
     spec = spec or DEFAULT_MODEL
     if spec in BUILTIN_MODELS:
         return _from_factory(spec, BUILTIN_MODELS[spec])
+    require_model_file(spec)
+    path = model_file(spec)
     if ".py:" in spec:
-        path_text, factory_name = spec.rsplit(":", 1)
-        return _from_python(Path(path_text), factory_name)
-    path = Path(spec)
-    if path.suffix == ".pt2":
+        return _from_python(path, spec.rsplit(":", 1)[1])
+    if path is not None:
         return _from_pt2(path)
     known = ", ".join(sorted(BUILTIN_MODELS))
     raise CompileError(
@@ -100,8 +101,6 @@ def _from_factory(name: str, factory) -> ModelSource:
 
 
 def _from_python(path: Path, factory_name: str) -> ModelSource:
-    if not path.is_file():
-        raise CompileError(f"model file {path} does not exist")
     module_name = f"_cortex_m_nn_user_model_{abs(hash(path.resolve()))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
@@ -140,8 +139,6 @@ def _load_program(path: Path, names: list[str]) -> torch.export.ExportedProgram:
 
 
 def _from_pt2(path: Path) -> ModelSource:
-    if not path.is_file():
-        raise CompileError(f"model file {path} does not exist")
     names = _program_names(path)
     if len(names) > 1:
         raise CompileError(

@@ -400,24 +400,35 @@ def test_console_script_exit_status(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt.pt2"]
 
 
-@pytest.mark.parametrize("bad", ["model", "calibration"])
+#: bad input → (its arguments, relative to the test's directory; what must not be imported yet)
+BAD_INPUT = {
+    "model": (["model.pt2"], "executorch.exir"),
+    "calibration": (["--calibration", "samples.npz"], "executorch.exir"),
+    "missing model file": (["absent.py:make"], "torch"),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_INPUT))
 def test_bad_input_is_refused_before_the_compiler_is_imported(tmp_path: Path, bad: str) -> None:
     """A corrupt model or calibration file is answered before ExecuTorch's compiler (seconds
-    of imports) is loaded: the process checks what it was given first."""
-    corrupt = tmp_path / ("model.pt2" if bad == "model" else "samples.npz")
-    corrupt.write_bytes(b"not an archive")
-    arguments = [str(corrupt)] if bad == "model" else ["--calibration", str(corrupt)]
+    of imports) is loaded, a missing model file before torch: the process checks what it was
+    given first."""
+    names, heavy = BAD_INPUT[bad]
+    arguments = [str(tmp_path / name) if "." in name else name for name in names]
+    for name in ("model.pt2", "samples.npz"):
+        if name in names:
+            (tmp_path / name).write_bytes(b"not an archive")
     probe = (
         "import sys; from cortex_m_nn import cli; "
         f"status = cli.main({[*arguments, '-o', str(tmp_path / 'out.pte')]!r}); "
-        "print(status, 'executorch.exir' in sys.modules)"
+        f"print(status, {heavy!r} in sys.modules)"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     result = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300
     )
     assert result.stdout.split() == ["2", "False"], result.stdout + result.stderr
-    assert corrupt.name in result.stderr
+    assert Path(arguments[-1].split(":")[0]).name in result.stderr
 
 
 # 4. Calibration files -----------------------------------------------------------------------
@@ -717,7 +728,7 @@ def _boom(*args: object, **kwargs: object) -> None:
 INTERNAL = {
     "lower": ("cortex_m_nn.compile.lower", "lower"),
     "calibrate": ("cortex_m_nn.compile.prepare_pt2e", "calibrate"),
-    "serialise": ("cortex_m_nn.compile.to_edge", "serialise"),
+    "serialise": ("cortex_m_nn.compile.to_edge_program", "serialise"),
     "per-layer SNR": ("cortex_m_nn.layer_snr.layer_snr", "per-layer SNR"),
     "write": ("cortex_m_nn.command.os.replace", "write"),
 }
