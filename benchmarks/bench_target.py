@@ -21,7 +21,9 @@ insncount TCG plugin (benchmarks/qemu/plugin, ``symbols=on``). Per model and cor
 * instructions per MAC: instructions per inference ÷ the model's MACs (compile report);
 * flash and RAM of the runner ELF (``cortex_m_nn.firmware.inspect``; RAM = ``.data`` + ``.bss``
   incl. the planned arena and method allocator, stack and heap not counted);
-* whether the outputs were bit-exact against the Python reference (the runner's exit status).
+* whether the outputs were bit-exact against the Python reference (the runner's exit status);
+* the model boundary: instructions in our quantize and dequantize kernels per element of the
+  float input and output.
 
 These are instructions, not cycles: QEMU has no timing model. The peer (ExecuTorch's own
 ``backends/cortex_m`` runtime) is built the same way only if EXECUTORCH_ROOT's kernels declare
@@ -78,6 +80,11 @@ def measure(run: harness.ModelRun, core: harness.Core, build_dir: Path, plugin: 
     macs = sum(r.macs for r in run.compiled.records)
     report = firmware.inspect(elf, run.compiled.pte)
     top = sorted(symbols.items(), key=lambda kv: -kv[1])[:5]
+    boundary = {kind: boundary_instructions(symbols, kind) for kind in ("quantize", "dequantize")}
+    elements = {
+        "quantize": sum(x.numel() for x in run.inputs),
+        "dequantize": sum(y.numel() for y in run.expected if y.is_floating_point()),
+    }
     return {
         "model": run.name,
         "core": core.name,
@@ -96,7 +103,17 @@ def measure(run: harness.ModelRun, core: harness.Core, build_dir: Path, plugin: 
         "arena_bytes": run.compiled.arena_bytes,
         "method_allocator_used": result.method_allocator_used(),
         "top_functions": top,
+        "boundary_instructions": boundary,
+        "boundary_elements": elements,
     }
+
+
+def boundary_instructions(symbols: dict[str, int], kind: str) -> int:
+    """Instructions in our ``kind`` kernel (``quantize`` or ``dequantize``): its functions'
+    mangled names hold ``cortex_m_nn`` and the kernel's name as a length-prefixed identifier
+    (``12quantize_out``, ``12quantize_run``; ``14dequantize_out``…)."""
+    pattern = re.compile(rf"(?<![a-z]){kind}_(out|run|one)")
+    return sum(n for name, n in symbols.items() if "cortex_m_nn" in name and pattern.search(name))
 
 
 def peer_status(models: list[str]) -> str:
@@ -199,6 +216,14 @@ def main(argv: list[str] | None = None) -> int:
             print(table(rows[-1:]).splitlines()[-1], flush=True)
     print()
     print(table(rows))
+    print("\nmodel boundary, instructions per element (quantize of the float input, dequantize of")
+    print("the float output):")
+    for r in rows:
+        cells = []
+        for kind in ("quantize", "dequantize"):
+            count, n = r["boundary_instructions"][kind], r["boundary_elements"][kind]
+            cells.append(f"{kind} {count:,} / {n:,} = {count / n:.2f}" if n else f"{kind} -")
+        print(f"  {r['model']:<18}{r['core']:<5}" + "; ".join(cells))
     by = {(r["model"], r["core"]): r for r in rows}
     if any(c.name == "m55" for c in cores) and len(cores) > 1:
         print("\ninstructions relative to M55:")

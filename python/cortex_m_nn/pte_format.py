@@ -66,6 +66,9 @@ class Tensor:
     data_buffer_idx: int
     #: Whether it has ``allocation_info`` (memory-planned), rather than constant or dynamic.
     planned: bool
+    #: Whether its shape may change (``shape_dynamism`` not STATIC): the runtime then copies
+    #: its sizes and dim order into the method allocator.
+    dynamic: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,10 @@ class ExecutionPlan:
     instructions: tuple[Instruction, ...]
     operators: tuple[tuple[str, str], ...]  # (name, overload)
     non_const_buffer_sizes: tuple[int, ...]
+    #: instructions per chain, in order (``instructions`` holds them all, chain after chain)
+    chains: tuple[int, ...] = ()
+    #: delegates the plan calls (backends; cortex-m-nn writes none)
+    delegates: int = 0
 
 
 @dataclass(frozen=True)
@@ -198,12 +205,13 @@ def _need(data: bytes, pos: int, size: int, what: str) -> None:
 
 def _tensor(table: _Table) -> Tensor:
     # Tensor: scalar_type 0, storage_offset 1, sizes 2, dim_order 3, requires_grad 4,
-    # data_buffer_idx 5, allocation_info 6.
+    # data_buffer_idx 5, allocation_info 6, layout 7, shape_dynamism 8 (0: STATIC).
     return Tensor(
         scalar_type=table.scalar(0, types.Int8Flags),
         sizes=table.scalars(2, types.Int32Flags),
         data_buffer_idx=table.scalar(5, types.Uint32Flags),
         planned=table.table_at(6, "allocation info") is not None,
+        dynamic=table.scalar(8, types.Uint8Flags) != 0,
     )
 
 
@@ -236,18 +244,17 @@ def _plan(table: _Table) -> ExecutionPlan:
     # ExecutionPlan: name 0, container_meta_type 1, values 2, inputs 3, outputs 4, chains 5,
     # operators 6, delegates 7, non_const_buffer_sizes 8. Chain: instructions 2.
     # Operator: name 0, overload 1.
+    chains = [tuple(chain.tables(2, "instruction")) for chain in table.tables(5, "chain")]
     return ExecutionPlan(
         name=table.string(0),
         values=tuple(_value(value) for value in table.tables(2, "value")),
         inputs=table.scalars(3, types.Int32Flags),
         outputs=table.scalars(4, types.Int32Flags),
-        instructions=tuple(
-            _instruction(instruction)
-            for chain in table.tables(5, "chain")
-            for instruction in chain.tables(2, "instruction")
-        ),
+        instructions=tuple(_instruction(i) for chain in chains for i in chain),
         operators=tuple((op.string(0), op.string(1)) for op in table.tables(6, "operator")),
         non_const_buffer_sizes=table.scalars(8, types.Int64Flags),
+        chains=tuple(len(chain) for chain in chains),
+        delegates=len(table.tables(7, "delegate")),
     )
 
 

@@ -194,15 +194,22 @@ def test_text_report_shows_the_plan(stack) -> None:
 
 
 def test_runtime_overhead_counts_the_program(stack) -> None:
+    """Each part holds at least its structures (padding comes on top); tests/target checks the
+    total equals what ExecuTorch's method allocator reports on every core."""
     overhead = runtime_overhead(stack.pte)
     program = pte_program(stack.pte)
     forward = next(p for p in program.execution_plan if p.name == "forward")
-    assert overhead.values == 16 * len(forward.values)
+    assert 16 * len(forward.values) + len(forward.inputs) <= overhead.values
+    assert overhead.values < 16 * len(forward.values) + len(forward.inputs) + 8
     tensors = [v.val for v in forward.values if type(v.val).__name__ == "Tensor"]
-    assert overhead.tensors == sum(32 + 4 * len(t.sizes) for t in tensors)
+    assert overhead.tensors >= sum(32 + 4 * len(t.sizes) for t in tensors)
     calls = [i for c in forward.chains for i in c.instructions]
-    assert overhead.instructions == sum(4 * len(i.instr_args.args) + 12 for i in calls)
-    assert overhead.total > overhead.values + overhead.tensors
+    # kernel pointer, argument span, argument pointers, a TensorMeta per argument
+    assert overhead.instructions >= sum(12 + 16 * len(i.instr_args.args) for i in calls)
+    assert overhead.fixed >= 28 + 16 * len(forward.chains)
+    assert overhead.total == (
+        overhead.values + overhead.tensors + overhead.lists + overhead.instructions + overhead.fixed
+    )
 
 
 def test_plot_is_an_image(stack) -> None:

@@ -188,18 +188,45 @@ def _reference_results(data: bytes) -> dict[str, object]:
 
 
 def _reference_overhead(plan: schema.ExecutionPlan) -> pte.RuntimeOverhead:
-    tensors = lists = 0
+    """The same allocations, listed from ExecuTorch's own deserialised plan: (part, bytes,
+    alignment) in Method::load's order, then laid out."""
+    allocations = [("fixed", pte.PLATFORM_ALLOCATOR_BYTES, 4)]
+    allocations += [("values", 16 * len(plan.values), 8), ("values", len(plan.inputs), 1)]
     for value in plan.values:
         val = value.val
         if isinstance(val, schema.Tensor):
-            tensors += pte.TENSOR_IMPL_BYTES + 4 * len(val.sizes)
-        elif isinstance(val, schema.IntList | schema.TensorList):
-            lists += 12 + 12 * len(val.items)
-        elif isinstance(val, schema.DoubleList | schema.BoolList):
-            lists += 8 + 8 * len(val.items)
-    calls = [i.instr_args for chain in plan.chains for i in chain.instructions]
-    instructions = sum(pte.POINTER_BYTES * len(getattr(c, "args", [])) + 12 for c in calls)
-    return pte.RuntimeOverhead(pte.EVALUE_BYTES * len(plan.values), tensors, lists, instructions)
+            rank = len(val.sizes)
+            if val.shape_dynamism != schema.TensorShapeDynamism.STATIC:
+                allocations += [("tensors", 4 * rank, 4), ("tensors", rank, 1)]
+            allocations += [("tensors", 4 * rank, 4), ("tensors", 32, 4)]
+        elif isinstance(val, schema.IntList):
+            n = len(val.items)
+            allocations += [("lists", 4 * n, 4), ("lists", 8 * n, 8), ("lists", 12, 4)]
+        elif isinstance(val, schema.TensorList):
+            n = len(val.items)
+            allocations += [("lists", 4 * n, 4), ("lists", 4 * n, 4), ("lists", 12, 4)]
+        elif isinstance(val, schema.DoubleList | schema.BoolList | schema.String):
+            allocations.append(("lists", 8, 4))
+    allocations += [("fixed", 32 * len(plan.delegates), 8), ("fixed", 16 * len(plan.chains), 4)]
+    for chain in plan.chains:
+        n = len(chain.instructions)
+        allocations += [("instructions", 4 * n, 4), ("instructions", 8 * n, 4)]
+        for instruction in chain.instructions:
+            call = instruction.instr_args
+            if isinstance(call, schema.KernelCall | schema.DelegateCall):
+                allocations.append(("instructions", 4 * len(call.args), 4))
+            if isinstance(call, schema.KernelCall):
+                allocations.append(("instructions", 12 * len(call.args), 4))
+                for index in call.args:
+                    if isinstance(plan.values[index].val, schema.Tensor):
+                        allocations.append(("instructions", len(plan.values[index].val.sizes), 1))
+    parts = dict.fromkeys(("values", "tensors", "lists", "instructions", "fixed"), 0)
+    end = 0
+    for part, size, alignment in allocations:
+        start = (end + alignment - 1) // alignment * alignment
+        parts[part] += start + size - end
+        end = start + size
+    return pte.RuntimeOverhead(**parts)
 
 
 def _reference_scratch(plan: schema.ExecutionPlan) -> list[int]:

@@ -109,6 +109,8 @@ MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder"]
 MODEL_NAMES += ["upsampling_decoder", "mobilevit_block", "regnetx_grouped", "shuffle_moves"]
 # strided 1-D convolutions CMSIS-NN's MVE 1xN path refuses, per-channel PReLU, reductions
 MODEL_NAMES += ["signal_1d"]
+# the boundary kernels' vector paths on exact ties and saturating inputs (issue 15)
+MODEL_NAMES += ["boundary"]
 
 
 @dataclass
@@ -130,6 +132,15 @@ def compile_for(name: str, core: Core, seed: int = 3) -> ModelRun:
     )
     gen = torch.Generator().manual_seed(seed)
     inputs = tuple(torch.randn(x.shape, generator=gen) for x in source.example_inputs)
+    if name == "boundary":
+        from tests.target.models import boundary_inputs
+
+        quantize = next(
+            n
+            for n in compiled.lowered.graph.nodes
+            if n.target is torch.ops.cortex_m_nn.quantize.default
+        )
+        inputs = (boundary_inputs(float(quantize.args[1]), gen),)
     expected = [t.clone() for t in run_references(compiled.lowered, inputs, compiled.abi.rounding)]
     return ModelRun(name, compiled, inputs, expected)
 

@@ -175,8 +175,33 @@ def seeded(
     return module, (example,)
 
 
+class Boundary(nn.Module):
+    """The model boundary's kernels on every path: an NCHW input of 5 channels and odd
+    extents (the quantize scatters across channels, with vector tails), one 1×1 convolution,
+    an NCHW output (the dequantize scatters across planes). Its target inputs
+    (``boundary_inputs``) put many values on exact rounding ties and far beyond the range."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mix = nn.Conv2d(5, 6, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mix(x)
+
+
+def boundary_inputs(scale: float, gen: torch.Generator) -> torch.Tensor:
+    """[1, 5, 7, 9] float32: a third on k + 1/2 input steps (ties, rounded half to even),
+    a third normal within the range, a third up to 50 times beyond it (saturating)."""
+    ties = (torch.randint(-140, 140, (1, 5, 7, 9), generator=gen) + 0.5) * scale
+    normal = torch.randn(1, 5, 7, 9, generator=gen) * 40 * scale
+    beyond = torch.randn(1, 5, 7, 9, generator=gen) * 50 * 128 * scale
+    pick = torch.randint(0, 3, (1, 5, 7, 9), generator=gen)
+    return torch.where(pick == 0, ties, torch.where(pick == 1, normal, beyond)).float()
+
+
 #: name → (module, example inputs) factory
 MODELS = {
+    "boundary": lambda: seeded(Boundary, 1, 5, 7, 9),
     "resnet8": lambda: seeded(ResNet8, 1, 3, 32, 32),
     "mobilenet_v1_025": lambda: seeded(MobileNetV1, 1, 3, 96, 96),
     "autoencoder": lambda: seeded(Autoencoder, 1, 640),

@@ -50,24 +50,69 @@ class PermutedWalk {
     return ok;
   }
 
-  // Calls f(output_index, input_index) for every element, output in order.
+  // Calls f(out_offset, in_offset, count, out_stride, in_stride), all ptrdiff_t, for runs
+  // covering every element once: out[out_offset + k * out_stride] takes
+  // in[in_offset + k * in_stride] for k in [0, count). Size-1 dims are dropped and dims
+  // contiguous in both tensors merged first, so an order-keeping walk is one run; a run
+  // follows the input's contiguous dim where there is one (the boundary kernels' inner loops
+  // read contiguously and vectorise).
   template <typename F>
-  void for_each(F f) const {
-    int64_t index[kMaxPermutedDims] = {};
-    int64_t total = 1;
-    for (size_t d = 0; d < dims_; ++d) {
-      total *= sizes_[d];
+  void for_each_run(F f) const {
+    // native width: every offset lies within a tensor in memory
+    ptrdiff_t size[kMaxPermutedDims];
+    ptrdiff_t in_stride[kMaxPermutedDims];
+    ptrdiff_t out_stride[kMaxPermutedDims];
+    size_t dims = 0;
+    ptrdiff_t out_step = 1;
+    for (size_t d = dims_; d-- > 0;) {  // innermost first; out is contiguous in its order
+      if (sizes_[d] == 0) {
+        return;  // no elements
+      }
+      if (sizes_[d] != 1) {
+        const bool merges =
+            dims > 0 && in_stride[dims - 1] * size[dims - 1] == static_cast<ptrdiff_t>(strides_[d]);
+        if (merges) {  // d continues the dim after it in both tensors
+          size[dims - 1] *= static_cast<ptrdiff_t>(sizes_[d]);
+        } else {
+          size[dims] = static_cast<ptrdiff_t>(sizes_[d]);
+          in_stride[dims] = static_cast<ptrdiff_t>(strides_[d]);
+          out_stride[dims] = out_step;
+          ++dims;
+        }
+      }
+      out_step *= static_cast<ptrdiff_t>(sizes_[d]);
     }
-    int64_t source = 0;
-    for (int64_t i = 0; i < total; ++i) {
-      f(i, source);
-      for (size_t d = dims_; d-- > 0;) {
-        source += strides_[d];
-        if (++index[d] < sizes_[d]) {
+    if (dims == 0) {
+      f(0, 0, 1, 1, 1);
+      return;
+    }
+    size_t run = 0;  // innermost output dim, unless another is contiguous in the input
+    for (size_t d = 0; d < dims; ++d) {
+      if (in_stride[d] == 1) {
+        run = d;
+      }
+    }
+    ptrdiff_t index[kMaxPermutedDims] = {};
+    ptrdiff_t in_offset = 0;
+    ptrdiff_t out_offset = 0;
+    while (true) {
+      f(out_offset, in_offset, size[run], out_stride[run], in_stride[run]);
+      size_t d = 0;
+      for (; d < dims; ++d) {  // the odometer over the other dims
+        if (d == run) {
+          continue;
+        }
+        in_offset += in_stride[d];
+        out_offset += out_stride[d];
+        if (++index[d] < size[d]) {
           break;
         }
-        source -= strides_[d] * sizes_[d];
+        in_offset -= in_stride[d] * size[d];
+        out_offset -= out_stride[d] * size[d];
         index[d] = 0;
+      }
+      if (d == dims) {
+        return;
       }
     }
   }

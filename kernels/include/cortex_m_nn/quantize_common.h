@@ -1,10 +1,11 @@
 // What the boundary kernels (quantize, dequantize) share: the check of their dtypes and
 // quantization, and the copy through the permuted walk that folds the NCHW <-> NHWC change in.
-// Each kernel adds only its per-element conversion. A new dtype (int16 model inputs) is a
-// case of the same kernels: see docs/adding-an-operator.md.
+// Each kernel adds only its conversion of a run (with a vector path where the ISA has one). A
+// new dtype (int16 model inputs) is a case of the same kernels: see docs/adding-an-operator.md.
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "cortex_m_nn/kernel_checks.h"
@@ -14,8 +15,10 @@ namespace cortex_m_nn {
 namespace native {
 
 // Checks input is `From`, out is `To` (`types` says which, for the log), scale > 0 and the
-// zero point int8, and that `permutation` maps input's shape onto out's; then sets
-// out[o] = convert(input[i]) for every element, out in order. Fails the call otherwise.
+// zero point int8, and that `permutation` maps input's shape onto out's; then converts every
+// element with convert(source, destination, count, out_stride, in_stride), called once per
+// run of PermutedWalk::for_each_run (source and destination at the run's first elements).
+// Fails the call otherwise.
 template <typename From, typename To, typename Convert>
 void convert_permuted(
     KernelRuntimeContext& context,
@@ -45,7 +48,10 @@ void convert_permuted(
   }
   const From* source = input.const_data_ptr<From>();
   To* destination = out.mutable_data_ptr<To>();
-  walk.for_each([&](int64_t o, int64_t i) { destination[o] = convert(source[i]); });
+  walk.for_each_run([&](ptrdiff_t o, ptrdiff_t i, ptrdiff_t count, ptrdiff_t out_step,
+                        ptrdiff_t in_step) {
+    convert(source + i, destination + o, count, out_step, in_step);
+  });
 }
 
 }  // namespace native
