@@ -23,7 +23,11 @@ insncount TCG plugin (benchmarks/qemu/plugin, ``symbols=on``). Per model and cor
   incl. the planned arena and method allocator, stack and heap not counted);
 * whether the outputs were bit-exact against the Python reference (the runner's exit status);
 * the model boundary: instructions in our quantize and dequantize kernels per element of the
-  float input and output.
+  float input and output;
+* a per-layer profile: the runner runs forward a second time one kernel call at a time
+  (``Model::run_profiled``), each call a region of the plugin; per call the operator, the
+  report's layer, the CMSIS-NN function that executed most of it, instructions, MACs and MACs
+  per instruction (also in ``--json`` under ``calls``).
 
 These are instructions, not cycles: QEMU has no timing model. The peer (ExecuTorch's own
 ``backends/cortex_m`` runtime) is built the same way only if EXECUTORCH_ROOT's kernels declare
@@ -66,15 +70,82 @@ def cmsis_nn_functions(build_dir: Path) -> set[str]:
     }
 
 
+def regions(text: str) -> list[tuple[int, dict[str, int]]]:
+    """The plugin's regions in order: (instructions, instructions per function symbol)."""
+    found: list[tuple[int, dict[str, int]]] = []
+    for line in text.splitlines():
+        if m := re.match(r"insncount: region \d+ = (\d+) insns", line):
+            found.append((int(m.group(1)), {}))
+        elif (m := re.match(r"insncount: symbol (\S+) = (\d+)", line)) and found:
+            found[-1][1][m.group(1)] = int(m.group(2))
+    return found
+
+
+def kernel_calls(run: harness.ModelRun) -> list[tuple[str, Any]]:
+    """(operator, report row or None) of each kernel call of the program, in order: the
+    lowered graph's operator nodes are the program's kernel calls, in the same order (all
+    rows None when they cannot be matched so)."""
+    from cortex_m_nn.pte import forward_plan
+
+    plan = forward_plan(run.compiled.pte)
+    names = [plan.operators[i.op_index][0] for i in plan.instructions if i.kind == "KernelCall"]
+    nodes = [
+        n
+        for n in run.compiled.lowered.graph.nodes
+        if n.op == "call_function" and "getitem" not in str(n.target)
+    ]
+    rows: dict[str, Any] = {}
+    for record in run.compiled.records:  # the first row naming a node is the operator's
+        if record.output_node:
+            rows.setdefault(record.output_node, record)
+    # in order, skipping nodes that became no kernel call (views ExecuTorch turns into aliases)
+    matched: list[Any] = []
+    remaining = iter(nodes)
+    for name in names:
+        op = name.split("::")[-1].removesuffix(".out")
+        matched.append(next((n for n in remaining if str(n.target).split(".")[1] == op), None))
+
+    def row(node: Any) -> Any:
+        """The report row of ``node``: by its name, or its output's (a scratch operator's
+        output is ``getitem`` 0 of it)."""
+        outputs = [u.name for u in node.users if "getitem" in str(u.target) and u.args[1] == 0]
+        return next((rows[n] for n in [node.name, *outputs] if n in rows), None)
+
+    if None in matched:
+        return [(name, None) for name in names]
+    return [(name, row(node)) for name, node in zip(names, matched, strict=True)]
+
+
+def profile(
+    run: harness.ModelRun, calls: list[tuple[int, dict[str, int]]], cmsis: set[str]
+) -> list[dict]:
+    """Per kernel call: operator, the CMSIS-NN function that ran most, instructions, MACs."""
+    rows = []
+    for index, ((operator, record), (instructions, symbols)) in enumerate(
+        zip(kernel_calls(run), calls, strict=True)
+    ):
+        ran = sorted((n, name) for name, n in symbols.items() if name in cmsis)
+        macs = record.macs if record is not None else None
+        rows.append(
+            {
+                "call": index,
+                "operator": operator,
+                "layer": record.name if record is not None else None,
+                "cmsis_nn_function": ran[-1][1] if ran else None,
+                "instructions": instructions,
+                "macs": macs,
+                "macs_per_instruction": macs / instructions if macs and instructions else None,
+            }
+        )
+    return rows
+
+
 def measure(run: harness.ModelRun, core: harness.Core, build_dir: Path, plugin: Path) -> dict:
     elf = build_dir / f"runner_{run.name}.elf"
     result = harness.run(elf, core, f"{plugin},symbols=on")
-    region = re.search(r"insncount: region 0 = (\d+) insns", result.stderr + result.stdout)
-    symbols = {
-        m.group(1): int(m.group(2))
-        for m in re.finditer(r"insncount: symbol (\S+) = (\d+)", result.stderr + result.stdout)
-    }
-    instructions = int(region.group(1)) if region else None
+    # region 0: the whole forward; then one region per kernel call (the runner's second run)
+    found = regions(result.stderr + result.stdout)
+    instructions, symbols = found[0] if found else (None, {})
     cmsis = cmsis_nn_functions(build_dir)
     in_cmsis = sum(n for name, n in symbols.items() if name in cmsis)
     macs = sum(r.macs for r in run.compiled.records)
@@ -105,7 +176,27 @@ def measure(run: harness.ModelRun, core: harness.Core, build_dir: Path, plugin: 
         "top_functions": top,
         "boundary_instructions": boundary,
         "boundary_elements": elements,
+        "calls": profile(run, found[1:], cmsis),
     }
+
+
+def profile_table(row: dict) -> str:
+    """The per-call profile of one model and core."""
+    head = (
+        f"{'#':>3} {'layer':<14}{'operator':<30}{'CMSIS-NN function':<36}{'instructions':>13}"
+        f"{'MACs':>11}{'MACs/insn':>10}"
+    )
+    lines = [f"{row['model']} on {row['core']}, per kernel call:", head, "-" * len(head)]
+    for c in row["calls"]:
+        per = f"{c['macs_per_instruction']:.3f}" if c["macs_per_instruction"] else "-"
+        lines.append(
+            f"{c['call']:>3} {(c['layer'] or '-')[:13]:<14}{c['operator'][:29]:<30}"
+            f"{(c['cmsis_nn_function'] or '-')[:35]:<36}"
+            f"{c['instructions']:>13,}{c['macs'] if c['macs'] is not None else '-':>11}{per:>10}"
+        )
+    total = sum(c["instructions"] for c in row["calls"])
+    lines.append(f"    sum of the calls {total:,} of {row['instructions'] or 0:,} in the whole run")
+    return "\n".join(lines)
 
 
 def boundary_instructions(symbols: dict[str, int], kind: str) -> int:
@@ -215,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(measure(run, core, root / "build", plugin))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
     print()
+    for row in rows:
+        print(profile_table(row) + "\n")
     print(table(rows))
     print("\nmodel boundary, instructions per element (quantize of the float input, dequantize of")
     print("the float output):")

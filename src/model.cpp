@@ -332,6 +332,41 @@ Status Model::run() {
   return Status::kOk;
 }
 
+// ExecuTorch marks Method::step(), in_progress() and reset_execution() experimental with the
+// deprecated attribute; only run_profiled uses them, so only here is that warning (an error
+// under Zephyr's -Werror builds) silenced.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+Status Model::run_profiled(CallHook before, CallHook after, void* context) {
+  if (!loaded_) {
+    return fail(Status::kNotLoaded, "run before a successful load()");
+  }
+  Method& forward = method();
+  size_t call = 0;
+  do {  // step() runs one instruction; in_progress() is false once the last one ran
+    if (before != nullptr) {
+      before(call, context);
+    }
+    const Error error = forward.step();
+    if (after != nullptr) {
+      after(call, context);
+    }
+    if (error != Error::Ok) {
+      return fail(Status::kRunFailed,
+                  "forward failed at kernel call %u (error 0x%x); the log names the kernel",
+                  static_cast<unsigned>(call), static_cast<unsigned>(error));
+    }
+    ++call;
+  } while (forward.in_progress());
+  const Error reset = forward.reset_execution();
+  if (reset != Error::Ok) {
+    return fail(Status::kRunFailed, "forward did not reach its end (error 0x%x)",
+                static_cast<unsigned>(reset));
+  }
+  return Status::kOk;
+}
+#pragma GCC diagnostic pop
+
 Tensor Model::output(size_t index) const {
   if (!loaded_ || index >= method().outputs_size()) {
     return {nullptr, 0};

@@ -62,6 +62,13 @@ class Model {
   Status set_input(size_t index, const float* data, size_t size);
   // Run forward once on the inputs set.
   Status run();
+  // Called around each kernel call of run_profiled(): `call` counts the program's kernel calls
+  // from 0, in the order the compile report lists the lowered operators.
+  using CallHook = void (*)(size_t call, void* context);
+  // run(), one kernel call at a time, with `before` and `after` (either may be null) called
+  // around each: a per-layer profile with the core's cycle counter or an emulator's marker.
+  // Same outputs as run().
+  Status run_profiled(CallHook before, CallHook after, void* context);
   // Output `index` of the last run() ({nullptr, 0} if there is none); valid until the next run.
   Tensor output(size_t index) const;
 

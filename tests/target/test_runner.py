@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tests.target import harness
 
-from cortex_m_nn.pte import runtime_overhead
+from cortex_m_nn.pte import forward_plan, runtime_overhead
 
 pytestmark = pytest.mark.skipif(harness.missing() is not None, reason=str(harness.missing()))
 
@@ -56,6 +56,9 @@ def test_bit_exact_on_target(core_build: tuple, model: str) -> None:
     # The method allocator, sized from the report's runtime-overhead count, was enough, and
     # the count is exactly what ExecuTorch's Method::load took from it.
     assert result.method_allocator_used() == runtime_overhead(run.compiled.pte).total
+    # Model::run_profiled ran forward again, one kernel call at a time, with the same outputs.
+    calls = sum(i.kind == "KernelCall" for i in forward_plan(run.compiled.pte).instructions)
+    assert f"runner: {calls} kernel calls run one at a time" in result.stdout
 
 
 def test_runner_fails_on_a_wrong_reference(core_build: tuple) -> None:

@@ -42,19 +42,27 @@ int setup_error(const char* what, Status status, const Model& model) {
   return kSetupError;
 }
 
-// Output `index` against the expected one, byte for byte; prints it. True when equal.
-bool check_output(const Model& model, size_t index) {
+// Bytes of output `index` that differ from the expected one (all of them if the sizes differ).
+size_t differing_bytes(const Model& model, size_t index) {
   cortex_m_nn::Tensor output = model.output(index);
   const auto* bytes = reinterpret_cast<const uint8_t*>(output.data);
   const auto* expected = reinterpret_cast<const uint8_t*>(cortex_m_nn_test_output[index]);
   const size_t n = output.size * sizeof(float);
   const size_t expected_n = cortex_m_nn_test_output_size[index] * sizeof(float);
-  size_t differing = 0;
   if (n != expected_n) {
-    differing = n > expected_n ? n : expected_n;
-  } else {
-    for (size_t b = 0; b < n; ++b) differing += bytes[b] != expected[b];
+    return n > expected_n ? n : expected_n;
   }
+  size_t differing = 0;
+  for (size_t b = 0; b < n; ++b) differing += bytes[b] != expected[b];
+  return differing;
+}
+
+// Output `index` against the expected one, byte for byte; prints it. True when equal.
+bool check_output(const Model& model, size_t index) {
+  cortex_m_nn::Tensor output = model.output(index);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(output.data);
+  const size_t n = output.size * sizeof(float);
+  const size_t differing = differing_bytes(model, index);
   std::printf("output %u: %u bytes, fnv1a %08" PRIx32 ", %u bytes differ from the reference\n",
               static_cast<unsigned>(index), static_cast<unsigned>(n), fnv1a(bytes, n),
               static_cast<unsigned>(differing));
@@ -62,6 +70,13 @@ bool check_output(const Model& model, size_t index) {
   for (size_t b = 0; b < n; ++b) std::printf("%02x", bytes[b]);
   std::printf("\n");
   return differing == 0;
+}
+
+// run_profiled's hooks: each kernel call is one region of the insncount plugin.
+void call_start(size_t, void*) { bench_start(); }
+void call_stop(size_t, void* calls) {
+  bench_stop();
+  ++*static_cast<size_t*>(calls);
 }
 
 }  // namespace
@@ -117,6 +132,23 @@ int main() {
     }
     if (!check_output(model, i)) result = kMismatch;
   }
+
+  // forward again, one kernel call at a time, each call a marked region after the whole run's
+  // (benchmarks/bench_target.py's per-call profile); the outputs must not change
+  for (size_t i = 0; i < CORTEX_M_NN_TEST_INPUTS; ++i) {
+    status = model.set_input(i, cortex_m_nn_test_input[i], cortex_m_nn_test_input_size[i]);
+    if (status != Status::kOk) return setup_error("set_input", status, model);
+  }
+  size_t calls = 0;
+  status = model.run_profiled(call_start, call_stop, &calls);
+  if (status != Status::kOk) return setup_error("forward call by call", status, model);
+  for (size_t i = 0; i < CORTEX_M_NN_TEST_OUTPUTS; ++i) {
+    if (differing_bytes(model, i) != 0) {
+      std::printf("runner: output %u of the call-by-call run differs\n", static_cast<unsigned>(i));
+      result = kMismatch;
+    }
+  }
+  std::printf("runner: %u kernel calls run one at a time\n", static_cast<unsigned>(calls));
   std::printf("runner: %s\n", result == kPass ? "PASS (bit-exact)" : "FAIL (outputs differ)");
   return result;
 }
