@@ -171,6 +171,8 @@ def build(core: Core, models_dir: Path, build_dir: Path, optimization: str = "-O
         f"-DRUNNER_MACHINE={core.machine}",
         f"-DRUNNER_MODELS_DIR={models_dir}",
         f"-DRUNNER_OPTIMIZATION={optimization}",
+        # no room over the runtime-overhead count: a count short by one byte fails load()
+        "-DRUNNER_METHOD_MARGIN=0",
         f"-DEXECUTORCH_ROOT={os.environ['EXECUTORCH_ROOT']}",
         f"-DCMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}",
         f"-DPython3_EXECUTABLE={sys.executable}",
