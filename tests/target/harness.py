@@ -132,15 +132,10 @@ def compile_for(name: str, core: Core, seed: int = 3) -> ModelRun:
     )
     gen = torch.Generator().manual_seed(seed)
     inputs = tuple(torch.randn(x.shape, generator=gen) for x in source.example_inputs)
-    if name == "boundary":
-        from tests.target.models import boundary_inputs
+    from tests.target.models import TARGET_INPUTS
 
-        quantize = next(
-            n
-            for n in compiled.lowered.graph.nodes
-            if n.target is torch.ops.cortex_m_nn.quantize.default
-        )
-        inputs = (boundary_inputs(float(quantize.args[1]), gen),)
+    if name in TARGET_INPUTS:  # inputs made for the program (e.g. on its rounding ties)
+        inputs = TARGET_INPUTS[name](compiled.lowered, gen)
     expected = [t.clone() for t in run_references(compiled.lowered, inputs, compiled.abi.rounding)]
     return ModelRun(name, compiled, inputs, expected)
 
