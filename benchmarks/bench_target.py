@@ -52,6 +52,7 @@ warnings.filterwarnings("ignore")
 from tests.target import harness  # noqa: E402
 
 from cortex_m_nn import firmware  # noqa: E402
+from cortex_m_nn.options import IoType  # noqa: E402
 
 
 def cmsis_nn_functions(build_dir: Path) -> set[str]:
@@ -158,6 +159,7 @@ def measure(run: harness.ModelRun, core: harness.Core, build_dir: Path, plugin: 
     }
     return {
         "model": run.name,
+        "io": run.compiled.io.type.value,
         "core": core.name,
         "bit_exact": result.returncode == 0
         and result.outputs() == harness.output_bytes(run.expected),
@@ -283,6 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-dir", type=Path, default=REPO / "build" / "bench-target")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-peer", action="store_true", help="skip the peer check")
+    parser.add_argument(
+        "--io",
+        choices=["float", "int8"],
+        help="compile every model with these inputs and outputs (cortex-m-compile --io; "
+        "default: as tests/target does, int8 for its *_int8_io models)",
+    )
     args = parser.parse_args(argv)
     reason = harness.missing()
     if reason:
@@ -298,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         models_dir.mkdir(parents=True, exist_ok=True)
         for stale in models_dir.glob("*"):
             stale.unlink()
-        runs = [harness.compile_for(name, core) for name in models]
+        io = IoType(args.io) if args.io else None
+        runs = [harness.compile_for(name, core, io=io) for name in models]
         for run in runs:
             harness.write_model(run, models_dir)
         harness.build(core, models_dir, root / "build")

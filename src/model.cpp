@@ -65,6 +65,10 @@ static_assert(CORTEX_M_NN_MODEL_OPS_VERSION == cortex_m_nn::abi::kOpsVersion,
 #define CORTEX_M_NN_TEMP_ALLOCATOR_BYTES 0
 #endif
 
+#if !defined(CORTEX_M_NN_MODEL_INPUT_INT8) || !defined(CORTEX_M_NN_MODEL_OUTPUT_INT8)
+#error "cortex_m_nn_model.h records no input/output types: regenerate it (cortex-m-compile embed)"
+#endif
+
 namespace cortex_m_nn {
 namespace {
 
@@ -90,6 +94,16 @@ constexpr size_t kArenaBytes = CORTEX_M_NN_ARENA_BYTES > 0 ? CORTEX_M_NN_ARENA_B
 constexpr size_t kMaxDims = 16;  // ExecuTorch's kTensorDimensionLimit
 constexpr size_t kMaxInputs = 8;
 constexpr const char* kForward = "forward";
+
+// Each input's and output's type and quantization, as cortex-m-compile embed read them.
+constexpr uint8_t kInputInt8[] = CORTEX_M_NN_MODEL_INPUT_INT8;
+constexpr float kInputScales[] = CORTEX_M_NN_MODEL_INPUT_SCALES;
+constexpr int32_t kInputZeroPoints[] = CORTEX_M_NN_MODEL_INPUT_ZERO_POINTS;
+constexpr uint8_t kOutputInt8[] = CORTEX_M_NN_MODEL_OUTPUT_INT8;
+constexpr float kOutputScales[] = CORTEX_M_NN_MODEL_OUTPUT_SCALES;
+constexpr int32_t kOutputZeroPoints[] = CORTEX_M_NN_MODEL_OUTPUT_ZERO_POINTS;
+constexpr size_t kInputTypes = sizeof(kInputInt8) / sizeof(kInputInt8[0]);
+constexpr size_t kOutputTypes = sizeof(kOutputInt8) / sizeof(kOutputInt8[0]);
 
 alignas(kAlignment) uint8_t arena[kArenaBytes] CORTEX_M_NN_ARENA_PLACEMENT;
 alignas(kAlignment) uint8_t method_pool[CORTEX_M_NN_METHOD_ALLOCATOR_BYTES];
@@ -248,8 +262,56 @@ Status Model::load() {
   }
   new (method_storage) Method(std::move(forward.get()));
   loaded_ = true;
+  const Status typed = check_io_types();
+  if (typed != Status::kOk) {
+    loaded_ = false;
+    return typed;
+  }
   error_text[0] = '\0';
   return Status::kOk;
+}
+
+Status Model::check_io_types() {
+  const MethodMeta meta = method().method_meta();
+  const size_t inputs = method().inputs_size();
+  const size_t outputs = method().outputs_size();
+  if (inputs > kInputTypes || outputs > kOutputTypes) {
+    return fail(Status::kMismatch, "forward has %u inputs and %u outputs; cortex_m_nn_model.h "
+                "records %u and %u: regenerate it from this .pte",
+                static_cast<unsigned>(inputs), static_cast<unsigned>(outputs),
+                static_cast<unsigned>(kInputTypes), static_cast<unsigned>(kOutputTypes));
+  }
+  for (size_t i = 0; i < inputs + outputs; ++i) {
+    const bool input = i < inputs;
+    const size_t index = input ? i : i - inputs;
+    Result<TensorInfo> info =
+        input ? meta.input_tensor_meta(index) : meta.output_tensor_meta(index);
+    const bool int8 = input ? input_is_int8(index) : output_is_int8(index);
+    const ScalarType expected = int8 ? ScalarType::Char : ScalarType::Float;
+    if (!info.ok() || info->scalar_type() != expected) {
+      return fail(Status::kMismatch, "%s %u of forward is not %s as cortex_m_nn_model.h "
+                  "records: regenerate it from this .pte", input ? "input" : "output",
+                  static_cast<unsigned>(index), int8 ? "int8" : "float");
+    }
+  }
+  return Status::kOk;
+}
+
+bool Model::input_is_int8(size_t index) { return index < kInputTypes && kInputInt8[index]; }
+bool Model::output_is_int8(size_t index) { return index < kOutputTypes && kOutputInt8[index]; }
+
+Quantization Model::input_quantization(size_t index) {
+  if (!input_is_int8(index)) {
+    return {0.0f, 0};
+  }
+  return {kInputScales[index], kInputZeroPoints[index]};
+}
+
+Quantization Model::output_quantization(size_t index) {
+  if (!output_is_int8(index)) {
+    return {0.0f, 0};
+  }
+  return {kOutputScales[index], kOutputZeroPoints[index]};
 }
 
 size_t Model::num_inputs() const { return loaded_ ? method().inputs_size() : 0; }
@@ -272,6 +334,14 @@ size_t Model::output_size(size_t index) const {
 }
 
 Status Model::set_input(size_t index, const float* data, size_t size) {
+  return set_input_values(index, false, data, size);
+}
+
+Status Model::set_input(size_t index, const int8_t* data, size_t size) {
+  return set_input_values(index, true, data, size);
+}
+
+Status Model::set_input_values(size_t index, bool int8, const void* data, size_t size) {
   if (!loaded_) {
     return fail(Status::kNotLoaded, "set_input before a successful load()");
   }
@@ -280,8 +350,11 @@ Status Model::set_input(size_t index, const float* data, size_t size) {
                 static_cast<unsigned>(method().inputs_size()));
   }
   Result<TensorInfo> info = method().method_meta().input_tensor_meta(index);
-  if (!info.ok() || info->scalar_type() != ScalarType::Float) {
-    return fail(Status::kBadInput, "input %u is not a float tensor", static_cast<unsigned>(index));
+  const ScalarType type = int8 ? ScalarType::Char : ScalarType::Float;
+  if (!info.ok() || info->scalar_type() != type) {
+    return fail(Status::kBadInput, "input %u is not %s (the model was compiled with --io %s)",
+                static_cast<unsigned>(index), int8 ? "int8" : "float",
+                int8 ? "float" : "int8");
   }
   if (!info->is_memory_planned()) {
     return fail(Status::kBadInput, "input %u has no planned memory: compile with cortex-m-compile",
@@ -310,8 +383,8 @@ Status Model::set_input(size_t index, const float* data, size_t size) {
     strides[dim_order[k]] = stride;
     stride *= sizes[dim_order[k]];
   }
-  executorch::aten::TensorImpl impl(ScalarType::Float, static_cast<ssize_t>(dims), sizes,
-                                    const_cast<float*>(data), dim_order, strides);
+  executorch::aten::TensorImpl impl(type, static_cast<ssize_t>(dims), sizes,
+                                    const_cast<void*>(data), dim_order, strides);
   Error error = method().set_input(EValue(executorch::aten::Tensor(&impl)), index);
   if (error != Error::Ok) {
     return fail(Status::kBadInput, "input %u refused (error 0x%x)", static_cast<unsigned>(index),
@@ -380,6 +453,19 @@ Tensor Model::output(size_t index) const {
     return {nullptr, 0};
   }
   return {tensor.const_data_ptr<float>(), static_cast<size_t>(tensor.numel())};
+}
+
+QuantizedTensor Model::quantized_output(size_t index) const {
+  if (!loaded_ || index >= method().outputs_size()) {
+    return {nullptr, 0, {0.0f, 0}};
+  }
+  const EValue& value = method().get_output(index);
+  if (!value.isTensor() || value.toTensor().scalar_type() != ScalarType::Char) {
+    return {nullptr, 0, {0.0f, 0}};
+  }
+  const executorch::aten::Tensor& tensor = value.toTensor();
+  return {tensor.const_data_ptr<int8_t>(), static_cast<size_t>(tensor.numel()),
+          output_quantization(index)};
 }
 
 }  // namespace cortex_m_nn

@@ -7,6 +7,12 @@
 //   model.run();
 //   cortex_m_nn::Tensor scores = model.output(0);
 //
+// A model compiled with `cortex-m-compile --io int8` takes and gives int8 tensors instead (no
+// quantize/dequantize kernels in the program): quantize each feature with
+// input_quantization(i), q = clamp(round(x / scale) + zero_point, -128, 127), give the int8
+// values to set_input(i, const int8_t*, n) and read quantized_output(i). A 4-D tensor is
+// stored channels-last (NHWC), as the report and cortex_m_nn_model.h say.
+//
 // Nothing is allocated at run time: the planned arena (activations, inputs, outputs and every
 // CMSIS-NN scratch buffer) and ExecuTorch's method allocator are static buffers sized by the
 // build from the model (cortex_m_nn_model.h). load() refuses a model compiled for other
@@ -37,6 +43,19 @@ struct Tensor {
   size_t size;  // elements
 };
 
+// How an int8 input or output holds real values: real = scale * (q - zero_point).
+struct Quantization {
+  float scale;  // 0 for a float input or output
+  int32_t zero_point;
+};
+
+// An int8 output of forward (--io int8): contiguous, 4-D tensors channels-last (NHWC).
+struct QuantizedTensor {
+  const int8_t* data;
+  size_t size;  // elements
+  Quantization quantization;
+};
+
 class Model {
  public:
   // The model of CONFIG_CORTEX_M_NN_MODEL_PTE / _SOURCE, embedded in section
@@ -57,9 +76,18 @@ class Model {
   size_t input_size(size_t index) const;
   size_t output_size(size_t index) const;
 
-  // Copy `size` floats into input `index` (size must equal input_size(index)). Set every
-  // input before each run(): the memory plan may reuse an input's bytes for later tensors.
+  // Whether input/output `index` is int8 (compiled with --io int8) rather than float.
+  static bool input_is_int8(size_t index);
+  static bool output_is_int8(size_t index);
+  // The quantization of an int8 input/output ({0, 0} for a float one or no such index).
+  static Quantization input_quantization(size_t index);
+  static Quantization output_quantization(size_t index);
+
+  // Copy `size` values into input `index` (size must equal input_size(index); floats for a
+  // float input, int8 for an int8 one). Set every input before each run(): the memory plan may
+  // reuse an input's bytes for later tensors.
   Status set_input(size_t index, const float* data, size_t size);
+  Status set_input(size_t index, const int8_t* data, size_t size);
   // Run forward once on the inputs set.
   Status run();
   // Called around each kernel call of run_profiled(): `call` counts the program's kernel calls
@@ -69,8 +97,12 @@ class Model {
   // around each: a per-layer profile with the core's cycle counter or an emulator's marker.
   // Same outputs as run().
   Status run_profiled(CallHook before, CallHook after, void* context);
-  // Output `index` of the last run() ({nullptr, 0} if there is none); valid until the next run.
+  // Output `index` of the last run() ({nullptr, 0} if there is none or it is int8); valid until
+  // the next run.
   Tensor output(size_t index) const;
+  // Int8 output `index` of the last run() with its quantization ({nullptr, 0, {0, 0}} if there
+  // is none or it is float); valid until the next run.
+  QuantizedTensor quantized_output(size_t index) const;
 
   // What this program was compiled for and what the kernels were built for, as
   // "isa=mve rounding=double ops_version=1".
@@ -89,6 +121,10 @@ class Model {
   Status fail(Status status, const char* format, ...);
   // Gives forward's planned buffers their places in the arena, as the build sized them.
   Status place_planned_buffers(size_t* count);
+  // Whether forward's input and output types are the ones cortex_m_nn_model.h records.
+  Status check_io_types();
+  // set_input for either element type.
+  Status set_input_values(size_t index, bool int8, const void* data, size_t size);
 
   bool loaded_ = false;
 };

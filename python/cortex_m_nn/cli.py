@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from cortex_m_nn.command import add_debug_argument, guarded, write_all
 from cortex_m_nn.errors import CompileError, stage
 from cortex_m_nn.model_spec import require_model_file
-from cortex_m_nn.options import QuantizationOptions, RangeMethod
+from cortex_m_nn.options import IoType, QuantizationOptions, RangeMethod
 from cortex_m_nn.subcommands import SUBCOMMANDS
 from cortex_m_nn.target import DEFAULT_TARGET, Target
 
@@ -98,7 +98,16 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """How the program is checked, and what is written besides it."""
+    """What the program takes and gives, how it is checked, and what is written besides it."""
+    parser.add_argument(
+        "--io",
+        choices=[t.value for t in IoType],
+        default=IoType.FLOAT.value,
+        help="what the program's inputs and outputs hold: float in the model's layout "
+        "(quantized and dequantized inside the program) or int8 that the caller quantizes "
+        "(x / scale + zero point, 4-D tensors channels-last; the report and the .pte give "
+        "each one's scale, zero point and shape) (default: %(default)s)",
+    )
     parser.add_argument(
         "--verify",
         action="store_true",
@@ -241,6 +250,7 @@ def _compile_and_check(
             equalize=args.equalize,
             bias_correction=args.bias_correction,
         ),
+        io=IoType(args.io),
     )
     with stage("verify"):
         verification = verify_program(compiled) if args.verify else None

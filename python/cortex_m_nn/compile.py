@@ -10,7 +10,9 @@ The steps, in order (``compile_model`` runs them; ``Stages`` keeps what each mad
 3. ``quantize``: PT2E prepare with ``CortexMQuantizer``, calibrate, convert;
 4. ``lower``: onto ``cortex_m_nn`` operators (the passes of ``passes.pipeline.PASSES``);
    fallbacks fail the compile unless allowed (``unsupported_message``);
-5. ``to_program``: ``to_edge`` (``edge.to_edge_program``, with the ``metadata``),
+5. ``program_io``: the graph the program serialises — the lowered graph, or with ``--io
+   int8`` the same without its boundary quantize/dequantize (``program_io.int8_io``);
+6. ``to_program``: ``to_edge`` (``edge.to_edge_program``, with the ``metadata``),
    ``to_executorch`` with the memory planner, and the memory plan read back.
 
 Each stage hands the next a new artefact; nothing goes back. The lowered graph is a plain
@@ -41,10 +43,11 @@ from cortex_m_nn.edge import to_edge_program
 from cortex_m_nn.errors import CompileError, mark_stage, stage
 from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
 from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.options import QuantizationOptions
+from cortex_m_nn.options import IoType, QuantizationOptions
 from cortex_m_nn.passes.functional import NOTES, functional_form
 from cortex_m_nn.passes.pipeline import lower
-from cortex_m_nn.passes.records import LoweringResult, OpRecord
+from cortex_m_nn.passes.records import REMOVED, LoweringResult, OpRecord
+from cortex_m_nn.program_io import ProgramIo, float_io, int8_io
 from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
 from cortex_m_nn.quantizer import CortexMQuantizer
 from cortex_m_nn.quantizer.bias_correction import correct_biases
@@ -73,6 +76,8 @@ class Stages:
     exported: GraphModule | None = None
     quantized: GraphModule | None = None
     lowering: LoweringResult | None = None
+    #: the graph the .pte serialises and what its inputs and outputs hold
+    io: ProgramIo | None = None
     edge_text: str = ""
     executorch_text: str = ""
     #: the memory plan of ``forward`` read back from the executorch-dialect graph
@@ -99,7 +104,7 @@ class CompiledProgram:
         """The serialised ExecuTorch program."""
         if self._pte is None:
             with _Timer(self.stages.seconds)("serialise"):
-                self._pte = to_program(self.lowered, self.model, self.abi, self.stages)
+                self._pte = to_program(self.io, self.model, self.abi, self.stages)
         return self._pte
 
     @property
@@ -126,6 +131,11 @@ class CompiledProgram:
         return self.stages.lowering.graph_module
 
     @property
+    def io(self) -> ProgramIo:
+        """What the program's inputs and outputs hold, and the graph it serialises."""
+        return self.stages.io
+
+    @property
     def arena_bytes(self) -> int:
         """Bytes of the memory-planned buffers of ``forward`` (activations and scratch)."""
         return planned_buffer_bytes(self.pte)
@@ -141,9 +151,10 @@ class CompiledProgram:
         return self.stages.memory
 
 
-def metadata(abi: KernelAbi) -> dict[str, str | int]:
-    """What the .pte records about how it was compiled: kernels built differently refuse it."""
-    return abi.metadata()
+def metadata(abi: KernelAbi, io: ProgramIo | None = None) -> dict[str, str | int]:
+    """What the .pte records about how it was compiled (kernels built differently refuse it)
+    and, for int8 inputs and outputs, their quantization."""
+    return {**abi.metadata(), **(io.metadata() if io is not None else {})}
 
 
 def export(source: ModelSource) -> GraphModule:
@@ -200,15 +211,29 @@ def quantize(
         return float_graph, convert_pt2e(prepared)
 
 
+def program_io(lowering: LoweringResult, io: IoType) -> ProgramIo:
+    """The graph the program serialises for ``io``; with int8 I/O the report rows of the
+    boundary operators it leaves to the caller say so."""
+    if io is IoType.FLOAT:
+        return float_io(lowering.graph_module)
+    program = int8_io(lowering.graph_module)
+    for record in lowering.records:
+        if record.output_node in program.removed:
+            record.kernel = REMOVED
+            given = record.source_op == "quantize"
+            record.cmsis_function = f"(--io int8: {'given' if given else 'read'} as int8)"
+    return program
+
+
 def to_program(
-    lowered: GraphModule,
+    io: ProgramIo,
     source: ModelSource,
     abi: KernelAbi,
     stages: Stages,
 ) -> bytes:
-    """Export the lowered graph and serialise it as an ExecuTorch program."""
-    program = torch.export.export(lowered, source.example_inputs)
-    edge = to_edge_program(program, metadata(abi))
+    """Export the program's graph and serialise it as an ExecuTorch program."""
+    program = torch.export.export(io.graph, io.program_inputs(source.example_inputs))
+    edge = to_edge_program(program, metadata(abi, io))
     stages.edge_text = str(edge.exported_program().graph_module.graph)
     planning = memory_planning_pass()
     executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
@@ -235,9 +260,11 @@ def compile_model(
     progress: bool = True,
     options: QuantizationOptions | None = None,
     serialise: bool = True,
+    io: IoType = IoType.FLOAT,
 ) -> CompiledProgram:
     """Compile ``source`` for ``target``; raises CompileError for anything the user must fix.
-    ``serialise``: as for :func:`compile_quantized`.
+    ``serialise``: as for :func:`compile_quantized`; ``io``: what the program's inputs and
+    outputs hold (:mod:`cortex_m_nn.program_io`).
 
     ``target`` is the program's :class:`~cortex_m_nn.abi.KernelAbi` (what the .pte records
     and the references run with), or a Target and ``rounding``, the requantization rounding
@@ -257,6 +284,7 @@ def compile_model(
         seconds=seconds,
         options=options,
         serialise=serialise,
+        io=io,
     )
 
 
@@ -271,6 +299,7 @@ def compile_quantized(
     seconds: dict[str, float] | None = None,
     options: QuantizationOptions | None = None,
     serialise: bool = True,
+    io: IoType = IoType.FLOAT,
 ) -> CompiledProgram:
     """Lower and serialise what ``quantize(source, calibration, options=options)`` returned:
     one export and calibration can be lowered for several targets (the graphs are read, never
@@ -286,6 +315,7 @@ def compile_quantized(
     fallbacks = stages.lowering.fallbacks
     if fallbacks and not allow_fallback:
         raise CompileError(unsupported_message(fallbacks))
+    stages.io = program_io(stages.lowering, io)
     compiled = CompiledProgram(source, abi, calibration, stages, options or QuantizationOptions())
     if serialise:
         compiled.pte  # noqa: B018

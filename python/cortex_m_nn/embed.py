@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from cortex_m_nn.abi import KernelAbi
+from cortex_m_nn.io_spec import IoQuantization, read_io
 
 #: The ELF section that holds the model.
 MODEL_SECTION = ".cortex_m_nn_model"
@@ -100,6 +101,9 @@ class ModelFacts:
     operators: tuple[str, ...]
     inputs: int
     outputs: int
+    #: per input/output: its int8 quantization (``--io int8``), None for a float tensor
+    input_specs: tuple[IoQuantization | None, ...] = ()
+    output_specs: tuple[IoQuantization | None, ...] = ()
 
     @property
     def core(self) -> str:
@@ -188,6 +192,13 @@ def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> Model
             f"the .pte records a kernel ABI cortex-m-compile does not write ({error}); "
             "recompile the model with cortex-m-compile"
         ) from error
+    try:
+        _, input_specs, output_specs = read_io(metadata, inputs, outputs)
+    except (KeyError, ValueError) as error:
+        raise CompileError(
+            f"the .pte's input/output quantization records are incomplete ({error}); "
+            "recompile the model with cortex-m-compile"
+        ) from error
     return ModelFacts(
         pte_bytes=len(pte),
         planned_buffers=tuple(_read(pte_reader.planned_buffer_sizes, pte)),
@@ -199,6 +210,8 @@ def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> Model
         operators=tuple(dict.fromkeys(_read(pte_reader.pte_operators, pte))),
         inputs=inputs,
         outputs=outputs,
+        input_specs=tuple(input_specs),
+        output_specs=tuple(output_specs),
     )
 
 
@@ -248,6 +261,8 @@ def model_header(facts: ModelFacts, symbol: str = DEFAULT_SYMBOL) -> str:
         f"#define CORTEX_M_NN_MODEL_OUTPUTS {facts.outputs}u",
         f"#define CORTEX_M_NN_MODEL_OPERATORS {_c_string(' '.join(facts.operators))}",
         "",
+        *io_lines(facts),
+        "",
         '#ifdef __cplusplus\nextern "C" {\n#endif',
         "",
         f"extern const unsigned char {symbol}[];",
@@ -259,6 +274,35 @@ def model_header(facts: ModelFacts, symbol: str = DEFAULT_SYMBOL) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _scale_literal(spec: IoQuantization | None) -> str:
+    """The scale as an exact C float literal (0 for a float tensor)."""
+    return "0.0f" if spec is None else float(spec.scale).hex() + "f"
+
+
+def io_lines(facts: ModelFacts) -> list[str]:
+    """The header's lines on each input's and output's type and quantization."""
+    lines = [
+        "/* Inputs and outputs: 1 = int8, quantized by the caller (cortex-m-compile --io int8):",
+        " * q = round(x / scale) + zero_point, x = scale * (q - zero_point); 0 = float. */",
+    ]
+    for kind, specs in (("INPUT", facts.input_specs), ("OUTPUT", facts.output_specs)):
+        for index, spec in enumerate(specs):
+            if spec is not None:
+                lines.append(
+                    f"/*   {kind.lower()} {index}: int8 {list(spec.shape)}, layout {spec.layout} "
+                    f"(model {list(spec.model_shape)}) */"
+                )
+        int8 = ", ".join("0" if spec is None else "1" for spec in specs) or "0"
+        scales = ", ".join(_scale_literal(spec) for spec in specs) or "0.0f"
+        zero_points = ", ".join(str(spec.zero_point if spec else 0) for spec in specs) or "0"
+        lines += [
+            f"#define CORTEX_M_NN_MODEL_{kind}_INT8 {{{int8}}}",
+            f"#define CORTEX_M_NN_MODEL_{kind}_SCALES {{{scales}}}",
+            f"#define CORTEX_M_NN_MODEL_{kind}_ZERO_POINTS {{{zero_points}}}",
+        ]
+    return lines
 
 
 def _cmake_list(values: tuple[str, ...]) -> str:

@@ -22,6 +22,15 @@ class RangeMethod(str, Enum):
     PERCENTILE = "percentile"
 
 
+class IoType(str, Enum):
+    """What the program's inputs and outputs hold (``cortex_m_nn.program_io``)."""
+
+    #: float tensors in the model's layout, quantized and dequantized inside the program
+    FLOAT = "float"
+    #: int8 tensors the caller quantizes and dequantizes (no boundary kernels)
+    INT8 = "int8"
+
+
 @dataclass(frozen=True)
 class QuantizationOptions:
     """The quantizer's choices; the defaults are the best measured (benchmarks/accuracy.py,

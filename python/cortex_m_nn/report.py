@@ -9,9 +9,11 @@ from typing import Any
 
 from cortex_m_nn import __version__
 from cortex_m_nn.compile import CompiledProgram
+from cortex_m_nn.io_spec import IoQuantization
 from cortex_m_nn.layer_snr import LayerSnr
 from cortex_m_nn.memory_plan import CONSTANT_KINDS
 from cortex_m_nn.passes.records import OpRecord
+from cortex_m_nn.program_io import ProgramIo
 from cortex_m_nn.pte import RUNTIME_OVERHEAD_FORMULA, constant_bytes, runtime_overhead
 from cortex_m_nn.rewrites import rewrite_for
 from cortex_m_nn.verify import MAX_LSB, Verification
@@ -63,6 +65,7 @@ def as_dict(
             "options": compiled.options.as_dict(),
         },
         "notes": compiled.notes,
+        "io": io_dict(compiled.io),
         "operators": [
             row(r)
             | {
@@ -103,8 +106,53 @@ def verify_dict(verification: Verification) -> dict[str, Any]:
         "output_lsb_vs_pt2e": verification.output_lsb,
         "max_lsb_allowed": MAX_LSB,
         "snr_db_vs_float": verification.snr_db,
+        "io_mismatches": verification.io_mismatches,
         "passed": verification.passed,
     }
+
+
+def io_dict(io: ProgramIo) -> dict[str, Any]:
+    """What the program's inputs and outputs hold: dtype, the program's shape and, for int8,
+    the quantization the caller applies (``real = scale * (q - zero_point)``)."""
+
+    def entry(spec: IoQuantization | None) -> dict[str, Any]:
+        if spec is None:
+            return {"dtype": "float32", "layout": "model"}
+        return {
+            "dtype": "int8",
+            "shape": list(spec.shape),
+            "model_shape": list(spec.model_shape),
+            "layout": spec.layout,
+            "scale": spec.scale,
+            "zero_point": spec.zero_point,
+        }
+
+    return {
+        "type": io.type.value,
+        "inputs": [entry(spec) for spec in io.inputs],
+        "outputs": [entry(spec) for spec in io.outputs],
+    }
+
+
+def io_lines(io: dict[str, Any]) -> list[str]:
+    """The human report's lines on the program's inputs and outputs."""
+    if io["type"] == "float":
+        return ["inputs and outputs: float32 in the model's layout (quantized inside the program)"]
+    lines = ["inputs and outputs: int8, quantized by the caller: q = round(x / scale) + zero point"]
+    for kind in ("input", "output"):
+        for index, spec in enumerate(io[kind + "s"]):
+            if spec["dtype"] != "int8":
+                lines.append(f"  {kind} {index}: float32 in the model's layout")
+                continue
+            layout = {"model": "the model's order", "nhwc": "NHWC, channels-last"}.get(
+                spec["layout"], spec["layout"]
+            )
+            model = f"; model {spec['model_shape']}" if spec["layout"] != "model" else ""
+            lines.append(
+                f"  {kind} {index}: int8 {spec['shape']} ({layout}{model}), scale "
+                f"{spec['scale']:.9g}, zero point {spec['zero_point']}"
+            )
+    return lines
 
 
 def layer_row(layer: LayerSnr) -> dict[str, Any]:
@@ -157,6 +205,7 @@ def to_text(report: dict[str, Any]) -> str:
         f"calibration: {report['calibration']['description']}; "
         + ", ".join(f"{k} {v}" for k, v in report["calibration"]["options"].items()),
         *(f"note: {note}" for note in report.get("notes", [])),
+        *(io_lines(report["io"]) if report.get("io") else []),
         "",
         f"{'#':>3}  {'op':<22} {'became':<30} {'CMSIS-NN / note':<30} {'MACs':>11} "
         f"{'weight B':>9} {'Δ LSB':>5}",
@@ -191,17 +240,24 @@ def to_text(report: dict[str, Any]) -> str:
         lines += layer_lines(report["layers"], report["calibration"]["samples"])
     if report.get("fit") is not None:
         lines += fit_lines(report["fit"])
-    verification = report["verify"]
-    if verification is not None:
-        verdict = "PASS" if verification["passed"] else "FAIL"
-        lines.append(
-            f"verify ({verification['samples']} samples): per operator max |Δ| "
-            f"{verification['max_lsb_vs_pt2e']} LSB vs PT2E reference "
-            f"(≤ {verification['max_lsb_allowed']}); model outputs "
-            f"{verification['output_lsb_vs_pt2e']} LSB; SNR "
-            f"{verification['snr_db_vs_float']:.1f} dB vs float: {verdict}"
-        )
+    if report["verify"] is not None:
+        lines.append(verify_line(report["verify"]))
     return "\n".join(lines) + "\n"
+
+
+def verify_line(verification: dict[str, Any]) -> str:
+    """The verification's line of the human report."""
+    verdict = "PASS" if verification["passed"] else "FAIL"
+    io = verification.get("io_mismatches")
+    return (
+        f"verify ({verification['samples']} samples): per operator max |Δ| "
+        f"{verification['max_lsb_vs_pt2e']} LSB vs PT2E reference "
+        f"(≤ {verification['max_lsb_allowed']}); model outputs "
+        f"{verification['output_lsb_vs_pt2e']} LSB; SNR "
+        f"{verification['snr_db_vs_float']:.1f} dB vs float"
+        + (f"; int8 I/O program ≠ float program on {io} samples" if io else "")
+        + f": {verdict}"
+    )
 
 
 def memory_lines(memory: dict[str, Any]) -> list[str]:

@@ -109,16 +109,19 @@ def load_host_kernels() -> KernelAbi:
 def check_implementation(
     compiled: CompiledProgram, samples: list[tuple[torch.Tensor, ...]]
 ) -> None:
-    """Run the .pte in ``executorch.runtime`` and require outputs equal to the references."""
+    """Run the .pte in ``executorch.runtime`` and require outputs equal to the references
+    (``samples`` are float, in the model's layout)."""
     kernels = load_host_kernels()
     from executorch.runtime import Runtime
 
     program = Runtime.get().load_program(compiled.pte)
     host_kernels.check_program(program, kernels)  # the .pte records compiled.abi
     method = program.load_method("forward")
+    io = compiled.io
     for index, sample in enumerate(samples):
-        expected = run_references(compiled.lowered, sample, compiled.abi.rounding)
-        actual = method.execute(list(sample))
+        inputs = io.program_inputs(sample)  # int8 for a program with int8 inputs (--io int8)
+        expected = run_references(io.graph, inputs, compiled.abi.rounding)
+        actual = method.execute(list(inputs))
         for number, (want, got) in enumerate(zip(expected, actual, strict=True)):
             if not torch.equal(want, got):
                 raise AssertionError(

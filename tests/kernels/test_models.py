@@ -14,17 +14,21 @@ from cortex_m_nn.compile import CompiledProgram, compile_model
 from cortex_m_nn.host_kernels import KernelAbi, ProgramMismatch, check_program
 from cortex_m_nn.model_source import ModelSource, load_model
 from cortex_m_nn.ops.arithmetic import Rounding
+from cortex_m_nn.options import IoType
 from cortex_m_nn.target import Core, Isa, Target
 from cortex_m_nn.testing import check_implementation
 
 
-def compile_for(source: ModelSource, kernels: KernelAbi, isa: str | None = None) -> CompiledProgram:
+def compile_for(
+    source: ModelSource, kernels: KernelAbi, isa: str | None = None, io: IoType = IoType.FLOAT
+) -> CompiledProgram:
     return compile_model(
         source,
         Target(Core.M55, Isa(isa or kernels.isa)),
         synthetic(source.example_inputs, count=16),
         rounding=Rounding(kernels.rounding),
         progress=False,
+        io=io,
     )
 
 
@@ -50,11 +54,15 @@ def test_ds_cnn_end_to_end(kernels: KernelAbi, ds_cnn: ModelSource) -> None:
     check_implementation(compiled, samples(ds_cnn))
 
 
+@pytest.mark.parametrize("io", list(IoType), ids=[t.value for t in IoType])
 @pytest.mark.parametrize("factory", [models.conv_stack, models.pools], ids=["conv_stack", "pools"])
-def test_small_models_end_to_end(kernels: KernelAbi, factory) -> None:
+def test_small_models_end_to_end(kernels: KernelAbi, factory, io: IoType) -> None:
+    """Float inputs and outputs, and int8 ones (--io int8: no boundary kernels)."""
     module, example = factory()
     source = ModelSource(factory.__name__, module, example)
-    check_implementation(compile_for(source, kernels), samples(source))
+    compiled = compile_for(source, kernels, io=io)
+    assert [spec is None for spec in compiled.io.inputs] == [io is IoType.FLOAT]
+    check_implementation(compiled, samples(source))
 
 
 def test_program_for_another_isa_is_refused_at_load(

@@ -183,8 +183,10 @@ def test_test_vector_holds_exact_values() -> None:
     assert _floats(header, "cortex_m_nn_test_output_0") == outputs[0].tolist()
     assert "#define CORTEX_M_NN_TEST_INPUTS 1u" in header
     assert "cortex_m_nn_test_output_size[] CORTEX_M_NN_TEST_UNUSED = {3u}" in header
-    with pytest.raises(CompileError, match="float32"):
-        test_vector.c_header([torch.zeros(2, dtype=torch.int8)], outputs)
+    with pytest.raises(CompileError, match="only float32 and int8"):
+        test_vector.c_header([torch.zeros(2, dtype=torch.int32)], outputs)
+    with pytest.raises(CompileError, match="mix"):
+        test_vector.c_header([inputs[0], torch.zeros(2, dtype=torch.int8)], outputs)
     with pytest.raises(CompileError, match="finite"):
         test_vector.c_header([torch.tensor([float("nan")])], outputs)
 

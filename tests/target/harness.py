@@ -24,6 +24,7 @@ from cortex_m_nn.calibration import synthetic
 from cortex_m_nn.compile import CompiledProgram, compile_model
 from cortex_m_nn.model_source import ModelSource, load_model
 from cortex_m_nn.ops.library import run_references
+from cortex_m_nn.options import IoType
 from cortex_m_nn.target import Target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,6 +97,9 @@ def missing() -> str | None:
 
 
 def model_source(name: str) -> ModelSource:
+    from tests.target.models import INT8_IO
+
+    name = INT8_IO.get(name, name)
     if name == "ds_cnn":
         return load_model(None)
     from tests.target.models import MODELS
@@ -111,33 +115,43 @@ MODEL_NAMES += ["upsampling_decoder", "mobilevit_block", "regnetx_grouped", "shu
 MODEL_NAMES += ["signal_1d"]
 # the boundary kernels' vector paths on exact ties and saturating inputs (issue 15)
 MODEL_NAMES += ["boundary"]
+# int8 inputs and outputs, no boundary kernels (--io int8; tests/target/models.py INT8_IO)
+MODEL_NAMES += ["ds_cnn_int8_io", "upsampling_decoder_int8_io"]
 
 
 @dataclass
 class ModelRun:
     name: str
     compiled: CompiledProgram
+    #: what the program takes (float in the model's layout, or int8 as --io int8 stores it)
     inputs: tuple[torch.Tensor, ...]
     expected: list[torch.Tensor]
 
 
-def compile_for(name: str, core: Core, seed: int = 3) -> ModelRun:
-    """Compile ``name`` for ``core`` and compute the Python reference on seeded inputs."""
+def compile_for(name: str, core: Core, seed: int = 3, io: IoType | None = None) -> ModelRun:
+    """Compile ``name`` for ``core`` and compute the Python reference on seeded inputs; ``io``
+    (default: int8 for the models of ``INT8_IO``, else float) as ``--io`` gives it."""
+    from tests.target.models import INT8_IO, TARGET_INPUTS
+
+    if io is None:
+        io = IoType.INT8 if name in INT8_IO else IoType.FLOAT
+
     source = model_source(name)
     compiled = compile_model(
         source,
         Target.parse(core.target),
         synthetic(source.example_inputs, count=8),
         progress=False,
+        io=io,
     )
     gen = torch.Generator().manual_seed(seed)
     inputs = tuple(torch.randn(x.shape, generator=gen) for x in source.example_inputs)
-    from tests.target.models import TARGET_INPUTS
-
     if name in TARGET_INPUTS:  # inputs made for the program (e.g. on its rounding ties)
         inputs = TARGET_INPUTS[name](compiled.lowered, gen)
-    expected = [t.clone() for t in run_references(compiled.lowered, inputs, compiled.abi.rounding)]
-    return ModelRun(name, compiled, inputs, expected)
+    io = compiled.io
+    inputs = io.program_inputs(inputs)
+    expected = run_references(io.graph, inputs, compiled.abi.rounding)
+    return ModelRun(name, compiled, inputs, [t.clone() for t in expected])
 
 
 def write_model(run: ModelRun, directory: Path) -> None:

@@ -214,6 +214,11 @@ TARGET_INPUTS: dict[str, Callable[[torch.fx.GraphModule, torch.Generator], tuple
 }
 
 
+#: name → the model it compiles with int8 inputs and outputs (``--io int8``): a 1-channel
+#: input (the same bytes in both layouts) and a 3-channel image in, a 4-channel map out (NHWC)
+INT8_IO = {"ds_cnn_int8_io": "ds_cnn", "upsampling_decoder_int8_io": "upsampling_decoder"}
+
+
 #: name → (module, example inputs) factory
 MODELS = {
     "boundary": lambda: seeded(Boundary, 1, 5, 7, 9),

@@ -47,21 +47,27 @@ CORES = {
 }
 
 
+#: (ISA directory, the core its hello model is compiled for)
+CORE_ISAS = (("mve", "cortex-m55"), ("dsp", "cortex-m33"))
+
+
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The stand-in headers, and per ISA (mve, dsp) the hello model compiled, embedded and its
-    registration generated, in ``<out>/<isa>``."""
+    registration generated, in ``<out>/<isa>`` (float inputs and outputs) and
+    ``<out>/<isa>-int8`` (``--io int8``)."""
     if shutil.which("arm-none-eabi-g++") is None:
         pytest.skip("arm-none-eabi-g++ is not installed (Debian: gcc-arm-none-eabi)")
     out = tmp_path_factory.mktemp("arm")
     from cortex_m_nn.kernel_codegen import generate
 
     model = f"{ROOT / 'samples/hello_cortex_m_nn/model.py'}:hello"
-    for isa, target in (("mve", "cortex-m55"), ("dsp", "cortex-m33")):
-        directory = out / isa
+    builds = [(isa, target, io) for isa, target in CORE_ISAS for io in ("float", "int8")]
+    for isa, target, io in builds:
+        directory = out / (isa if io == "float" else f"{isa}-{io}")
         pte, vector = directory / "model.pte", directory / "cortex_m_nn_test_vector.h"
-        arguments = [model, "--target", target, "-o", pte, "--test-vector", vector, "-q"]
-        assert cli.main([str(a) for a in arguments]) == 0
+        arguments = [model, "--target", target, "-o", pte, "--test-vector", vector, "--io", io]
+        assert cli.main([str(a) for a in [*arguments, "-q"]]) == 0
         assert cli.main(["embed", str(pte), "--output-dir", str(directory), "-q"]) == 0
         generate(directory, {"quantize"})
     stubs = out / "stubs" / "zephyr"
@@ -141,9 +147,19 @@ def test_kernels_compile(generated: Path, core: str) -> None:
         assert result.returncode == 0, f"{source.name}: {result.stderr}"
 
 
+def _io_suffix(sample: str) -> str:
+    """The generated directory's suffix for the I/O the sample's prj.conf compiles with."""
+    conf = (ROOT / "samples" / sample / "prj.conf").read_text()
+    return "-int8" if "CONFIG_CORTEX_M_NN_MODEL_IO_INT8=y" in conf else ""
+
+
 @pytest.mark.parametrize("core", list(CORES))
 @pytest.mark.parametrize("sample", ["hello_cortex_m_nn", "keyword_spotting"])
 def test_sample_compiles(generated: Path, sample: str, core: str) -> None:
-    includes = [generated / "stubs", ROOT / "include", generated / _isa_of(core)]
+    includes = [
+        generated / "stubs",
+        ROOT / "include",
+        generated / (_isa_of(core) + _io_suffix(sample)),
+    ]
     result = _compile(ROOT / "samples" / sample / "src" / "main.cpp", includes, core=core)
     assert result.returncode == 0, result.stderr

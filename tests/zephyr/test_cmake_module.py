@@ -208,6 +208,7 @@ def test_model_source_is_compiled_for_the_configured_target_once(cmake, tmp_path
     values = {
         "CONFIG_CORTEX_M_NN_MODEL_SOURCE": "model.py:hello",
         "CONFIG_CORTEX_M_NN_TEST_VECTOR": "y",
+        "CONFIG_CORTEX_M_NN_MODEL_IO_INT8": "y",
         "CONFIG_CPU_CORTEX_M55": "n",
         "CONFIG_CPU_CORTEX_M33": "y",
         "CONFIG_CORTEX_M_NN_ISA_MVE": "n",
@@ -217,8 +218,13 @@ def test_model_source_is_compiled_for_the_configured_target_once(cmake, tmp_path
     assert first.returncode == 0, first.stderr
     assert "compiling model.py:hello for cortex-m33+scalar" in first.stdout
     out = tmp_path / "cortex-m-nn" / "cortex_m_nn"
-    assert (out / "cortex_m_nn_test_vector.h").is_file()
-    assert '"cortex-m33"' in (out / "cortex_m_nn_model.h").read_text()
+    assert (
+        "typedef int8_t cortex_m_nn_test_input_t;"
+        in (out / "cortex_m_nn_test_vector.h").read_text()
+    )
+    model_h = (out / "cortex_m_nn_model.h").read_text()
+    assert '"cortex-m33"' in model_h
+    assert "#define CORTEX_M_NN_MODEL_INPUT_INT8 {1}" in model_h  # --io int8 reached the compile
     again = configure(cmake, tmp_path, **values)
     assert again.returncode == 0, again.stderr
     assert "compiling" not in again.stdout  # nothing changed: no second compile

@@ -44,7 +44,13 @@ APPS = {
 }
 
 
-def _compile_model(source: str, directory: Path) -> None:
+def _io(main: Path) -> str:
+    """The I/O the app's prj.conf compiles its model with (CONFIG_CORTEX_M_NN_MODEL_IO_INT8)."""
+    conf = (main.parents[1] / "prj.conf").read_text()
+    return "int8" if "CONFIG_CORTEX_M_NN_MODEL_IO_INT8=y" in conf else "float"
+
+
+def _compile_model(source: str, directory: Path, io: str = "float") -> None:
     """What the module's CMake does: cortex-m-compile for the kernels' ISA, then embed."""
     directory.mkdir(parents=True, exist_ok=True)
     pte = directory / "model.pte"
@@ -58,6 +64,8 @@ def _compile_model(source: str, directory: Path) -> None:
             str(pte),
             "--test-vector",
             str(directory / "cortex_m_nn_test_vector.h"),
+            "--io",
+            io,
             "-q",
         ]
     )
@@ -81,7 +89,7 @@ def apps(
     work = tmp_path_factory.mktemp("host-apps")
     specs = []
     for name, (main, source, _) in APPS.items():
-        _compile_model(source, work / name)
+        _compile_model(source, work / name, _io(main))
         specs.append(f"{name}={main}={work / name}")
     import executorch
 

@@ -141,13 +141,19 @@ def test_a_pte_and_a_model_source_exclude_each_other(tmp_path: Path) -> None:
         CORTEX_M_NN_MODEL_CALIBRATION='"samples.npz"',
         CORTEX_M_NN_TEST_VECTOR="y",
         CORTEX_M_NN_MODEL_ALLOW_FALLBACK="y",
+        CORTEX_M_NN_MODEL_IO_INT8="y",
     )
     assert source.refused == {}
-    # Calibration, fallbacks and test vectors only mean something when compiling a source.
+    # Calibration, fallbacks, int8 I/O and test vectors only mean something when compiling a
+    # source (a .pte carries its own I/O types).
     pte_only = configure(
-        tmp_path, "m55", CORTEX_M_NN_MODEL_PTE='"model.pte"', CORTEX_M_NN_TEST_VECTOR="y"
+        tmp_path,
+        "m55",
+        CORTEX_M_NN_MODEL_PTE='"model.pte"',
+        CORTEX_M_NN_TEST_VECTOR="y",
+        CORTEX_M_NN_MODEL_IO_INT8="y",
     )
-    assert set(pte_only.refused) == {"CORTEX_M_NN_TEST_VECTOR"}
+    assert set(pte_only.refused) == {"CORTEX_M_NN_TEST_VECTOR", "CORTEX_M_NN_MODEL_IO_INT8"}
 
 
 def test_memory_defaults(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 // Bare-metal runner: the embedded model run through cortex-m-nn's firmware API
 // (include/cortex_m_nn/model.h, src/model.cpp: the loader, ABI check and memory the Zephyr
 // module builds) on the embedded test vector, every output byte compared with the expected
-// outputs (the Python reference's). Output over semihosting; exit status 0 = bit-exact,
+// outputs (the Python reference's); float or int8 inputs and outputs, as the model was compiled
+// (--io) and the test vector holds them. Output over semihosting; exit status 0 = bit-exact,
 // 1 = mismatch, 2 = setup error (load, ABI, memory plan, inputs, a failing kernel).
 //
 // The model and its sizes come from `cortex-m-compile embed` (cortex_m_nn_model.c/.h, as in
@@ -42,13 +43,25 @@ int setup_error(const char* what, Status status, const Model& model) {
   return kSetupError;
 }
 
+// Output `index` of the last run as bytes, float or int8 (--io int8); nullptr if neither.
+const uint8_t* output_bytes(const Model& model, size_t index, size_t* n) {
+  if (Model::output_is_int8(index)) {
+    cortex_m_nn::QuantizedTensor output = model.quantized_output(index);
+    *n = output.size;
+    return reinterpret_cast<const uint8_t*>(output.data);
+  }
+  cortex_m_nn::Tensor output = model.output(index);
+  *n = output.size * sizeof(float);
+  return reinterpret_cast<const uint8_t*>(output.data);
+}
+
 // Bytes of output `index` that differ from the expected one (all of them if the sizes differ).
 size_t differing_bytes(const Model& model, size_t index) {
-  cortex_m_nn::Tensor output = model.output(index);
-  const auto* bytes = reinterpret_cast<const uint8_t*>(output.data);
+  size_t n = 0;
+  const uint8_t* bytes = output_bytes(model, index, &n);
   const auto* expected = reinterpret_cast<const uint8_t*>(cortex_m_nn_test_output[index]);
-  const size_t n = output.size * sizeof(float);
-  const size_t expected_n = cortex_m_nn_test_output_size[index] * sizeof(float);
+  const size_t expected_n =
+      cortex_m_nn_test_output_size[index] * sizeof(cortex_m_nn_test_output_t);
   if (n != expected_n) {
     return n > expected_n ? n : expected_n;
   }
@@ -59,9 +72,8 @@ size_t differing_bytes(const Model& model, size_t index) {
 
 // Output `index` against the expected one, byte for byte; prints it. True when equal.
 bool check_output(const Model& model, size_t index) {
-  cortex_m_nn::Tensor output = model.output(index);
-  const auto* bytes = reinterpret_cast<const uint8_t*>(output.data);
-  const size_t n = output.size * sizeof(float);
+  size_t n = 0;
+  const uint8_t* bytes = output_bytes(model, index, &n);
   const size_t differing = differing_bytes(model, index);
   std::printf("output %u: %u bytes, fnv1a %08" PRIx32 ", %u bytes differ from the reference\n",
               static_cast<unsigned>(index), static_cast<unsigned>(n), fnv1a(bytes, n),
@@ -105,6 +117,10 @@ int main() {
               static_cast<unsigned>(Model::method_allocator_bytes()),
               static_cast<unsigned>(CORTEX_M_NN_RUNTIME_OVERHEAD_BYTES));
 
+  // (no float formatting: the runner's image carries no float printf)
+  std::printf("runner: %s inputs and outputs (input 0 zero point %d)\n",
+              Model::input_is_int8(0) ? "int8" : "float",
+              static_cast<int>(Model::input_quantization(0).zero_point));
   if (model.num_inputs() != CORTEX_M_NN_TEST_INPUTS ||
       model.num_outputs() != CORTEX_M_NN_TEST_OUTPUTS) {
     std::printf("runner: forward takes %u inputs and gives %u outputs; embedded data has %u/%u\n",
@@ -126,8 +142,10 @@ int main() {
 
   int result = kPass;
   for (size_t i = 0; i < CORTEX_M_NN_TEST_OUTPUTS; ++i) {
-    if (model.output(i).data == nullptr) {
-      std::printf("runner: output %u is not a float tensor\n", static_cast<unsigned>(i));
+    size_t n = 0;
+    if (output_bytes(model, i, &n) == nullptr) {
+      std::printf("runner: output %u is neither a float nor an int8 tensor\n",
+                  static_cast<unsigned>(i));
       return kSetupError;
     }
     if (!check_output(model, i)) result = kMismatch;
