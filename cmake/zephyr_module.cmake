@@ -431,6 +431,24 @@ if(CORTEX_M_NN_MODEL_PRIM_OPERATORS)
   endif()
   zephyr_append_cmake_library(executorch)
 endif()
+if(CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_SIZED)
+  # ExecuTorch's kernel table (runtime/kernel/operator_registry.cpp, in its executorch_core
+  # library) with room for the kernels this image registers, not ExecuTorch's 2000.
+  include("${CORTEX_M_NN_ROOT}/cmake/kernel_registry.cmake")
+  set(_cmnn_prim_ops "")
+  if(CORTEX_M_NN_MODEL_PRIM_OPERATORS)
+    set(_cmnn_prim_ops "${ZEPHYR_EXECUTORCH_MODULE_DIR}/kernels/prim_ops/register_prim_ops.cpp")
+  endif()
+  cortex_m_nn_kernel_registry_size(_cmnn_registry KERNELS ${CORTEX_M_NN_MODEL_KERNELS}
+    PRIM_OPS "${_cmnn_prim_ops}" EXTRA "${CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_EXTRA}")
+  if(NOT TARGET executorch_core)
+    message(FATAL_ERROR "cortex-m-nn: ExecuTorch's executorch_core library is missing: cannot "
+                        "size its kernel registry (set CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_SIZED=n)")
+  endif()
+  set_property(TARGET executorch_core APPEND PROPERTY
+               COMPILE_DEFINITIONS MAX_KERNEL_NUM=${_cmnn_registry})
+  message(STATUS "cortex-m-nn: ExecuTorch's kernel registry sized to ${_cmnn_registry} kernels")
+endif()
 if(CORTEX_M_NN_MODEL_FALLBACK_OPERATORS)
   include("${CORTEX_M_NN_ROOT}/cmake/portable_fallbacks.cmake")
 elseif(CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS)

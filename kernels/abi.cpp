@@ -38,7 +38,8 @@ bool read_metadata(Program& program, MemoryAllocator& scratch, const char* name,
         snprintf(out, size, "%.*s", static_cast<int>(text.size()), text.data());
         read = true;
       } else if (value.isInt()) {
-        snprintf(out, size, "%lld", static_cast<long long>(value.toInt()));
+        // %ld, not %lld: newlib-nano's printf (lean images) has no long long
+        snprintf(out, size, "%ld", static_cast<long>(value.toInt()));
         read = true;
       }
     }

@@ -49,10 +49,10 @@ void transpose_conv2d_out(
       static_cast<int64_t>(planned) - reverse_conv_offset < reversed) {
     ET_LOG(
         Error,
-        "cortex_m_nn::transpose_conv2d: the .pte plans %zu scratch bytes split at %d, CMSIS-NN "
+        "cortex_m_nn::transpose_conv2d: the .pte plans %u scratch bytes split at %d, CMSIS-NN "
         "needs %d + %d on this %s build: recompile the model for the target these kernels were "
         "built for",
-        planned, (int)reverse_conv_offset, (int)working, (int)reversed, kIsa);
+        (unsigned)planned, (int)reverse_conv_offset, (int)working, (int)reversed, kIsa);
     context.fail(Error::InvalidProgram);
     return;
   }

@@ -198,9 +198,9 @@ Status Model::place_planned_buffers(size_t* count) {
     Result<int64_t> size = meta->memory_planned_buffer_size(i);
     if (!size.ok() || static_cast<size_t>(size.get()) > kPlannedSizes[i]) {
       return fail(Status::kLoadFailed,
-                  "planned buffer %u needs %lld B but the build reserved %u B: rebuild with "
+                  "planned buffer %u needs %ld B but the build reserved %u B: rebuild with "
                   "this .pte",
-                  static_cast<unsigned>(i), size.ok() ? static_cast<long long>(size.get()) : -1LL,
+                  static_cast<unsigned>(i), size.ok() ? static_cast<long>(size.get()) : -1L,
                   static_cast<unsigned>(kPlannedSizes[i]));
     }
     planned_spans[i] = Span<uint8_t>(arena + offset, kPlannedSizes[i]);
@@ -255,8 +255,9 @@ Status Model::load() {
   if (!forward.ok()) {
     return fail(Status::kLoadFailed,
                 "forward cannot be loaded (error 0x%x): an operator may be missing from the "
-                "image, or the method allocator (%u B) may be too small (raise "
-                "CONFIG_CORTEX_M_NN_METHOD_ALLOCATOR_MARGIN)",
+                "image (or ExecuTorch's kernel registry full: "
+                "CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_EXTRA), or the method allocator (%u B) may "
+                "be too small (raise CONFIG_CORTEX_M_NN_METHOD_ALLOCATOR_MARGIN)",
                 static_cast<unsigned>(forward.error()),
                 static_cast<unsigned>(sizeof(method_pool)));
   }

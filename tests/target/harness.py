@@ -182,6 +182,8 @@ def build(core: Core, models_dir: Path, build_dir: Path, optimization: str = "-O
         f"-DRUNNER_OPTIMIZATION={optimization}",
         # no room over the runtime-overhead count: a count short by one byte fails load()
         "-DRUNNER_METHOD_MARGIN=0",
+        # the lean image (issue 15): no log strings; each runner's kernel registry sized
+        "-DEXECUTORCH_LOGGING=OFF",
         f"-DEXECUTORCH_ROOT={os.environ['EXECUTORCH_ROOT']}",
         f"-DCMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}",
         f"-DPython3_EXECUTABLE={sys.executable}",

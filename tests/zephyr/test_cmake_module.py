@@ -128,12 +128,30 @@ def test_builds_only_the_kernels_the_model_calls(cmake, hello_pte, tmp_path) -> 
     assert kinds(tmp_path, "linker") == [f"ROM_SECTIONS {ROOT / 'cmake' / 'model_rom.ld'}"]
     assert kinds(tmp_path, "library_definition") == []
     assert kinds(tmp_path, "definition") == []
+    assert kinds(tmp_path, "executorch_core_definitions") == []  # registry not asked to be sized
     # The application sees the API and the generated header with the planned sizes.
     includes = " ".join(kinds(tmp_path, "include"))
     assert str(ROOT / "include") in includes
     header = Path(includes.split()[-1]) / "cortex_m_nn_model.h"
     assert "#define CORTEX_M_NN_ARENA_BYTES" in header.read_text()
     assert "cortex-m-nn: target cortex-m55+mve, rounding double" in result.stdout
+
+
+@pytest.mark.parametrize(("extra", "expected"), [("0", 0), ("5", 5)])
+def test_the_kernel_registry_is_sized_to_the_kernels(
+    cmake, hello_pte, tmp_path, extra: str, expected: int
+) -> None:
+    """ExecuTorch's kernel table gets room for the model's kernels plus the extra ones, not its
+    default 2000 (24 KB of RAM)."""
+    configured(
+        cmake,
+        tmp_path,
+        hello_pte,
+        CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_SIZED="y",
+        CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_EXTRA=extra,
+    )
+    size = len(HELLO_KERNELS) + expected
+    assert kinds(tmp_path, "executorch_core_definitions") == [f"MAX_KERNEL_NUM={size}"]
 
 
 def test_placement_in_named_memories(cmake, hello_pte, tmp_path) -> None:

@@ -156,6 +156,15 @@ def test_a_pte_and_a_model_source_exclude_each_other(tmp_path: Path) -> None:
     assert set(pte_only.refused) == {"CORTEX_M_NN_TEST_VECTOR", "CORTEX_M_NN_MODEL_IO_INT8"}
 
 
+def test_kernel_registry_is_sized_unless_portable_operators_register(tmp_path: Path) -> None:
+    # ExecuTorch builds its portable operators unless told not to (the samples do)
+    configured = configure(tmp_path, "m55", EXECUTORCH_BUILD_PORTABLE_OPS="n")
+    assert configured.value("CORTEX_M_NN_KERNEL_REGISTRY_SIZED") == "y"
+    assert configured.value("CORTEX_M_NN_KERNEL_REGISTRY_EXTRA") == "0"
+    portable = configure(tmp_path, "m55", EXECUTORCH_BUILD_PORTABLE_OPS="y")
+    assert portable.value("CORTEX_M_NN_KERNEL_REGISTRY_SIZED") == "n"
+
+
 def test_memory_defaults(tmp_path: Path) -> None:
     configured = configure(tmp_path, "m55")
     assert configured.value("CORTEX_M_NN_MODEL_MEMORY") == ""

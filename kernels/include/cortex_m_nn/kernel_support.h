@@ -102,10 +102,10 @@ inline bool scratch_context(
   if (required < 0 || planned < static_cast<size_t>(required)) {
     ET_LOG(
         Error,
-        "cortex_m_nn::%s: the .pte plans %zu scratch bytes, CMSIS-NN needs %d on this %s "
+        "cortex_m_nn::%s: the .pte plans %u scratch bytes, CMSIS-NN needs %d on this %s "
         "build: recompile the model for the target these kernels were built for",
         op,
-        planned,
+        static_cast<unsigned>(planned),
         static_cast<int>(required),
         kIsa);
     context.fail(Error::InvalidProgram);

@@ -13,8 +13,12 @@
 # flatbuffers-compiler + libflatbuffers-dev 2.0.8.
 #
 # Also defines the OBJECT library `executorch_prim_ops` (executorch_prim::* operators, which
-# register themselves statically: link its objects into a program that uses them).
-# Option EXECUTORCH_LOGGING (ON: ET_LOG messages reach et_pal_emit_log_message).
+# register themselves statically: link its objects into a program that uses them) and
+# EXECUTORCH_KERNEL_REGISTRY_SOURCE, the kernel registry (runtime/kernel/operator_registry.cpp),
+# which is not in `executorch_core`: each program compiles it with MAX_KERNEL_NUM set to the
+# kernels it registers (cmake/kernel_registry.cmake), not ExecuTorch's 2000 (24 KB of RAM).
+# Option EXECUTORCH_LOGGING (default OFF: no log strings in the image; ON: ET_LOG messages
+# reach et_pal_emit_log_message).
 
 if(NOT EXECUTORCH_ROOT AND DEFINED ENV{EXECUTORCH_ROOT})
   set(EXECUTORCH_ROOT "$ENV{EXECUTORCH_ROOT}")
@@ -26,7 +30,7 @@ if(NOT EXECUTORCH_ROOT OR NOT EXISTS "${_variables}")
     "(https://github.com/pytorch/executorch; needs runtime/, schema/, kernels/prim_ops/, "
     "shim_et/xplat/executorch/build/build_variables.bzl)")
 endif()
-option(EXECUTORCH_LOGGING "Keep ExecuTorch's ET_LOG messages" ON)
+option(EXECUTORCH_LOGGING "Keep ExecuTorch's ET_LOG messages (and their strings)" OFF)
 
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 function(_executorch_filelist name out)
@@ -46,6 +50,14 @@ _executorch_filelist(EXECUTORCH_CORE_SRCS _core_sources)
 # The platform layer: ExecuTorch's weak minimal PAL; the runner overrides what it uses.
 list(FILTER _core_sources EXCLUDE REGEX "runtime/platform/default/[^/]*\\.cpp$")
 list(APPEND _core_sources "${EXECUTORCH_ROOT}/runtime/platform/default/minimal.cpp")
+set(EXECUTORCH_KERNEL_REGISTRY_SOURCE "${EXECUTORCH_ROOT}/runtime/kernel/operator_registry.cpp")
+list(FIND _core_sources "${EXECUTORCH_KERNEL_REGISTRY_SOURCE}" _registry_index)
+if(_registry_index LESS 0)
+  message(FATAL_ERROR "EXECUTORCH_CORE_SRCS has no runtime/kernel/operator_registry.cpp: this "
+                      "ExecuTorch keeps its kernel registry elsewhere")
+endif()
+list(REMOVE_ITEM _core_sources "${EXECUTORCH_KERNEL_REGISTRY_SOURCE}")
+set(EXECUTORCH_PRIM_OPS_SOURCE "${EXECUTORCH_ROOT}/kernels/prim_ops/register_prim_ops.cpp")
 _executorch_filelist(EXECUTORCH_SRCS _prim_sources)
 
 # Sources include <executorch/...>: give the checkout that name whatever its directory is.
