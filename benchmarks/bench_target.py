@@ -287,6 +287,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-peer", action="store_true", help="skip the peer check")
     parser.add_argument(
+        "--runtime-optimization",
+        default="-Os",
+        help="compiler flags for ExecuTorch's runtime (the kernels and CMSIS-NN stay -O3; "
+        "default: %(default)s)",
+    )
+    parser.add_argument(
         "--io",
         choices=["float", "int8"],
         help="compile every model with these inputs and outputs (cortex-m-compile --io; "
@@ -311,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         runs = [harness.compile_for(name, core, io=io) for name in models]
         for run in runs:
             harness.write_model(run, models_dir)
-        harness.build(core, models_dir, root / "build")
+        harness.build(
+            core, models_dir, root / "build", runtime_optimization=args.runtime_optimization
+        )
         for run in runs:
             rows.append(measure(run, core, root / "build", plugin))
             print(table(rows[-1:]).splitlines()[-1], flush=True)

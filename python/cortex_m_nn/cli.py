@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -185,6 +186,10 @@ def compile_from_args(args: argparse.Namespace) -> int:
     """Compile, check and write what ``args`` ask for; nothing is written unless all passes."""
     from cortex_m_nn import fit
 
+    # torch's own deprecation warning, raised inside copy.deepcopy of an exported graph's
+    # tree specs: nothing a user of the compiler can act on
+    deprecated = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
+    warnings.filterwarnings("ignore", message=deprecated, category=FutureWarning)
     # Before the heavy imports: bad input fails fast.
     budget = fit.budget(args.board, args.flash, args.ram)
     target = resolve_target(args.target, budget.board if budget else None)

@@ -126,6 +126,7 @@ def test_no_arguments_compiles_the_default_model(workspace):
     assert "cortex_m_nn::depthwise_conv2d.out" in operators
     assert not [op for op in operators if op.startswith("aten::")], operators
     assert "0 fallbacks" in result.stdout and "PASS" in result.stdout
+    assert "Warning" not in result.stderr, result.stderr  # no third-party deprecation chatter
 
 
 def test_inspect_runs_the_firmware_report(workspace, tmp_path):

@@ -166,8 +166,16 @@ def write_model(run: ModelRun, directory: Path) -> None:
 # --- build and run ----------------------------------------------------------------------------
 
 
-def build(core: Core, models_dir: Path, build_dir: Path, optimization: str = "-O3") -> Path:
-    """Configure and build the runners for every model in ``models_dir``; returns build_dir."""
+def build(
+    core: Core,
+    models_dir: Path,
+    build_dir: Path,
+    optimization: str = "-O3",
+    runtime_optimization: str = "-Os",
+) -> Path:
+    """Configure and build the runners for every model in ``models_dir``; returns build_dir.
+    ``optimization``: the kernels', CMSIS-NN's and the runner's flags; ``runtime_optimization``:
+    ExecuTorch's runtime's (the runner's RUNNER_RUNTIME_OPTIMIZATION)."""
     flatc, include = flatbuffers()
     configure = [
         "cmake",
@@ -180,6 +188,7 @@ def build(core: Core, models_dir: Path, build_dir: Path, optimization: str = "-O
         f"-DRUNNER_MACHINE={core.machine}",
         f"-DRUNNER_MODELS_DIR={models_dir}",
         f"-DRUNNER_OPTIMIZATION={optimization}",
+        f"-DRUNNER_RUNTIME_OPTIMIZATION={runtime_optimization}",
         # no room over the runtime-overhead count: a count short by one byte fails load()
         "-DRUNNER_METHOD_MARGIN=0",
         # the lean image (issue 15): no log strings; each runner's kernel registry sized
