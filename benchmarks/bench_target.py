@@ -327,6 +327,12 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         print(profile_table(row) + "\n")
     print(table(rows))
+    print("\nflash / RAM by component (B; RAM = .data + .bss):")
+    for r in rows:
+        parts = [
+            f"{part} {r['flash'].get(part, 0):,} / {r['ram'].get(part, 0):,}" for part in r["flash"]
+        ]
+        print(f"  {r['model']:<18}{r['core']:<5}" + "; ".join(parts))
     print("\nmodel boundary, instructions per element (quantize of the float input, dequantize of")
     print("the float output):")
     for r in rows:

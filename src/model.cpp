@@ -262,12 +262,11 @@ Status Model::load() {
                 static_cast<unsigned>(sizeof(method_pool)));
   }
   new (method_storage) Method(std::move(forward.get()));
-  loaded_ = true;
-  const Status typed = check_io_types();
+  const Status typed = check_io_types();  // reads the method directly, before loaded_
   if (typed != Status::kOk) {
-    loaded_ = false;
     return typed;
   }
+  loaded_ = true;
   error_text[0] = '\0';
   return Status::kOk;
 }
