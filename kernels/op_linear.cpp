@@ -22,8 +22,10 @@ bool kernel_sums_buffer(
     context.fail(Error::InvalidProgram);
     return false;
   }
-  buffer->buf = const_cast<int32_t*>(kernel_sums.value().const_data_ptr<int32_t>());
-  buffer->size = static_cast<int32_t>(kernel_sums.value().nbytes());
+  // checked by linear_out: int32 [out_features]
+  const Tensor& sums = kernel_sums.value();
+  buffer->buf = const_cast<int32_t*>(sums.const_data_ptr<int32_t>());
+  buffer->size = static_cast<int32_t>(sums.numel() * sizeof(int32_t));
 #else
   (void)buffer;
   if (kernel_sums.has_value()) {
@@ -57,12 +59,15 @@ void linear_out(
           out.dim() == input.dim(),
       "linear",
       "input and out must be int8 [..., features], weight int8 [out, in]");
-  const int64_t in_features = weight.size(1), out_features = weight.size(0);
-  const int64_t batches = in_features ? input.numel() / in_features : 0;
+  // Sizes and element counts are 32-bit in ExecuTorch's runtime: no 64-bit division per call.
+  const int32_t in_features = weight.size(1), out_features = weight.size(0);
+  const int32_t batches = in_features ? static_cast<int32_t>(input.numel()) / in_features : 0;
   CORTEX_M_NN_CHECK(
       context,
       input.size(input.dim() - 1) == in_features &&
-          out.size(out.dim() - 1) == out_features && out.numel() == batches * out_features,
+          out.size(out.dim() - 1) == out_features &&
+          static_cast<int64_t>(input.numel()) == static_cast<int64_t>(batches) * in_features &&
+          static_cast<int64_t>(out.numel()) == static_cast<int64_t>(batches) * out_features,
       "linear",
       "input [..., %d] and out [..., %d] do not match weight [%d, %d]",
       (int)input.size(input.dim() - 1), (int)out.size(out.dim() - 1), (int)out_features,
@@ -89,12 +94,10 @@ void linear_out(
 
   const cmsis_nn_fc_params params = q.params();
   const cmsis_nn_per_tensor_quant_params quant = q.quant();
-  const int32_t rows = static_cast<int32_t>(batches);
-  const int32_t in = static_cast<int32_t>(in_features), outs = static_cast<int32_t>(out_features);
-  const cmsis_nn_dims input_dims{rows, 1, 1, in};
-  const cmsis_nn_dims filter_dims{in, 1, 1, outs};
-  const cmsis_nn_dims bias_dims{1, 1, 1, outs};
-  const cmsis_nn_dims output_dims{rows, 1, 1, outs};
+  const cmsis_nn_dims input_dims{batches, 1, 1, in_features};
+  const cmsis_nn_dims filter_dims{in_features, 1, 1, out_features};
+  const cmsis_nn_dims bias_dims{1, 1, 1, out_features};
+  const cmsis_nn_dims output_dims{batches, 1, 1, out_features};
   check_status(
       context,
       "linear",

@@ -26,7 +26,7 @@ void softmax_out(
               out.numel() == input.numel(),
           "softmax",
           "input and out must be int8 tensors of the same size");
-  const int64_t row = input.size(input.dim() - 1);
+  const int32_t row = input.size(input.dim() - 1);  // 32-bit: no 64-bit division below
   CORTEX_M_NN_CHECK(
           context,
           row >= 1 && row <= kMaxSoftmaxRow && fits_int32(multiplier) && shift >= 0 &&
@@ -36,8 +36,8 @@ void softmax_out(
           (int)kMaxSoftmaxRow);
   arm_softmax_s8(
       input.const_data_ptr<int8_t>(),
-      static_cast<int32_t>(input.numel() / row),
-      static_cast<int32_t>(row),
+      static_cast<int32_t>(input.numel()) / row,
+      row,
       static_cast<int32_t>(multiplier),
       static_cast<int32_t>(shift),
       static_cast<int32_t>(diff_min),

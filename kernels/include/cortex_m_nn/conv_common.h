@@ -25,13 +25,13 @@ enum class ConvWeight {
 // (kGroupedOhwi, CMSIS-NN's grouped convolution) Cin and Cout both in whole groups of
 // Cin / weight's C.
 inline bool channels_agree(const Tensor& input, const Tensor& weight, ConvWeight layout) {
-  const int64_t c_in = input.size(3);
-  const int64_t per_group = weight.size(3);
+  const int32_t c_in = input.size(3);  // sizes are 32-bit: no 64-bit division per call
+  const int32_t per_group = weight.size(3);
   switch (layout) {
     case ConvWeight::kOhwi:
       return c_in == per_group;
     case ConvWeight::kGroupedOhwi:
-      return per_group > 0 && c_in % per_group == 0 &&
+      return per_group > 0 && c_in > 0 && c_in % per_group == 0 &&
              weight.size(0) % (c_in / per_group) == 0;
     case ConvWeight::kDepthwise:
       return true;

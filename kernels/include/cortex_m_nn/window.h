@@ -29,7 +29,11 @@ inline bool non_negative_pair(IntArrayRef values) {
 // padded by `padding` on both sides.
 inline int64_t window_extent(
     int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
-  return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
+  const int64_t span = size + 2 * padding - dilation * (kernel - 1) - 1;
+  if (span >= 0 && span <= INT32_MAX && stride <= INT32_MAX) {  // every real window: a 32-bit
+    return static_cast<int32_t>(span) / static_cast<int32_t>(stride) + 1;  // division, per call
+  }
+  return span / stride + 1;
 }
 
 // The output extent of a transposed convolution (the size a convolution maps back onto).
