@@ -5,6 +5,10 @@ arm-none-eabi-gcc, qemu-system-arm, flatbuffers ≥ 23 — see README "On target
 
     PYTHONPATH=python:. python benchmarks/bench_target.py [--cores m55,m33,m4,m3]
         [--models ds_cnn,resnet8,mobilenet_v1_025,autoencoder] [--build-dir DIR] [--json FILE]
+        [--io int8] [--peers executorch,tflm]
+
+The peers need what their modules say (benchmarks/peer_executorch.py: the peer's pipeline
+importable, see benchmarks/peer.py; benchmarks/peer_tflm.py: TFLM_ROOT, MLPERF_TINY_ROOT).
 
 ``--build-dir .pytest_cache/d`` reuses the builds of ``pytest tests/target`` (only the models
 are recompiled and the runners relinked).
@@ -29,9 +33,15 @@ insncount TCG plugin (benchmarks/qemu/plugin, ``symbols=on``). Per model and cor
   report's layer, the CMSIS-NN function that executed most of it, instructions, MACs and MACs
   per instruction (also in ``--json`` under ``calls``).
 
-These are instructions, not cycles: QEMU has no timing model. The peer (ExecuTorch's own
-``backends/cortex_m`` runtime) is built the same way only if EXECUTORCH_ROOT's kernels declare
-every operator of the peer's ``.pte``; otherwise the script prints which operators are missing.
+Then, in the same run, on the same QEMU machines with the same plugin, BSP, toolchain, flags and
+CMSIS-NN, the peers (``--peers``): ExecuTorch 1.5.1's own ``backends/cortex_m``
+(benchmarks/peer_executorch.py: its pipeline, runtime and kernels, float input as its models
+take) and TensorFlow Lite Micro + CMSIS-NN (benchmarks/peer_tflm.py: the MLPerf Tiny reference
+int8 models, int8 input). It prints instructions per inference ours / each peer / ours ÷ the
+better peer, and each image's flash and RAM. A peer that cannot run here (no ``TFLM_ROOT`` or
+``MLPERF_TINY_ROOT``, the peer's pipeline not importable) says why in its column; the rest runs.
+
+These are instructions, not cycles: QEMU has no timing model.
 """
 
 from __future__ import annotations
@@ -210,55 +220,75 @@ def boundary_instructions(symbols: dict[str, int], kind: str) -> int:
     return sum(n for name, n in symbols.items() if "cortex_m_nn" in name and pattern.search(name))
 
 
-def peer_status(models: list[str]) -> str:
-    """Why the peer's runtime cannot be built from EXECUTORCH_ROOT the same way (or '')."""
-    import os
+#: The peers, by the name of their benchmark module (benchmarks/peer_NAME.py): what they are.
+PEERS = {
+    "executorch": "ExecuTorch 1.5.1 backends/cortex_m (its pipeline, runtime, kernels; float I/O)",
+    "tflm": "TFLite Micro + CMSIS-NN (MLPerf Tiny reference int8 .tflite; int8 I/O)",
+}
 
-    root = Path(os.environ["EXECUTORCH_ROOT"])
-    yaml = root / "backends" / "cortex_m" / "ops" / "operators.yaml"
-    if not yaml.is_file():
-        return "EXECUTORCH_ROOT has no backends/cortex_m/ops/operators.yaml"
-    declared = dict(re.findall(r"func: ((?:\w+)::\w+\.out)(\(.*)", yaml.read_text()))
-    import executorch
 
-    wheel_yaml = Path(list(executorch.__path__)[0]) / "backends/cortex_m/ops/operators.yaml"
-    wheel = dict(re.findall(r"func: ((?:\w+)::\w+\.out)(\(.*)", wheel_yaml.read_text()))
+def measure_peers(
+    which: list[str],
+    models: list[str],
+    cores: list[harness.Core],
+    build_dir: Path,
+    plugin: Path,
+    runtime_optimization: str,
+    tflm_int8: bool = False,
+) -> dict[str, dict[tuple[str, str], dict]]:
+    """Each peer's measurements per (model, core), or ``{"error": one line}`` (a peer that
+    cannot run here says why in every cell; the others still run)."""
+    import importlib
+
     sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        from peer import compile_with_peer
-    except Exception as error:  # noqa: BLE001
-        return f"the peer's pipeline does not import ({error})"
-    from cortex_m_nn.calibration import synthetic
+    found: dict[str, dict[tuple[str, str], dict]] = {}
+    for name in which:
+        try:
+            module = importlib.import_module(f"peer_{name}")
+            options = {
+                "executorch": {"runtime_optimization": runtime_optimization},
+                "tflm": {"int8_registrations": tflm_int8},
+            }[name]
+            found[name] = module.measure(
+                models, cores, build_dir / f"peer-{name}", plugin, **options
+            )
+        except Exception as error:  # noqa: BLE001 - a peer's failure is a cell, not a crash
+            reason = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+            found[name] = {(m, c.name): {"error": reason} for c in cores for m in models}
+    return found
 
-    reasons = []
-    for name in models:
-        source = harness.model_source(name)
-        peer = compile_with_peer(
-            source.module,
-            source.example_inputs,
-            synthetic(source.example_inputs, count=8).samples,
-            channels_last=True,
+
+def peer_table(rows: list[dict], peers: dict[str, dict[tuple[str, str], dict]]) -> str:
+    """Instructions per inference: ours, each peer, and ours ÷ the better peer; then flash and
+    RAM of each image."""
+    names = list(peers)
+    head = f"{'model':<18}{'core':<5}{'ours':>13}" + "".join(f"{n:>13}" for n in names)
+    head += f"{'ours/best':>10}"
+    lines = [head, "-" * len(head)]
+    memory = []
+    for r in rows:
+        cells = [peers[n].get((r["model"], r["core"]), {"error": "not run"}) for n in names]
+        counts = [c.get("instructions") for c in cells]
+        known = [n for n in counts if n]
+        ratio = f"{r['instructions'] / min(known):.3f}" if known and r["instructions"] else "-"
+        lines.append(
+            f"{r['model']:<18}{r['core']:<5}{r['instructions'] or 0:>13,}"
+            + "".join(f"{n:>13,}" if n else f"{'-':>13}" for n in counts)
+            + f"{ratio:>10}"
         )
-        if "error" in peer:
-            reasons.append(f"{name}: the peer fails at {peer.get('stage')}: {peer['error']}")
-            continue
-        operators = set(peer["operators"])
-        ours = sorted(op for op in operators if op.startswith("cortex_m::"))
-        missing = [op for op in ours if op not in declared]
-        changed = [op for op in ours if op in declared and declared[op] != wheel.get(op)]
-        other = sorted(op for op in operators if not op.startswith("cortex_m::"))
-        problems = []
-        if missing:
-            problems.append(f"EXECUTORCH_ROOT lacks {', '.join(missing)}")
-        if changed:
-            problems.append(f"EXECUTORCH_ROOT changed the schema of {', '.join(changed)}")
-        problems.append(
-            "its kernels register through ExecuTorch's torchgen codegen (gen_operators_lib), "
-            "which this runner's build does not run"
-            + (f", and it needs portable kernels for {', '.join(other)}" if other else "")
-        )
-        reasons.append(f"{name}: " + "; ".join(problems))
-    return "; ".join(reasons)
+        sizes = [f"ours {r['flash_bytes']:,} / {r['ram_bytes']:,}"]
+        for name, cell in zip(names, cells, strict=True):
+            sizes.append(
+                f"{name} {cell['flash_bytes']:,} / {cell['ram_bytes']:,}"
+                if "flash_bytes" in cell
+                else f"{name} -"
+            )
+        memory.append(f"  {r['model']:<18}{r['core']:<5}" + "; ".join(sizes))
+    lines += ["", "flash / RAM of each image (B; RAM = .data + .bss):", *memory]
+    errors = sorted(
+        {f"  {n}: {cell['error']}" for n in names for cell in peers[n].values() if "error" in cell}
+    )
+    return "\n".join(lines + (["", "not measured:", *errors] if errors else []))
 
 
 def table(rows: list[dict]) -> str:
@@ -285,7 +315,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(harness.MODEL_NAMES))
     parser.add_argument("--build-dir", type=Path, default=REPO / "build" / "bench-target")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--no-peer", action="store_true", help="skip the peer check")
+    parser.add_argument(
+        "--peers",
+        default=",".join(PEERS),
+        help="peers measured in the same run: "
+        + "; ".join(f"{k}: {v}" for k, v in PEERS.items())
+        + " (default: %(default)s; '' for none)",
+    )
     parser.add_argument(
         "--runtime-optimization",
         default="-Os",
@@ -297,6 +333,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=["float", "int8"],
         help="compile every model with these inputs and outputs (cortex-m-compile --io; "
         "default: as tests/target does, int8 for its *_int8_io models)",
+    )
+    parser.add_argument(
+        "--tflm-int8-registrations",
+        action="store_true",
+        help="TFLM registers its int8-only CMSIS-NN kernels (Register_CONV_2D_INT8 …; ~30 KB "
+        "less flash) instead of its standard registrations",
     )
     args = parser.parse_args(argv)
     reason = harness.missing()
@@ -352,13 +394,30 @@ def main(argv: list[str] | None = None) -> int:
                 if c.name != "m55" and base and by.get((model, c.name), {}).get("instructions")
             ]
             print(f"  {model:<18} " + ", ".join(ratios))
-    peer = "" if args.no_peer else peer_status(models)
-    print(
-        "\npeer (ExecuTorch backends/cortex_m runtime on the same runner): "
-        + (f"not run: {peer}" if peer else "not run: --no-peer" if args.no_peer else "not run")
+    which = [p for p in args.peers.split(",") if p]
+    unknown = sorted(set(which) - set(PEERS))
+    if unknown:
+        parser.error(f"unknown peers {unknown}; choose from {', '.join(PEERS)}")
+    peers = measure_peers(
+        which,
+        models,
+        cores,
+        args.build_dir,
+        plugin,
+        args.runtime_optimization,
+        args.tflm_int8_registrations,
     )
+    if peers:
+        print("\npeers, same run, same QEMU machines and plugin; instructions per inference:")
+        for name in peers:
+            print(f"  {name}: {PEERS[name]}")
+        print(peer_table(rows, peers))
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "peer": peer}, indent=1))
+        cells = {
+            name: [{"model": m, "core": c, **cell} for (m, c), cell in found.items()]
+            for name, found in peers.items()
+        }
+        args.json.write_text(json.dumps({"rows": rows, "peers": cells}, indent=1))
     return 0 if all(r["bit_exact"] for r in rows) else 1
 
 
