@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from executorch.exir import schema
+from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 from tests.target import harness
 
 from cortex_m_nn.pte import forward_plan, runtime_overhead
@@ -38,8 +40,37 @@ def core_build(request: pytest.FixtureRequest) -> tuple[harness.Core, Path, dict
             harness.ModelRun("ds_cnn_wrong_reference", ds_cnn.compiled, ds_cnn.inputs, wrong),
             models_dir,
         )
+    # every core: the per-channel shift check on its own code path (DS-CNN's test vector)
+    harness.write_model(runs["ds_cnn"], models_dir / "damaged")
+    for suffix in (".pte", ".test_vector.h"):
+        (models_dir / "damaged" / f"ds_cnn{suffix}").rename(
+            models_dir / f"ds_cnn_damaged_shift{suffix}"
+        )
+    (models_dir / "damaged").rmdir()
+    damaged = models_dir / "ds_cnn_damaged_shift.pte"
+    damaged.write_bytes(damaged_shift(damaged.read_bytes()))
     harness.build(core, models_dir, root / "build")
     return core, root / "build", runs
+
+
+def damaged_shift(pte: bytes) -> bytes:
+    """The program with the last per-channel shift of its first conv2d set to 31, one past
+    CMSIS-NN's [-31, 30] (the last channel: the end of the check's loop, MVE's last lanes)."""
+    pte_file = deserialize_pte_binary(pte)
+    program = pte_file.program
+    plan = next(p for p in program.execution_plan if p.name == "forward")
+    calls = [i.instr_args for c in plan.chains for i in c.instructions]
+    conv = next(
+        c
+        for c in calls
+        if isinstance(c, schema.KernelCall)
+        and plan.operators[c.op_index].name == "cortex_m_nn::conv2d"
+    )
+    shifts = plan.values[conv.args[4]].val  # input, weight, bias, multipliers, shifts, ...
+    storage = bytearray(program.constant_buffer[shifts.data_buffer_idx].storage)
+    storage[-4:] = (31).to_bytes(4, "little", signed=True)
+    program.constant_buffer[shifts.data_buffer_idx].storage = bytes(storage)
+    return bytes(serialize_pte_binary(pte_file))
 
 
 @pytest.mark.parametrize("model", harness.MODEL_NAMES)
@@ -69,3 +100,13 @@ def test_runner_fails_on_a_wrong_reference(core_build: tuple) -> None:
     result = harness.run(build_dir / "runner_ds_cnn_wrong_reference.elf", core)
     assert result.returncode == 1, result.stdout
     assert "FAIL (outputs differ)" in result.stdout
+
+
+def test_a_damaged_shift_is_refused_on_every_core(core_build: tuple) -> None:
+    """A per-channel shift outside CMSIS-NN's range makes forward fail, on the MVE (M55), DSP
+    (M33, M4) and scalar (M3) code paths of the check alike; nothing is computed with it."""
+    core, build_dir, _ = core_build
+    result = harness.run(build_dir / "runner_ds_cnn_damaged_shift.elf", core)
+    assert result.returncode not in (0, 1), result.stdout  # 1: ran and compared (wrongly)
+    assert "runner: forward: " in result.stdout, result.stdout
+    assert "PASS" not in result.stdout and "output 0" not in result.stdout
