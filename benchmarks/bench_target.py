@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -59,6 +58,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "python"), str(REPO)]
 warnings.filterwarnings("ignore")
 
+from insncount import library_functions, regions  # noqa: E402
 from tests.target import harness  # noqa: E402
 
 from cortex_m_nn import firmware  # noqa: E402
@@ -67,29 +67,7 @@ from cortex_m_nn.options import IoType  # noqa: E402
 
 def cmsis_nn_functions(build_dir: Path) -> set[str]:
     """Function symbols defined by the CMSIS-NN static library of this build."""
-    archive = next(build_dir.rglob("libcmsis-nn.a"))
-    listing = subprocess.run(
-        ["arm-none-eabi-nm", "--defined-only", str(archive)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return {
-        parts[2]
-        for line in listing.splitlines()
-        if len(parts := line.split()) == 3 and parts[1] in "Tt"
-    }
-
-
-def regions(text: str) -> list[tuple[int, dict[str, int]]]:
-    """The plugin's regions in order: (instructions, instructions per function symbol)."""
-    found: list[tuple[int, dict[str, int]]] = []
-    for line in text.splitlines():
-        if m := re.match(r"insncount: region \d+ = (\d+) insns", line):
-            found.append((int(m.group(1)), {}))
-        elif (m := re.match(r"insncount: symbol (\S+) = (\d+)", line)) and found:
-            found[-1][1][m.group(1)] = int(m.group(2))
-    return found
+    return library_functions(next(build_dir.rglob("libcmsis-nn.a")))
 
 
 def kernel_calls(run: harness.ModelRun) -> list[tuple[str, Any]]:

@@ -50,6 +50,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "python"), str(REPO), str(REPO / "benchmarks")]
 warnings.filterwarnings("ignore")
 
+from insncount import first_region, library_functions  # noqa: E402
 from tests.target import harness  # noqa: E402
 
 from cortex_m_nn import firmware  # noqa: E402
@@ -199,31 +200,6 @@ def _outputs_error(outputs: list[bytes], prepared: dict[str, Any]) -> float | No
     return worst
 
 
-def cmsis_nn_functions(build_dir: Path) -> set[str]:
-    """Function symbols defined by the CMSIS-NN static library of this build."""
-    archive = next(build_dir.rglob("libcmsis-nn.a"))
-    listing = subprocess.run(
-        ["arm-none-eabi-nm", "--defined-only", str(archive)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return {p[2] for line in listing.splitlines() if len(p := line.split()) == 3 and p[1] in "Tt"}
-
-
-def _instructions(text: str) -> tuple[int | None, dict[str, int]]:
-    """Region 0 of the insncount plugin: instructions and instructions per function symbol."""
-    total, symbols = None, {}
-    for line in text.splitlines():
-        if m := re.match(r"insncount: region (\d+) = (\d+) insns", line):
-            if total is not None:
-                break
-            total = int(m.group(2))
-        elif (m := re.match(r"insncount: symbol (\S+) = (\d+)", line)) and total is not None:
-            symbols[m.group(1)] = int(m.group(2))
-    return total, symbols
-
-
 def memory(elf: Path, pte: bytes) -> dict[str, Any]:
     """Flash and RAM of ``elf`` by component (``firmware.inspect``'s, with the peer's kernels
     and the embedded test input moved out of the component their names fall in)."""
@@ -273,10 +249,10 @@ def _run(elf: Path, core: harness.Core, plugin: str | None = None) -> harness.Re
 
 def _measure_one(elf: Path, core: harness.Core, plugin: Path, prepared: dict) -> dict[str, Any]:
     result = _run(elf, core, f"{plugin},symbols=on")
-    instructions, symbols = _instructions(result.stderr + result.stdout)
+    instructions, symbols = first_region(result.stderr + result.stdout)
     if instructions is None:
         raise RuntimeError("the insncount plugin marked no region")
-    cmsis = cmsis_nn_functions(elf.parent)
+    cmsis = library_functions(next(elf.parent.rglob("libcmsis-nn.a")))
     return {
         "instructions": instructions,
         "cmsis_nn_instructions": sum(n for name, n in symbols.items() if name in cmsis),

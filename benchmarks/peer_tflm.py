@@ -59,6 +59,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from insncount import first_region
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "benchmarks" / "peer_tflm"
 
@@ -312,18 +314,6 @@ def tflm_components(build_dir: Path) -> Iterator[None]:
         yield
 
 
-def region(text: str) -> tuple[int | None, dict[str, int]]:
-    """The plugin's first region: (instructions, instructions per function symbol)."""
-    found = re.search(r"insncount: region 0 = (\d+) insns", text)
-    symbols = {
-        m.group(1): int(m.group(2))
-        for m in re.finditer(
-            r"insncount: symbol (\S+) = (\d+)", text[found.end() :] if found else ""
-        )
-    }
-    return (int(found.group(1)) if found else None), symbols
-
-
 def failure(result: Any) -> str:
     """One line saying why a run failed."""
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
@@ -357,7 +347,7 @@ def run_one(model: str, core: harness.Core, build_dir: Path, plugin: Path) -> di
 
     elf = build_dir / f"tflm_{model}.elf"
     result = harness.run(elf, core, f"{plugin},symbols=on")
-    instructions, symbols = region(result.stderr + result.stdout)
+    instructions, symbols = first_region(result.stderr + result.stdout)
     if result.returncode != 0 or instructions is None:
         return {"error": failure(result)}
     cmsis = archive_symbols(build_dir, "cmsis-nn")
