@@ -200,43 +200,25 @@ def _outputs_error(outputs: list[bytes], prepared: dict[str, Any]) -> float | No
     return worst
 
 
-def memory(elf: Path, pte: bytes) -> dict[str, Any]:
-    """Flash and RAM of ``elf`` by component (``firmware.inspect``'s, with the peer's kernels
-    and the embedded test input moved out of the component their names fall in)."""
-    from elftools.elf.elffile import ELFFile
+def _classify(symbol: str, section: str) -> str:
+    """``firmware``'s components, with the peer's kernels (``cortex_m::``, the portable kernels,
+    the generated registration) and the embedded test input on their own."""
+    if symbol == "peer_inputs":
+        return TEST_INPUT
+    ours = firmware.component_of(symbol, section)
+    return PEER_KERNELS if _PEER_SYMBOL.search(symbol) or ours == "cortex_m_nn kernels" else ours
 
-    report = firmware.inspect(elf, pte)
-    flash, ram = dict(report["flash"]), dict(report["ram"])
-    del flash["cortex_m_nn kernels"], ram["cortex_m_nn kernels"]
-    flash[PEER_KERNELS] = ram[PEER_KERNELS] = flash[TEST_INPUT] = ram[TEST_INPUT] = 0
-    seen: set[tuple[int, int]] = set()
-    with open(elf, "rb") as stream:
-        image = ELFFile(stream)
-        table = image.get_section_by_name(".symtab")
-        for symbol in table.iter_symbols() if table is not None else []:
-            index, size = symbol["st_shndx"], symbol["st_size"]
-            to = TEST_INPUT if symbol.name == "peer_inputs" else PEER_KERNELS
-            if not isinstance(index, int) or size == 0:
-                continue
-            if to == PEER_KERNELS and not _PEER_SYMBOL.search(symbol.name):
-                continue
-            if symbol["st_info"]["type"] not in ("STT_FUNC", "STT_OBJECT"):
-                continue
-            if (index, symbol["st_value"] & ~1) in seen:
-                continue
-            seen.add((index, symbol["st_value"] & ~1))
-            section = image.get_section(index)
-            was = firmware.component_of(symbol.name, section.name)
-            if section["sh_type"] != "SHT_NOBITS":
-                flash[was], flash[to] = flash[was] - size, flash[to] + size
-            if section["sh_flags"] & 1:  # SHF_WRITE
-                ram[was], ram[to] = ram[was] - size, ram[to] + size
-    return {
-        "flash_bytes": report["flash_bytes"],
-        "ram_bytes": report["ram_bytes"],
-        "flash": flash,
-        "ram": ram,
-    }
+
+#: ``firmware``'s components with ours replaced by the peer's kernels, and the test input.
+COMPONENTS = tuple(
+    PEER_KERNELS if c == "cortex_m_nn kernels" else c for c in firmware.COMPONENTS
+) + (TEST_INPUT,)
+
+
+def memory(elf: Path, pte: bytes) -> dict[str, Any]:
+    """Flash and RAM of ``elf``, in total and by component (``COMPONENTS``)."""
+    report = firmware.inspect(elf, pte, classify=_classify, components=COMPONENTS)
+    return {key: report[key] for key in ("flash_bytes", "ram_bytes", "flash", "ram")}
 
 
 def _run(elf: Path, core: harness.Core, plugin: str | None = None) -> harness.Result:

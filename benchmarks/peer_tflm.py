@@ -54,8 +54,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -281,20 +280,17 @@ def archive_symbols(build_dir: Path, name: str) -> set[str]:
     return {parts[2] for line in listing.splitlines() if len(parts := line.split()) == 3}
 
 
-@contextmanager
-def tflm_components(build_dir: Path) -> Iterator[None]:
-    """While open, ``firmware.inspect`` attributes bytes to the peer's COMPONENTS: the model
-    section, main.cc's static arena, libtflm_kernels, CMSIS-NN (``arm_*``), libtflm_core (the
+def tflm_classifier(build_dir: Path) -> Callable[[str, str], str]:
+    """``firmware.inspect``'s ``classify`` for the peer's COMPONENTS: the model section,
+    main.cc's static arena, libtflm_kernels, CMSIS-NN (``arm_*``), libtflm_core (the
     interpreter, allocator, flatbuffer parsing: TFLM's runtime), the rest (application: BSP, C
-    library) and unattributed."""
-    from unittest import mock
-
+    library); what no symbol covers stays unattributed."""
     from cortex_m_nn import firmware
 
     kernels = archive_symbols(build_dir, "tflm_kernels")
     runtime = archive_symbols(build_dir, "tflm_core")
 
-    def component_of(symbol: str, section: str) -> str:
+    def classify(symbol: str, section: str) -> str:
         if section == firmware.MODEL_SECTION:
             return "model"
         if symbol == "_ZN12_GLOBAL__N_15arenaE":  # main.cc's (anonymous namespace)::arena
@@ -307,11 +303,7 @@ def tflm_components(build_dir: Path) -> Iterator[None]:
             return "TFLM runtime"
         return "application"
 
-    with (
-        mock.patch.object(firmware, "COMPONENTS", COMPONENTS),
-        mock.patch.object(firmware, "component_of", component_of),
-    ):
-        yield
+    return classify
 
 
 def failure(result: Any) -> str:
@@ -351,8 +343,7 @@ def run_one(model: str, core: harness.Core, build_dir: Path, plugin: Path) -> di
     if result.returncode != 0 or instructions is None:
         return {"error": failure(result)}
     cmsis = archive_symbols(build_dir, "cmsis-nn")
-    with tflm_components(build_dir):
-        report = firmware.inspect(elf)
+    report = firmware.inspect(elf, classify=tflm_classifier(build_dir), components=COMPONENTS)
     in_cmsis = sum(n for name, n in symbols.items() if name in cmsis)
     section = report["model"] or {}
     return {

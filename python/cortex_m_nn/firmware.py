@@ -16,6 +16,7 @@ them. Bytes are attributed to components by symbol:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,10 @@ def component_of(symbol: str, section: str) -> str:
     return "application"
 
 
+#: How a report attributes a symbol (name, section name) to a component.
+Classify = Callable[[str, str], str]
+
+
 @dataclass
 class Usage:
     flash: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COMPONENTS, 0))
@@ -70,7 +75,9 @@ def _is_alloc(section: Any) -> bool:
     return bool(section["sh_flags"] & SH_FLAGS.SHF_ALLOC) and section["sh_size"] > 0
 
 
-def _usage(elf: ELFFile) -> tuple[Usage, list[dict[str, Any]]]:
+def _usage(
+    elf: ELFFile, classify: Classify, components: tuple[str, ...]
+) -> tuple[Usage, list[dict[str, Any]]]:
     """Bytes per component in flash and RAM, and the allocated sections."""
     sections = {}
     for index, section in enumerate(elf.iter_sections()):
@@ -91,9 +98,9 @@ def _usage(elf: ELFFile) -> tuple[Usage, list[dict[str, Any]]]:
             if (index, address) in seen:  # aliases of one definition count once
                 continue
             seen.add((index, address))
-            component = component_of(symbol.name, sections[index].name)
+            component = classify(symbol.name, sections[index].name)
             covered[index][component] = covered[index].get(component, 0) + size
-    usage = Usage()
+    usage = Usage(dict.fromkeys(components, 0), dict.fromkeys(components, 0))
     table = []
     for index, section in sections.items():
         in_ram = bool(section["sh_flags"] & SH_FLAGS.SHF_WRITE)
@@ -160,13 +167,21 @@ def _summary(data: bytes) -> dict[str, Any]:
         return {"bytes": len(data), "error": f"not a readable ExecuTorch program ({error})"}
 
 
-def inspect(path: Path, pte: bytes | None = None) -> dict[str, Any]:
-    """The firmware report of the ELF at ``path``; ``pte`` is the expected model, if given."""
+def inspect(
+    path: Path,
+    pte: bytes | None = None,
+    *,
+    classify: Classify = component_of,
+    components: tuple[str, ...] = COMPONENTS,
+) -> dict[str, Any]:
+    """The firmware report of the ELF at ``path``; ``pte`` is the expected model, if given.
+    ``classify`` and ``components`` attribute the bytes otherwise (another runtime's image,
+    say); ``components`` must hold every name ``classify`` gives, "model" and "unattributed"."""
     with open(path, "rb") as stream:
         elf = ELFFile(stream)
         if elf["e_machine"] != "EM_ARM":
             raise ValueError(f"{path} is an ELF for {elf['e_machine']}, not ARM")
-        usage, sections = _usage(elf)
+        usage, sections = _usage(elf, classify, components)
         model = _model(elf, pte)
     return {
         "elf": str(path),

@@ -300,3 +300,22 @@ def test_component_rules() -> None:
     assert firmware.component_of("cortex_m_nn_model", embed.MODEL_SECTION) == "model"
     assert firmware.component_of("main", ".text") == "application"
     assert firmware.component_of("memcpy", ".text") == "application"
+
+
+@needs_gcc
+def test_components_can_be_another_runtimes(elf: Path, pte: bytes) -> None:
+    """``classify``/``components`` attribute the same bytes otherwise (the peers' images)."""
+    ours = firmware.inspect(elf, pte)
+
+    def classify(symbol: str, section: str) -> str:
+        return "arm" if symbol.startswith("arm_") else "rest"
+
+    other = firmware.inspect(
+        elf, pte, classify=classify, components=("model", "arm", "rest", "unattributed")
+    )
+    assert (other["flash_bytes"], other["ram_bytes"]) == (ours["flash_bytes"], ours["ram_bytes"])
+    assert other["flash"]["arm"] == ours["flash"]["CMSIS-NN"] > 0
+    assert other["flash"]["model"] == len(pte)  # the section; its size variable is now "rest"
+    for kind in ("flash", "ram"):
+        assert other[kind]["unattributed"] == ours[kind]["unattributed"]
+        assert sum(other[kind].values()) == other[f"{kind}_bytes"]
