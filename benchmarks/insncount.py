@@ -26,8 +26,9 @@ def first_region(text: str) -> tuple[int | None, dict[str, int]]:
     return found[0] if found else (None, {})
 
 
-def library_functions(archive: Path) -> set[str]:
-    """Function symbols (global or local) defined by the static library ``archive``."""
+def library_symbols(archive: Path, kinds: str | None = None) -> set[str]:
+    """Symbols defined by the static library ``archive`` (only those of nm's ``kinds``, e.g.
+    ``"Tt"`` for functions, if given)."""
     listing = subprocess.run(
         ["arm-none-eabi-nm", "--defined-only", str(archive)],
         capture_output=True,
@@ -37,5 +38,10 @@ def library_functions(archive: Path) -> set[str]:
     return {
         parts[2]
         for line in listing.splitlines()
-        if len(parts := line.split()) == 3 and parts[1] in "Tt"
+        if len(parts := line.split()) == 3 and (kinds is None or parts[1] in kinds)
     }
+
+
+def library_functions(archive: Path) -> set[str]:
+    """Function symbols (global or local) defined by the static library ``archive``."""
+    return library_symbols(archive, "Tt")

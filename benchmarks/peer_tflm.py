@@ -58,7 +58,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from insncount import first_region
+from insncount import first_region, library_symbols
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "benchmarks" / "peer_tflm"
@@ -270,14 +270,7 @@ def _check(command: list[str]) -> None:
 
 def archive_symbols(build_dir: Path, name: str) -> set[str]:
     """Symbols defined by the static library ``name`` (``libNAME.a``) of this build."""
-    archive = next(build_dir.rglob(f"lib{name}.a"))
-    listing = subprocess.run(
-        ["arm-none-eabi-nm", "--defined-only", str(archive)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return {parts[2] for line in listing.splitlines() if len(parts := line.split()) == 3}
+    return library_symbols(next(build_dir.rglob(f"lib{name}.a")))
 
 
 def tflm_classifier(build_dir: Path) -> Callable[[str, str], str]:
