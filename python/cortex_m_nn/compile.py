@@ -12,8 +12,10 @@ The steps, in order (``compile_model`` runs them; ``Stages`` keeps what each mad
    fallbacks fail the compile unless allowed (``unsupported_message``);
 5. ``program_io``: the graph the program serialises — the lowered graph, or with ``--io
    int8`` the same without its boundary quantize/dequantize (``program_io.int8_io``);
-6. ``to_program``: ``to_edge`` (``edge.to_edge_program``, with the ``metadata``),
-   ``to_executorch`` with the memory planner, and the memory plan read back.
+6. ``to_program``: the graph in ExecuTorch's execution dialect (``execution_graph`` for a
+   fully lowered graph; otherwise ``torch.export``, ``to_edge`` via ``edge.to_edge_program``
+   and ``to_executorch``), memory planned, emitted with the ``metadata`` and serialised, and
+   the memory plan read back.
 
 Each stage hands the next a new artefact; nothing goes back. The lowered graph is a plain
 ``GraphModule`` whose ``cortex_m_nn`` operators run their bit-exact references when called,
@@ -37,6 +39,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from tqdm import tqdm
 
 import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
+from cortex_m_nn import execution_graph
 from cortex_m_nn.abi import KernelAbi, Rounding
 from cortex_m_nn.calibration import Calibration, require_finite
 from cortex_m_nn.edge import to_edge_program
@@ -225,18 +228,32 @@ def program_io(lowering: LoweringResult, io: IoType) -> ProgramIo:
     return program
 
 
+#: The edge stage's text when a fully lowered graph skipped it.
+DIRECT = (
+    "(no edge-dialect graph: every operator is lowered, so the lowered graph was written in\n"
+    "ExecuTorch's execution dialect directly; see 5-executorch.txt)\n"
+)
+
+
 def to_program(
     io: ProgramIo,
     source: ModelSource,
     abi: KernelAbi,
     stages: Stages,
 ) -> bytes:
-    """Export the program's graph and serialise it as an ExecuTorch program."""
-    program = torch.export.export(io.graph, io.program_inputs(source.example_inputs))
-    edge = to_edge_program(program, metadata(abi, io))
-    stages.edge_text = str(edge.exported_program().graph_module.graph)
+    """Serialise the program's graph as an ExecuTorch program: a fully lowered graph straight
+    from the execution dialect (``execution_graph``), any other through ``torch.export``,
+    ``to_edge`` and ``to_executorch``. Both give the same bytes for the same graph."""
+    inputs = io.program_inputs(source.example_inputs)
     planning = memory_planning_pass()
-    executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
+    if execution_graph.unsupported(io.graph) is None:
+        direct = execution_graph.execution_program(io.graph, inputs)
+        executorch = execution_graph.to_executorch(direct, metadata(abi, io), planning)
+        stages.edge_text = DIRECT
+    else:
+        edge = to_edge_program(torch.export.export(io.graph, inputs), metadata(abi, io))
+        stages.edge_text = str(edge.exported_program().graph_module.graph)
+        executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
     program = executorch.exported_program()
     stages.executorch_text = str(program.graph_module.graph)
     pte = executorch.buffer

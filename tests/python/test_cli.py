@@ -728,7 +728,7 @@ def _boom(*args: object, **kwargs: object) -> None:
 INTERNAL = {
     "lower": ("cortex_m_nn.compile.lower", "lower"),
     "calibrate": ("cortex_m_nn.compile.prepare_pt2e", "calibrate"),
-    "serialise": ("cortex_m_nn.compile.to_edge_program", "serialise"),
+    "serialise": ("cortex_m_nn.compile.memory_planning_pass", "serialise"),
     "per-layer SNR": ("cortex_m_nn.layer_snr.layer_snr", "per-layer SNR"),
     "write": ("cortex_m_nn.command.os.replace", "write"),
 }

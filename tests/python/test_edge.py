@@ -13,6 +13,7 @@ from tests.python.models import conv_stack, pools, split, with_rms_norm
 
 import cortex_m_nn.compile as compile_module
 import cortex_m_nn.edge as edge
+from cortex_m_nn import execution_graph
 from cortex_m_nn.ops.library import operator as cortex_m_nn_operator
 from cortex_m_nn.testing import check_dialect
 
@@ -39,11 +40,14 @@ def test_same_bytes_as_to_edge(name: str, monkeypatch: pytest.MonkeyPatch) -> No
     compiled, _ = check_dialect(*factory(), allow_fallback=not complete)
     fallbacks = [r for r in compiled.records if not r.lowered]
     assert bool(fallbacks) != complete, fallbacks
+    # a fully lowered graph would go straight to the execution dialect: take this path
+    monkeypatch.setattr(execution_graph, "unsupported", lambda graph: "forced")
     if complete:  # the skip is taken: to_edge itself must not run
         monkeypatch.setattr(edge, "to_edge", _never)
     ours = compiled.pte
     monkeypatch.undo()
     with monkeypatch.context() as patch:
+        patch.setattr(execution_graph, "unsupported", lambda graph: "forced")
         patch.setattr(compile_module, "to_edge_program", _plain_to_edge)
         compiled._pte = None
         theirs = compiled.pte
