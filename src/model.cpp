@@ -64,6 +64,15 @@ static_assert(CORTEX_M_NN_MODEL_OPS_VERSION == cortex_m_nn::abi::kOpsVersion,
 #ifndef CORTEX_M_NN_TEMP_ALLOCATOR_BYTES
 #define CORTEX_M_NN_TEMP_ALLOCATOR_BYTES 0
 #endif
+#ifndef CORTEX_M_NN_LOAD_TEMP_BYTES
+#error "cortex_m_nn_model.h records no load-time allocator: regenerate it (cortex-m-compile embed)"
+#endif
+// The temporary allocator: what loading forward needs (cortex-m-compile sized the method
+// allocator for it) or what the application asked for, whichever is larger.
+#define CORTEX_M_NN_TEMP_POOL_BYTES                                  \
+  (CORTEX_M_NN_TEMP_ALLOCATOR_BYTES > CORTEX_M_NN_LOAD_TEMP_BYTES ? \
+       CORTEX_M_NN_TEMP_ALLOCATOR_BYTES                             \
+                                                                  : CORTEX_M_NN_LOAD_TEMP_BYTES)
 
 #if !defined(CORTEX_M_NN_MODEL_INPUT_INT8) || !defined(CORTEX_M_NN_MODEL_OUTPUT_INT8)
 #error "cortex_m_nn_model.h records no input/output types: regenerate it (cortex-m-compile embed)"
@@ -107,8 +116,8 @@ constexpr size_t kOutputTypes = sizeof(kOutputInt8) / sizeof(kOutputInt8[0]);
 
 alignas(kAlignment) uint8_t arena[kArenaBytes] CORTEX_M_NN_ARENA_PLACEMENT;
 alignas(kAlignment) uint8_t method_pool[CORTEX_M_NN_METHOD_ALLOCATOR_BYTES];
-#if CORTEX_M_NN_TEMP_ALLOCATOR_BYTES > 0
-alignas(kAlignment) uint8_t temp_pool[CORTEX_M_NN_TEMP_ALLOCATOR_BYTES];
+#if CORTEX_M_NN_TEMP_POOL_BYTES > 0
+alignas(kAlignment) uint8_t temp_pool[CORTEX_M_NN_TEMP_POOL_BYTES];
 #endif
 
 // ExecuTorch objects live in static storage, constructed by load().
@@ -243,7 +252,7 @@ Status Model::load() {
   auto* planned = new (planned_storage)
       HierarchicalAllocator(Span<Span<uint8_t>>(planned_spans, buffers));
   MemoryAllocator* temp_allocator = nullptr;
-#if CORTEX_M_NN_TEMP_ALLOCATOR_BYTES > 0
+#if CORTEX_M_NN_TEMP_POOL_BYTES > 0
   temp_allocator = new (temp_allocator_storage)
       MemoryAllocator(static_cast<uint32_t>(sizeof(temp_pool)), temp_pool);
 #else

@@ -241,7 +241,7 @@ def _compile_and_check(
     from cortex_m_nn.abi import KernelAbi, Rounding
     from cortex_m_nn.compile import compile_model
     from cortex_m_nn.layer_snr import layer_snr
-    from cortex_m_nn.pte import runtime_overhead
+    from cortex_m_nn.pte import load_temp_bytes, runtime_overhead
     from cortex_m_nn.verify import verify_program
 
     compiled = compile_model(
@@ -270,7 +270,8 @@ def _compile_and_check(
             len(compiled.pte),
             len(set(compiled.operators)),
             compiled.arena_bytes,
-            runtime_overhead(compiled.pte).total,
+            # the method allocator and the load-time temporary allocator, both static
+            runtime_overhead(compiled.pte).total + load_temp_bytes(compiled.pte),
         )
     if not args.quiet:
         print(report.to_text(document), end="")

@@ -242,21 +242,20 @@ def to_program(
     stages: Stages,
 ) -> bytes:
     """Serialise the program's graph as an ExecuTorch program: a fully lowered graph straight
-    from the execution dialect (``execution_graph``), any other through ``torch.export``,
-    ``to_edge`` and ``to_executorch``. Both give the same bytes for the same graph."""
+    from the execution dialect (``execution_graph``, equal constant arguments stored once),
+    any other through ``torch.export``, ``to_edge`` and ``to_executorch``."""
     inputs = io.program_inputs(source.example_inputs)
     planning = memory_planning_pass()
     if execution_graph.unsupported(io.graph) is None:
-        direct = execution_graph.execution_program(io.graph, inputs)
-        executorch = execution_graph.to_executorch(direct, metadata(abi, io), planning)
+        program = execution_graph.execution_program(io.graph, inputs)
+        pte = execution_graph.serialise(program, metadata(abi, io), planning)
         stages.edge_text = DIRECT
     else:
         edge = to_edge_program(torch.export.export(io.graph, inputs), metadata(abi, io))
         stages.edge_text = str(edge.exported_program().graph_module.graph)
         executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
-    program = executorch.exported_program()
+        program, pte = executorch.exported_program(), executorch.buffer
     stages.executorch_text = str(program.graph_module.graph)
-    pte = executorch.buffer
     memory = analyse(program.graph_module, planned_buffer_bytes(pte))
     conflicts = memory.conflicts()
     if conflicts:  # a planner bug, never the user's: do not hand out a program that corrupts

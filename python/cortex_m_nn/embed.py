@@ -95,6 +95,8 @@ class ModelFacts:
     scratch_buffers: tuple[int, ...]
     runtime_overhead_bytes: int
     method_margin: int
+    #: the temporary allocator forward loads with (``pte.load_temp_bytes``)
+    load_temp_bytes: int
     #: the kernel ABI (core, ISA, rounding, operator version) the program was compiled for
     abi: KernelAbi
     version: str
@@ -205,6 +207,7 @@ def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> Model
         scratch_buffers=tuple(_read(pte_reader.scratch_buffer_sizes, pte)),
         runtime_overhead_bytes=_read(pte_reader.runtime_overhead, pte).total,
         method_margin=method_margin,
+        load_temp_bytes=_read(pte_reader.load_temp_bytes, pte),
         abi=abi,
         version=metadata[prefix + "version"],
         operators=tuple(dict.fromkeys(_read(pte_reader.pte_operators, pte))),
@@ -250,6 +253,9 @@ def model_header(facts: ModelFacts, symbol: str = DEFAULT_SYMBOL) -> str:
         f"{facts.method_margin} %. */",
         f"#define CORTEX_M_NN_RUNTIME_OVERHEAD_BYTES {facts.runtime_overhead_bytes}u",
         f"#define CORTEX_M_NN_METHOD_ALLOCATOR_BYTES {facts.method_allocator_bytes}u",
+        "/* The temporary allocator forward is loaded with (each kernel lookup's TensorMeta",
+        " * list, instead of the method allocator): at least this many bytes. */",
+        f"#define CORTEX_M_NN_LOAD_TEMP_BYTES {_aligned(facts.load_temp_bytes)}u",
         "",
         "/* What the program was compiled for: the kernels must match it. */",
         f"#define CORTEX_M_NN_MODEL_CORE {_c_string(facts.core)}",

@@ -10,9 +10,11 @@ placeholder (``b_<name>``, the buffer torch.export lifts), each call's outputs `
 nodes followed by the call's out variant, each ``view`` a ``memory.view`` sharing its base's
 storage, every node's ``TensorSpec`` as ``SpecPropPass`` makes it — and ``to_pte`` then runs
 the same last steps as ``to_executorch``: ExecuTorch's memory planning pass (our algorithms)
-and its emitter and serialiser. The ``.pte`` is byte-identical with the re-traced path's
-(``tests/python/test_execution_graph.py``); a graph outside this subset (a float fallback,
-a view of a view, a view returned as an output) takes that path (:func:`unsupported`).
+and its emitter and serialiser, storing equal constant arguments once (``shared_values``).
+Without that sharing the ``.pte`` is byte-identical with the re-traced path's, and with it the
+same program as the re-traced one's with its values shared
+(``tests/python/test_execution_graph.py``); a graph outside this subset (a float fallback, a
+view returned as an output) takes that path (:func:`unsupported`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from executorch.exir import ExecutorchBackendConfig, ExecutorchProgramManager, memory
+from executorch.exir import ExecutorchBackendConfig, memory
+from executorch.exir._serialize._program import PTEFile, serialize_pte_binary
+from executorch.exir.emit import emit_program
 from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.passes.replace_view_copy_with_view_pass import _ViewSpec
 from executorch.exir.tensor import TensorSpec
@@ -41,6 +45,7 @@ from torch.fx import Graph, GraphModule, Node
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 from torch.utils import _pytree as pytree
 
+from cortex_m_nn import shared_values
 from cortex_m_nn.ops.library import NAMESPACE
 
 VIEW = torch.ops.aten.view.default
@@ -227,10 +232,26 @@ def execution_program(
     return to_execution_dialect(_Builder(graph_module).program(example_inputs))
 
 
-def to_executorch(
-    program: ExportedProgram, constant_methods: dict[str, Any], planning: MemoryPlanningPass
-) -> ExecutorchProgramManager:
-    """What ``to_executorch`` does after its passes: plan memory, emit, serialise."""
+def serialise(
+    program: ExportedProgram,
+    constant_methods: dict[str, Any],
+    planning: MemoryPlanningPass,
+    share: bool = True,
+) -> bytes:
+    """What ``to_executorch`` does after its passes — plan memory (in place), emit,
+    serialise — with equal constant arguments stored once (``shared_values``) unless
+    ``share`` is false (then the bytes are ``to_executorch``'s own)."""
     planning.run(program.graph_module, program.graph_signature)
+    emitted = emit_program({"forward": program}, False, constant_methods)
+    plans = emitted.program.execution_plan
+    if share:
+        plans[0] = shared_values.share_constants(plans[0])
     config = ExecutorchBackendConfig(memory_planning_pass=planning)
-    return ExecutorchProgramManager({"forward": program}, constant_methods, config)
+    pte = serialize_pte_binary(
+        PTEFile(program=emitted.program, mutable_data=emitted.mutable_data),
+        extract_delegate_segments=config.extract_delegate_segments,
+        segment_alignment=config.segment_alignment,
+        constant_tensor_alignment=config.constant_tensor_alignment,
+        delegate_alignment=config.delegate_alignment,
+    )
+    return bytes(pte)

@@ -107,6 +107,10 @@ ARRAY_REF_BYTES = 8
 PLATFORM_ALLOCATOR_BYTES = 28
 #: (cortex-m-nn writes no delegates; a program with some is counted at this size each)
 BACKEND_DELEGATE_BYTES = 32
+#: What ``resolve_operator`` asks of a temporary allocator per kernel argument before it uses
+#: it instead of the method allocator: a ``TensorMeta`` and ``kTensorDimensionLimit`` (16)
+#: one-byte dim-order entries.
+TEMP_BYTES_PER_ARGUMENT = TENSOR_META_BYTES + 16
 
 
 class _Bump:
@@ -144,23 +148,43 @@ RUNTIME_OVERHEAD_FORMULA = (
     "ExecuTorch's Method::load replayed on a 32-bit core, allocation by allocation with its "
     f"alignment: {EVALUE_BYTES} B per value; per tensor a {TENSOR_IMPL_BYTES} B TensorImpl and "
     "4 B strides per dimension; per list its boxed and unboxed items; per chain and kernel call "
-    f"its kernel pointer, argument span and pointers, and a {TENSOR_META_BYTES} B TensorMeta "
-    "per argument plus a byte per tensor dimension (no temporary allocator given)"
+    "its kernel pointer, argument span and pointers (each call's TensorMeta list goes to the "
+    f"load-time temporary allocator, {TEMP_BYTES_PER_ARGUMENT} B per argument of the call "
+    "with the most)"
 )
 
 
-def runtime_overhead(pte: bytes) -> RuntimeOverhead:
-    """What ``Method::load`` of ``forward`` allocates from the method allocator on a 32-bit
-    core when no temporary allocator is given (the runner and the Zephyr module's default):
-    the allocations of ExecuTorch's ``Method::load``/``init``, ``parse_values``,
-    ``parseTensor``, ``parseTensorList`` and ``resolve_operator``, in their order, each at its
-    alignment. ``tests/target`` compares it with what the runtime reports it used."""
+def load_temp_bytes(pte: bytes) -> int:
+    """The temporary allocator with which ``Method::load`` of ``forward`` puts no kernel
+    lookup's ``TensorMeta`` list in the method allocator: ``resolve_operator`` uses one only
+    when it holds ``TEMP_BYTES_PER_ARGUMENT`` per argument, and empties it after each call.
+    The runner and the Zephyr module give ``forward`` one of this size (at least)."""
     plan = forward_plan(pte)
+    return max(
+        (
+            TEMP_BYTES_PER_ARGUMENT * len(c.args)
+            for c in plan.instructions
+            if c.kind == "KernelCall"
+        ),
+        default=0,
+    )
+
+
+def runtime_overhead(pte: bytes, temp_bytes: int | None = None) -> RuntimeOverhead:
+    """What ``Method::load`` of ``forward`` allocates from the method allocator on a 32-bit
+    core given a temporary allocator of ``temp_bytes`` (default :func:`load_temp_bytes`, as
+    the runner and the Zephyr module give it; 0: none): the allocations of ExecuTorch's
+    ``Method::load``/``init``, ``parse_values``, ``parseTensor``, ``parseTensorList`` and
+    ``resolve_operator``, in their order, each at its alignment. ``tests/target`` compares it
+    with what the runtime reports it used."""
+    plan = forward_plan(pte)
+    temp_bytes = load_temp_bytes(pte) if temp_bytes is None else temp_bytes
     bump = _Bump()
     parts = dict.fromkeys(("values", "tensors", "lists", "instructions", "fixed"), 0)
-    # Method::load: a PlatformMemoryAllocator stands in for the missing temporary allocator;
+    # Method::load: without a temporary allocator, a PlatformMemoryAllocator stands in;
     # init: the values, the delegate array, the chains
-    parts["fixed"] += bump.take(PLATFORM_ALLOCATOR_BYTES)
+    if temp_bytes == 0:
+        parts["fixed"] += bump.take(PLATFORM_ALLOCATOR_BYTES)
     parts["values"] += bump.take(EVALUE_BYTES * len(plan.values), 8)
     if plan.inputs:
         parts["values"] += bump.take(len(plan.inputs), 1)  # input_set_
@@ -193,7 +217,8 @@ def runtime_overhead(pte: bytes) -> RuntimeOverhead:
             if call.kind not in ("KernelCall", "DelegateCall"):
                 continue
             parts["instructions"] += bump.take(POINTER_BYTES * len(call.args))
-            if call.kind == "KernelCall":  # resolve_operator's TensorMeta, dim orders
+            in_temp = TEMP_BYTES_PER_ARGUMENT * len(call.args) <= temp_bytes
+            if call.kind == "KernelCall" and not in_temp:  # resolve_operator's TensorMeta
                 parts["instructions"] += bump.take(TENSOR_META_BYTES * len(call.args))
                 for index in call.args:
                     if plan.values[index].kind == "Tensor":

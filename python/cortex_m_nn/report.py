@@ -14,7 +14,12 @@ from cortex_m_nn.layer_snr import LayerSnr
 from cortex_m_nn.memory_plan import CONSTANT_KINDS
 from cortex_m_nn.passes.records import OpRecord
 from cortex_m_nn.program_io import ProgramIo
-from cortex_m_nn.pte import RUNTIME_OVERHEAD_FORMULA, constant_bytes, runtime_overhead
+from cortex_m_nn.pte import (
+    RUNTIME_OVERHEAD_FORMULA,
+    constant_bytes,
+    load_temp_bytes,
+    runtime_overhead,
+)
 from cortex_m_nn.rewrites import rewrite_for
 from cortex_m_nn.verify import MAX_LSB, Verification
 
@@ -26,6 +31,7 @@ def memory(compiled: CompiledProgram) -> dict[str, Any]:
         "constants": dict(plan.constants),
         "pte_constant_bytes": constant_bytes(compiled.pte),
         "runtime_overhead_bytes": runtime_overhead(compiled.pte).total,
+        "load_temp_bytes": load_temp_bytes(compiled.pte),
         "runtime_overhead_is_estimate": True,
         "runtime_overhead_formula": RUNTIME_OVERHEAD_FORMULA,
     }
@@ -279,7 +285,8 @@ def memory_lines(memory: dict[str, Any]) -> list[str]:
         "shared in the arena",
         f"  constants (.pte)     {constants['total']:>10,} B  {kinds}",
         f"  runtime overhead   ≈ {memory['runtime_overhead_bytes']:>10,} B  ExecuTorch method "
-        "allocator (estimate)",
+        f"allocator (estimate), and {memory['load_temp_bytes']:,} B of temporary allocator "
+        "while loading",
     ]
 
 

@@ -212,8 +212,9 @@ def int_list_length(program: schema.Program, rng: random.Random) -> str | None:
     choice = rng.random()
     if choice < 0.4 and items:
         items.pop(rng.randrange(len(items)))
-    elif choice < 0.8:
-        items.append(rng.choice(items) if items else index - 1)
+    elif choice < 0.8:  # one more int: one of the list's, or any Int value of the plan
+        ints = [i for i, v in enumerate(plan.values) if isinstance(v.val, schema.Int)]
+        items.append(rng.choice(items or ints))
     else:
         items.clear()
     return f"{op}: list {index} length {before} -> {len(items)}"

@@ -1,6 +1,7 @@
 """``execution_graph``: a fully lowered graph written straight in the execution dialect gives
 ExecuTorch's ``torch.export`` → ``to_edge`` → ``to_executorch`` program byte for byte, with
-the same execution graph (names included) and the same memory plan.
+the same execution graph (names included) and the same memory plan — byte for byte without
+sharing equal constants, and as the same program with them shared (``shared_values``).
 
 The case table covers what the direct path writes: convolutions with scratch buffers and
 views (DS-CNN, on a core with MVE and one without: scratch sizes differ), views of views and
@@ -16,14 +17,17 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from executorch.exir._serialize._program import deserialize_pte_binary
 from tests.python.models import SharedConv, split
 from tests.quantized_models import QuantizedModels
 from tests.zoo import ZOO
 
 from cortex_m_nn import execution_graph
-from cortex_m_nn.compile import DIRECT, CompiledProgram, compile_quantized
+from cortex_m_nn.compile import DIRECT, CompiledProgram, compile_quantized, metadata
+from cortex_m_nn.memory_plan import memory_planning_pass
 from cortex_m_nn.ops.library import operator as cortex_m_nn_operator
 from cortex_m_nn.options import IoType
+from cortex_m_nn.shared_values import share_constants
 from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect
 
@@ -63,17 +67,32 @@ def test_same_program_as_the_retraced_path(
     case: str, core: str, quantized_models: QuantizedModels, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     compiled = _compile(quantized_models, case, core)
-    assert execution_graph.unsupported(compiled.io.graph) is None
+    io = compiled.io
+    assert execution_graph.unsupported(io.graph) is None
     direct = compiled.pte
     assert compiled.stages.edge_text == DIRECT  # the direct path was taken
     text, plan = compiled.stages.executorch_text, compiled.stages.memory.as_dict()
+    program = execution_graph.execution_program(
+        io.graph, io.program_inputs(compiled.model.example_inputs)
+    )
+    methods = metadata(compiled.abi, io)
+    unshared = execution_graph.serialise(program, methods, memory_planning_pass(), share=False)
+
     monkeypatch.setattr(execution_graph, "unsupported", lambda graph: "forced")
     compiled._pte = None
     retraced = compiled.pte
     assert compiled.stages.edge_text != DIRECT  # and now the re-traced one
-    assert direct == retraced
+    assert unshared == retraced  # without sharing: byte for byte
     assert text == compiled.stages.executorch_text
     assert plan == compiled.stages.memory.as_dict()
+    # with sharing: the re-traced program with its equal constants stored once
+    theirs = deserialize_pte_binary(retraced).program
+    theirs.execution_plan[0] = share_constants(theirs.execution_plan[0])
+    ours = deserialize_pte_binary(direct).program
+    assert ours == theirs
+    assert len(ours.execution_plan[0].values) < len(
+        deserialize_pte_binary(retraced).program.execution_plan[0].values
+    )
 
 
 def test_a_fallback_is_serialised_through_to_edge() -> None:

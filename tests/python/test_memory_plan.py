@@ -19,7 +19,7 @@ from cortex_m_nn.compile import compile_model
 from cortex_m_nn.memory_plan import ALIGNMENT, MemoryPlan, PlannedTensor
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.plot import render
-from cortex_m_nn.pte import runtime_overhead
+from cortex_m_nn.pte import load_temp_bytes, runtime_overhead
 from cortex_m_nn.target import Target
 
 from .models import conv_stack, pools, split, with_rms_norm
@@ -204,9 +204,15 @@ def test_runtime_overhead_counts_the_program(stack) -> None:
     tensors = [v.val for v in forward.values if type(v.val).__name__ == "Tensor"]
     assert overhead.tensors >= sum(32 + 4 * len(t.sizes) for t in tensors)
     calls = [i for c in forward.chains for i in c.instructions]
-    # kernel pointer, argument span, argument pointers, a TensorMeta per argument
-    assert overhead.instructions >= sum(12 + 16 * len(i.instr_args.args) for i in calls)
-    assert overhead.fixed >= 28 + 16 * len(forward.chains)
+    # kernel pointer, argument span, argument pointers (the TensorMeta lists go to the
+    # load-time temporary allocator, which holds the call with the most arguments)
+    assert overhead.instructions >= sum(12 + 4 * len(i.instr_args.args) for i in calls)
+    most = max(len(i.instr_args.args) for i in calls)
+    assert load_temp_bytes(stack.pte) == 28 * most
+    without = runtime_overhead(stack.pte, temp_bytes=0)  # no temporary allocator at all
+    assert without.instructions >= sum(12 + 16 * len(i.instr_args.args) for i in calls)
+    assert without.fixed >= 28 + 16 * len(forward.chains)
+    assert overhead.fixed >= 16 * len(forward.chains)
     assert overhead.total == (
         overhead.values + overhead.tensors + overhead.lists + overhead.instructions + overhead.fixed
     )

@@ -181,6 +181,16 @@ def _reference_results(data: bytes) -> dict[str, object]:
         "constant_storage_bytes": sum(len(b.storage) for b in program.constant_buffer),
         "pte_metadata": metadata,
         "runtime_overhead": _reference_overhead(plan),
+        "load_temp_bytes": 28
+        * max(
+            (
+                len(i.instr_args.args)
+                for c in plan.chains
+                for i in c.instructions
+                if isinstance(i.instr_args, schema.KernelCall)
+            ),
+            default=0,
+        ),
         "planned_buffer_sizes": list(plan.non_const_buffer_sizes[1:]),
         "scratch_buffer_sizes": _reference_scratch(plan),
         "forward_io": (len(plan.inputs), len(plan.outputs)),
@@ -189,8 +199,10 @@ def _reference_results(data: bytes) -> dict[str, object]:
 
 def _reference_overhead(plan: schema.ExecutionPlan) -> pte.RuntimeOverhead:
     """The same allocations, listed from ExecuTorch's own deserialised plan: (part, bytes,
-    alignment) in Method::load's order, then laid out."""
-    allocations = [("fixed", pte.PLATFORM_ALLOCATOR_BYTES, 4)]
+    alignment) in Method::load's order, then laid out. The firmware's temporary allocator
+    holds every call's TensorMeta list (28 B per argument, for the call with the most): no
+    PlatformMemoryAllocator and no TensorMeta in the method allocator."""
+    allocations = []
     allocations += [("values", 16 * len(plan.values), 8), ("values", len(plan.inputs), 1)]
     for value in plan.values:
         val = value.val
@@ -215,11 +227,6 @@ def _reference_overhead(plan: schema.ExecutionPlan) -> pte.RuntimeOverhead:
             call = instruction.instr_args
             if isinstance(call, schema.KernelCall | schema.DelegateCall):
                 allocations.append(("instructions", 4 * len(call.args), 4))
-            if isinstance(call, schema.KernelCall):
-                allocations.append(("instructions", 12 * len(call.args), 4))
-                for index in call.args:
-                    if isinstance(plan.values[index].val, schema.Tensor):
-                        allocations.append(("instructions", len(plan.values[index].val.sizes), 1))
     parts = dict.fromkeys(("values", "tensors", "lists", "instructions", "fixed"), 0)
     end = 0
     for part, size, alignment in allocations:
