@@ -227,9 +227,18 @@ def measure_peers(
                 "executorch": {"runtime_optimization": runtime_optimization},
                 "tflm": {"int8_registrations": tflm_int8},
             }[name]
-            found[name] = module.measure(
-                models, cores, build_dir / f"peer-{name}", plugin, **options
-            )
+            known = getattr(module, "MODELS", None)  # TFLM: the MLPerf Tiny models only
+            runs = [m for m in models if known is None or m in known]
+            found[name] = {
+                (m, c.name): {"error": f"{name} has no counterpart of {m}"}
+                for c in cores
+                for m in models
+                if m not in runs
+            }
+            if runs:
+                found[name] |= module.measure(
+                    runs, cores, build_dir / f"peer-{name}", plugin, **options
+                )
         except Exception as error:  # noqa: BLE001 - a peer's failure is a cell, not a crash
             reason = " ".join(f"{type(error).__name__}: {error}".split())[:300]
             found[name] = {(m, c.name): {"error": reason} for c in cores for m in models}
@@ -263,9 +272,13 @@ def peer_table(rows: list[dict], peers: dict[str, dict[tuple[str, str], dict]]) 
             )
         memory.append(f"  {r['model']:<18}{r['core']:<5}" + "; ".join(sizes))
     lines += ["", "flash / RAM of each image (B; RAM = .data + .bss):", *memory]
-    errors = sorted(
-        {f"  {n}: {cell['error']}" for n in names for cell in peers[n].values() if "error" in cell}
-    )
+    failed = [
+        (n, m, c, cell["error"])
+        for n in names
+        for (m, c), cell in peers[n].items()
+        if "error" in cell
+    ]
+    errors = sorted({f"  {n} {model} {core}: {error}" for n, model, core, error in failed})
     return "\n".join(lines + (["", "not measured:", *errors] if errors else []))
 
 

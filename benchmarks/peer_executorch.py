@@ -267,16 +267,23 @@ def measure_core(
     ready = [n for n in models if n not in results]
     if not ready:
         return results
-    try:  # pass 1: a generous method allocator, to read what the method uses
+    try:  # pass 1: a generous method allocator, to read what each method uses
         build(core, models_dir, root / "build", dict.fromkeys(ready), runtime_optimization)
-        used: dict[str, int | None] = {}
-        for name in ready:
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        return {**results, **{name: {"error": _one_line(error)} for name in ready}}
+    used: dict[str, int | None] = {}
+    for name in ready:  # a model the peer cannot run is that model's cell, not the core's
+        try:
             found = _run(root / "build" / f"peer_{name}.elf", core).method_allocator_used()
             if found is None:
                 raise RuntimeError(f"{name}: the runner printed no method allocator use")
             used[name] = found
-        # pass 2: pools of exactly those sizes
-        build(core, models_dir, root / "build", used, runtime_optimization)
+        except (RuntimeError, subprocess.TimeoutExpired) as error:
+            results[name] = {"error": _one_line(error)}
+    ready = list(used)
+    try:  # pass 2: pools of exactly those sizes
+        if ready:
+            build(core, models_dir, root / "build", used, runtime_optimization)
     except (RuntimeError, subprocess.TimeoutExpired) as error:
         return {**results, **{name: {"error": _one_line(error)} for name in ready}}
     for name in ready:
