@@ -8,9 +8,9 @@ and ``aten.view``, and its nodes already carry their fake values. :func:`executi
 writes the graph ``to_executorch`` would hand its memory planner — every constant a
 placeholder (``b_<name>``, the buffer torch.export lifts), each call's outputs ``memory.alloc``
 nodes followed by the call's out variant, each ``view`` a ``memory.view`` sharing its base's
-storage, every node's ``TensorSpec`` as ``SpecPropPass`` makes it — and ``to_pte`` then runs
+storage, every node's ``TensorSpec`` as ``SpecPropPass`` makes it — and :func:`serialise` runs
 the same last steps as ``to_executorch``: ExecuTorch's memory planning pass (our algorithms)
-and its emitter and serialiser, storing equal constant arguments once (``shared_values``).
+and its emitter and serialiser, storing interchangeable values once (``shared_values``).
 Without that sharing the ``.pte`` is byte-identical with the re-traced path's, and with it the
 same program as the re-traced one's with its values shared
 (``tests/python/test_execution_graph.py``); a graph outside this subset (a float fallback, a
@@ -164,14 +164,13 @@ class _Builder:
         )
 
 
-def _replace(graph: Graph, node: Node, target: Any, name: str, kwargs: dict) -> Node:
-    """``node`` as a call of ``target`` named as ExecuTorch's passes name it."""
+def _rename(graph: Graph, node: Node, name: str) -> None:
+    """``node`` named ``name`` as ExecuTorch's passes name it (``_1`` … when taken)."""
     with graph.inserting_before(node):
-        new = graph.create_node("call_function", target, node.args, kwargs, name=name)
+        new = graph.create_node("call_function", node.target, node.args, node.kwargs, name=name)
     new.meta.update(node.meta)
     node.replace_all_uses_with(new)
     graph.erase_node(node)
-    return new
 
 
 def _to_out_variant(graph: Graph, node: Node) -> None:
@@ -197,7 +196,7 @@ def _edge_names(graph: Graph) -> None:
             name = "aten_view_copy_default"
         else:
             continue
-        _replace(graph, node, node.target, name, dict(node.kwargs))
+        _rename(graph, node, name)
 
 
 def to_execution_dialect(program: ExportedProgram) -> ExportedProgram:
@@ -239,13 +238,13 @@ def serialise(
     share: bool = True,
 ) -> bytes:
     """What ``to_executorch`` does after its passes — plan memory (in place), emit,
-    serialise — with equal constant arguments stored once (``shared_values``) unless
+    serialise — with interchangeable values stored once (``shared_values``) unless
     ``share`` is false (then the bytes are ``to_executorch``'s own)."""
     planning.run(program.graph_module, program.graph_signature)
     emitted = emit_program({"forward": program}, False, constant_methods)
     plans = emitted.program.execution_plan
     if share:
-        plans[0] = shared_values.share_constants(plans[0])
+        plans[0] = shared_values.share_values(plans[0])
     config = ExecutorchBackendConfig(memory_planning_pass=planning)
     pte = serialize_pte_binary(
         PTEFile(program=emitted.program, mutable_data=emitted.mutable_data),

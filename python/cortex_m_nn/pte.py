@@ -159,15 +159,12 @@ def load_temp_bytes(pte: bytes) -> int:
     lookup's ``TensorMeta`` list in the method allocator: ``resolve_operator`` uses one only
     when it holds ``TEMP_BYTES_PER_ARGUMENT`` per argument, and empties it after each call.
     The runner and the Zephyr module give ``forward`` one of this size (at least)."""
-    plan = forward_plan(pte)
-    return max(
-        (
-            TEMP_BYTES_PER_ARGUMENT * len(c.args)
-            for c in plan.instructions
-            if c.kind == "KernelCall"
-        ),
-        default=0,
-    )
+    return _load_temp_bytes(forward_plan(pte))
+
+
+def _load_temp_bytes(plan: ExecutionPlan) -> int:
+    calls = [c for c in plan.instructions if c.kind == "KernelCall"]
+    return max((TEMP_BYTES_PER_ARGUMENT * len(c.args) for c in calls), default=0)
 
 
 def runtime_overhead(pte: bytes, temp_bytes: int | None = None) -> RuntimeOverhead:
@@ -178,7 +175,7 @@ def runtime_overhead(pte: bytes, temp_bytes: int | None = None) -> RuntimeOverhe
     ``resolve_operator``, in their order, each at its alignment. ``tests/target`` compares it
     with what the runtime reports it used."""
     plan = forward_plan(pte)
-    temp_bytes = load_temp_bytes(pte) if temp_bytes is None else temp_bytes
+    temp_bytes = _load_temp_bytes(plan) if temp_bytes is None else temp_bytes
     bump = _Bump()
     parts = dict.fromkeys(("values", "tensors", "lists", "instructions", "fixed"), 0)
     # Method::load: without a temporary allocator, a PlatformMemoryAllocator stands in;

@@ -6,7 +6,7 @@ ExecuTorch's emitter writes a new value for every argument of every call: DS-CNN
 of them describing the same bytes (the memory plan puts tensors that do not live at the same
 time at the same offset). On the device each value is a 16-byte ``EValue`` in the method
 allocator; each tensor adds a 32-byte ``TensorImpl`` and its strides, each int list its boxed
-and unboxed items. :func:`share_constants` keeps the first of each set of interchangeable
+and unboxed items. :func:`share_values` keeps the first of each set of interchangeable
 values and points every reference at it (DS-CNN: 236 values → 87):
 
 * equal ``Int``, ``Double``, ``Bool``, ``None``, ``IntList``, ``BoolList``, ``DoubleList``
@@ -91,7 +91,7 @@ def _renumber(chain: Chain, remap: dict[int, int]) -> Chain:
     )
 
 
-def share_constants(plan: ExecutionPlan) -> ExecutionPlan:
+def share_values(plan: ExecutionPlan) -> ExecutionPlan:
     """``plan`` with each set of interchangeable values stored once (see the module)."""
     if not shareable(plan):
         raise ValueError(f"{plan.name} calls kernels that may write scalar values")

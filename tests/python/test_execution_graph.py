@@ -27,7 +27,7 @@ from cortex_m_nn.compile import DIRECT, CompiledProgram, compile_quantized, meta
 from cortex_m_nn.memory_plan import memory_planning_pass
 from cortex_m_nn.ops.library import operator as cortex_m_nn_operator
 from cortex_m_nn.options import IoType
-from cortex_m_nn.shared_values import share_constants
+from cortex_m_nn.shared_values import share_values
 from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect
 
@@ -87,7 +87,7 @@ def test_same_program_as_the_retraced_path(
     assert plan == compiled.stages.memory.as_dict()
     # with sharing: the re-traced program with its equal constants stored once
     theirs = deserialize_pte_binary(retraced).program
-    theirs.execution_plan[0] = share_constants(theirs.execution_plan[0])
+    theirs.execution_plan[0] = share_values(theirs.execution_plan[0])
     ours = deserialize_pte_binary(direct).program
     assert ours == theirs
     assert len(ours.execution_plan[0].values) < len(

@@ -1,4 +1,4 @@
-"""``shared_values.share_constants`` on hand-made plans: which values are shared, and every
+"""``shared_values.share_values`` on hand-made plans: which values are shared, and every
 reference to a value (kernel arguments, list items, inputs, outputs) still names an equal one."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from executorch.exir.schema import (
     TensorShapeDynamism,
 )
 
-from cortex_m_nn.shared_values import share_constants
+from cortex_m_nn.shared_values import share_values
 
 
 def _tensor(offset: int = 0, size: int = 4) -> EValue:
@@ -90,7 +90,7 @@ CASES = {
 def test_equal_constants_are_stored_once(case: str) -> None:
     values, calls, left = CASES[case]
     plan = _plan(values, calls)
-    shared = share_constants(plan)
+    shared = share_values(plan)
     assert len(shared.values) == left
     before = [[_resolved(plan, a) for a in call] for call in calls]
     after = [
@@ -104,4 +104,4 @@ def test_equal_constants_are_stored_once(case: str) -> None:
 def test_a_program_with_other_kernels_is_refused() -> None:
     plan = _plan([_tensor(), EValue(Int(1)), _tensor()], [[0, 1, 2]], "aten::sym_size")
     with pytest.raises(ValueError, match="may write scalar values"):
-        share_constants(plan)
+        share_values(plan)
