@@ -373,6 +373,7 @@ foreach(_cmnn_kernel IN LISTS CORTEX_M_NN_MODEL_KERNELS)
 endforeach()
 zephyr_library_sources(
   "${CORTEX_M_NN_ROOT}/kernels/abi.cpp"
+  "${CORTEX_M_NN_ROOT}/kernels/call_mode.cpp"
   "${_cmnn_generated}/cortex_m_nn_register.cpp"
   "${_cmnn_out}/cortex_m_nn_model.c"
   "${CORTEX_M_NN_ROOT}/src/model.cpp")

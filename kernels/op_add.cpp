@@ -8,7 +8,7 @@ namespace cortex_m_nn {
 namespace native {
 
 void add_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input1,
     const Tensor& input2,
     int64_t input1_offset,

@@ -8,7 +8,7 @@ namespace cortex_m_nn {
 namespace native {
 
 void avg_pool2d_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     IntArrayRef kernel_size,
     IntArrayRef stride,
@@ -26,9 +26,11 @@ void avg_pool2d_out(
           activation_min, activation_max, out, &args)) {
     return;
   }
-  cmsis_nn_context buffer{};
-  const int32_t required = arm_avgpool_s8_get_buffer_size(args.output_dims.w, args.input_dims.c);
-  if (!scratch_context(context, kOp, scratch, required, &buffer)) {
+  cmsis_nn_context buffer;
+  const auto required = [&] {
+    return arm_avgpool_s8_get_buffer_size(args.output_dims.w, args.input_dims.c);
+  };
+  if (!scratch_context(context, kOp, scratch, required, &buffer) || !context.computes()) {
     return;
   }
   check_status(

@@ -18,7 +18,7 @@ bool broadcasts(int32_t a, int32_t b, int32_t out) {
 }  // namespace
 
 void batch_matmul_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& lhs,
     const Tensor& rhs_transposed,
     int64_t lhs_offset,
@@ -61,8 +61,8 @@ void batch_matmul_out(
   cmsis_nn_context buffer{};
   // The filter dims CMSIS-NN sizes the kernel sums from: n = columns, c = rows of the rhs.
   const cmsis_nn_dims filter_dims{rhs_dims.c, 1, 1, rhs_dims.w};
-  const int32_t kernel_sums = arm_fully_connected_s8_get_buffer_size(&filter_dims);
-  if (!scratch_context(context, kOp, scratch, kernel_sums, &buffer)) {
+  const auto kernel_sums = [&] { return arm_fully_connected_s8_get_buffer_size(&filter_dims); };
+  if (!scratch_context(context, kOp, scratch, kernel_sums, &buffer) || !context.computes()) {
     return;
   }
   const cmsis_nn_bmm_params params{false, false, q.params()};

@@ -27,7 +27,7 @@ void wzyx(const Tensor& tensor, int64_t shape[4]) {
 }  // namespace
 
 void concat_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     executorch::aten::ArrayRef<Tensor> inputs,
     int64_t dim,
     Tensor& out) {
@@ -62,6 +62,9 @@ void concat_out(
       "concat",
       "inputs add up to %d along dim %d, out has %d", (int)along, (int)dim,
       (int)out_shape[d4]);
+  if (!context.computes()) {
+    return;
+  }
   int8_t* destination = out.mutable_data_ptr<int8_t>();
   uint32_t offset = 0;
   for (const Tensor& input : inputs) {

@@ -52,7 +52,7 @@ bool mve_one_by_n_cannot_pad(const ConvArgs& args, const cmsis_nn_conv_params& p
 }  // namespace
 
 void conv2d_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     const Tensor& weight,
     const Tensor& bias,
@@ -78,12 +78,13 @@ void conv2d_out(
   }
   const auto params = args.params<cmsis_nn_conv_params>();
   const bool direct = mve_one_by_n_cannot_pad(args, params);
-  cmsis_nn_context buffer{};
-  const int32_t required = direct
-      ? arm_convolve_s8_get_buffer_size(&args.input_dims, &args.filter_dims)
-      : arm_convolve_wrapper_s8_get_buffer_size(
-            &params, &args.input_dims, &args.filter_dims, &args.output_dims);
-  if (scratch_context(context, "conv2d", scratch, required, &buffer)) {
+  cmsis_nn_context buffer;
+  const auto required = [&] {
+    return direct ? arm_convolve_s8_get_buffer_size(&args.input_dims, &args.filter_dims)
+                  : arm_convolve_wrapper_s8_get_buffer_size(
+                        &params, &args.input_dims, &args.filter_dims, &args.output_dims);
+  };
+  if (scratch_context(context, "conv2d", scratch, required, &buffer) && context.computes()) {
     check_status(
         context,
         "conv2d",

@@ -8,7 +8,7 @@ namespace cortex_m_nn {
 namespace native {
 
 void depthwise_conv2d_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     const Tensor& weight,
     const Tensor& bias,
@@ -44,10 +44,13 @@ void depthwise_conv2d_out(
   }
   auto params = args.params<cmsis_nn_dw_conv_params>();
   params.ch_mult = static_cast<int32_t>(depth_multiplier);
-  cmsis_nn_context buffer{};
-  const int32_t required = arm_depthwise_conv_wrapper_s8_get_buffer_size(
-      &params, &args.input_dims, &args.filter_dims, &args.output_dims);
-  if (scratch_context(context, "depthwise_conv2d", scratch, required, &buffer)) {
+  cmsis_nn_context buffer;
+  const auto required = [&] {
+    return arm_depthwise_conv_wrapper_s8_get_buffer_size(
+        &params, &args.input_dims, &args.filter_dims, &args.output_dims);
+  };
+  if (scratch_context(context, "depthwise_conv2d", scratch, required, &buffer) &&
+      context.computes()) {
     check_status(
         context,
         "depthwise_conv2d",

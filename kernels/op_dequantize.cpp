@@ -51,7 +51,7 @@ void dequantize_run(
 }  // namespace
 
 void dequantize_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     double scale,
     int64_t zero_point,

@@ -12,7 +12,7 @@ namespace {
 // CMSIS-NN's context for arm_fully_connected_s8: the program's kernel sums on MVE (which
 // needs them), nothing elsewhere. Fails the call when the .pte was compiled for the other.
 bool kernel_sums_buffer(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const std::optional<Tensor>& kernel_sums,
     cmsis_nn_context* buffer) {
 #if defined(ARM_MATH_MVEI)
@@ -40,7 +40,7 @@ bool kernel_sums_buffer(
 }  // namespace
 
 void linear_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     const Tensor& weight,
     const std::optional<Tensor>& bias,
@@ -92,6 +92,9 @@ void linear_out(
     return;
   }
 
+  if (!context.computes()) {
+    return;
+  }
   const cmsis_nn_fc_params params = q.params();
   const cmsis_nn_per_tensor_quant_params quant = q.quant();
   const cmsis_nn_dims input_dims{batches, 1, 1, in_features};

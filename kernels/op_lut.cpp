@@ -26,7 +26,7 @@ ssize_t table_count(const Tensor& table) {
 
 }  // namespace
 
-void lut_out(KernelRuntimeContext& context, const Tensor& input, const Tensor& table, Tensor& out) {
+void lut_out(CallContext& context, const Tensor& input, const Tensor& table, Tensor& out) {
   const ssize_t channels = table_count(table);
   const bool innermost = channels == 1 ||
       (channels > 1 && input.dim() > 0 && input.size(input.dim() - 1) == channels);
@@ -37,6 +37,9 @@ void lut_out(KernelRuntimeContext& context, const Tensor& input, const Tensor& t
       "lut",
       "input and out must be int8 of the same size and table int8[256] or int8[C, 256] with C "
       "the input's innermost dim");
+  if (!context.computes()) {
+    return;
+  }
   const int8_t* source = input.const_data_ptr<int8_t>();
   const int8_t* entries = table.const_data_ptr<int8_t>();
   int8_t* destination = out.mutable_data_ptr<int8_t>();

@@ -8,7 +8,7 @@ namespace cortex_m_nn {
 namespace native {
 
 void max_pool2d_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     IntArrayRef kernel_size,
     IntArrayRef stride,
@@ -21,6 +21,9 @@ void max_pool2d_out(
   if (!prepare_pool(
           context, "max_pool2d", input, kernel_size, stride, padding, ceil_mode,
           activation_min, activation_max, out, &args)) {
+    return;
+  }
+  if (!context.computes()) {
     return;
   }
   const cmsis_nn_context no_buffer{nullptr, 0};

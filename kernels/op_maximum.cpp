@@ -7,7 +7,7 @@ namespace cortex_m_nn {
 namespace native {
 
 void maximum_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input1,
     const Tensor& input2,
     Tensor& out) {

@@ -7,7 +7,7 @@ namespace cortex_m_nn {
 namespace native {
 
 void pad_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     IntArrayRef pre_pad,
     IntArrayRef post_pad,
@@ -35,6 +35,9 @@ void pad_out(
     size[d] = static_cast<int32_t>(input.size(i));
     pre[d] = static_cast<int32_t>(pre_pad[i]);
     post[d] = static_cast<int32_t>(post_pad[i]);
+  }
+  if (!context.computes()) {
+    return;
   }
   const cmsis_nn_dims input_size{size[0], size[1], size[2], size[3]};
   const cmsis_nn_dims pre_dims{pre[0], pre[1], pre[2], pre[3]};

@@ -70,7 +70,7 @@ void quantize_run(
 }  // namespace
 
 void quantize_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     double scale,
     int64_t zero_point,

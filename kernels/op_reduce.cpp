@@ -76,7 +76,7 @@ int8_t extreme(const int8_t* data, const Walk& walk, bool largest) {
 }  // namespace
 
 void reduce_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     IntArrayRef dims,
     int64_t kind,
@@ -85,10 +85,12 @@ void reduce_out(
     int64_t output_multiplier,
     int64_t output_shift,
     Tensor& out) {
-  Walk walk;
+  Walk walk;  // prepared in every call: the walk is what the loop below follows
+  const bool walks =
+      same_rank(input, out, ScalarType::Char, 1, 4) && prepare(input, dims, out, &walk);
   CORTEX_M_NN_CHECK(
       context,
-      same_rank(input, out, ScalarType::Char, 1, 4) && prepare(input, dims, out, &walk),
+      walks,
       "reduce",
       "input and out must be int8 of one rank 1-4, dims sorted distinct dims of the input and "
       "out the input's shape with those dims 1");
@@ -104,6 +106,9 @@ void reduce_out(
       "reduce",
       "kind must be 0 (sum: at most 2^23 elements, int8 offsets, a requantization) or 1/2 "
       "(max/min: no requantization, integers 0)");
+  if (!context.computes()) {
+    return;
+  }
   const int8_t* source = input.const_data_ptr<int8_t>();
   int8_t* destination = out.mutable_data_ptr<int8_t>();
   for (int64_t o = 0; o < walk.outputs; ++o) {

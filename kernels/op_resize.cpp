@@ -116,7 +116,7 @@ void bilinear(
 }  // namespace
 
 void resize_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     const Tensor& rows,
     const Tensor& columns,
@@ -138,6 +138,9 @@ void resize_out(
       "rows/columns must be int16 tables of the output's height/width with indices inside the "
       "input and weights in 0..%d",
       static_cast<int>(kOne));
+  if (!context.computes()) {
+    return;
+  }
   const Shape shape{
       static_cast<int32_t>(input.size(0)), static_cast<int32_t>(input.size(1)),
       static_cast<int32_t>(input.size(2)), static_cast<int32_t>(input.size(3)),

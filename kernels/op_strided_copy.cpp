@@ -40,7 +40,7 @@ bool inside(IntArrayRef sizes, IntArrayRef strides, int64_t offset, int64_t nume
 }  // namespace
 
 void strided_copy_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     IntArrayRef sizes,
     IntArrayRef strides,
@@ -61,6 +61,9 @@ void strided_copy_out(
   CORTEX_M_NN_CHECK(
       context, inside(sizes, strides, offset, input.numel()), "strided_copy",
       "positions outside the input's %d elements", (int)input.numel());
+  if (!context.computes()) {
+    return;
+  }
   const int8_t* source = input.const_data_ptr<int8_t>();
   int8_t* target = out.mutable_data_ptr<int8_t>();
   const int64_t inner = sizes[rank - 1];

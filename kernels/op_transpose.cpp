@@ -7,7 +7,7 @@ namespace cortex_m_nn {
 namespace native {
 
 void transpose_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     IntArrayRef permutation,
     Tensor& out) {
@@ -46,6 +46,9 @@ void transpose_out(
       !narrow || (rank == 2 ? in[0] <= 65535 && in[1] <= 65535 : in[2] <= 65535 && in[3] <= 65535),
       "transpose",
       "a dimension above 65535 that CMSIS-NN counts in 16 bits");
+  if (!context.computes()) {
+    return;
+  }
   const cmsis_nn_dims input_dims{in[0], in[1], in[2], in[3]};
   const cmsis_nn_dims output_dims{o[0], o[1], o[2], o[3]};
   const cmsis_nn_transpose_params params{static_cast<int32_t>(rank), order};

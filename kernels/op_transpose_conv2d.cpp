@@ -9,7 +9,7 @@ namespace cortex_m_nn {
 namespace native {
 
 void transpose_conv2d_out(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const Tensor& input,
     const Tensor& weight,
     const Tensor& bias,
@@ -33,27 +33,32 @@ void transpose_conv2d_out(
   if (!prepare_conv(context, "transpose_conv2d", tensors, ConvWeight::kOhwi, quant, &args) ||
       !prepare_transposed_window(
           context, "transpose_conv2d", stride, padding, output_padding, &args) ||
-      !check_scratch_type(context, "transpose_conv2d", scratch)) {
+      (context.checks() && !check_scratch_type(context, "transpose_conv2d", scratch))) {
     return;
   }
   auto params = args.params<cmsis_nn_transpose_conv_params>();
   params.padding_offsets = {0, 0};
 
   const size_t planned = scratch.nbytes();
-  const int32_t working = arm_transpose_conv_s8_get_buffer_size(
-      &params, &args.input_dims, &args.filter_dims, &args.output_dims);
-  const int32_t reversed = arm_transpose_conv_s8_get_reverse_conv_buffer_size(
-      &params, &args.input_dims, &args.filter_dims);
-  if (reverse_conv_offset <= 0 || reverse_conv_offset % 4 != 0 ||
-      static_cast<size_t>(reverse_conv_offset) > planned || working > reverse_conv_offset ||
-      static_cast<int64_t>(planned) - reverse_conv_offset < reversed) {
-    ET_LOG(
-        Error,
-        "cortex_m_nn::transpose_conv2d: the .pte plans %u scratch bytes split at %d, CMSIS-NN "
-        "needs %d + %d on this %s build: recompile the model for the target these kernels were "
-        "built for",
-        (unsigned)planned, (int)reverse_conv_offset, (int)working, (int)reversed, kIsa);
-    context.fail(Error::InvalidProgram);
+  if (context.checks()) {
+    const int32_t working = arm_transpose_conv_s8_get_buffer_size(
+        &params, &args.input_dims, &args.filter_dims, &args.output_dims);
+    const int32_t reversed = arm_transpose_conv_s8_get_reverse_conv_buffer_size(
+        &params, &args.input_dims, &args.filter_dims);
+    if (reverse_conv_offset <= 0 || reverse_conv_offset % 4 != 0 ||
+        static_cast<size_t>(reverse_conv_offset) > planned || working > reverse_conv_offset ||
+        static_cast<int64_t>(planned) - reverse_conv_offset < reversed) {
+      ET_LOG(
+          Error,
+          "cortex_m_nn::transpose_conv2d: the .pte plans %u scratch bytes split at %d, "
+          "CMSIS-NN needs %d + %d on this %s build: recompile the model for the target these "
+          "kernels were built for",
+          (unsigned)planned, (int)reverse_conv_offset, (int)working, (int)reversed, kIsa);
+      context.fail(Error::InvalidProgram);
+      return;
+    }
+  }
+  if (!context.computes()) {
     return;
   }
   int8_t* base = scratch.mutable_data_ptr<int8_t>();

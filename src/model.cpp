@@ -21,6 +21,7 @@
 #include <executorch/runtime/platform/runtime.h>
 
 #include "cortex_m_nn/abi.h"
+#include "cortex_m_nn/call_mode.h"
 #include "cortex_m_nn_model.h"
 
 // --- the embedded program against this build's kernel ABI (cortex_m_nn/abi.h) -----------------
@@ -275,10 +276,51 @@ Status Model::load() {
   if (typed != Status::kOk) {
     return typed;
   }
+  const Status proven = prove_forward();
+  if (proven != Status::kOk) {
+    return proven;
+  }
   loaded_ = true;
   error_text[0] = '\0';
   return Status::kOk;
 }
+
+// ExecuTorch keeps every instruction's argument list in the method allocator, so the calls of
+// forward are the calls whose lists lie in method_pool. The proof pass steps through forward
+// (execute() would ask for inputs) with those calls in kCheckOnly; kernels that are not
+// cortex_m_nn's compute as usual, on a zeroed arena. A refused call fails the load, and
+// forward's calls stay checked. (Method::step() and its companions: see run_profiled.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+Status Model::prove_forward() {
+  const void* begin = method_pool;
+  const void* end = method_pool + sizeof(method_pool);
+  if (!set_call_mode(begin, end, CallMode::kCheckOnly)) {
+    return fail(Status::kLoadFailed, "no free slot to register forward's kernel calls "
+                "(cortex_m_nn::kCallModeRanges)");
+  }
+  memset(arena, 0, sizeof(arena));
+  Method& forward = method();
+  size_t call = 0;
+  Error error = Error::Ok;
+  do {
+    error = forward.step();  // one instruction
+    ++call;
+  } while (error == Error::Ok && forward.in_progress());
+  if (error == Error::Ok) {
+    error = forward.reset_execution();
+  }
+  if (error != Error::Ok) {
+    set_call_mode(begin, end, CallMode::kChecked);
+    return fail(Status::kLoadFailed, "kernel call %u of forward refused its arguments (error "
+                "0x%x): the log names the kernel and why; recompile the model with this "
+                "cortex-m-compile for this target", static_cast<unsigned>(call - 1),
+                static_cast<unsigned>(error));
+  }
+  set_call_mode(begin, end, CallMode::kProven);
+  return Status::kOk;
+}
+#pragma GCC diagnostic pop
 
 Status Model::check_io_types() {
   const MethodMeta meta = method().method_meta();
@@ -415,8 +457,8 @@ Status Model::run() {
 }
 
 // ExecuTorch marks Method::step(), in_progress() and reset_execution() experimental with the
-// deprecated attribute; only run_profiled uses them, so only here is that warning (an error
-// under Zephyr's -Werror builds) silenced.
+// deprecated attribute; only run_profiled and prove_forward use them, so only there is that
+// warning (an error under Zephyr's -Werror builds) silenced.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 Status Model::run_profiled(CallHook before, CallHook after, void* context) {

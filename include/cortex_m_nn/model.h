@@ -62,8 +62,9 @@ class Model {
   // .cortex_m_nn_model.
   static Model& embedded();
 
-  // Parse the program, check it was compiled for the kernels in this image, and load forward
-  // into the planned arena. Idempotent once it succeeded.
+  // Parse the program, check it was compiled for the kernels in this image, load forward into
+  // the planned arena and prove it: every kernel call checks its arguments once, here, and
+  // run() then computes without checking them again. Idempotent once it succeeded.
   Status load();
   bool loaded() const { return loaded_; }
 
@@ -123,6 +124,9 @@ class Model {
   Status place_planned_buffers(size_t* count);
   // Whether forward's input and output types are the ones cortex_m_nn_model.h records.
   Status check_io_types();
+  // Runs forward once with every kernel call checking its arguments and computing nothing,
+  // then marks its calls proven (kernels/include/cortex_m_nn/call_mode.h).
+  Status prove_forward();
   // set_input for either element type.
   Status set_input_values(size_t index, bool int8, const void* data, size_t size);
 

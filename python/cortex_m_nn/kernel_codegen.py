@@ -4,11 +4,12 @@
 ``.out`` schema and the operator ABI version. From it this writes:
 
 - ``cortex_m_nn_operators.h``: one declaration per operator,
-  ``void <name>_out(KernelRuntimeContext&, <inputs>, Tensor& out[, Tensor& scratch])``, which
+  ``void <name>_out(CallContext&, <inputs>, Tensor& out[, Tensor& scratch])``, which
   ``kernels/op_<name>.cpp`` defines; a kernel whose signature disagrees with the schema leaves
   the declared function undefined and the library fails to link.
-- ``cortex_m_nn_register.cpp``: a boxed entry point per operator that checks the number and
-  kinds of the arguments the program passes (so a ``.pte`` from another operator version is
+- ``cortex_m_nn_register.cpp``: a boxed entry point per operator that finds the call's mode
+  (``kernels/include/cortex_m_nn/call_mode.h``), checks the number and kinds of the arguments
+  the program passes unless a proof pass has (so a ``.pte`` from another operator version is
   refused with a message instead of misread) and registers it under ``cortex_m_nn::<name>.out``.
 
 ``--only`` restricts registration to the operators a program uses (selective build).
@@ -145,6 +146,8 @@ def header(version: int, operators: list[Operator]) -> str:
         "",
         "#include <executorch/runtime/kernel/kernel_includes.h>",
         "",
+        '#include "cortex_m_nn/call_mode.h"',
+        "",
         f"#define CORTEX_M_NN_OPS_VERSION {version}",
         "",
         "namespace cortex_m_nn {",
@@ -157,7 +160,7 @@ def header(version: int, operators: list[Operator]) -> str:
     ]
     for op in operators:
         params = ",\n    ".join(
-            ["KernelRuntimeContext& context"] + [f"{a.cpp_type} {a.name}" for a in op.arguments]
+            ["CallContext& context"] + [f"{a.cpp_type} {a.name}" for a in op.arguments]
         )
         lines += [f"// {op.func}", f"void {op.name}_out(\n    {params});", ""]
     lines += ["}  // namespace native", "}  // namespace cortex_m_nn", ""]
@@ -234,22 +237,26 @@ _SOURCE_EPILOGUE = (
 
 
 def _boxed(op: Operator) -> list[str]:
-    """The boxed entry point of one operator: check the stack, then call the kernel."""
+    """The boxed entry point of one operator: the call's mode, the stack's checks (unless
+    proven), then the kernel."""
     lines = [
-        f"void {op.name}_boxed(KernelRuntimeContext& context, Span<EValue*> stack) {{",
-        f'  if (!arguments_match(context, stack, "{op.name}", {op.stack_size})) {{',
-        "    return;",
-        "  }",
+        f"void {op.name}_boxed(KernelRuntimeContext& runtime, Span<EValue*> stack) {{",
+        "  CallContext context(runtime, call_mode(stack.data()));",
+        "  if (context.checks()) {",
+        f'    if (!arguments_match(runtime, stack, "{op.name}", {op.stack_size})) {{',
+        "      return;",
+        "    }",
     ]
     for index, argument in enumerate(op.arguments):
         lines += [
-            "  {",
-            f"    const EValue* v = stack[{index}];",
-            f'    if (!argument_kind(context, {argument.check}, "{op.name}", {index})) {{',
-            "      return;",
+            "    {",
+            f"      const EValue* v = stack[{index}];",
+            f'      if (!argument_kind(runtime, {argument.check}, "{op.name}", {index})) {{',
+            "        return;",
+            "      }",
             "    }",
-            "  }",
         ]
+    lines.append("  }")
     calls = ",\n      ".join(["context"] + [a.convert(i) for i, a in enumerate(op.arguments)])
     return [*lines, f"  native::{op.name}_out(\n      {calls});", "}", ""]
 

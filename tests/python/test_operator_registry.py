@@ -62,7 +62,7 @@ def test_generated_registration_covers_each_operator(tmp_path: Path) -> None:
     for name, op in yaml_operators().items():
         assert f'Kernel("cortex_m_nn::{name}.out", {name}_boxed)' in source
         # arguments + one return value; the boxed entry refuses any other count
-        assert f'arguments_match(context, stack, "{name}", {len(op.arguments) + 1})' in source
+        assert f'arguments_match(runtime, stack, "{name}", {len(op.arguments) + 1})' in source
 
 
 def test_selective_registration(tmp_path: Path) -> None:

@@ -138,11 +138,12 @@ def test_a_core_without_the_configured_isa_is_refused(generated: Path) -> None:
 
 @pytest.mark.parametrize("core", list(CORES))
 def test_kernels_compile(generated: Path, core: str) -> None:
-    """Every kernel against the user's CMSIS-NN (its headers decide the code path)."""
+    """Every kernel (and the call modes they read) against the user's CMSIS-NN (its headers
+    decide the code path)."""
     if _cmsis_nn_include(generated) == generated / "stubs":
         pytest.skip("CMSIS_NN_PATH is not set: the kernels include CMSIS-NN's headers")
     includes, defines = _runtime_includes(generated, core)
-    for source in sorted((ROOT / "kernels").glob("op_*.cpp")):
+    for source in [*sorted((ROOT / "kernels").glob("op_*.cpp")), ROOT / "kernels/call_mode.cpp"]:
         result = _compile(source, includes, *defines, core=core)
         assert result.returncode == 0, f"{source.name}: {result.stderr}"
 

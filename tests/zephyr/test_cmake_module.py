@@ -118,7 +118,13 @@ def test_builds_only_the_kernels_the_model_calls(cmake, hello_pte, tmp_path) -> 
     )
     assert kernels == sorted(HELLO_KERNELS)
     names = {Path(s).name for s in sources}
-    assert {"abi.cpp", "cortex_m_nn_register.cpp", "cortex_m_nn_model.c", "model.cpp"} <= names
+    assert {
+        "abi.cpp",
+        "call_mode.cpp",
+        "cortex_m_nn_register.cpp",
+        "cortex_m_nn_model.c",
+        "model.cpp",
+    } <= names
     assert kinds(tmp_path, "link") == ["libexecutorch"]
     # The registration registers exactly those operators.
     register = next(Path(s) for s in sources if s.endswith("cortex_m_nn_register.cpp"))

@@ -32,7 +32,7 @@ inline cmsis_nn_dims dims4(const Shape4& s) {
 // Inputs and out int8, ranks equal and <= 4, every input extent equal to out's or 1, out's
 // extents the broadcast of the inputs'. Fails the call otherwise.
 inline bool check_broadcast(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const char* op,
     const Tensor& a,
     const Tensor& b,
@@ -60,7 +60,7 @@ inline bool check_broadcast(
 // status; the first failure fails the call.
 template <typename Block>
 void for_each_row(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const char* op,
     const Tensor& a,
     const Tensor& b,

@@ -57,20 +57,22 @@ struct ConvQuant {
   int64_t activation_max;
 };
 
-// What CMSIS-NN's convolutions take besides their params struct and buffers.
+// What CMSIS-NN's convolutions take besides their params struct and buffers. Not
+// zero-initialised (that is a memset per call): prepare_conv and one of the window
+// preparations set every field.
 struct ConvArgs {
-  const ConvTensors* tensors = nullptr;
-  int32_t input_offset = 0;
-  int32_t output_offset = 0;
-  cmsis_nn_activation activation{};
-  cmsis_nn_tile stride{1, 1};
-  cmsis_nn_tile padding{0, 0};
-  cmsis_nn_tile dilation{1, 1};
-  cmsis_nn_per_channel_quant_params quant{};
-  cmsis_nn_dims input_dims{};
-  cmsis_nn_dims filter_dims{};
-  cmsis_nn_dims bias_dims{};
-  cmsis_nn_dims output_dims{};
+  const ConvTensors* tensors;
+  int32_t input_offset;
+  int32_t output_offset;
+  cmsis_nn_activation activation;
+  cmsis_nn_tile stride;
+  cmsis_nn_tile padding;
+  cmsis_nn_tile dilation;
+  cmsis_nn_per_channel_quant_params quant;
+  cmsis_nn_dims input_dims;
+  cmsis_nn_dims filter_dims;
+  cmsis_nn_dims bias_dims;
+  cmsis_nn_dims output_dims;
 
   // A CMSIS-NN params struct (cmsis_nn_conv_params, cmsis_nn_dw_conv_params,
   // cmsis_nn_transpose_conv_params) with the fields they all have filled in.
@@ -89,16 +91,13 @@ struct ConvArgs {
 
 // Input, weight and out 4-D int8 of one batch, weight in `layout` with out's channels (and
 // input's, channels_agree), bias/multipliers/shifts int32 [Cout] (shifts in CMSIS-NN's range),
-// offsets int32, activation range int8.
-// Fills `args` but the window (prepare_window, prepare_transposed_window); fails the call
-// otherwise.
-inline bool prepare_conv(
-    KernelRuntimeContext& context,
+// offsets int32, activation range int8: checked unless the call is proven.
+inline bool check_conv(
+    CallContext& context,
     const char* op,
     const ConvTensors& t,
     ConvWeight layout,
-    const ConvQuant& q,
-    ConvArgs* args) {
+    const ConvQuant& q) {
   if (!has_layout(t.input, ScalarType::Char, 4) || !has_layout(t.weight, ScalarType::Char, 4) ||
       !has_layout(t.out, ScalarType::Char, 4)) {
     return refuse(context, op, "input, weight and out must be 4-D int8");
@@ -132,6 +131,22 @@ inline bool prepare_conv(
     context.fail(Error::InvalidArgument);
     return false;
   }
+  return true;
+}
+
+// check_conv, then fills `args` but the window (prepare_window, prepare_transposed_window).
+inline bool prepare_conv(
+    CallContext& context,
+    const char* op,
+    const ConvTensors& t,
+    ConvWeight layout,
+    const ConvQuant& q,
+    ConvArgs* args) {
+  if (context.checks() && !check_conv(context, op, t, layout, q)) {
+    return false;
+  }
+  const int32_t c_out =
+      static_cast<int32_t>(layout == ConvWeight::kDepthwise ? t.weight.size(3) : t.weight.size(0));
   args->tensors = &t;
   args->input_offset = static_cast<int32_t>(q.input_offset);
   args->output_offset = static_cast<int32_t>(q.output_offset);
@@ -141,7 +156,7 @@ inline bool prepare_conv(
       const_cast<int32_t*>(t.shifts.const_data_ptr<int32_t>())};
   args->input_dims = nhwc_dims(t.input);
   args->filter_dims = nhwc_dims(t.weight);
-  args->bias_dims = cmsis_nn_dims{1, 1, 1, static_cast<int32_t>(c_out)};
+  args->bias_dims = cmsis_nn_dims{1, 1, 1, c_out};
   args->output_dims = nhwc_dims(t.out);
   return true;
 }
@@ -149,21 +164,23 @@ inline bool prepare_conv(
 // The window of conv2d and depthwise_conv2d: stride > 0, padding >= 0 and dilation > 0 as
 // (h, w) pairs, out's height and width the ones they give. Fills args' tiles.
 inline bool prepare_window(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const char* op,
     IntArrayRef stride,
     IntArrayRef padding,
     IntArrayRef dilation,
     ConvArgs* args) {
-  if (!positive_pair(stride) || !non_negative_pair(padding) || !positive_pair(dilation)) {
-    return refuse(context, op, "stride, padding and dilation must be valid (h, w) pairs");
-  }
-  const cmsis_nn_dims& in = args->input_dims;
-  const cmsis_nn_dims& filter = args->filter_dims;
-  const int64_t oh = window_extent(in.h, filter.h, stride[0], padding[0], dilation[0]);
-  const int64_t ow = window_extent(in.w, filter.w, stride[1], padding[1], dilation[1]);
-  if (!check_out_hw(context, op, "convolution", args->tensors->out, oh, ow)) {
-    return false;
+  if (context.checks()) {
+    if (!positive_pair(stride) || !non_negative_pair(padding) || !positive_pair(dilation)) {
+      return refuse(context, op, "stride, padding and dilation must be valid (h, w) pairs");
+    }
+    const cmsis_nn_dims& in = args->input_dims;
+    const cmsis_nn_dims& filter = args->filter_dims;
+    const int64_t oh = window_extent(in.h, filter.h, stride[0], padding[0], dilation[0]);
+    const int64_t ow = window_extent(in.w, filter.w, stride[1], padding[1], dilation[1]);
+    if (!check_out_hw(context, op, "convolution", args->tensors->out, oh, ow)) {
+      return false;
+    }
   }
   args->stride = tile(stride);
   args->padding = tile(padding);
@@ -174,25 +191,28 @@ inline bool prepare_window(
 // The window of transpose_conv2d: stride > 0, padding >= 0 and output padding >= 0 as (h, w)
 // pairs, out's height and width the ones they give. Fills args' tiles (dilation stays 1).
 inline bool prepare_transposed_window(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const char* op,
     IntArrayRef stride,
     IntArrayRef padding,
     IntArrayRef output_padding,
     ConvArgs* args) {
-  if (!positive_pair(stride) || !non_negative_pair(padding) ||
-      !non_negative_pair(output_padding)) {
-    return refuse(context, op, "stride, padding and output padding must be valid (h, w) pairs");
-  }
-  const cmsis_nn_dims& in = args->input_dims;
-  const cmsis_nn_dims& filter = args->filter_dims;
-  const int64_t oh = transposed_extent(in.h, filter.h, stride[0], padding[0], output_padding[0]);
-  const int64_t ow = transposed_extent(in.w, filter.w, stride[1], padding[1], output_padding[1]);
-  if (!check_out_hw(context, op, "transposed convolution", args->tensors->out, oh, ow)) {
-    return false;
+  if (context.checks()) {
+    if (!positive_pair(stride) || !non_negative_pair(padding) ||
+        !non_negative_pair(output_padding)) {
+      return refuse(context, op, "stride, padding and output padding must be valid (h, w) pairs");
+    }
+    const cmsis_nn_dims& in = args->input_dims;
+    const cmsis_nn_dims& filter = args->filter_dims;
+    const int64_t oh = transposed_extent(in.h, filter.h, stride[0], padding[0], output_padding[0]);
+    const int64_t ow = transposed_extent(in.w, filter.w, stride[1], padding[1], output_padding[1]);
+    if (!check_out_hw(context, op, "transposed convolution", args->tensors->out, oh, ow)) {
+      return false;
+    }
   }
   args->stride = tile(stride);
   args->padding = tile(padding);
+  args->dilation = cmsis_nn_tile{1, 1};
   return true;
 }
 

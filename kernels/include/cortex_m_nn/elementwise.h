@@ -46,18 +46,23 @@ struct OutputQuant {
 // block(x, y, out, n) for every output row. Fails the call otherwise.
 template <typename Block>
 void elementwise_rows(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const char* op,
     const Tensor& input1,
     const Tensor& input2,
     Tensor& out,
     bool parameters_valid,
     Block block) {
-  if (!check_broadcast(context, op, input1, input2, out)) {
-    return;
+  if (context.checks()) {
+    if (!check_broadcast(context, op, input1, input2, out)) {
+      return;
+    }
+    if (!parameters_valid) {
+      refuse(context, op, "quantization parameters out of CMSIS-NN's range");
+      return;
+    }
   }
-  if (!parameters_valid) {
-    refuse(context, op, "quantization parameters out of CMSIS-NN's range");
+  if (!context.computes()) {
     return;
   }
   for_each_row(context, op, input1, input2, out, block);

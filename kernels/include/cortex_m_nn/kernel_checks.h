@@ -79,7 +79,7 @@ inline cmsis_nn_per_tensor_quant_params per_tensor_quant(int64_t multiplier, int
 }
 
 // Log "cortex_m_nn::<op>: <message>" and fail the call; false, for `return refuse(...)`.
-inline bool refuse(KernelRuntimeContext& context, const char* op, const char* message) {
+inline bool refuse(CallContext& context, const char* op, const char* message) {
   ET_LOG(Error, "cortex_m_nn::%s: %s", op, message);
   context.fail(Error::InvalidArgument);
   return false;

@@ -2,7 +2,8 @@
 //
 // Every check logs one line naming the operator and the problem, marks the kernel call as
 // failed (the method's execute() then returns the error) and makes the kernel return: no
-// asserts, no aborts, no allocation.
+// asserts, no aborts, no allocation. Checks run unless the call is proven (context.checks(),
+// cortex_m_nn/call_mode.h); a kernel computes only if context.computes().
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,7 @@ extern "C" {
 }
 
 #include "cortex_m_nn/abi.h"
+#include "cortex_m_nn/call_mode.h"
 
 namespace cortex_m_nn {
 namespace native {
@@ -29,11 +31,12 @@ using executorch::runtime::KernelRuntimeContext;
 // The ISA this kernel library was compiled for, as the .pte names it ("mve", "dsp", "scalar").
 inline constexpr const char* kIsa = abi::kIsa;
 
-// Unless `condition` holds: log "cortex_m_nn::<op>: <message>", fail the call and return from
-// the (void) kernel. The message is a printf format literal followed by its arguments.
+// Unless the call is proven or `condition` holds: log "cortex_m_nn::<op>: <message>", fail the
+// call and return from the (void) kernel. The message is a printf format literal followed by
+// its arguments. `condition` is not evaluated in a proven call.
 #define CORTEX_M_NN_CHECK(context, condition, op, ...)                      \
   do {                                                                      \
-    if (!(condition)) {                                                     \
+    if ((context).checks() && !(condition)) {                               \
       ET_LOG(Error, "cortex_m_nn::" op ": " __VA_ARGS__);                   \
       (context).fail(::executorch::runtime::Error::InvalidArgument);        \
       return;                                                               \
@@ -77,7 +80,7 @@ inline bool is_int8_range(int64_t min, int64_t max) {
 
 // The planned scratch is int8, as the operators' schemas make it; fails the call otherwise (a
 // damaged .pte: its int8 data pointer would stop the process).
-inline bool check_scratch_type(KernelRuntimeContext& context, const char* op, const Tensor& scratch) {
+inline bool check_scratch_type(CallContext& context, const char* op, const Tensor& scratch) {
   if (is_type(scratch, ScalarType::Char)) {
     return true;
   }
@@ -86,30 +89,34 @@ inline bool check_scratch_type(KernelRuntimeContext& context, const char* op, co
   return false;
 }
 
-// The planned scratch buffer as CMSIS-NN's context. Fails the call when the plan gave less
-// than CMSIS-NN asks for on this build's ISA (a .pte compiled for another target) or the
-// scratch is not int8.
+// The planned scratch buffer as CMSIS-NN's context. Unless the call is proven, fails the call
+// when the plan gave less than CMSIS-NN asks for on this build's ISA (`required()`: a .pte
+// compiled for another target) or the scratch is not int8.
+template <typename Required>
 inline bool scratch_context(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const char* op,
     const Tensor& scratch,
-    int32_t required,
+    Required required_bytes,
     cmsis_nn_context* out) {
-  if (!check_scratch_type(context, op, scratch)) {
-    return false;
-  }
   const size_t planned = scratch.nbytes();
-  if (required < 0 || planned < static_cast<size_t>(required)) {
-    ET_LOG(
-        Error,
-        "cortex_m_nn::%s: the .pte plans %u scratch bytes, CMSIS-NN needs %d on this %s "
-        "build: recompile the model for the target these kernels were built for",
-        op,
-        static_cast<unsigned>(planned),
-        static_cast<int>(required),
-        kIsa);
-    context.fail(Error::InvalidProgram);
-    return false;
+  if (context.checks()) {
+    if (!check_scratch_type(context, op, scratch)) {
+      return false;
+    }
+    const int32_t required = required_bytes();
+    if (required < 0 || planned < static_cast<size_t>(required)) {
+      ET_LOG(
+          Error,
+          "cortex_m_nn::%s: the .pte plans %u scratch bytes, CMSIS-NN needs %d on this %s "
+          "build: recompile the model for the target these kernels were built for",
+          op,
+          static_cast<unsigned>(planned),
+          static_cast<int>(required),
+          kIsa);
+      context.fail(Error::InvalidProgram);
+      return false;
+    }
   }
   out->buf = planned ? scratch.mutable_data_ptr<int8_t>() : nullptr;
   out->size = static_cast<int32_t>(planned);
@@ -117,7 +124,7 @@ inline bool scratch_context(
 }
 
 // Log and fail the call when CMSIS-NN reports an error.
-inline void check_status(KernelRuntimeContext& context, const char* op, arm_cmsis_nn_status status) {
+inline void check_status(CallContext& context, const char* op, arm_cmsis_nn_status status) {
   if (status != ARM_CMSIS_NN_SUCCESS) {
     ET_LOG(Error, "cortex_m_nn::%s: CMSIS-NN returned status %d", op, static_cast<int>(status));
     context.fail(Error::Internal);

@@ -22,13 +22,13 @@ using MinMaxFunction = arm_cmsis_nn_status (*)(
     const cmsis_nn_dims*);
 
 inline void minmax(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const char* op,
     MinMaxFunction function,
     const Tensor& input1,
     const Tensor& input2,
     Tensor& out) {
-  if (!check_broadcast(context, op, input1, input2, out)) {
+  if (context.checks() && !check_broadcast(context, op, input1, input2, out)) {
     return;
   }
   const cmsis_nn_dims dims1 = dims4(shape4(input1));
@@ -37,7 +37,7 @@ inline void minmax(
   // CMSIS-NN's pointer walk is wrong for one pattern (extent 1 in w and c but not h, against
   // w > 1); collapsed shapes from the lowering never have it, so refuse it here.
   for (const cmsis_nn_dims* d : {&dims1, &dims2}) {
-    if (d->h > 1 && d->w == 1 && d->c == 1 && output_dims.w > 1) {
+    if (context.checks() && d->h > 1 && d->w == 1 && d->c == 1 && output_dims.w > 1) {
       ET_LOG(
           Error,
           "cortex_m_nn::%s: broadcast pattern [.., %d, 1, 1] against width %d is not "
@@ -46,6 +46,9 @@ inline void minmax(
       context.fail(Error::InvalidArgument);
       return;
     }
+  }
+  if (!context.computes()) {
+    return;
   }
   const cmsis_nn_context no_buffer{nullptr, 0};
   check_status(

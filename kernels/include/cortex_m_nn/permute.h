@@ -18,7 +18,7 @@ class PermutedWalk {
   // False (and the call failed) when `permutation` is not a permutation of input's dims or
   // `out` does not have the permuted shape. An empty permutation keeps the order.
   bool init(
-      KernelRuntimeContext& context,
+      CallContext& context,
       const char* op,
       const Tensor& input,
       IntArrayRef permutation,

@@ -12,12 +12,13 @@
 namespace cortex_m_nn {
 namespace native {
 
-// What CMSIS-NN's pools take besides their buffer and data.
+// What CMSIS-NN's pools take besides their buffer and data. prepare_pool sets every field (no
+// zero-initialisation: a memset per call).
 struct PoolArgs {
-  cmsis_nn_pool_params params{};
-  cmsis_nn_dims input_dims{};
-  cmsis_nn_dims filter_dims{};
-  cmsis_nn_dims output_dims{};
+  cmsis_nn_pool_params params;
+  cmsis_nn_dims input_dims;
+  cmsis_nn_dims filter_dims;
+  cmsis_nn_dims output_dims;
 };
 
 // Pooled positions along one dimension. ceil_mode as PyTorch's: the last window may run past
@@ -36,9 +37,9 @@ inline int64_t pooled_extent(
 
 // Input and out 4-D int8 NHWC of one batch and channel count, kernel_size and stride > 0 and
 // padding >= 0 as (h, w) pairs, activation range int8, out's height and width the pooled
-// ones. Fills `args`; fails the call otherwise.
-inline bool prepare_pool(
-    KernelRuntimeContext& context,
+// ones; fails the call otherwise.
+inline bool check_pool(
+    CallContext& context,
     const char* op,
     const Tensor& input,
     IntArrayRef kernel_size,
@@ -47,8 +48,7 @@ inline bool prepare_pool(
     bool ceil_mode,
     int64_t activation_min,
     int64_t activation_max,
-    const Tensor& out,
-    PoolArgs* args) {
+    const Tensor& out) {
   if (!has_layout(input, ScalarType::Char, 4) || !has_layout(out, ScalarType::Char, 4) ||
       out.size(0) != input.size(0) || out.size(3) != input.size(3)) {
     return refuse(
@@ -60,7 +60,24 @@ inline bool prepare_pool(
   }
   const int64_t oh = pooled_extent(input.size(1), kernel_size[0], stride[0], padding[0], ceil_mode);
   const int64_t ow = pooled_extent(input.size(2), kernel_size[1], stride[1], padding[1], ceil_mode);
-  if (!check_out_hw(context, op, "pooling", out, oh, ow)) {
+  return check_out_hw(context, op, "pooling", out, oh, ow);
+}
+
+// check_pool unless the call is proven, then fills `args`.
+inline bool prepare_pool(
+    CallContext& context,
+    const char* op,
+    const Tensor& input,
+    IntArrayRef kernel_size,
+    IntArrayRef stride,
+    IntArrayRef padding,
+    bool ceil_mode,
+    int64_t activation_min,
+    int64_t activation_max,
+    const Tensor& out,
+    PoolArgs* args) {
+  if (context.checks() && !check_pool(context, op, input, kernel_size, stride, padding,
+                                      ceil_mode, activation_min, activation_max, out)) {
     return false;
   }
   args->params.stride = tile(stride);

@@ -21,7 +21,7 @@ namespace native {
 // Fails the call otherwise.
 template <typename From, typename To, typename Convert>
 void convert_permuted(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const char* op,
     const char* types,
     const Tensor& input,
@@ -31,9 +31,9 @@ void convert_permuted(
     Tensor& out,
     Convert convert) {
   using executorch::runtime::CppTypeToScalarType;
-  if (!is_type(input, CppTypeToScalarType<From>::value) ||
+  if (context.checks() && (!is_type(input, CppTypeToScalarType<From>::value) ||
       !is_type(out, CppTypeToScalarType<To>::value) || !(scale > 0.0) || !std::isfinite(scale) ||
-      zero_point < -128 || zero_point > 127) {
+      zero_point < -128 || zero_point > 127)) {
     ET_LOG(
         Error,
         "cortex_m_nn::%s: %s, scale > 0 and zero point in [-128, 127]",
@@ -44,6 +44,9 @@ void convert_permuted(
   }
   PermutedWalk walk;
   if (!walk.init(context, op, input, permutation, out)) {
+    return;
+  }
+  if (!context.computes()) {
     return;
   }
   const From* source = input.const_data_ptr<From>();

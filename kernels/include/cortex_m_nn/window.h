@@ -45,7 +45,7 @@ inline int64_t transposed_extent(
 // Out's height and width (NHWC) against `oh` x `ow`; logs "out is HxW, the <what> gives
 // OHxOW" and fails the call when they differ.
 inline bool check_out_hw(
-    KernelRuntimeContext& context,
+    CallContext& context,
     const char* op,
     const char* what,
     const Tensor& out,
