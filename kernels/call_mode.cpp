@@ -1,8 +1,11 @@
-// The ranges of argument storage whose calls a proof pass covers (cortex_m_nn/call_mode.h).
-// Written only while a program loads; every kernel call reads them.
+// The ranges of argument storage whose calls a proof pass covers, and the proof pass
+// (cortex_m_nn/call_mode.h). The ranges are written only while a program loads; every kernel
+// call reads them.
 #include "cortex_m_nn/call_mode.h"
 
-#include <cstddef>
+#include <cstdint>
+
+#include <executorch/runtime/executor/method.h>
 
 namespace cortex_m_nn {
 namespace {
@@ -52,5 +55,30 @@ CallMode call_mode(const void* arguments) {
   }
   return CallMode::kChecked;
 }
+
+// Method::step(), in_progress() and reset_execution() carry ExecuTorch's deprecated
+// (experimental) attribute; Zephyr builds with -Werror.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+executorch::runtime::Error prove(
+    executorch::runtime::Method& method, const void* begin, const void* end,
+    size_t* instruction) {
+  using executorch::runtime::Error;
+  if (!set_call_mode(begin, end, CallMode::kCheckOnly)) {
+    return Error::MemoryAllocationFailed;
+  }
+  *instruction = 0;
+  Error error = method.step();
+  while (error == Error::Ok && method.in_progress()) {
+    ++*instruction;
+    error = method.step();
+  }
+  if (error == Error::Ok) {
+    error = method.reset_execution();
+  }
+  set_call_mode(begin, end, error == Error::Ok ? CallMode::kProven : CallMode::kChecked);
+  return error;
+}
+#pragma GCC diagnostic pop
 
 }  // namespace cortex_m_nn

@@ -24,6 +24,36 @@ void wzyx(const Tensor& tensor, int64_t shape[4]) {
     shape[4 - rank + i] = tensor.size(i);
   }
 }
+
+// Each input in turn into `destination` (out, of shape `out_shape` in w, z, y, x order) along
+// dimension d4 of that order.
+void copy_inputs(
+    executorch::aten::ArrayRef<Tensor> inputs, int d4, const int64_t out_shape[4],
+    int8_t* destination) {
+  uint32_t offset = 0;
+  for (const Tensor& input : inputs) {
+    int64_t s[4];
+    wzyx(input, s);
+    const int8_t* source = input.const_data_ptr<int8_t>();
+    const uint16_t w = s[0], z = s[1], y = s[2], x = s[3];
+    switch (d4) {
+      case 3:
+        arm_concatenation_s8_x(source, x, y, z, w, destination, out_shape[3], offset);
+        break;
+      case 2:
+        arm_concatenation_s8_y(source, x, y, z, w, destination, out_shape[2], offset);
+        break;
+      case 1:
+        arm_concatenation_s8_z(source, x, y, z, w, destination, out_shape[1], offset);
+        break;
+      default:
+        arm_concatenation_s8_w(source, x, y, z, w, destination, offset);
+        break;
+    }
+    offset += static_cast<uint32_t>(s[d4]);
+  }
+}
+
 }  // namespace
 
 void concat_out(
@@ -62,31 +92,8 @@ void concat_out(
       "concat",
       "inputs add up to %d along dim %d, out has %d", (int)along, (int)dim,
       (int)out_shape[d4]);
-  if (!context.computes()) {
-    return;
-  }
-  int8_t* destination = out.mutable_data_ptr<int8_t>();
-  uint32_t offset = 0;
-  for (const Tensor& input : inputs) {
-    int64_t s[4];
-    wzyx(input, s);
-    const int8_t* source = input.const_data_ptr<int8_t>();
-    const uint16_t w = s[0], z = s[1], y = s[2], x = s[3];
-    switch (d4) {
-      case 3:
-        arm_concatenation_s8_x(source, x, y, z, w, destination, out_shape[3], offset);
-        break;
-      case 2:
-        arm_concatenation_s8_y(source, x, y, z, w, destination, out_shape[2], offset);
-        break;
-      case 1:
-        arm_concatenation_s8_z(source, x, y, z, w, destination, out_shape[1], offset);
-        break;
-      default:
-        arm_concatenation_s8_w(source, x, y, z, w, destination, offset);
-        break;
-    }
-    offset += static_cast<uint32_t>(s[d4]);
+  if (context.computes()) {
+    copy_inputs(inputs, d4, out_shape, out.mutable_data_ptr<int8_t>());
   }
 }
 

@@ -8,6 +8,38 @@
 namespace cortex_m_nn {
 namespace native {
 
+namespace {
+
+// The planned scratch holds CMSIS-NN's working buffer, then (from reverse_conv_offset, a
+// multiple of 4) its reverse-convolution buffer, each as large as this build's CMSIS-NN asks;
+// fails the call otherwise.
+bool scratch_splits(
+    CallContext& context,
+    const ConvArgs& args,
+    const cmsis_nn_transpose_conv_params& params,
+    size_t planned,
+    int64_t reverse_conv_offset) {
+  const int32_t working = arm_transpose_conv_s8_get_buffer_size(
+      &params, &args.input_dims, &args.filter_dims, &args.output_dims);
+  const int32_t reversed = arm_transpose_conv_s8_get_reverse_conv_buffer_size(
+      &params, &args.input_dims, &args.filter_dims);
+  if (reverse_conv_offset <= 0 || reverse_conv_offset % 4 != 0 ||
+      static_cast<size_t>(reverse_conv_offset) > planned || working > reverse_conv_offset ||
+      static_cast<int64_t>(planned) - reverse_conv_offset < reversed) {
+    ET_LOG(
+        Error,
+        "cortex_m_nn::transpose_conv2d: the .pte plans %u scratch bytes split at %d, "
+        "CMSIS-NN needs %d + %d on this %s build: recompile the model for the target these "
+        "kernels were built for",
+        (unsigned)planned, (int)reverse_conv_offset, (int)working, (int)reversed, kIsa);
+    context.fail(Error::InvalidProgram);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void transpose_conv2d_out(
     CallContext& context,
     const Tensor& input,
@@ -38,25 +70,9 @@ void transpose_conv2d_out(
   }
   auto params = args.params<cmsis_nn_transpose_conv_params>();
   params.padding_offsets = {0, 0};
-
   const size_t planned = scratch.nbytes();
-  if (context.checks()) {
-    const int32_t working = arm_transpose_conv_s8_get_buffer_size(
-        &params, &args.input_dims, &args.filter_dims, &args.output_dims);
-    const int32_t reversed = arm_transpose_conv_s8_get_reverse_conv_buffer_size(
-        &params, &args.input_dims, &args.filter_dims);
-    if (reverse_conv_offset <= 0 || reverse_conv_offset % 4 != 0 ||
-        static_cast<size_t>(reverse_conv_offset) > planned || working > reverse_conv_offset ||
-        static_cast<int64_t>(planned) - reverse_conv_offset < reversed) {
-      ET_LOG(
-          Error,
-          "cortex_m_nn::transpose_conv2d: the .pte plans %u scratch bytes split at %d, "
-          "CMSIS-NN needs %d + %d on this %s build: recompile the model for the target these "
-          "kernels were built for",
-          (unsigned)planned, (int)reverse_conv_offset, (int)working, (int)reversed, kIsa);
-      context.fail(Error::InvalidProgram);
-      return;
-    }
+  if (context.checks() && !scratch_splits(context, args, params, planned, reverse_conv_offset)) {
+    return;
   }
   if (!context.computes()) {
     return;

@@ -140,6 +140,17 @@ MemoryAllocator& method_allocator() {
   return *reinterpret_cast<MemoryAllocator*>(method_allocator_storage);
 }
 
+// The temporary allocator: none when neither loading forward nor the application needs one.
+MemoryAllocator* temp_allocator() {
+#if CORTEX_M_NN_TEMP_POOL_BYTES > 0
+  return new (temp_allocator_storage)
+      MemoryAllocator(static_cast<uint32_t>(sizeof(temp_pool)), temp_pool);
+#else
+  (void)temp_allocator_storage;
+  return nullptr;
+#endif
+}
+
 size_t numel(const TensorInfo& info) {
   size_t count = 1;
   for (int32_t size : info.sizes()) {
@@ -151,21 +162,10 @@ size_t numel(const TensorInfo& info) {
 }  // namespace
 
 const char* to_string(Status status) {
-  switch (status) {
-    case Status::kOk:
-      return "ok";
-    case Status::kNotLoaded:
-      return "not loaded";
-    case Status::kLoadFailed:
-      return "load failed";
-    case Status::kMismatch:
-      return "compiled for other kernels";
-    case Status::kBadInput:
-      return "bad input";
-    case Status::kRunFailed:
-      return "run failed";
-  }
-  return "unknown";
+  static const char* const kNames[] = {  // in the order of Status
+      "ok", "not loaded", "load failed", "compiled for other kernels", "bad input", "run failed"};
+  const size_t index = static_cast<size_t>(status);
+  return index < sizeof(kNames) / sizeof(kNames[0]) ? kNames[index] : "unknown";
 }
 
 Model& Model::embedded() {
@@ -252,15 +252,8 @@ Status Model::load() {
   }
   auto* planned = new (planned_storage)
       HierarchicalAllocator(Span<Span<uint8_t>>(planned_spans, buffers));
-  MemoryAllocator* temp_allocator = nullptr;
-#if CORTEX_M_NN_TEMP_POOL_BYTES > 0
-  temp_allocator = new (temp_allocator_storage)
-      MemoryAllocator(static_cast<uint32_t>(sizeof(temp_pool)), temp_pool);
-#else
-  (void)temp_allocator_storage;
-#endif
   auto* manager =
-      new (manager_storage) MemoryManager(method_allocator, planned, temp_allocator);
+      new (manager_storage) MemoryManager(method_allocator, planned, temp_allocator());
   Result<Method> forward = program().load_method(kForward, manager);
   if (!forward.ok()) {
     return fail(Status::kLoadFailed,
@@ -272,55 +265,33 @@ Status Model::load() {
                 static_cast<unsigned>(sizeof(method_pool)));
   }
   new (method_storage) Method(std::move(forward.get()));
-  const Status typed = check_io_types();  // reads the method directly, before loaded_
-  if (typed != Status::kOk) {
-    return typed;
+  Status checked = check_io_types();  // both read the method directly, before loaded_
+  if (checked == Status::kOk) {
+    checked = prove_forward();
   }
-  const Status proven = prove_forward();
-  if (proven != Status::kOk) {
-    return proven;
+  if (checked != Status::kOk) {
+    return checked;
   }
   loaded_ = true;
   error_text[0] = '\0';
   return Status::kOk;
 }
 
-// ExecuTorch keeps every instruction's argument list in the method allocator, so the calls of
-// forward are the calls whose lists lie in method_pool. The proof pass steps through forward
-// (execute() would ask for inputs) with those calls in kCheckOnly; kernels that are not
-// cortex_m_nn's compute as usual, on a zeroed arena. A refused call fails the load, and
-// forward's calls stay checked. (Method::step() and its companions: see run_profiled.)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+// Every kernel call of forward checks its arguments once, here (cortex_m_nn::prove; forward's
+// argument lists lie in method_pool); other kernels compute on a zeroed arena meanwhile.
 Status Model::prove_forward() {
-  const void* begin = method_pool;
-  const void* end = method_pool + sizeof(method_pool);
-  if (!set_call_mode(begin, end, CallMode::kCheckOnly)) {
-    return fail(Status::kLoadFailed, "no free slot to register forward's kernel calls "
-                "(cortex_m_nn::kCallModeRanges)");
-  }
   memset(arena, 0, sizeof(arena));
-  Method& forward = method();
-  size_t call = 0;
-  Error error = Error::Ok;
-  do {
-    error = forward.step();  // one instruction
-    ++call;
-  } while (error == Error::Ok && forward.in_progress());
-  if (error == Error::Ok) {
-    error = forward.reset_execution();
-  }
+  size_t instruction = 0;
+  const Error error =
+      prove(method(), method_pool, method_pool + sizeof(method_pool), &instruction);
   if (error != Error::Ok) {
-    set_call_mode(begin, end, CallMode::kChecked);
-    return fail(Status::kLoadFailed, "kernel call %u of forward refused its arguments (error "
+    return fail(Status::kLoadFailed, "instruction %u of forward refused its arguments (error "
                 "0x%x): the log names the kernel and why; recompile the model with this "
-                "cortex-m-compile for this target", static_cast<unsigned>(call - 1),
+                "cortex-m-compile for this target", static_cast<unsigned>(instruction),
                 static_cast<unsigned>(error));
   }
-  set_call_mode(begin, end, CallMode::kProven);
   return Status::kOk;
 }
-#pragma GCC diagnostic pop
 
 Status Model::check_io_types() {
   const MethodMeta meta = method().method_meta();
@@ -457,8 +428,8 @@ Status Model::run() {
 }
 
 // ExecuTorch marks Method::step(), in_progress() and reset_execution() experimental with the
-// deprecated attribute; only run_profiled and prove_forward use them, so only there is that
-// warning (an error under Zephyr's -Werror builds) silenced.
+// deprecated attribute; only run_profiled (here) and cortex_m_nn::prove use them, so only there
+// is that warning (an error under Zephyr's -Werror builds) silenced.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 Status Model::run_profiled(CallHook before, CallHook after, void* context) {

@@ -25,13 +25,14 @@
 
 namespace cortex_m_nn {
 
-enum class Status : uint8_t {
+enum class Status : uint8_t {  // to_string() names them in this order
   kOk = 0,
   kNotLoaded,   // load() has not succeeded yet
-  kLoadFailed,  // the program cannot be read, or forward cannot be loaded into its memory
+  kLoadFailed,  // the program cannot be read, forward cannot be loaded into its memory, or a
+                // kernel refused its arguments when load() proved it
   kMismatch,    // the program was compiled for other kernels (ISA, rounding, operators)
   kBadInput,    // no such input/output, wrong size or type
-  kRunFailed,   // a kernel refused its arguments or failed (the log says which)
+  kRunFailed,   // a kernel failed (the log says which)
 };
 
 // "ok", "not loaded", ...

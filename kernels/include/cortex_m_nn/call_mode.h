@@ -17,7 +17,16 @@
 
 #include <cstdint>
 
+#include <cstddef>
+
+#include <executorch/runtime/core/error.h>
 #include <executorch/runtime/kernel/kernel_runtime_context.h>
+
+namespace executorch {
+namespace runtime {
+class Method;
+}  // namespace runtime
+}  // namespace executorch
 
 namespace cortex_m_nn {
 
@@ -55,5 +64,14 @@ class CallContext {
 
 // How many method allocators can be registered at once (loaded programs of the firmware API).
 inline constexpr int kCallModeRanges = 4;
+
+// The proof pass of a loaded method whose allocator holds [begin, end): steps through it once
+// (execute() would ask for inputs) with its calls in kCheckOnly, then marks them kProven.
+// Kernels that are not cortex_m_nn's compute as usual. A refused call's error is returned, with
+// its instruction's index in *instruction, and the calls stay checked;
+// Error::MemoryAllocationFailed when no range slot is free.
+executorch::runtime::Error prove(
+    executorch::runtime::Method& method, const void* begin, const void* end,
+    size_t* instruction);
 
 }  // namespace cortex_m_nn
