@@ -3,6 +3,7 @@
 // call reads them.
 #include "cortex_m_nn/call_mode.h"
 
+#include <atomic>
 #include <cstdint>
 
 #include <executorch/runtime/executor/method.h>
@@ -10,13 +11,29 @@
 namespace cortex_m_nn {
 namespace {
 
+using std::memory_order_acquire;
+using std::memory_order_relaxed;
+using std::memory_order_release;
+
+// One registered range. Another thread (or core) may read a slot while a program loads, so
+// each field is one atomic word and a slot counts only once it is whole: set_call_mode writes
+// the mode and begin before it publishes end (release), and clears end first. A reader that
+// sees end (acquire) sees that slot's begin and mode, so a stale or half-written slot never
+// covers another program's argument lists.
 struct Range {
-  uintptr_t begin = 0;
-  uintptr_t end = 0;  // empty slot: begin == end
-  CallMode mode = CallMode::kChecked;
+  std::atomic<uintptr_t> begin{0};
+  std::atomic<uintptr_t> end{0};  // 0: empty slot
+  std::atomic<CallMode> mode{CallMode::kChecked};
 };
 
 Range ranges[kCallModeRanges];
+
+void publish(Range& range, uintptr_t from, uintptr_t to, CallMode mode) {
+  range.end.store(0, memory_order_release);
+  range.mode.store(mode, memory_order_relaxed);
+  range.begin.store(from, memory_order_relaxed);
+  range.end.store(to, memory_order_release);
+}
 
 }  // namespace
 
@@ -25,14 +42,16 @@ bool set_call_mode(const void* begin, const void* end, CallMode mode) {
   const uintptr_t to = reinterpret_cast<uintptr_t>(end);
   Range* free_slot = nullptr;
   for (Range& range : ranges) {
-    if (range.begin == from && range.end == to) {
-      range.mode = mode;
+    const uintptr_t range_end = range.end.load(memory_order_acquire);
+    if (range_end == to && range.begin.load(memory_order_relaxed) == from) {
       if (mode == CallMode::kChecked) {
-        range = Range{};
+        range.end.store(0, memory_order_release);  // forget it: unregistered calls check
+      } else {
+        range.mode.store(mode, memory_order_release);
       }
       return true;
     }
-    if (free_slot == nullptr && range.begin == range.end) {
+    if (free_slot == nullptr && range_end == 0) {
       free_slot = &range;
     }
   }
@@ -42,15 +61,16 @@ bool set_call_mode(const void* begin, const void* end, CallMode mode) {
   if (free_slot == nullptr || from >= to) {
     return false;
   }
-  *free_slot = Range{from, to, mode};
+  publish(*free_slot, from, to, mode);
   return true;
 }
 
 CallMode call_mode(const void* arguments) {
   const uintptr_t at = reinterpret_cast<uintptr_t>(arguments);
   for (const Range& range : ranges) {
-    if (at >= range.begin && at < range.end) {
-      return range.mode;
+    const uintptr_t end = range.end.load(memory_order_acquire);
+    if (at < end && at >= range.begin.load(memory_order_relaxed)) {
+      return range.mode.load(memory_order_relaxed);
     }
   }
   return CallMode::kChecked;

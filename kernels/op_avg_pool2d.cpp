@@ -21,9 +21,9 @@ void avg_pool2d_out(
   (void)scratch_bytes;
   constexpr const char* kOp = "avg_pool2d";
   PoolArgs args;
-  if (!prepare_pool(
-          context, kOp, input, kernel_size, stride, padding, /*ceil_mode=*/false,
-          activation_min, activation_max, out, &args)) {
+  const PoolWindow window{
+      kernel_size, stride, padding, /*ceil_mode=*/false, activation_min, activation_max};
+  if (!prepare_pool(context, kOp, input, window, out, &args)) {
     return;
   }
   cmsis_nn_context buffer;

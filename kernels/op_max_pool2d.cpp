@@ -18,9 +18,8 @@ void max_pool2d_out(
     int64_t activation_max,
     Tensor& out) {
   PoolArgs args;
-  if (!prepare_pool(
-          context, "max_pool2d", input, kernel_size, stride, padding, ceil_mode,
-          activation_min, activation_max, out, &args)) {
+  const PoolWindow window{kernel_size, stride, padding, ceil_mode, activation_min, activation_max};
+  if (!prepare_pool(context, "max_pool2d", input, window, out, &args)) {
     return;
   }
   if (!context.computes()) {

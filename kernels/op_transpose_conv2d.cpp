@@ -70,7 +70,7 @@ void transpose_conv2d_out(
   }
   auto params = args.params<cmsis_nn_transpose_conv_params>();
   params.padding_offsets = {0, 0};
-  const size_t planned = scratch.nbytes();
+  const size_t planned = scratch.numel();  // bytes: the scratch is int8 (checked)
   if (context.checks() && !scratch_splits(context, args, params, planned, reverse_conv_offset)) {
     return;
   }

@@ -214,16 +214,12 @@ def transpose_conv2d_scratch(
     padding: Sequence[int],
 ) -> TransposeConvScratch:
     """Both buffers ``arm_transpose_conv_wrapper_s8`` needs for this layer on ``target``."""
-    input_nhwc = _four(input_shape_nhwc, "input shape")
-    filter_nhwc = _four(weight_shape_ohwi, "weight shape")
-    output_nhwc = _four(output_shape_nhwc, "output shape")
-    stride_hw, padding_hw = _two(stride, "stride"), _two(padding, "padding")
-    common = dict(
-        input_nhwc=input_nhwc,
-        filter_nhwc=filter_nhwc,
-        padding_hw=padding_hw,
-        stride_hw=stride_hw,
-        dilation_hw=[1, 1],
+    common = _window(
+        input_shape_nhwc, weight_shape_ohwi, output_shape_nhwc, stride, padding, (1, 1)
+    )
+    output_nhwc = common.pop("output_nhwc")  # the reverse-convolution getter does not take it
+    input_nhwc, filter_nhwc, stride_hw = (
+        common[k] for k in ("input_nhwc", "filter_nhwc", "stride_hw")
     )
     backend = _backend(target)
     buffer = int(

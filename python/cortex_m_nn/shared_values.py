@@ -25,63 +25,51 @@ from __future__ import annotations
 
 import dataclasses
 
-from executorch.exir.schema import (
-    Bool,
-    BoolList,
-    Chain,
-    Double,
-    DoubleList,
-    EValue,
-    ExecutionPlan,
-    Instruction,
-    Int,
-    IntList,
-    KernelCall,
-    Null,
-    Tensor,
-)
+from executorch.exir import schema
 
 from cortex_m_nn.ops.library import NAMESPACE
 
 #: The value types no cortex_m_nn kernel writes.
-CONSTANT = (Int, Double, Bool, Null, BoolList, DoubleList)
+CONSTANT = (schema.Int, schema.Double, schema.Bool, schema.Null, schema.BoolList, schema.DoubleList)
 
 
-def _key(value: EValue, remap: dict[int, int], ends: set[int], index: int) -> tuple | None:
+def _key(value: schema.EValue, remap: dict[int, int], ends: set[int], index: int) -> tuple | None:
     """What makes two values interchangeable, or None for a value never shared (``ends``: the
     program's inputs and outputs)."""
     payload = value.val
-    if isinstance(payload, Tensor):
+    if isinstance(payload, schema.Tensor):
         return None if index in ends else ("Tensor", repr(payload))
-    if isinstance(payload, IntList):
+    if isinstance(payload, schema.IntList):
         return ("IntList", tuple(remap[i] for i in payload.items))
     if isinstance(payload, CONSTANT):
         return (type(payload).__name__, repr(payload))  # repr: 0.0 and -0.0 stay apart
     return None
 
 
-def shareable(plan: ExecutionPlan) -> bool:
+def shareable(plan: schema.ExecutionPlan) -> bool:
     """Whether every instruction of ``plan`` calls a cortex_m_nn kernel."""
     ours = all(op.name.startswith(f"{NAMESPACE}::") for op in plan.operators)
-    calls = all(isinstance(i.instr_args, KernelCall) for c in plan.chains for i in c.instructions)
+    calls = all(
+        isinstance(i.instr_args, schema.KernelCall) for c in plan.chains for i in c.instructions
+    )
     return ours and calls
 
 
-def _remapped(value: EValue, remap: dict[int, int]) -> EValue:
+def _remapped(value: schema.EValue, remap: dict[int, int]) -> schema.EValue:
     """``value`` with the value indices it holds (list items) renumbered."""
     items = getattr(value.val, "items", None)
-    if items is None or isinstance(value.val, BoolList | DoubleList):
+    if items is None or isinstance(value.val, schema.BoolList | schema.DoubleList):
         return value
     moved = [remap[i] if i >= 0 else i for i in items]  # -1: an absent optional tensor
-    return EValue(dataclasses.replace(value.val, items=moved))
+    return schema.EValue(dataclasses.replace(value.val, items=moved))
 
 
-def _renumber(chain: Chain, remap: dict[int, int]) -> Chain:
+def _renumber(chain: schema.Chain, remap: dict[int, int]) -> schema.Chain:
     """``chain`` with its inputs, outputs and kernel arguments renumbered."""
 
-    def call(instruction: Instruction) -> Instruction:
+    def call(instruction: schema.Instruction) -> schema.Instruction:
         arguments = [remap[a] for a in instruction.instr_args.args]
-        return Instruction(dataclasses.replace(instruction.instr_args, args=arguments))
+        return schema.Instruction(dataclasses.replace(instruction.instr_args, args=arguments))
 
     return dataclasses.replace(
         chain,
@@ -91,13 +79,13 @@ def _renumber(chain: Chain, remap: dict[int, int]) -> Chain:
     )
 
 
-def share_values(plan: ExecutionPlan) -> ExecutionPlan:
+def share_values(plan: schema.ExecutionPlan) -> schema.ExecutionPlan:
     """``plan`` with each set of interchangeable values stored once (see the module)."""
     if not shareable(plan):
         raise ValueError(f"{plan.name} calls kernels that may write scalar values")
     remap: dict[int, int] = {}
     first: dict[tuple, int] = {}
-    values: list[EValue] = []
+    values: list[schema.EValue] = []
     ends = {*plan.inputs, *plan.outputs}
     for index, value in enumerate(plan.values):
         key = _key(value, remap, ends, index)

@@ -37,7 +37,8 @@ enum class CallMode : uint8_t {
 };
 
 // Calls whose argument lists lie in [begin, end) run in `mode` from now on; kChecked forgets
-// the range. False when every slot (kCallModeRanges) is taken by other ranges.
+// the range. False when every slot (kCallModeRanges) is taken by other ranges. Safe while
+// other threads or cores run kernels: a call outside [begin, end) never sees this range.
 bool set_call_mode(const void* begin, const void* end, CallMode mode);
 
 // The mode of a call whose argument list is at `arguments`.

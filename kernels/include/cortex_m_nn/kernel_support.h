@@ -99,11 +99,11 @@ inline bool scratch_context(
     const Tensor& scratch,
     Required required_bytes,
     cmsis_nn_context* out) {
-  const size_t planned = scratch.nbytes();
+  if (context.checks() && !check_scratch_type(context, op, scratch)) {
+    return false;
+  }
+  const size_t planned = scratch.numel();  // bytes: the scratch is int8 (checked)
   if (context.checks()) {
-    if (!check_scratch_type(context, op, scratch)) {
-      return false;
-    }
     const int32_t required = required_bytes();
     if (required < 0 || planned < static_cast<size_t>(required)) {
       ET_LOG(

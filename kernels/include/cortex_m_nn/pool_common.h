@@ -35,57 +35,51 @@ inline int64_t pooled_extent(
   return out;
 }
 
+// A pool's window and activation range, as its kernel receives them.
+struct PoolWindow {
+  IntArrayRef kernel_size;
+  IntArrayRef stride;
+  IntArrayRef padding;
+  bool ceil_mode;
+  int64_t activation_min;
+  int64_t activation_max;
+};
+
 // Input and out 4-D int8 NHWC of one batch and channel count, kernel_size and stride > 0 and
 // padding >= 0 as (h, w) pairs, activation range int8, out's height and width the pooled
 // ones; fails the call otherwise.
 inline bool check_pool(
-    CallContext& context,
-    const char* op,
-    const Tensor& input,
-    IntArrayRef kernel_size,
-    IntArrayRef stride,
-    IntArrayRef padding,
-    bool ceil_mode,
-    int64_t activation_min,
-    int64_t activation_max,
+    CallContext& context, const char* op, const Tensor& input, const PoolWindow& w,
     const Tensor& out) {
   if (!has_layout(input, ScalarType::Char, 4) || !has_layout(out, ScalarType::Char, 4) ||
       out.size(0) != input.size(0) || out.size(3) != input.size(3)) {
     return refuse(
         context, op, "input and out must be 4-D int8 NHWC with the same batch and channels");
   }
-  if (!positive_pair(kernel_size) || !positive_pair(stride) || !non_negative_pair(padding) ||
-      !is_int8_range(activation_min, activation_max)) {
+  if (!positive_pair(w.kernel_size) || !positive_pair(w.stride) ||
+      !non_negative_pair(w.padding) || !is_int8_range(w.activation_min, w.activation_max)) {
     return refuse(context, op, "invalid kernel_size, stride, padding or activation range");
   }
-  const int64_t oh = pooled_extent(input.size(1), kernel_size[0], stride[0], padding[0], ceil_mode);
-  const int64_t ow = pooled_extent(input.size(2), kernel_size[1], stride[1], padding[1], ceil_mode);
+  const int64_t oh =
+      pooled_extent(input.size(1), w.kernel_size[0], w.stride[0], w.padding[0], w.ceil_mode);
+  const int64_t ow =
+      pooled_extent(input.size(2), w.kernel_size[1], w.stride[1], w.padding[1], w.ceil_mode);
   return check_out_hw(context, op, "pooling", out, oh, ow);
 }
 
 // check_pool unless the call is proven, then fills `args`.
 inline bool prepare_pool(
-    CallContext& context,
-    const char* op,
-    const Tensor& input,
-    IntArrayRef kernel_size,
-    IntArrayRef stride,
-    IntArrayRef padding,
-    bool ceil_mode,
-    int64_t activation_min,
-    int64_t activation_max,
-    const Tensor& out,
-    PoolArgs* args) {
-  if (context.checks() && !check_pool(context, op, input, kernel_size, stride, padding,
-                                      ceil_mode, activation_min, activation_max, out)) {
+    CallContext& context, const char* op, const Tensor& input, const PoolWindow& w,
+    const Tensor& out, PoolArgs* args) {
+  if (context.checks() && !check_pool(context, op, input, w, out)) {
     return false;
   }
-  args->params.stride = tile(stride);
-  args->params.padding = tile(padding);
-  args->params.activation = activation_range(activation_min, activation_max);
+  args->params.stride = tile(w.stride);
+  args->params.padding = tile(w.padding);
+  args->params.activation = activation_range(w.activation_min, w.activation_max);
   args->input_dims = nhwc_dims(input);
   args->filter_dims = cmsis_nn_dims{
-      1, static_cast<int32_t>(kernel_size[0]), static_cast<int32_t>(kernel_size[1]), 1};
+      1, static_cast<int32_t>(w.kernel_size[0]), static_cast<int32_t>(w.kernel_size[1]), 1};
   args->output_dims = nhwc_dims(out);
   return true;
 }
