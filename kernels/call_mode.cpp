@@ -16,10 +16,10 @@ using std::memory_order_relaxed;
 using std::memory_order_release;
 
 // One registered range. Another thread (or core) may read a slot while a program loads, so
-// each field is one atomic word and a slot counts only once it is whole: set_call_mode writes
-// the mode and begin before it publishes end (release), and clears end first. A reader that
-// sees end (acquire) sees that slot's begin and mode, so a stale or half-written slot never
-// covers another program's argument lists.
+// each field is one atomic word and a slot counts only once it is whole: set_call_mode clears
+// end first, writes the mode and begin, then publishes end (release). A reader takes a slot's
+// begin and mode only if it read the same end before and after them (call_mode), so a stale
+// or half-written slot never gives another program's calls a mode.
 struct Range {
   std::atomic<uintptr_t> begin{0};
   std::atomic<uintptr_t> end{0};  // 0: empty slot
@@ -70,7 +70,11 @@ CallMode call_mode(const void* arguments) {
   for (const Range& range : ranges) {
     const uintptr_t end = range.end.load(memory_order_acquire);
     if (at < end && at >= range.begin.load(memory_order_relaxed)) {
-      return range.mode.load(memory_order_relaxed);
+      const CallMode mode = range.mode.load(memory_order_relaxed);
+      // A slot re-registered meanwhile (another core loading another program) may have paired
+      // this end with another range's begin and mode: then check, as an unregistered call.
+      std::atomic_thread_fence(memory_order_acquire);
+      return range.end.load(memory_order_relaxed) == end ? mode : CallMode::kChecked;
     }
   }
   return CallMode::kChecked;
@@ -84,6 +88,8 @@ executorch::runtime::Error prove(
     executorch::runtime::Method& method, const void* begin, const void* end,
     size_t* instruction) {
   using executorch::runtime::Error;
+  // Straight-line code is assumed, as cortex-m-compile writes it (no jump instructions): a
+  // branch would be decided on data that check-only calls never computed.
   if (!set_call_mode(begin, end, CallMode::kCheckOnly)) {
     return Error::MemoryAllocationFailed;
   }

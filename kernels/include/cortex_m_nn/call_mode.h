@@ -38,7 +38,7 @@ enum class CallMode : uint8_t {
 
 // Calls whose argument lists lie in [begin, end) run in `mode` from now on; kChecked forgets
 // the range. False when every slot (kCallModeRanges) is taken by other ranges. Safe while
-// other threads or cores run kernels: a call outside [begin, end) never sees this range.
+// other threads or cores run kernels: a call outside [begin, end) never takes this mode.
 bool set_call_mode(const void* begin, const void* end, CallMode mode);
 
 // The mode of a call whose argument list is at `arguments`.
@@ -68,8 +68,9 @@ inline constexpr int kCallModeRanges = 4;
 
 // The proof pass of a loaded method whose allocator holds [begin, end): steps through it once
 // (execute() would ask for inputs) with its calls in kCheckOnly, then marks them kProven.
-// Kernels that are not cortex_m_nn's compute as usual. A refused call's error is returned, with
-// its instruction's index in *instruction, and the calls stay checked;
+// Kernels that are not cortex_m_nn's compute as usual. The method must be straight-line code,
+// as cortex-m-compile writes it: no jump. A refused call's error is returned, with its
+// instruction's index in *instruction, and the calls stay checked;
 // Error::MemoryAllocationFailed when no range slot is free.
 executorch::runtime::Error prove(
     executorch::runtime::Method& method, const void* begin, const void* end,
