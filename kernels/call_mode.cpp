@@ -28,8 +28,8 @@ struct Range {
 
 Range ranges[kCallModeRanges];
 
+// Fills an empty slot (end 0), end last.
 void publish(Range& range, uintptr_t from, uintptr_t to, CallMode mode) {
-  range.end.store(0, memory_order_release);
   range.mode.store(mode, memory_order_relaxed);
   range.begin.store(from, memory_order_relaxed);
   range.end.store(to, memory_order_release);

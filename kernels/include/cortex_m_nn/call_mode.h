@@ -15,9 +15,8 @@
 // runs in kChecked.
 #pragma once
 
-#include <cstdint>
-
 #include <cstddef>
+#include <cstdint>
 
 #include <executorch/runtime/core/error.h>
 #include <executorch/runtime/kernel/kernel_runtime_context.h>
