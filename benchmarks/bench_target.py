@@ -51,6 +51,7 @@ import json
 import re
 import sys
 import warnings
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "python"), str(REPO)]
 warnings.filterwarnings("ignore")
 
-from insncount import library_functions, regions  # noqa: E402
+import insncount  # noqa: E402
+from insncount import as_json, components, library_functions, regions  # noqa: E402
 from tests.target import harness  # noqa: E402
 
 from cortex_m_nn import firmware  # noqa: E402
@@ -283,21 +285,21 @@ def peer_table(rows: list[dict], peers: dict[str, dict[tuple[str, str], dict]]) 
 
 
 def table(rows: list[dict]) -> str:
-    head = (
-        f"{'model':<18}{'core':<5}{'exact':<6}{'instructions':>13}{'CMSIS-NN':>9}"
-        f"{'MACs':>11}{'insn/MAC':>9}{'flash B':>10}{'RAM B':>9}{'arena B':>9}{'method B':>9}"
+    """Our measurements as a table people read."""
+    return insncount.table(
+        {(r["model"], r["core"]): r for r in rows},
+        [
+            ("exact", "<6", lambda r: "yes" if r["bit_exact"] else "NO"),
+            ("instructions", ">13,", lambda r: r["instructions"] or 0),
+            ("CMSIS-NN", ">9.1%", itemgetter("cmsis_nn_share")),
+            ("MACs", ">11,", itemgetter("macs")),
+            ("insn/MAC", ">9.3f", lambda r: r["instructions_per_mac"] or None),
+            ("flash B", ">10,", itemgetter("flash_bytes")),
+            ("RAM B", ">9,", itemgetter("ram_bytes")),
+            ("arena B", ">9,", itemgetter("arena_bytes")),
+            ("method B", ">9,", lambda r: r["method_allocator_used"] or 0),
+        ],
     )
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        share = f"{r['cmsis_nn_share']:.1%}" if r["cmsis_nn_share"] is not None else "-"
-        per_mac = f"{r['instructions_per_mac']:.3f}" if r["instructions_per_mac"] else "-"
-        lines.append(
-            f"{r['model']:<18}{r['core']:<5}{'yes' if r['bit_exact'] else 'NO':<6}"
-            f"{r['instructions'] or 0:>13,}{share:>9}{r['macs']:>11,}{per_mac:>9}"
-            f"{r['flash_bytes']:>10,}{r['ram_bytes']:>9,}{r['arena_bytes']:>9,}"
-            f"{r['method_allocator_used'] or 0:>9,}"
-        )
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -359,13 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for row in rows:
         print(profile_table(row) + "\n")
-    print(table(rows))
-    print("\nflash / RAM by component (B; RAM = .data + .bss):")
-    for r in rows:
-        parts = [
-            f"{part} {r['flash'].get(part, 0):,} / {r['ram'].get(part, 0):,}" for part in r["flash"]
-        ]
-        print(f"  {r['model']:<18}{r['core']:<5}" + "; ".join(parts))
+    by = {(r["model"], r["core"]): r for r in rows}
+    print(table(rows) + "\n\n" + components(by))
     print("\nmodel boundary, instructions per element (quantize of the float input, dequantize of")
     print("the float output):")
     for r in rows:
@@ -374,7 +371,6 @@ def main(argv: list[str] | None = None) -> int:
             count, n = r["boundary_instructions"][kind], r["boundary_elements"][kind]
             cells.append(f"{kind} {count:,} / {n:,} = {count / n:.2f}" if n else f"{kind} -")
         print(f"  {r['model']:<18}{r['core']:<5}" + "; ".join(cells))
-    by = {(r["model"], r["core"]): r for r in rows}
     if any(c.name == "m55" for c in cores) and len(cores) > 1:
         print("\ninstructions relative to M55:")
         for model in models:
@@ -404,10 +400,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name}: {PEERS[name]}")
         print(peer_table(rows, peers))
     if args.json:
-        cells = {
-            name: [{"model": m, "core": c, **cell} for (m, c), cell in found.items()]
-            for name, found in peers.items()
-        }
+        cells = {name: as_json(found) for name, found in peers.items()}
         args.json.write_text(json.dumps({"rows": rows, "peers": cells}, indent=1))
     return 0 if all(r["bit_exact"] for r in rows) else 1
 

@@ -34,13 +34,13 @@ exactly that size (as our runner's is), run under the insncount plugin. Per mode
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import warnings
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "python"), str(REPO), str(REPO / "benchmarks")]
 warnings.filterwarnings("ignore")
 
-from insncount import first_region, library_functions  # noqa: E402
+import insncount  # noqa: E402
+from insncount import first_region, library_functions, report  # noqa: E402
 from tests.target import harness  # noqa: E402
 
 from cortex_m_nn import firmware  # noqa: E402
@@ -155,32 +156,19 @@ def build(
     """Configure and build the peer's runners for the models in ``models_dir`` (raises);
     ``method_bytes``: per model, its method allocator pool (None: a generous one)."""
     flatc, include = harness.flatbuffers()
-    configure = [
-        "cmake",
-        "-S",
-        str(SOURCE),
-        "-B",
-        str(build_dir),
-        f"-DCMAKE_TOOLCHAIN_FILE={harness.RUNNER / 'arm-none-eabi.cmake'}",
-        f"-DCORTEX_M_NN_CPU={core.cpu}",
-        f"-DRUNNER_MACHINE={core.machine}",
+    definitions = [
         f"-DPEER_MODELS_DIR={models_dir}",
         "-DEXECUTORCH_LOGGING=OFF",
         f"-DRUNNER_RUNTIME_OPTIMIZATION={runtime_optimization}",
         "-DPEER_TEMP_ALLOCATOR_BYTES=0",
         f"-DEXECUTORCH_ROOT={os.environ['EXECUTORCH_ROOT']}",
         f"-DCMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}",
-        f"-DPython3_EXECUTABLE={sys.executable}",
         f"-DFLATC_EXECUTABLE={flatc}",
         f"-DFLATBUFFERS_INCLUDE_DIR={include}",
         *(f"-DPEER_METHOD_ALLOCATOR_BYTES_{name}={n or ''}" for name, n in method_bytes.items()),
     ]
-    jobs = os.environ.get("PEER_BUILD_JOBS", "2")
-    for command in (configure, ["cmake", "--build", str(build_dir), "-j", jobs]):
-        done = subprocess.run(["nice", "-n", "19", *command], capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = (done.stdout + done.stderr).strip().splitlines()[-12:]
-            raise RuntimeError(f"{' '.join(command[:2])} failed: " + " | ".join(tail))
+    jobs = int(os.environ.get("PEER_BUILD_JOBS", "2"))
+    harness.cmake_build(SOURCE, build_dir, core, definitions, jobs)
 
 
 def _outputs_error(outputs: list[bytes], prepared: dict[str, Any]) -> float | None:
@@ -324,33 +312,19 @@ def measure(
 
 def table(rows: dict[tuple[str, str], dict]) -> str:
     """The measurements as a table people read."""
-    head = (
-        f"{'model':<18}{'core':<5}{'instructions':>13}{'CMSIS-NN':>9}{'flash B':>10}"
-        f"{'RAM B':>9}{'arena B':>9}{'method B':>9}{'.pte B':>9}{'max |err|':>10}"
+    return insncount.table(
+        rows,
+        [
+            ("instructions", ">13,", itemgetter("instructions")),
+            ("CMSIS-NN", ">9.1%", lambda r: r["cmsis_nn_instructions"] / r["instructions"]),
+            ("flash B", ">10,", itemgetter("flash_bytes")),
+            ("RAM B", ">9,", itemgetter("ram_bytes")),
+            ("arena B", ">9,", itemgetter("arena_bytes")),
+            ("method B", ">9,", lambda r: r["method_allocator_used"] or 0),
+            (".pte B", ">9,", itemgetter("pte_bytes")),
+            ("max |err|", ">10.4f", itemgetter("output_max_abs_error")),
+        ],
     )
-    lines = [head, "-" * len(head)]
-    for (model, core), r in rows.items():
-        if "error" in r:
-            lines.append(f"{model:<18}{core:<5}error: {r['error']}")
-            continue
-        share = r["cmsis_nn_instructions"] / r["instructions"]
-        err = r["output_max_abs_error"]
-        lines.append(
-            f"{model:<18}{core:<5}{r['instructions']:>13,}{share:>9.1%}{r['flash_bytes']:>10,}"
-            f"{r['ram_bytes']:>9,}{r['arena_bytes']:>9,}{r['method_allocator_used'] or 0:>9,}"
-            f"{r['pte_bytes']:>9,}{'-' if err is None else f'{err:.4f}':>10}"
-        )
-    return "\n".join(lines)
-
-
-def components(rows: dict[tuple[str, str], dict]) -> str:
-    """Flash / RAM by component, one line per model and core."""
-    lines = ["flash / RAM by component (B; RAM = .data + .bss):"]
-    for (model, core), r in rows.items():
-        if "error" not in r:
-            parts = [f"{c} {r['flash'][c]:,} / {r['ram'][c]:,}" for c in r["flash"]]
-            lines.append(f"  {model:<18}{core:<5}" + "; ".join(parts))
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -373,11 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     plugin = harness.build_plugin(args.build_dir / "plugin")
     models = args.models.split(",")
     rows = measure(models, cores, args.build_dir, plugin, args.runtime_optimization)
-    print(table(rows) + "\n\n" + components(rows))
-    if args.json:
-        serial = [{"model": m, "core": c, **r} for (m, c), r in rows.items()]
-        args.json.write_text(json.dumps(serial, indent=1))
-    return 0 if all("error" not in r for r in rows.values()) else 1
+    return report(rows, table(rows), args.json)
 
 
 if __name__ == "__main__":

@@ -48,17 +48,17 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from insncount import first_region, library_symbols
+import insncount
+from insncount import first_region, library_symbols, report
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "benchmarks" / "peer_tflm"
@@ -230,42 +230,24 @@ def build(
 ) -> None:
     """Configure and build ``tflm_NAME.elf`` for each model; ``arenas``: static arena bytes per
     model (the others get PROBE_ARENA)."""
+    from tests.target import harness
+
     env = os.environ
     root = Path(env["MLPERF_TINY_ROOT"])
-    configure = [
-        "cmake",
-        "-S",
-        str(SOURCE),
-        "-B",
-        str(build_dir),
-        f"-DCMAKE_TOOLCHAIN_FILE={REPO / 'tests/target/runner/arm-none-eabi.cmake'}",
-        f"-DCORTEX_M_NN_CPU={core.cpu}",
-        f"-DRUNNER_MACHINE={core.machine}",
+    definitions = [
         f"-DTFLM_MODELS={';'.join(f'{m}={root / MODELS[m][1]}' for m in models)}",
         f"-DTFLM_ARENA_BYTES={PROBE_ARENA}",
         f"-DTFLM_INT8_REGISTRATIONS={'ON' if int8_registrations else 'OFF'}",
-        f"-DPython3_EXECUTABLE={sys.executable}",
+        *(f"-D{v}={env[v]}" for v in ROOTS if v != "MLPERF_TINY_ROOT"),
+        f"-DFLATBUFFERS_INCLUDE_DIR={flatbuffers_include()[0]}",
     ]
-    configure += [f"-D{v}={env[v]}" for v in ROOTS if v != "MLPERF_TINY_ROOT"]
-    configure.append(f"-DFLATBUFFERS_INCLUDE_DIR={flatbuffers_include()[0]}")
     for model in models:
         # unset goes back to the probe size: a stale cache entry would keep an old arena
         value = arenas.get(model)
-        configure.append(
+        definitions.append(
             f"-DTFLM_ARENA_BYTES_{model}={value}" if value else f"-UTFLM_ARENA_BYTES_{model}"
         )
-    _check(configure)
-    _check(["cmake", "--build", str(build_dir), "-j", str(os.cpu_count() or 1)])
-
-
-def _check(command: list[str]) -> None:
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        lines = (done.stdout + done.stderr).splitlines()
-        error = next(
-            (line for line in lines if "error" in line.lower()), lines[-1] if lines else ""
-        )
-        raise RuntimeError(f"{' '.join(command[:2])} failed: {error.strip()}")
+    harness.cmake_build(SOURCE, build_dir, core, definitions)
 
 
 def archive_symbols(build_dir: Path, name: str) -> set[str]:
@@ -371,7 +353,8 @@ def measure(
             arenas = {m: n for m, n in smallest.items() if isinstance(n, int)}
             build(core, models, directory, arenas, **options)
         except RuntimeError as error:
-            rows.update({(m, core.name): {"error": str(error)} for m in models})
+            first = str(error).splitlines()[0]
+            rows.update({(m, core.name): {"error": first} for m in models})
             continue
         for model in models:
             if model not in arenas:
@@ -388,30 +371,21 @@ def measure(
 
 
 def table(rows: dict[tuple[str, str], dict]) -> str:
-    head = (
-        f"{'model':<18}{'MLPerf':<7}{'core':<5}{'instructions':>13}{'CMSIS-NN':>9}"
-        f"{'flash B':>10}{'RAM B':>9}{'arena used':>11}{'arena B':>9}{'model B':>9}"
+    """The measurements as a table people read."""
+    named = {key: {**r, "mlperf": MODELS[key[0]][0]} for key, r in rows.items()}
+    return insncount.table(
+        named,
+        [
+            ("MLPerf", "<7", itemgetter("mlperf")),
+            ("instructions", ">13,", itemgetter("instructions")),
+            ("CMSIS-NN", ">9.1%", itemgetter("cmsis_nn_share")),
+            ("flash B", ">10,", itemgetter("flash_bytes")),
+            ("RAM B", ">9,", itemgetter("ram_bytes")),
+            ("arena used", ">11,", itemgetter("arena_used")),
+            ("arena B", ">9,", itemgetter("arena_bytes")),
+            ("model B", ">9,", itemgetter("model_bytes")),
+        ],
     )
-    lines = [head, "-" * len(head)]
-    for (model, core), r in rows.items():
-        start = f"{model:<18}{MODELS[model][0]:<7}{core:<5}"
-        if "error" in r:
-            lines.append(f"{start}{r['error']}")
-            continue
-        lines.append(
-            f"{start}{r['instructions']:>13,}{r['cmsis_nn_share']:>9.1%}{r['flash_bytes']:>10,}"
-            f"{r['ram_bytes']:>9,}{r['arena_used']:>11,}{r['arena_bytes']:>9,}{r['model_bytes']:>9,}"
-        )
-    return "\n".join(lines)
-
-
-def components(rows: dict[tuple[str, str], dict]) -> str:
-    lines = ["flash / RAM by component (B; RAM = .data + .bss):"]
-    for (model, core), r in rows.items():
-        if "error" not in r:
-            parts = [f"{c} {r['flash'][c]:,} / {r['ram'][c]:,}" for c in COMPONENTS]
-            lines.append(f"  {model:<18}{core:<5}" + "; ".join(parts))
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -439,11 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     cores = [harness.CORES[c] for c in args.cores.split(",")]
     plugin = harness.build_plugin(args.build_dir / "plugin")
     rows = measure(models, cores, args.build_dir, plugin, args.int8_registrations)
-    print(table(rows) + "\n\n" + components(rows))
-    if args.json:
-        payload = [{"model": m, "core": c, **r} for (m, c), r in rows.items()]
-        args.json.write_text(json.dumps(payload, indent=1))
-    return 0 if all("error" not in r for r in rows.values()) else 1
+    return report(rows, table(rows), args.json)
 
 
 def embed_main(argv: list[str]) -> int:

@@ -16,7 +16,6 @@
 #include <executorch/runtime/executor/memory_manager.h>
 #include <executorch/runtime/executor/method.h>
 #include <executorch/runtime/executor/program.h>
-#include <executorch/runtime/platform/platform.h>
 #include <executorch/runtime/platform/runtime.h>
 
 extern "C" {
@@ -122,17 +121,6 @@ void print_outputs(const Method& method) {
 }
 
 }  // namespace
-
-extern "C" void et_pal_emit_log_message(et_timestamp_t, et_pal_log_level_t level, const char* file,
-                                        const char*, size_t line, const char* message, size_t) {
-  std::printf("ET %c %s:%u %s\n", static_cast<char>(level), file, static_cast<unsigned>(line),
-              message);
-}
-
-extern "C" void et_pal_abort(void) {
-  std::printf("peer: ExecuTorch aborted\n");
-  std::exit(kSetupError);
-}
 
 int main() {
   executorch::runtime::runtime_init();

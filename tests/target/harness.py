@@ -177,15 +177,7 @@ def build(
     ``optimization``: the kernels', CMSIS-NN's and the runner's flags; ``runtime_optimization``:
     ExecuTorch's runtime's (the runner's RUNNER_RUNTIME_OPTIMIZATION)."""
     flatc, include = flatbuffers()
-    configure = [
-        "cmake",
-        "-S",
-        str(RUNNER),
-        "-B",
-        str(build_dir),
-        f"-DCMAKE_TOOLCHAIN_FILE={RUNNER / 'arm-none-eabi.cmake'}",
-        f"-DCORTEX_M_NN_CPU={core.cpu}",
-        f"-DRUNNER_MACHINE={core.machine}",
+    definitions = [
         f"-DRUNNER_MODELS_DIR={models_dir}",
         f"-DRUNNER_OPTIMIZATION={optimization}",
         f"-DRUNNER_RUNTIME_OPTIMIZATION={runtime_optimization}",
@@ -195,20 +187,42 @@ def build(
         "-DEXECUTORCH_LOGGING=OFF",
         f"-DEXECUTORCH_ROOT={os.environ['EXECUTORCH_ROOT']}",
         f"-DCMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}",
-        f"-DPython3_EXECUTABLE={sys.executable}",
         f"-DFLATC_EXECUTABLE={flatc}",
         f"-DFLATBUFFERS_INCLUDE_DIR={include}",
     ]
-    _check(configure)
-    _check(["cmake", "--build", str(build_dir), "-j", str(os.cpu_count() or 1)])
+    cmake_build(RUNNER, build_dir, core, definitions)
     return build_dir
+
+
+def cmake_build(
+    source: Path, build_dir: Path, core: Core, definitions: list[str], jobs: int | None = None
+) -> None:
+    """Configure and build a bare-metal CMake project for ``core`` with the runner's toolchain
+    file and machine (the runner's and the benchmark peers' images are built alike); raises
+    RuntimeError naming the first error line, then the output's tail."""
+    configure = [
+        "cmake",
+        "-S",
+        str(source),
+        "-B",
+        str(build_dir),
+        f"-DCMAKE_TOOLCHAIN_FILE={RUNNER / 'arm-none-eabi.cmake'}",
+        f"-DCORTEX_M_NN_CPU={core.cpu}",
+        f"-DRUNNER_MACHINE={core.machine}",
+        f"-DPython3_EXECUTABLE={sys.executable}",
+        *definitions,
+    ]
+    _check(configure)
+    _check(["cmake", "--build", str(build_dir), "-j", str(jobs or os.cpu_count() or 1)])
 
 
 def _check(command: list[str]) -> None:
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
-        raise RuntimeError(f"{' '.join(command[:3])} failed:\n{tail}")
+        lines = (done.stdout + done.stderr).splitlines()
+        first = next((line.strip() for line in lines if "error" in line.lower()), "")
+        tail = "\n".join(lines[-40:])
+        raise RuntimeError(f"{' '.join(command[:3])} failed: {first}\n{tail}")
 
 
 @dataclass

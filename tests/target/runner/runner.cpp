@@ -11,9 +11,6 @@
 // (cortex_m_nn_test_vector.h, the header `cortex-m-compile --test-vector` writes).
 #include <cinttypes>
 #include <cstdio>
-#include <cstdlib>
-
-#include <executorch/runtime/platform/platform.h>
 
 #include "cortex_m_nn/model.h"
 #include "cortex_m_nn_model.h"
@@ -92,17 +89,6 @@ void call_stop(size_t, void* calls) {
 }
 
 }  // namespace
-
-extern "C" void et_pal_emit_log_message(et_timestamp_t, et_pal_log_level_t level, const char* file,
-                                        const char*, size_t line, const char* message, size_t) {
-  std::printf("ET %c %s:%u %s\n", static_cast<char>(level), file, static_cast<unsigned>(line),
-              message);
-}
-
-extern "C" void et_pal_abort(void) {
-  std::printf("runner: ExecuTorch aborted\n");
-  std::exit(kSetupError);
-}
 
 int main() {
   Model& model = Model::embedded();
