@@ -30,6 +30,22 @@ void add_out(
       is_requantization(input2_multiplier, input2_shift) && left_shift >= 0 &&
       left_shift <= 30 && is_s8_input_offset(input1_offset) && is_s8_input_offset(input2_offset);
   const OutputQuant::Int32 q = output.int32();
+  if (context.checks() && valid) {  // an entry only where nothing broadcasts (prepared.h)
+    const Shape4 shape = shape4(out);
+    const bool whole = same_shape(shape4(input1), shape) && same_shape(shape4(input2), shape);
+    const cortex_m_nn_add_prepared derived{
+        static_cast<int32_t>(input1_offset), static_cast<int32_t>(input1_multiplier),
+        static_cast<int32_t>(input1_shift), static_cast<int32_t>(input2_offset),
+        static_cast<int32_t>(input2_multiplier), static_cast<int32_t>(input2_shift),
+        static_cast<int32_t>(left_shift), q.offset, q.multiplier, q.shift, q.activation_min,
+        q.activation_max, shape.d[0] * shape.d[1] * shape.d[2] * shape.d[3]};
+    const bool agrees = whole
+        ? context.prepared_agrees("add", CORTEX_M_NN_PREPARED_ADD, &derived, sizeof(derived))
+        : context.prepared_agrees("add", CORTEX_M_NN_PREPARED_NONE, nullptr, 0);
+    if (!agrees) {
+      return;
+    }
+  }
   elementwise_rows(
       context, "add", input1, input2, out, valid,
       [&](const int8_t* a, const int8_t* b, int8_t* o, int32_t n) {
@@ -42,6 +58,20 @@ void add_out(
             static_cast<int32_t>(left_shift),
             o, q.offset, q.multiplier, q.shift, q.activation_min, q.activation_max, n);
       });
+}
+
+void add_prepared(CallContext& context, EValue** args) {
+  const auto& p = *static_cast<const cortex_m_nn_add_prepared*>(context.prepared());
+  check_status(
+      context,
+      "add",
+      arm_elementwise_add_s8(
+          proven_tensor(args, add_args::input1).const_data_ptr<int8_t>(),
+          proven_tensor(args, add_args::input2).const_data_ptr<int8_t>(), p.input1_offset,
+          p.input1_multiplier, p.input1_shift, p.input2_offset, p.input2_multiplier,
+          p.input2_shift, p.left_shift,
+          proven_tensor(args, add_args::out).mutable_data_ptr<int8_t>(), p.output_offset,
+          p.output_multiplier, p.output_shift, p.activation_min, p.activation_max, p.size));
 }
 
 }  // namespace native

@@ -26,6 +26,13 @@ void avg_pool2d_out(
   if (!prepare_pool(context, kOp, input, window, out, &args)) {
     return;
   }
+  if (context.checks()) {
+    const cortex_m_nn_avg_pool2d_prepared derived{
+        args.params, args.input_dims, args.filter_dims, args.output_dims};
+    if (!context.prepared_agrees(kOp, CORTEX_M_NN_PREPARED_AVG_POOL2D, &derived, sizeof(derived))) {
+      return;
+    }
+  }
   cmsis_nn_context buffer;
   const auto required = [&] {
     return arm_avgpool_s8_get_buffer_size(args.output_dims.w, args.input_dims.c);
@@ -44,6 +51,18 @@ void avg_pool2d_out(
           &args.filter_dims,
           &args.output_dims,
           out.mutable_data_ptr<int8_t>()));
+}
+
+void avg_pool2d_prepared(CallContext& context, EValue** args) {
+  const auto& p = *static_cast<const cortex_m_nn_avg_pool2d_prepared*>(context.prepared());
+  using a = avg_pool2d_args;
+  const cmsis_nn_context buffer = proven_scratch(args, a::scratch);
+  check_status(
+      context,
+      "avg_pool2d",
+      arm_avgpool_s8(
+          &buffer, &p.params, &p.input, proven_tensor(args, a::input).const_data_ptr<int8_t>(),
+          &p.filter, &p.output, proven_tensor(args, a::out).mutable_data_ptr<int8_t>()));
 }
 
 }  // namespace native

@@ -78,6 +78,14 @@ void conv2d_out(
   }
   const auto params = args.params<cmsis_nn_conv_params>();
   const bool direct = mve_one_by_n_cannot_pad(args, params);
+  if (context.checks()) {
+    const cortex_m_nn_conv2d_prepared derived{
+        params, args.input_dims, args.filter_dims, args.bias_dims, args.output_dims, direct};
+    if (!context.prepared_agrees(
+            "conv2d", CORTEX_M_NN_PREPARED_CONV2D, &derived, sizeof(derived))) {
+      return;
+    }
+  }
   cmsis_nn_context buffer;
   const auto required = [&] {
     return direct ? arm_convolve_s8_get_buffer_size(&args.input_dims, &args.filter_dims)
@@ -91,6 +99,12 @@ void conv2d_out(
         direct ? call_conv_s8(convolve_s8, args, params, &buffer)
                : call_conv_s8(arm_convolve_wrapper_s8, args, params, &buffer));
   }
+}
+
+void conv2d_prepared(CallContext& context, EValue** args) {
+  const auto& p = *static_cast<const cortex_m_nn_conv2d_prepared*>(context.prepared());
+  const auto convolve = p.direct ? convolve_s8 : arm_convolve_wrapper_s8;
+  check_status(context, "conv2d", call_prepared_conv_s8<conv2d_args>(convolve, p, args));
 }
 
 }  // namespace native

@@ -44,6 +44,15 @@ void depthwise_conv2d_out(
   }
   auto params = args.params<cmsis_nn_dw_conv_params>();
   params.ch_mult = static_cast<int32_t>(depth_multiplier);
+  if (context.checks()) {
+    const cortex_m_nn_depthwise_conv2d_prepared derived{
+        params, args.input_dims, args.filter_dims, args.bias_dims, args.output_dims};
+    if (!context.prepared_agrees(
+            "depthwise_conv2d", CORTEX_M_NN_PREPARED_DEPTHWISE_CONV2D, &derived,
+            sizeof(derived))) {
+      return;
+    }
+  }
   cmsis_nn_context buffer;
   const auto required = [&] {
     return arm_depthwise_conv_wrapper_s8_get_buffer_size(
@@ -56,6 +65,14 @@ void depthwise_conv2d_out(
         "depthwise_conv2d",
         call_conv_s8(arm_depthwise_conv_wrapper_s8, args, params, &buffer));
   }
+}
+
+void depthwise_conv2d_prepared(CallContext& context, EValue** args) {
+  const auto& p = *static_cast<const cortex_m_nn_depthwise_conv2d_prepared*>(context.prepared());
+  check_status(
+      context,
+      "depthwise_conv2d",
+      call_prepared_conv_s8<depthwise_conv2d_args>(arm_depthwise_conv_wrapper_s8, p, args));
 }
 
 }  // namespace native

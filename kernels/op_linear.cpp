@@ -92,15 +92,23 @@ void linear_out(
     return;
   }
 
-  if (!context.computes()) {
-    return;
-  }
   const cmsis_nn_fc_params params = q.params();
   const cmsis_nn_per_tensor_quant_params quant = q.quant();
   const cmsis_nn_dims input_dims{batches, 1, 1, in_features};
   const cmsis_nn_dims filter_dims{in_features, 1, 1, out_features};
   const cmsis_nn_dims bias_dims{1, 1, 1, out_features};
   const cmsis_nn_dims output_dims{batches, 1, 1, out_features};
+  if (context.checks()) {
+    const cortex_m_nn_linear_prepared derived{
+        params, quant, input_dims, filter_dims, bias_dims, output_dims};
+    if (!context.prepared_agrees(
+            "linear", CORTEX_M_NN_PREPARED_LINEAR, &derived, sizeof(derived))) {
+      return;
+    }
+  }
+  if (!context.computes()) {
+    return;
+  }
   check_status(
       context,
       "linear",
@@ -116,6 +124,26 @@ void linear_out(
           bias.has_value() ? bias.value().const_data_ptr<int32_t>() : nullptr,
           &output_dims,
           out.mutable_data_ptr<int8_t>()));
+}
+
+void linear_prepared(CallContext& context, EValue** args) {
+  const auto& p = *static_cast<const cortex_m_nn_linear_prepared*>(context.prepared());
+  using a = linear_args;
+  // the program's kernel sums on MVE (the proof checked they are there), nothing elsewhere
+  const Tensor* sums = args[a::kernel_sums]->isTensor() ? &proven_tensor(args, a::kernel_sums)
+                                                        : nullptr;
+  cmsis_nn_context buffer{
+      sums ? const_cast<int32_t*>(sums->const_data_ptr<int32_t>()) : nullptr,
+      sums ? static_cast<int32_t>(sums->numel() * sizeof(int32_t)) : 0};
+  check_status(
+      context,
+      "linear",
+      arm_fully_connected_s8(
+          &buffer, &p.params, &p.quant, &p.input,
+          proven_tensor(args, a::input).const_data_ptr<int8_t>(), &p.filter,
+          proven_tensor(args, a::weight).const_data_ptr<int8_t>(), &p.bias,
+          proven_optional_data<int32_t>(args, a::bias), &p.output,
+          proven_tensor(args, a::out).mutable_data_ptr<int8_t>()));
 }
 
 }  // namespace native

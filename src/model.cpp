@@ -75,9 +75,11 @@ static_assert(CORTEX_M_NN_MODEL_OPS_VERSION == cortex_m_nn::abi::kOpsVersion,
        CORTEX_M_NN_TEMP_ALLOCATOR_BYTES                             \
                                                                   : CORTEX_M_NN_LOAD_TEMP_BYTES)
 
-#if !defined(CORTEX_M_NN_MODEL_INPUT_INT8) || !defined(CORTEX_M_NN_MODEL_OUTPUT_INT8)
-#error "cortex_m_nn_model.h records no input/output types: regenerate it (cortex-m-compile embed)"
+#if !defined(CORTEX_M_NN_MODEL_INPUT_INT8) || !defined(CORTEX_M_NN_MODEL_PREPARED_CALLS)
+#error "cortex_m_nn_model.h lacks I/O types or prepared calls: regenerate it (cortex-m-compile)"
 #endif
+// forward's kernel calls prepared ahead of time (cortex_m_nn_model.c, cortex_m_nn/prepared.h)
+extern "C" const cortex_m_nn_prepared_call cortex_m_nn_model_prepared[];
 
 namespace cortex_m_nn {
 namespace {
@@ -120,6 +122,9 @@ alignas(kAlignment) uint8_t method_pool[CORTEX_M_NN_METHOD_ALLOCATOR_BYTES];
 #if CORTEX_M_NN_TEMP_POOL_BYTES > 0
 alignas(kAlignment) uint8_t temp_pool[CORTEX_M_NN_TEMP_POOL_BYTES];
 #endif
+// The prepared calls and each one's argument list (the proof finds them): see call_mode.h.
+const void* prepared_arguments[CORTEX_M_NN_MODEL_PREPARED_CALLS + 1];
+CallPlan plan{cortex_m_nn_model_prepared, CORTEX_M_NN_MODEL_PREPARED_CALLS, prepared_arguments};
 
 // ExecuTorch objects live in static storage, constructed by load().
 alignas(BufferDataLoader) uint8_t loader_storage[sizeof(BufferDataLoader)];
@@ -284,7 +289,7 @@ Status Model::prove_forward() {
   memset(arena, 0, sizeof(arena));
   size_t instruction = 0;
   const Error error =
-      prove(method(), method_pool, method_pool + sizeof(method_pool), &instruction);
+      prove(method(), method_pool, method_pool + sizeof(method_pool), &instruction, &plan);
   if (error != Error::Ok) {
     return fail(Status::kLoadFailed, "instruction %u of forward refused its arguments (error "
                 "0x%x): the log names the kernel and why; recompile the model with this "

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from cortex_m_nn.abi import KernelAbi
 from cortex_m_nn.io_spec import IoQuantization, read_io
+from cortex_m_nn.prepared import PreparedCall, c_table, prepared_calls
 
 #: The ELF section that holds the model.
 MODEL_SECTION = ".cortex_m_nn_model"
@@ -106,6 +107,8 @@ class ModelFacts:
     #: per input/output: its int8 quantization (``--io int8``), None for a float tensor
     input_specs: tuple[IoQuantization | None, ...] = ()
     output_specs: tuple[IoQuantization | None, ...] = ()
+    #: forward's kernel calls prepared ahead of time (``cortex_m_nn.prepared``)
+    prepared: tuple[PreparedCall, ...] = ()
 
     @property
     def core(self) -> str:
@@ -201,7 +204,9 @@ def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> Model
             f"the .pte's input/output quantization records are incomplete ({error}); "
             "recompile the model with cortex-m-compile"
         ) from error
+    plan = _read(pte_reader.forward_plan, pte)
     return ModelFacts(
+        prepared=tuple(_read(lambda _: prepared_calls(plan, abi.isa), pte)),
         pte_bytes=len(pte),
         planned_buffers=tuple(_read(pte_reader.planned_buffer_sizes, pte)),
         scratch_buffers=tuple(_read(pte_reader.scratch_buffer_sizes, pte)),
@@ -266,6 +271,8 @@ def model_header(facts: ModelFacts, symbol: str = DEFAULT_SYMBOL) -> str:
         f"#define CORTEX_M_NN_MODEL_INPUTS {facts.inputs}u",
         f"#define CORTEX_M_NN_MODEL_OUTPUTS {facts.outputs}u",
         f"#define CORTEX_M_NN_MODEL_OPERATORS {_c_string(' '.join(facts.operators))}",
+        "/* Kernel calls of forward in the prepared table <symbol>_prepared (the C source). */",
+        f"#define CORTEX_M_NN_MODEL_PREPARED_CALLS {len(facts.prepared)}u",
         "",
         *io_lines(facts),
         "",
@@ -343,7 +350,7 @@ def write_embedding(
     output_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in (
-        (SOURCE_NAME, c_source(pte, symbol)),
+        (SOURCE_NAME, c_source(pte, symbol) + c_table(list(facts.prepared), symbol)),
         (HEADER_NAME, model_header(facts, symbol)),
         (CMAKE_NAME, cmake_facts(facts)),
     ):

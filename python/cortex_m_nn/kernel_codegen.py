@@ -11,6 +11,9 @@
   (``kernels/include/cortex_m_nn/call_mode.h``), checks the number and kinds of the arguments
   the program passes unless a proof pass has (so a ``.pte`` from another operator version is
   refused with a message instead of misread) and registers it under ``cortex_m_nn::<name>.out``.
+  An operator with a ``prepared`` kind (``kernels/include/cortex_m_nn/prepared.h``) also gets
+  its argument positions (``<name>_args``) and ``<name>_prepared(CallContext&, EValue**)``,
+  which its kernel defines and its boxed entry calls for a proven call with a prepared entry.
 
 ``--only`` restricts registration to the operators a program uses (selective build).
 Run: ``python -m cortex_m_nn.kernel_codegen --output-dir DIR [--only conv2d,add]``.
@@ -19,6 +22,7 @@ Run: ``python -m cortex_m_nn.kernel_codegen --output-dir DIR [--only conv2d,add]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +86,8 @@ class Operator:
     func: str
     arguments: tuple[Argument, ...]
     returns: int
+    #: its kind in kernels/include/cortex_m_nn/prepared.h; 0: no prepared form
+    prepared: int = 0
 
     @property
     def stack_size(self) -> int:
@@ -131,7 +137,11 @@ def yaml_path() -> Path:
 def load_yaml(path: Path | None = None) -> tuple[int, list[Operator]]:
     """(operator ABI version, operators) from ``operators.yaml``."""
     data = yaml.safe_load((path or yaml_path()).read_text())
-    return int(data["version"]), [parse_operator(entry["func"]) for entry in data["operators"]]
+    operators = [
+        dataclasses.replace(parse_operator(entry["func"]), prepared=int(entry.get("prepared", 0)))
+        for entry in data["operators"]
+    ]
+    return int(data["version"]), operators
 
 
 def ops_version() -> int:
@@ -155,6 +165,7 @@ def header(version: int, operators: list[Operator]) -> str:
         "",
         "using executorch::aten::IntArrayRef;",
         "using executorch::aten::Tensor;",
+        "using executorch::runtime::EValue;",
         "using executorch::runtime::KernelRuntimeContext;",
         "",
     ]
@@ -163,6 +174,16 @@ def header(version: int, operators: list[Operator]) -> str:
             ["CallContext& context"] + [f"{a.cpp_type} {a.name}" for a in op.arguments]
         )
         lines += [f"// {op.func}", f"void {op.name}_out(\n    {params});", ""]
+        if op.prepared:
+            positions = ", ".join(f"{a.name} = {i}" for i, a in enumerate(op.arguments))
+            lines += [
+                f"// {op.name}'s argument positions, and its proven calls with a prepared entry.",
+                f"struct {op.name}_args {{",
+                f"  enum : size_t {{ {positions} }};",
+                "};",
+                f"void {op.name}_prepared(CallContext& context, EValue** args);",
+                "",
+            ]
     lines += ["}  // namespace native", "}  // namespace cortex_m_nn", ""]
     return "\n".join(lines)
 
@@ -241,12 +262,28 @@ def _boxed(op: Operator) -> list[str]:
     proven), then the kernel."""
     lines = [
         f"void {op.name}_boxed(KernelRuntimeContext& runtime, Span<EValue*> stack) {{",
-        "  CallContext context(runtime, call_mode(stack.data()));",
+        "  CallContext context(runtime, stack.data());",
+    ]
+    if op.prepared:
+        lines += [
+            "  if (context.prepared() != nullptr) {",
+            f"    native::{op.name}_prepared(context, stack.data());",
+            "    return;",
+            "  }",
+        ]
+    lines += [
         "  if (context.checks()) {",
         f'    if (!arguments_match(runtime, stack, "{op.name}", {op.stack_size})) {{',
         "      return;",
         "    }",
     ]
+    if not op.prepared:  # a kernel with a prepared form compares its entry itself
+        lines += [
+            f'    if (!context.prepared_agrees("{op.name}", CORTEX_M_NN_PREPARED_NONE, nullptr,'
+            " 0)) {",
+            "      return;",
+            "    }",
+        ]
     for index, argument in enumerate(op.arguments):
         lines += [
             "    {",

@@ -20,12 +20,12 @@ larger of the getter and the kernel's own formula is planned.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from executorch.backends.cortex_m.library._cmsis_nn import cmsis_nn
 
+from cortex_m_nn.prepared import mve_one_by_n_cannot_pad
 from cortex_m_nn.target import Isa, Target
 
 _BACKENDS = {
@@ -88,37 +88,6 @@ def conv2d_scratch_bytes(
     return int(
         cmsis_nn.convolve_wrapper_buffer_size(_backend(target), cmsis_nn.DataType.A8W8, **window)
     )
-
-
-def mve_one_by_n_cannot_pad(
-    input_shape_nhwc: Sequence[int],
-    weight_shape_ohwi: Sequence[int],
-    output_shape_nhwc: Sequence[int],
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
-) -> bool:
-    """Whether CMSIS-NN's MVE ``arm_convolve_1_x_n_s8`` would refuse this convolution.
-
-    The wrapper takes a 1xN convolution (input height 1, kernel height 1, dilation 1,
-    ``stride_w * Cin`` a multiple of 4, not grouped, not an unpadded 1x1) to that path, which
-    assumes the right padding is the left padding or one more. PyTorch's output length can
-    leave less (kernel 3, stride 2, padding 1, length 8); the kernel (``op_conv2d.cpp``) then calls
-    ``arm_convolve_s8`` directly.
-    """
-    _, in_h, in_w, in_c = (int(d) for d in input_shape_nhwc)
-    _, k_h, k_w, k_c = (int(d) for d in weight_shape_ohwi)
-    out_w = int(output_shape_nhwc[2])
-    stride_w, pad_w, dilation_w = int(stride[1]), int(padding[1]), int(dilation[1])
-    unpadded = (int(padding[0]), pad_w) == (0, 0)
-    undilated = (int(dilation[0]), dilation_w) == (1, 1)
-    one_by_one = (k_h, k_w) == (1, 1) and unpadded and undilated and in_c == k_c
-    one_by_n = in_h == 1 and k_h == 1 and dilation_w == 1 and (stride_w * in_c) % 4 == 0
-    if one_by_one or not (one_by_n and in_c == k_c):
-        return False
-    total_pad = (out_w - 1) * stride_w + k_w - in_w
-    asymmetry = int(math.fmod(total_pad, 2))  # C's remainder: -1 for a total of -1
-    return pad_w * 2 + asymmetry != total_pad
 
 
 def depthwise_conv2d_scratch_bytes(

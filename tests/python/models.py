@@ -271,3 +271,25 @@ class Split(nn.Module):
 
 def split() -> tuple[nn.Module, tuple[torch.Tensor]]:
     return seeded(Split, 1, 3, 4, 4)
+
+
+class PreparedMix(nn.Module):
+    """One call of each operator with a prepared form (cortex_m_nn.prepared), of known geometry:
+    conv 3→8 3x3 stride 2 pad 1, depthwise 3x3 pad 1, a residual add of 8x8x8, 2x2 average
+    pool, linear 128→5."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pool = nn.AvgPool2d(2)
+        self.linear = nn.Linear(128, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.conv(x))
+        x = self.pool(x + torch.relu(self.depthwise(x)))
+        return self.linear(x.permute(0, 2, 3, 1).flatten(1))
+
+
+def prepared_mix() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(PreparedMix, 1, 3, 16, 16)

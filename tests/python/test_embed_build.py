@@ -8,6 +8,7 @@ with the memories given the way the Zephyr module gives them.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -22,6 +23,8 @@ from cortex_m_nn.pte import planned_buffer_bytes
 
 from .models import conv_stack
 from .test_cli import invoke, run
+
+ROOT = Path(__file__).resolve().parents[2]
 
 MODELS = Path(__file__).with_name("models.py")
 
@@ -70,11 +73,21 @@ def test_method_allocator_is_the_estimate_plus_the_margin(compiled) -> None:
 
 
 def _macros(header: Path, source: Path) -> dict[str, str]:
+    """The header's macros, after a C99 syntax check of the source: whole with CMSIS-NN's
+    headers (the prepared-call entries are of its types) when ``CMSIS_NN_PATH`` is set, else
+    the program array alone (the text before the prepared-call table)."""
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
         pytest.skip("no C compiler")
+    includes = ["-I", str(ROOT / "kernels" / "include")]
+    if os.environ.get("CMSIS_NN_PATH"):
+        includes += ["-I", str(Path(os.environ["CMSIS_NN_PATH"]) / "Include")]
+    else:
+        program = source.read_text().partition("\n/* The kernel calls of forward prepared")[0]
+        source = source.with_name("program_only.c")
+        source.write_text(program)
     checked = subprocess.run(
-        [gcc, "-std=c99", "-Wall", "-Werror", "-fsyntax-only", str(source)],
+        [gcc, "-std=c99", "-Wall", "-Werror", "-fsyntax-only", *includes, str(source)],
         capture_output=True, text=True,
     )  # fmt: skip
     assert checked.returncode == 0, checked.stderr

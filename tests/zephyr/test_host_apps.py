@@ -44,6 +44,10 @@ APPS = {
 }
 
 
+#: hello with a prepared-call entry that no longer matches its program (cortex_m_nn.prepared)
+DAMAGED = "hello_damaged_prepared"
+
+
 def _io(main: Path) -> str:
     """The I/O the app's prj.conf compiles its model with (CONFIG_CORTEX_M_NN_MODEL_IO_INT8)."""
     conf = (main.parents[1] / "prj.conf").read_text()
@@ -91,6 +95,14 @@ def apps(
     for name, (main, source, _) in APPS.items():
         _compile_model(source, work / name, _io(main))
         specs.append(f"{name}={main}={work / name}")
+    # hello again, with one field of its first prepared call changed after embedding
+    main, source, _ = APPS["hello"]
+    _compile_model(source, work / DAMAGED, _io(main))
+    model_c = work / DAMAGED / "cortex_m_nn_model.c"
+    text = model_c.read_text()
+    assert text.count(".input = {.n = 1,") >= 1
+    model_c.write_text(text.replace(".input = {.n = 1,", ".input = {.n = 2,", 1))
+    specs.append(f"{DAMAGED}={main}={work / DAMAGED}")
     import executorch
 
     # Kept between runs (pytest's cache): CMSIS-NN and the kernels build once.
@@ -110,7 +122,7 @@ def apps(
     for command in (configure, [cmake, "--build", str(build), "-j", "2"]):
         result = subprocess.run(command, capture_output=True, text=True)
         assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    return {name: build / f"app_{name}" for name in APPS}
+    return {name: build / f"app_{name}" for name in [*APPS, DAMAGED]}
 
 
 def twister_console(lines: list[str], harness_config: dict) -> bool:
@@ -132,6 +144,16 @@ def test_app_passes_its_sample_checks(apps: dict[str, Path], name: str) -> None:
     assert lines[-1] == "PASS", output
     sample = yaml.safe_load(APPS[name][2].read_text())
     assert twister_console(lines, sample["common"]["harness_config"]), output
+
+
+def test_a_prepared_call_that_differs_from_the_program_fails_the_load(
+    apps: dict[str, Path],
+) -> None:
+    result = subprocess.run([str(apps[DAMAGED])], capture_output=True, text=True, timeout=120)
+    output = result.stdout + result.stderr
+    refused = r"prepared call \d+ \(cortex_m_nn_model.c\) differs from the program's call"
+    assert re.search(refused, output), output
+    assert "load: " in output and result.stdout.splitlines()[-1] == "FAIL", output
 
 
 def test_console_check_can_fail() -> None:

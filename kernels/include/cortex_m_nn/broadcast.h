@@ -55,9 +55,14 @@ inline bool check_broadcast(
   return ok;
 }
 
-// Calls block(x, y, out, n) over every output row (the innermost dimension), replicating an
-// input broadcast along that dimension through a small buffer. block returns a CMSIS-NN
-// status; the first failure fails the call.
+inline bool same_shape(const Shape4& x, const Shape4& y) {
+  return x.d[0] == y.d[0] && x.d[1] == y.d[1] && x.d[2] == y.d[2] && x.d[3] == y.d[3];
+}
+
+// Calls block(x, y, out, n) once over the whole output when neither input broadcasts, else over
+// every output row (the innermost dimension), replicating an input broadcast along that
+// dimension through a small buffer. block returns a CMSIS-NN status; the first failure fails
+// the call.
 template <typename Block>
 void for_each_row(
     CallContext& context,
@@ -67,6 +72,14 @@ void for_each_row(
     Tensor& out,
     Block block) {
   const Shape4 sa = shape4(a), sb = shape4(b), so = shape4(out);
+  if (same_shape(sa, so) && same_shape(sb, so)) {
+    const int32_t n = so.d[0] * so.d[1] * so.d[2] * so.d[3];
+    check_status(
+        context, op,
+        block(a.const_data_ptr<int8_t>(), b.const_data_ptr<int8_t>(),
+              out.mutable_data_ptr<int8_t>(), n));
+    return;
+  }
   int64_t stride_a[4], stride_b[4];
   int64_t step_a = 1, step_b = 1;
   for (int d = 3; d >= 0; --d) {

@@ -216,6 +216,29 @@ inline bool prepare_transposed_window(
   return true;
 }
 
+// A proven call's per-channel requantization (its multipliers and shifts arguments).
+inline cmsis_nn_per_channel_quant_params proven_quant(
+    executorch::runtime::EValue** args, size_t multipliers, size_t shifts) {
+  return cmsis_nn_per_channel_quant_params{
+      const_cast<int32_t*>(proven_tensor(args, multipliers).const_data_ptr<int32_t>()),
+      const_cast<int32_t*>(proven_tensor(args, shifts).const_data_ptr<int32_t>())};
+}
+
+// Calls a CMSIS-NN convolution of the s8 signature for a proven call from its prepared entry
+// (params, input, filter, bias, output) and the tensors at the positions `Args` names.
+template <typename Args, typename Function, typename Entry>
+arm_cmsis_nn_status call_prepared_conv_s8(
+    Function function, const Entry& p, executorch::runtime::EValue** args) {
+  const cmsis_nn_context buffer = proven_scratch(args, Args::scratch);
+  const auto quant = proven_quant(args, Args::multipliers, Args::shifts);
+  return function(
+      &buffer, &p.params, &quant, &p.input,
+      proven_tensor(args, Args::input).template const_data_ptr<int8_t>(), &p.filter,
+      proven_tensor(args, Args::weight).template const_data_ptr<int8_t>(), &p.bias,
+      proven_tensor(args, Args::bias).template const_data_ptr<int32_t>(), &p.output,
+      proven_tensor(args, Args::out).template mutable_data_ptr<int8_t>());
+}
+
 // Calls a CMSIS-NN convolution of the s8 signature: its buffers (one; two for the transposed
 // convolution), `params`, then args' quantization, dims and the tensors' data.
 template <typename Function, typename Params, typename... Buffers>

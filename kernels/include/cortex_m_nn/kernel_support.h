@@ -18,6 +18,7 @@ extern "C" {
 
 #include "cortex_m_nn/abi.h"
 #include "cortex_m_nn/call_mode.h"
+#include "cortex_m_nn/prepared_entries.h"
 
 namespace cortex_m_nn {
 namespace native {
@@ -121,6 +122,14 @@ inline bool scratch_context(
   out->buf = planned ? scratch.mutable_data_ptr<int8_t>() : nullptr;
   out->size = static_cast<int32_t>(planned);
   return true;
+}
+
+// A proven call's planned scratch tensor (argument `index`) as CMSIS-NN's context.
+inline cmsis_nn_context proven_scratch(executorch::runtime::EValue** args, size_t index) {
+  const Tensor& scratch = proven_tensor(args, index);
+  return cmsis_nn_context{
+      scratch.numel() ? scratch.mutable_data_ptr<int8_t>() : nullptr,
+      static_cast<int32_t>(scratch.numel())};
 }
 
 // Log and fail the call when CMSIS-NN reports an error.

@@ -1,0 +1,263 @@
+"""Kernel calls prepared ahead of time: the C table ``cortex-m-compile embed`` writes beside
+the program (``kernels/include/cortex_m_nn/prepared.h`` says what the firmware does with it,
+``prepared_entries.h`` holds the entries' structs).
+
+For every ``cortex_m_nn`` kernel call of ``forward``, in instruction order, one entry: for an
+operator with a ``prepared`` kind in ``operators.yaml``, the CMSIS-NN params, quantization and
+dims its kernel derives from the call's arguments, written here from the same arguments in the
+``.pte``; for any other operator an empty entry. The proof pass at load compares every entry
+with what the kernel derives, byte for byte, so an entry computed differently here fails the
+load with a message; it can never be used.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cortex_m_nn.kernel_codegen import load_yaml
+from cortex_m_nn.pte_format import ExecutionPlan
+from cortex_m_nn.target import Isa
+
+#: C names of the kinds (prepared.h's enum), by kind.
+KIND_NAMES = {
+    0: "CORTEX_M_NN_PREPARED_NONE",
+    1: "CORTEX_M_NN_PREPARED_CONV2D",
+    2: "CORTEX_M_NN_PREPARED_DEPTHWISE_CONV2D",
+    3: "CORTEX_M_NN_PREPARED_LINEAR",
+    4: "CORTEX_M_NN_PREPARED_AVG_POOL2D",
+    5: "CORTEX_M_NN_PREPARED_ADD",
+}
+
+#: A C initializer: a number, or the fields of a struct in order (name → value).
+Initializer = int | Mapping[str, "Initializer"]
+
+
+class Call:
+    """One kernel call's arguments, by schema name, read from the plan's values."""
+
+    def __init__(self, plan: ExecutionPlan, names: list[str], args: tuple[int, ...]) -> None:
+        self._plan = plan
+        self._values = dict(zip(names, args, strict=True))
+
+    def sizes(self, name: str) -> tuple[int, ...]:
+        return tuple(int(d) for d in self._plan.values[self._values[name]].payload.sizes)
+
+    def value(self, name: str) -> int:
+        return int(self._plan.values[self._values[name]].payload)
+
+    def values(self, name: str) -> list[int]:
+        items = self._plan.values[self._values[name]].payload
+        return [int(self._plan.values[i].payload) for i in items]
+
+
+def mve_one_by_n_cannot_pad(*shapes_and_window: Sequence[int]) -> bool:
+    """Whether CMSIS-NN's MVE ``arm_convolve_1_x_n_s8`` would refuse this convolution, given
+    as (input NHWC, weight OHWI, output NHWC, stride, padding, dilation).
+
+    The wrapper takes a 1xN convolution (input height 1, kernel height 1, dilation 1,
+    ``stride_w * Cin`` a multiple of 4, not grouped, not an unpadded 1x1) to that path, which
+    assumes the right padding is the left padding or one more. PyTorch's output length can
+    leave less (kernel 3, stride 2, padding 1, length 8); the kernel (``op_conv2d.cpp``) then calls
+    ``arm_convolve_s8`` directly.
+    """
+    input_shape_nhwc, weight_shape_ohwi, output_shape_nhwc, stride, padding, dilation = (
+        shapes_and_window
+    )
+    _, in_h, in_w, in_c = (int(d) for d in input_shape_nhwc)
+    _, k_h, k_w, k_c = (int(d) for d in weight_shape_ohwi)
+    out_w = int(output_shape_nhwc[2])
+    stride_w, pad_w, dilation_w = int(stride[1]), int(padding[1]), int(dilation[1])
+    unpadded = (int(padding[0]), pad_w) == (0, 0)
+    undilated = (int(dilation[0]), dilation_w) == (1, 1)
+    one_by_one = (k_h, k_w) == (1, 1) and unpadded and undilated and in_c == k_c
+    one_by_n = in_h == 1 and k_h == 1 and dilation_w == 1 and (stride_w * in_c) % 4 == 0
+    if one_by_one or not (one_by_n and in_c == k_c):
+        return False
+    total_pad = (out_w - 1) * stride_w + k_w - in_w
+    asymmetry = int(math.fmod(total_pad, 2))  # C's remainder: -1 for a total of -1
+    return pad_w * 2 + asymmetry != total_pad
+
+
+def _tile(hw: list[int]) -> dict[str, int]:
+    """A (h, w) pair as CMSIS-NN's cmsis_nn_tile {w, h}."""
+    return {"w": hw[1], "h": hw[0]}
+
+
+def _dims(n: int, h: int, w: int, c: int) -> dict[str, int]:
+    return {"n": n, "h": h, "w": w, "c": c}
+
+
+def _activation(call: Call) -> dict[str, int]:
+    return {"min": call.value("activation_min"), "max": call.value("activation_max")}
+
+
+def _window(call: Call) -> dict[str, Initializer]:
+    return {
+        "stride": _tile(call.values("stride")),
+        "padding": _tile(call.values("padding")),
+        "dilation": _tile(call.values("dilation")),
+        "activation": _activation(call),
+    }
+
+
+def _conv2d(call: Call, isa: Isa) -> dict[str, Initializer]:
+    input_, weight, out = call.sizes("input"), call.sizes("weight"), call.sizes("out")
+    geometry = (call.values("stride"), call.values("padding"), call.values("dilation"))
+    direct = isa is Isa.MVE and mve_one_by_n_cannot_pad(input_, weight, out, *geometry)
+    return {
+        "params": {
+            "input_offset": call.value("input_offset"),
+            "output_offset": call.value("output_offset"),
+            **_window(call),
+        },
+        "input": _dims(*input_),
+        "filter": _dims(*weight),
+        "bias": _dims(1, 1, 1, weight[0]),
+        "output": _dims(*out),
+        "direct": int(direct),
+    }
+
+
+def _depthwise_conv2d(call: Call, isa: Isa) -> dict[str, Initializer]:
+    weight = call.sizes("weight")
+    return {
+        "params": {
+            "input_offset": call.value("input_offset"),
+            "output_offset": call.value("output_offset"),
+            "ch_mult": call.value("depth_multiplier"),
+            **_window(call),
+        },
+        "input": _dims(*call.sizes("input")),
+        "filter": _dims(*weight),
+        "bias": _dims(1, 1, 1, weight[3]),
+        "output": _dims(*call.sizes("out")),
+    }
+
+
+def _linear(call: Call, isa: Isa) -> dict[str, Initializer]:
+    out_features, in_features = call.sizes("weight")
+    batches = math.prod(call.sizes("input")) // in_features if in_features else 0
+    return {
+        "params": {
+            "input_offset": call.value("input_offset"),
+            "filter_offset": 0,
+            "output_offset": call.value("output_offset"),
+            "activation": _activation(call),
+        },
+        "quant": {"multiplier": call.value("multiplier"), "shift": call.value("shift")},
+        "input": _dims(batches, 1, 1, in_features),
+        "filter": _dims(in_features, 1, 1, out_features),
+        "bias": _dims(1, 1, 1, out_features),
+        "output": _dims(batches, 1, 1, out_features),
+    }
+
+
+def _avg_pool2d(call: Call, isa: Isa) -> dict[str, Initializer]:
+    kh, kw = call.values("kernel_size")
+    return {
+        "params": {
+            "stride": _tile(call.values("stride")),
+            "padding": _tile(call.values("padding")),
+            "activation": _activation(call),
+        },
+        "input": _dims(*call.sizes("input")),
+        "filter": _dims(1, kh, kw, 1),
+        "output": _dims(*call.sizes("out")),
+    }
+
+
+_ADD_FIELDS = (
+    *(f"input{i}_{name}" for i in (1, 2) for name in ("offset", "multiplier", "shift")),
+    "left_shift",
+    *(f"output_{name}" for name in ("offset", "multiplier", "shift")),
+    "activation_min",
+    "activation_max",
+)
+
+
+def _add(call: Call, isa: Isa) -> dict[str, Initializer] | None:
+    shape = call.sizes("out")
+    if call.sizes("input1") != shape or call.sizes("input2") != shape:
+        return None  # broadcasting: the kernel runs it row by row, unprepared
+    return {**{name: call.value(name) for name in _ADD_FIELDS}, "size": math.prod(shape)}
+
+
+#: Per operator with a prepared form: its entry from a call, for the target's ISA (None: this
+#: call has none and runs unprepared).
+ENTRIES: dict[str, Callable[[Call, Isa], dict[str, Initializer] | None]] = {
+    "conv2d": _conv2d,
+    "depthwise_conv2d": _depthwise_conv2d,
+    "linear": _linear,
+    "avg_pool2d": _avg_pool2d,
+    "add": _add,
+}
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """One kernel call's entry: the operator, its kind and fields (kind 0: no fields)."""
+
+    operator: str
+    kind: int
+    fields: dict[str, Initializer] | None
+
+
+def prepared_calls(plan: ExecutionPlan, isa: Isa) -> list[PreparedCall]:
+    """Every ``cortex_m_nn`` kernel call of ``plan``, in order, with its entry."""
+    operators = {op.name: op for op in load_yaml()[1]}
+    calls = []
+    for instruction in plan.instructions:
+        if instruction.kind != "KernelCall":
+            continue
+        name = plan.operators[instruction.op_index][0]
+        if not name.startswith("cortex_m_nn::"):
+            continue
+        op = operators[name.removeprefix("cortex_m_nn::")]
+        if not op.prepared:
+            calls.append(PreparedCall(op.name, 0, None))
+            continue
+        names = [a.name for a in op.arguments]
+        fields = ENTRIES[op.name](Call(plan, names, instruction.args[: len(names)]), isa)
+        calls.append(PreparedCall(op.name, op.prepared if fields else 0, fields))
+    return calls
+
+
+def _c_initializer(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f".{k} = {_c_initializer(v)}" for k, v in value.items()) + "}"
+    return str(int(value))
+
+
+def c_table(calls: list[PreparedCall], symbol: str) -> str:
+    """C source of the table ``<symbol>_prepared`` (``cortex_m_nn_prepared_call[]``) and its
+    entries, for ``cortex_m_nn_model.c``."""
+    lines = [
+        "",
+        "/* The kernel calls of forward prepared ahead of time (cortex_m_nn/prepared.h). */",
+        '#include "cortex_m_nn/prepared_entries.h"',
+        "",
+    ]
+    rows = []
+    for index, call in enumerate(calls):
+        kind = KIND_NAMES[call.kind]
+        if call.fields is None:
+            rows.append(f"    {{{kind}, NULL}}, /* {index}: {call.operator} */")
+            continue
+        entry = f"{symbol}_call_{index}"
+        lines.append(f"static const cortex_m_nn_{call.operator}_prepared {entry} = {{")
+        lines += [f"    .{k} = {_c_initializer(v)}," for k, v in call.fields.items()]
+        lines.append("};")
+        rows.append(f"    {{{kind}, &{entry}}}, /* {index}: {call.operator} */")
+    if not rows:
+        rows.append("    {CORTEX_M_NN_PREPARED_NONE, NULL}, /* no kernel call */")
+    lines += [
+        "",
+        f"const cortex_m_nn_prepared_call {symbol}_prepared[] = {{",
+        *rows,
+        "};",
+        "",
+    ]
+    return "\n".join(lines)
