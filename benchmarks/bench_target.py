@@ -227,7 +227,10 @@ def measure_peers(
             module = importlib.import_module(f"peer_{name}")
             options = {
                 "executorch": {"runtime_optimization": runtime_optimization},
-                "tflm": {"int8_registrations": tflm_int8},
+                "tflm": {
+                    "int8_registrations": tflm_int8,
+                    "core_optimization": runtime_optimization,
+                },
             }[name]
             known = getattr(module, "MODELS", None)  # TFLM: the MLPerf Tiny models only
             runs = [m for m in models if known is None or m in known]
@@ -318,8 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--runtime-optimization",
         default="-Os",
-        help="compiler flags for ExecuTorch's runtime (the kernels and CMSIS-NN stay -O3; "
-        "default: %(default)s)",
+        help="compiler flags for the runtimes: ExecuTorch's (ours and the ExecuTorch peer's) and "
+        "TFLM's core (the kernels and CMSIS-NN stay -O3; default: %(default)s)",
     )
     parser.add_argument(
         "--io",

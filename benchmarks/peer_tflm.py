@@ -227,9 +227,10 @@ def build(
     build_dir: Path,
     arenas: dict[str, int],
     int8_registrations: bool = False,
+    core_optimization: str = "-Os",
 ) -> None:
     """Configure and build ``tflm_NAME.elf`` for each model; ``arenas``: static arena bytes per
-    model (the others get PROBE_ARENA)."""
+    model (the others get PROBE_ARENA); ``core_optimization``: TFLM's runtime's flags."""
     from tests.target import harness
 
     env = os.environ
@@ -238,6 +239,7 @@ def build(
         f"-DTFLM_MODELS={';'.join(f'{m}={root / MODELS[m][1]}' for m in models)}",
         f"-DTFLM_ARENA_BYTES={PROBE_ARENA}",
         f"-DTFLM_INT8_REGISTRATIONS={'ON' if int8_registrations else 'OFF'}",
+        f"-DTFLM_CORE_OPTIMIZATION={core_optimization}",
         *(f"-D{v}={env[v]}" for v in ROOTS if v != "MLPERF_TINY_ROOT"),
         f"-DFLATBUFFERS_INCLUDE_DIR={flatbuffers_include()[0]}",
     ]
@@ -341,13 +343,17 @@ def measure(
     build_dir: Path,
     plugin: Path,
     int8_registrations: bool = False,
+    core_optimization: str = "-Os",
 ) -> dict[tuple[str, str], dict]:
     """(model, core name) → the peer's measurements, or ``{"error": one line}``; builds in
     ``build_dir/tflm-CORE``. ``plugin``: the insncount plugin (harness.build_plugin)."""
     rows: dict[tuple[str, str], dict] = {}
     for core in cores:
         directory = build_dir / f"tflm-{core.name}"
-        options = {"int8_registrations": int8_registrations}
+        options = {
+            "int8_registrations": int8_registrations,
+            "core_optimization": core_optimization,
+        }
         try:
             smallest = probe(core, models, directory, **options)
             arenas = {m: n for m, n in smallest.items() if isinstance(n, int)}

@@ -34,17 +34,26 @@ void softmax_out(
           "softmax",
           "row of %d (1..%d supported) or parameters out of range", (int)row,
           (int)kMaxSoftmaxRow);
-  if (!context.computes()) {
+  const cortex_m_nn_softmax_prepared p{
+      static_cast<int32_t>(input.numel()) / row, row, static_cast<int32_t>(multiplier),
+      static_cast<int32_t>(shift), static_cast<int32_t>(diff_min)};
+  if (context.checks() &&
+      !context.prepared_agrees("softmax", CORTEX_M_NN_PREPARED_SOFTMAX, &p, sizeof(p))) {
     return;
   }
+  if (context.computes()) {
+    arm_softmax_s8(
+        input.const_data_ptr<int8_t>(), p.rows, p.row, p.multiplier, p.shift, p.diff_min,
+        out.mutable_data_ptr<int8_t>());
+  }
+}
+
+void softmax_prepared(CallContext& context, EValue** args) {
+  const auto& p = *static_cast<const cortex_m_nn_softmax_prepared*>(context.prepared());
   arm_softmax_s8(
-      input.const_data_ptr<int8_t>(),
-      static_cast<int32_t>(input.numel()) / row,
-      row,
-      static_cast<int32_t>(multiplier),
-      static_cast<int32_t>(shift),
-      static_cast<int32_t>(diff_min),
-      out.mutable_data_ptr<int8_t>());
+      proven_tensor(args, softmax_args::input).const_data_ptr<int8_t>(), p.rows, p.row,
+      p.multiplier, p.shift, p.diff_min,
+      proven_tensor(args, softmax_args::out).mutable_data_ptr<int8_t>());
 }
 
 }  // namespace native

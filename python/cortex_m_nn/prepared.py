@@ -29,6 +29,7 @@ KIND_NAMES = {
     3: "CORTEX_M_NN_PREPARED_LINEAR",
     4: "CORTEX_M_NN_PREPARED_AVG_POOL2D",
     5: "CORTEX_M_NN_PREPARED_ADD",
+    6: "CORTEX_M_NN_PREPARED_SOFTMAX",
 }
 
 #: A C initializer: a number, or the fields of a struct in order (name → value).
@@ -185,6 +186,15 @@ def _add(call: Call, isa: Isa) -> dict[str, Initializer] | None:
     return {**{name: call.value(name) for name in _ADD_FIELDS}, "size": math.prod(shape)}
 
 
+def _softmax(call: Call, isa: Isa) -> dict[str, Initializer]:
+    sizes = call.sizes("input")
+    return {
+        "rows": math.prod(sizes) // sizes[-1],
+        "row": sizes[-1],
+        **{name: call.value(name) for name in ("multiplier", "shift", "diff_min")},
+    }
+
+
 #: Per operator with a prepared form: its entry from a call, for the target's ISA (None: this
 #: call has none and runs unprepared).
 ENTRIES: dict[str, Callable[[Call, Isa], dict[str, Initializer] | None]] = {
@@ -193,6 +203,7 @@ ENTRIES: dict[str, Callable[[Call, Isa], dict[str, Initializer] | None]] = {
     "linear": _linear,
     "avg_pool2d": _avg_pool2d,
     "add": _add,
+    "softmax": _softmax,
 }
 
 

@@ -276,7 +276,7 @@ def split() -> tuple[nn.Module, tuple[torch.Tensor]]:
 class PreparedMix(nn.Module):
     """One call of each operator with a prepared form (cortex_m_nn.prepared), of known geometry:
     conv 3→8 3x3 stride 2 pad 1, depthwise 3x3 pad 1, a residual add of 8x8x8, 2x2 average
-    pool, linear 128→5."""
+    pool, linear 128→5, softmax over the 5."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -288,7 +288,7 @@ class PreparedMix(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = torch.relu(self.conv(x))
         x = self.pool(x + torch.relu(self.depthwise(x)))
-        return self.linear(x.permute(0, 2, 3, 1).flatten(1))
+        return torch.softmax(self.linear(x.permute(0, 2, 3, 1).flatten(1)), dim=-1)
 
 
 def prepared_mix() -> tuple[nn.Module, tuple[torch.Tensor]]:

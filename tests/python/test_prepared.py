@@ -52,7 +52,8 @@ def _dims(n: int, h: int, w: int, c: int) -> dict[str, int]:
 
 def test_entries_hold_each_calls_geometry(calls: list[prepared.PreparedCall]) -> None:
     entries = {call.operator: call.fields for call in calls if call.kind}
-    assert sorted(entries) == ["add", "avg_pool2d", "conv2d", "depthwise_conv2d", "linear"]
+    assert sorted(entries) == [
+        "add", "avg_pool2d", "conv2d", "depthwise_conv2d", "linear", "softmax"]  # fmt: skip
     for name, fields in entries.items():
         assert list(fields) == _struct_fields(name), name
     conv = entries["conv2d"]
@@ -74,7 +75,10 @@ def test_entries_hold_each_calls_geometry(calls: list[prepared.PreparedCall]) ->
     assert linear["params"]["filter_offset"] == 0
     assert entries["add"]["size"] == 8 * 8 * 8
     assert 0 <= entries["add"]["left_shift"] <= 30
-    for fields in entries.values():  # ReLU or none: the activation range is int8's top end
+    assert (entries["softmax"]["rows"], entries["softmax"]["row"]) == (1, 5)
+    for name, fields in entries.items():  # ReLU or none: the range reaches int8's top end
+        if name == "softmax":
+            continue  # no activation range: its output range is fixed
         activation = fields["params"]["activation"] if "params" in fields else {
             "min": fields["activation_min"], "max": fields["activation_max"]}  # fmt: skip
         assert -128 <= activation["min"] <= activation["max"] == 127

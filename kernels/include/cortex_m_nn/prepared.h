@@ -30,6 +30,7 @@ enum cortex_m_nn_prepared_kind {
   CORTEX_M_NN_PREPARED_LINEAR = 3,
   CORTEX_M_NN_PREPARED_AVG_POOL2D = 4,
   CORTEX_M_NN_PREPARED_ADD = 5,
+  CORTEX_M_NN_PREPARED_SOFTMAX = 6,
 };
 
 /* One kernel call of the table: its kind and its entry (NULL for CORTEX_M_NN_PREPARED_NONE). */

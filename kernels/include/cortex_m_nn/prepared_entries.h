@@ -68,6 +68,15 @@ typedef struct {
   int32_t size;
 } cortex_m_nn_add_prepared;
 
+/* softmax → arm_softmax_s8 over `rows` rows of `row` elements. */
+typedef struct {
+  int32_t rows;
+  int32_t row;
+  int32_t multiplier;
+  int32_t shift;
+  int32_t diff_min;
+} cortex_m_nn_softmax_prepared;
+
 #ifdef __cplusplus
 }
 #endif
