@@ -21,17 +21,6 @@ from cortex_m_nn.kernel_codegen import load_yaml
 from cortex_m_nn.pte_format import ExecutionPlan
 from cortex_m_nn.target import Isa
 
-#: C names of the kinds (prepared.h's enum), by kind.
-KIND_NAMES = {
-    0: "CORTEX_M_NN_PREPARED_NONE",
-    1: "CORTEX_M_NN_PREPARED_CONV2D",
-    2: "CORTEX_M_NN_PREPARED_DEPTHWISE_CONV2D",
-    3: "CORTEX_M_NN_PREPARED_LINEAR",
-    4: "CORTEX_M_NN_PREPARED_AVG_POOL2D",
-    5: "CORTEX_M_NN_PREPARED_ADD",
-    6: "CORTEX_M_NN_PREPARED_SOFTMAX",
-}
-
 #: A C initializer: a number, or the fields of a struct in order (name → value).
 Initializer = int | Mapping[str, "Initializer"]
 
@@ -215,6 +204,11 @@ class PreparedCall:
     kind: int
     fields: dict[str, Initializer] | None
 
+    @property
+    def kind_name(self) -> str:
+        """The kind's name in prepared.h's enum (``CORTEX_M_NN_PREPARED_<OPERATOR>``)."""
+        return f"CORTEX_M_NN_PREPARED_{self.operator.upper() if self.kind else 'NONE'}"
+
 
 def prepared_calls(plan: ExecutionPlan, isa: Isa) -> list[PreparedCall]:
     """Every ``cortex_m_nn`` kernel call of ``plan``, in order, with its entry."""
@@ -253,7 +247,7 @@ def c_table(calls: list[PreparedCall], symbol: str) -> str:
     ]
     rows = []
     for index, call in enumerate(calls):
-        kind = KIND_NAMES[call.kind]
+        kind = call.kind_name
         if call.fields is None:
             rows.append(f"    {{{kind}, NULL}}, /* {index}: {call.operator} */")
             continue

@@ -22,12 +22,10 @@ MODELS = Path(__file__).with_name("models.py")
 
 def test_kinds_are_the_headers_and_the_yamls() -> None:
     header = (HEADERS / "prepared.h").read_text()
-    enum = {int(v): n for n, v in re.findall(r"(CORTEX_M_NN_PREPARED_\w+) = (\d+)", header)}
-    assert enum == prepared.KIND_NAMES
+    enum = {n: int(v) for n, v in re.findall(r"(CORTEX_M_NN_PREPARED_\w+) = (\d+)", header)}
     kinds = {op.name: op.prepared for op in load_yaml()[1] if op.prepared}
-    assert {f"CORTEX_M_NN_PREPARED_{name.upper()}": k for name, k in kinds.items()} == {
-        n: k for k, n in enum.items() if k
-    }
+    named = {prepared.PreparedCall(op, kind, None).kind_name: kind for op, kind in kinds.items()}
+    assert enum == {"CORTEX_M_NN_PREPARED_NONE": 0, **named}
     assert set(kinds) == set(prepared.ENTRIES)
 
 
@@ -87,7 +85,7 @@ def test_entries_hold_each_calls_geometry(calls: list[prepared.PreparedCall]) ->
 def test_table_has_a_row_per_kernel_call(calls: list[prepared.PreparedCall]) -> None:
     text = prepared.c_table(calls, "model")
     rows = re.findall(r"^    \{(CORTEX_M_NN_PREPARED_\w+), (NULL|&model_call_\d+)\}", text, re.M)
-    assert [prepared.KIND_NAMES[c.kind] for c in calls] == [kind for kind, _ in rows]
+    assert [c.kind_name for c in calls] == [kind for kind, _ in rows]
     pairs = zip(calls, rows, strict=True)
     assert all((entry == "NULL") == (call.kind == 0) for call, (_, entry) in pairs)
     assert "const cortex_m_nn_prepared_call model_prepared[] = {" in text
