@@ -96,9 +96,7 @@ CallMode call_mode(const void* arguments, CallPlan** plan) {
       if (range.end.load(memory_order_relaxed) != end) {
         return CallMode::kChecked;
       }
-      if (plan != nullptr) {
-        *plan = found;
-      }
+      *plan = found;
       return mode;
     }
   }

@@ -58,18 +58,16 @@ struct CallPlan {
 // entries if given; kChecked forgets the range. False when every slot (kCallModeRanges) is
 // taken by other ranges. Safe while other threads or cores run kernels: a call outside
 // [begin, end) never takes this mode.
-bool set_call_mode(const void* begin, const void* end, CallMode mode, CallPlan* plan = nullptr);
+bool set_call_mode(const void* begin, const void* end, CallMode mode, CallPlan* plan);
 
-// The mode of a call whose argument list is at `arguments`, and its range's plan (or null).
-CallMode call_mode(const void* arguments, CallPlan** plan = nullptr);
+// The mode of a call whose argument list is at `arguments`; *plan: its range's plan (or null).
+CallMode call_mode(const void* arguments, CallPlan** plan);
 
 // One kernel call: ExecuTorch's context, the call's mode and its prepared entry. The kernels and
 // their shared checks take it where ExecuTorch's kernels take a KernelRuntimeContext; the
 // generated boxed entry points (cortex_m_nn_register.cpp) make it from the argument list.
 class CallContext {
  public:
-  CallContext(executorch::runtime::KernelRuntimeContext& context, CallMode mode)
-      : context_(context), mode_(mode) {}
   // The call whose argument list is `arguments`: its mode and, in a registered plan, its entry.
   CallContext(executorch::runtime::KernelRuntimeContext& context, const void* arguments);
   // Mark the call failed (the method's execute() then returns `error`).
