@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from executorch.backends.cortex_m.library._cmsis_nn import cmsis_nn
 
+from cortex_m_nn.ops.params import sides
 from cortex_m_nn.prepared import mve_one_by_n_cannot_pad
 from cortex_m_nn.target import Isa, Target
 
@@ -59,7 +60,7 @@ def _window(*shapes_and_geometry: Sequence[int]) -> dict[str, list[int]]:
         "input_nhwc": _four(input_nhwc, "input shape"),
         "filter_nhwc": _four(weight, "weight shape"),
         "output_nhwc": _four(output_nhwc, "output shape"),
-        "padding_hw": _two(padding, "padding"),
+        "padding_hw": [int(p) for p in sides(padding)[:2]],  # CMSIS-NN takes the top/left
         "stride_hw": _two(stride, "stride"),
         "dilation_hw": _two(dilation, "dilation"),
     }

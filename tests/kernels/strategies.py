@@ -49,8 +49,15 @@ def conv_geometry(draw: st.DrawFn, max_kernel: int = 4) -> dict:
     dilation = [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
     padding = [draw(st.integers(0, kh // 2 + 1)), draw(st.integers(0, kw // 2 + 1))]
     span_h, span_w = dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1
-    h = draw(st.integers(max(1, span_h - 2 * padding[0]), span_h + 8))
-    w = draw(st.integers(max(1, span_w - 2 * padding[1]), span_w + 8))
+    # TensorFlow's SAME: an end padded one more than its start, less than the kernel's extent
+    ends = [
+        start + int(start + 1 < span and draw(st.sampled_from([False, False, True])))
+        for start, span in zip(padding, (span_h, span_w), strict=True)
+    ]
+    h = draw(st.integers(max(1, span_h - padding[0] - ends[0]), span_h + 8))
+    w = draw(st.integers(max(1, span_w - padding[1] - ends[1]), span_w + 8))
+    if ends != padding:
+        padding = padding + ends  # (top, left, bottom, right)
     return {
         "kernel": (kh, kw),
         "stride": stride,

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from cortex_m_nn import scratch
 from cortex_m_nn.ops import transpose_conv2d as transposed
 from cortex_m_nn.ops.conv2d import output_size
+from cortex_m_nn.ops.params import sides
 from cortex_m_nn.ops.transpose_conv2d import unsupported_reason
 
 from .harness import Call, CallTable, bit_exact_test
@@ -40,8 +41,9 @@ def conv_calls(isa: str, depthwise: bool = False) -> st.SearchStrategy[Call]:
             groups, per_group = draw(st.integers(2, 4)), draw(st.integers(1, 4))
             c_in, c_out = groups * per_group, groups * draw(st.integers(1, 3))
         (kh, kw), (h, w) = g["kernel"], g["size"]
-        oh = output_size(h, kh, g["stride"][0], g["padding"][0], g["dilation"][0])
-        ow = output_size(w, kw, g["stride"][1], g["padding"][1], g["dilation"][1])
+        top, left, bottom, right = sides(g["padding"])
+        oh = output_size(h, kh, g["stride"][0], top, g["dilation"][0], bottom)
+        ow = output_size(w, kw, g["stride"][1], left, g["dilation"][1], right)
         bias, multipliers, shifts = per_channel(draw, c_out, gen)
         act_min, act_max = activation_range(draw)
         weight = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, per_group)

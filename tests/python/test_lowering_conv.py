@@ -78,14 +78,17 @@ class TransposedWeight(nn.Module):
 class OneConv(nn.Module):
     """One convolution after an optional ``F.pad``, a relu on its output."""
 
-    def __init__(self, *args: object, pad: tuple[int, ...] = (), **options: object) -> None:
+    def __init__(
+        self, *args: object, pad: tuple[int, ...] = (), value: float = 0.0, **options: object
+    ) -> None:
         super().__init__()
-        self.pad = pad
+        self.pad, self.value = pad, value
         self.conv = nn.Conv1d(*args, **options) if options.pop("one_d", False) else None
         self.conv = self.conv or nn.Conv2d(*args, **options)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.conv(nn.functional.pad(x, self.pad) if self.pad else x))
+        padded = nn.functional.pad(x, self.pad, value=self.value) if self.pad else x
+        return torch.relu(self.conv(padded))
 
 
 #: (id, Conv args and options, input shape, operator counts after lowering, weight shape
@@ -102,15 +105,35 @@ CONVS = [
     ("same-odd-kernel", ((4, 6, 3), {"padding": "same"}), (1, 4, 5, 6),
      {"conv2d": 1, "pad": 0}, (6, 3, 3, 4), [1, 1]),
     ("same-even-kernel", ((4, 6, (2, 4)), {"padding": "same", "dilation": (1, 2)}),
-     (1, 4, 5, 6), {"conv2d": 1, "pad": 1}, (6, 2, 4, 4), [0, 3]),
+     (1, 4, 5, 6), {"conv2d": 1, "pad": 0}, (6, 2, 4, 4), [0, 3, 1, 3]),
     ("same-even-depthwise", ((4, 8, 2), {"padding": "same", "groups": 4}), (1, 4, 5, 5),
-     {"depthwise_conv2d": 1, "pad": 1}, (1, 2, 2, 8), [0, 0]),
+     {"depthwise_conv2d": 1, "pad": 0}, (1, 2, 2, 8), [0, 0, 1, 1]),
     ("valid", ((4, 6, 3), {"padding": "valid"}), (1, 4, 5, 6), {"conv2d": 1}, (6, 3, 3, 4),
      [0, 0]),
+    # TensorFlow's SAME written as F.pad: folded into the convolution's padding
     ("F.pad-asymmetric-stride2", ((4, 6, 3), {"stride": 2, "pad": (0, 1, 0, 1)}),
+     (1, 4, 6, 6), {"conv2d": 1, "pad": 0}, (6, 3, 3, 4), [0, 0, 1, 1]),
+    ("F.pad-same-depthwise-stride2", ((8, 8, 3), {"stride": 2, "groups": 8, "pad": (0, 1, 0, 1)}),
+     (1, 8, 8, 6), {"depthwise_conv2d": 1, "pad": 0}, (1, 3, 3, 8), [0, 0, 1, 1]),
+    ("F.pad-plus-own-padding", ((4, 6, 3), {"padding": 1, "pad": (0, 1, 0, 0)}),
+     (1, 4, 5, 6), {"conv2d": 1, "pad": 0}, (6, 3, 3, 4), [1, 1, 1, 2]),
+    ("F.pad-symmetric", ((4, 6, 3), {"pad": (2, 2, 1, 1)}), (1, 4, 5, 6),
+     {"conv2d": 1, "pad": 0}, (6, 3, 3, 4), [1, 2]),
+    ("conv1d-F.pad-stride2", ((6, 4, 3), {"stride": 2, "pad": (0, 1), "one_d": True}),
+     (1, 6, 10), {"conv2d": 1, "pad": 0}, (4, 1, 3, 6), [0, 0, 0, 1]),
+    # pads CMSIS-NN does not read: the pad stays its own kernel
+    ("F.pad-start-larger", ((4, 6, 3), {"stride": 2, "pad": (1, 0, 1, 0)}),
      (1, 4, 6, 6), {"conv2d": 1, "pad": 1}, (6, 3, 3, 4), [0, 0]),
+    ("F.pad-1x1", ((4, 6, 1), {"pad": (0, 1, 0, 1)}), (1, 4, 5, 5),
+     {"conv2d": 1, "pad": 1}, (6, 1, 1, 4), [0, 0]),
+    ("F.pad-two-more", ((4, 6, 3), {"pad": (0, 2, 0, 0)}), (1, 4, 5, 6),
+     {"conv2d": 1, "pad": 1}, (6, 3, 3, 4), [0, 0]),
+    ("F.pad-value", ((4, 6, 3), {"stride": 2, "pad": (0, 1, 0, 1), "value": 0.5}),
+     (1, 4, 6, 6), {"conv2d": 1, "pad": 1}, (6, 3, 3, 4), [0, 0]),
+    ("F.pad-channels", ((5, 6, 3), {"pad": (0, 1, 0, 1, 0, 1)}), (1, 4, 6, 6),
+     {"conv2d": 1, "pad": 1}, (6, 3, 3, 5), [0, 0]),
     ("conv1d-grouped-same", ((6, 6, 4), {"padding": "same", "groups": 3, "one_d": True}),
-     (1, 6, 9), {"conv2d": 1, "pad": 1}, (6, 1, 4, 2), [0, 1]),
+     (1, 6, 9), {"conv2d": 1, "pad": 0}, (6, 1, 4, 2), [0, 1, 0, 2]),
 ]  # fmt: skip
 
 

@@ -77,7 +77,7 @@ class Pads(nn.Module):
         self.conv = nn.Conv2d(3, 4, 3, padding=1)
         self.second = nn.Conv2d(4, 4, 3)
         self.third = nn.Conv2d(7, 2, 1)
-        self.zero = nn.ZeroPad2d((1, 2, 0, 1))
+        self.zero = nn.ZeroPad2d((1, 2, 0, 2))  # bottom two more than top: not folded
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         y = self.conv(x)
@@ -289,8 +289,8 @@ def test_pad_value_is_quantized_like_pt2e() -> None:
     pads = {tuple(n.args[1]): n for n in operators(compiled, "pad")}
     assert len(pads) == len(float_values) == 3
     # NHWC storage: the logical (W, H) pads land on stored dims 2 and 1, channel pads on 3.
-    assert pads[(0, 0, 1, 0)].args[3] == float_values[(1, 2, 0, 1)]
-    assert list(pads[(0, 0, 1, 0)].args[2]) == [0, 1, 2, 0]
+    assert pads[(0, 0, 1, 0)].args[3] == float_values[(1, 2, 0, 2)]
+    assert list(pads[(0, 0, 1, 0)].args[2]) == [0, 2, 2, 0]
     assert pads[(0, 1, 1, 0)].args[3] == float_values[(1, 1, 1, 1)]
     assert pads[(0, 0, 0, 1)].args[3] == float_values[(0, 0, 0, 0, 1, 2)]
     assert list(pads[(0, 0, 0, 1)].args[2]) == [0, 0, 0, 2]

@@ -1,8 +1,11 @@
 """MLPerf Tiny reference architectures as small seeded modules (random weights), for the
 on-target tests and benchmarks. DS-CNN is the built-in model (``cortex_m_nn.models``).
 
-Defined here until the shared model zoo (tests/zoo) lands; the layer shapes follow the MLPerf
-Tiny v1 reference models, batch norms left out (they fold into the convolutions anyway).
+Defined here until the shared model zoo (tests/zoo) lands; the layer shapes and padding follow
+the MLPerf Tiny v1 reference models (Keras's SAME: a stride-2 3×3 convolution of an even
+input pads one row and column after it, ``nn.ZeroPad2d((0, 1, 0, 1))``, which the compiler
+folds into the convolution), batch norms left out (they fold into the convolutions anyway), so
+the trained MLPerf weights load into them as they are (benchmarks/mlperf_weights.py).
 """
 
 from __future__ import annotations
@@ -13,15 +16,23 @@ import torch
 from torch import nn
 
 
+def same(stride: int) -> tuple[nn.Module, int]:
+    """Keras's SAME padding of a 3×3 convolution at ``stride`` (1 or 2) of an even input, as
+    (a module in front of the convolution, the convolution's ``padding``): PyTorch's
+    ``padding=1`` at stride 1, one row and column after the input at stride 2."""
+    return (nn.ZeroPad2d((0, 1, 0, 1)), 0) if stride == 2 else (nn.Identity(), 1)
+
+
 class _Residual(nn.Module):
     def __init__(self, cin: int, cout: int, stride: int) -> None:
         super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1)
+        self.pad, padding = same(stride)
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=padding)
         self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
         self.shortcut = nn.Conv2d(cin, cout, 1, stride=stride) if stride != 1 else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.conv2(torch.relu(self.conv1(x)))
+        y = self.conv2(torch.relu(self.conv1(self.pad(x))))
         return torch.relu(y + (x if self.shortcut is None else self.shortcut(x)))
 
 
@@ -50,10 +61,13 @@ class MobileNetV1(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        layers: list[nn.Module] = [nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU()]
+        pad, _ = same(2)
+        layers: list[nn.Module] = [pad, nn.Conv2d(3, 8, 3, stride=2), nn.ReLU()]
         for cin, cout, stride in self.BLOCKS:
+            pad, padding = same(stride)
             layers += [
-                nn.Conv2d(cin, cin, 3, stride=stride, padding=1, groups=cin),
+                pad,
+                nn.Conv2d(cin, cin, 3, stride=stride, padding=padding, groups=cin),
                 nn.ReLU(),
                 nn.Conv2d(cin, cout, 1),
                 nn.ReLU(),

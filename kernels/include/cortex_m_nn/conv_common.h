@@ -161,8 +161,9 @@ inline bool prepare_conv(
   return true;
 }
 
-// The window of conv2d and depthwise_conv2d: stride > 0, padding >= 0 and dilation > 0 as
-// (h, w) pairs, out's height and width the ones they give. Fills args' tiles.
+// The window of conv2d and depthwise_conv2d: stride > 0 and dilation > 0 as (h, w) pairs,
+// padding as pad_sides reads it, out's height and width the ones they give. Fills args'
+// tiles; CMSIS-NN's padding tile is the top/left pad.
 inline bool prepare_window(
     CallContext& context,
     const char* op,
@@ -170,20 +171,27 @@ inline bool prepare_window(
     IntArrayRef padding,
     IntArrayRef dilation,
     ConvArgs* args) {
+  const cmsis_nn_dims& filter = args->filter_dims;
   if (context.checks()) {
-    if (!positive_pair(stride) || !non_negative_pair(padding) || !positive_pair(dilation)) {
-      return refuse(context, op, "stride, padding and dilation must be valid (h, w) pairs");
+    PadSides sides{};
+    if (!positive_pair(stride) || !positive_pair(dilation) ||
+        !pad_sides(padding, filter.h, filter.w, dilation, &sides)) {
+      return refuse(
+          context, op,
+          "stride and dilation must be valid (h, w) pairs, padding (h, w) or (top, left, "
+          "bottom, right) with each end its start or one more");
     }
     const cmsis_nn_dims& in = args->input_dims;
-    const cmsis_nn_dims& filter = args->filter_dims;
-    const int64_t oh = window_extent(in.h, filter.h, stride[0], padding[0], dilation[0]);
-    const int64_t ow = window_extent(in.w, filter.w, stride[1], padding[1], dilation[1]);
+    const int64_t oh =
+        padded_extent(in.h, filter.h, stride[0], sides.top, sides.bottom, dilation[0]);
+    const int64_t ow =
+        padded_extent(in.w, filter.w, stride[1], sides.left, sides.right, dilation[1]);
     if (!check_out_hw(context, op, "convolution", args->tensors->out, oh, ow)) {
       return false;
     }
   }
   args->stride = tile(stride);
-  args->padding = tile(padding);
+  args->padding = tile(padding);  // the top/left pad
   args->dilation = tile(dilation);
   return true;
 }

@@ -26,14 +26,54 @@ inline bool non_negative_pair(IntArrayRef values) {
 }
 
 // Positions of a window of `kernel` taps `dilation` apart, moved by `stride` over `size`
-// padded by `padding` on both sides.
-inline int64_t window_extent(
-    int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
-  const int64_t span = size + 2 * padding - dilation * (kernel - 1) - 1;
+// padded by `before` ahead of it and `after` behind it.
+inline int64_t padded_extent(
+    int64_t size, int64_t kernel, int64_t stride, int64_t before, int64_t after,
+    int64_t dilation) {
+  const int64_t span = size + before + after - dilation * (kernel - 1) - 1;
   if (span >= 0 && span <= INT32_MAX && stride <= INT32_MAX) {  // every real window: a 32-bit
     return static_cast<int32_t>(span) / static_cast<int32_t>(stride) + 1;  // division, per call
   }
   return span / stride + 1;
+}
+
+// The same, padded by `padding` on both sides.
+inline int64_t window_extent(
+    int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
+  return padded_extent(size, kernel, stride, padding, padding, dilation);
+}
+
+// A forward convolution's padding, read as python/cortex_m_nn/ops/params.py's `sides` and
+// `check_forward_window` read it: (h, w) pads both sides alike; (top, left, bottom, right) pads
+// each end as its start or one more, and less than the dilated kernel (TensorFlow's SAME, which
+// CMSIS-NN computes from the top/left pad and out's dims). `dilation` is a valid pair.
+struct PadSides {
+  int64_t top, left, bottom, right;
+};
+
+inline bool pad_sides(
+    IntArrayRef padding, int64_t kernel_h, int64_t kernel_w, IntArrayRef dilation,
+    PadSides* sides) {
+  if (padding.size() == 2) {
+    *sides = PadSides{padding[0], padding[1], padding[0], padding[1]};
+  } else if (padding.size() == 4) {
+    *sides = PadSides{padding[0], padding[1], padding[2], padding[3]};
+  } else {
+    return false;
+  }
+  const int64_t starts[2] = {sides->top, sides->left};
+  const int64_t ends[2] = {sides->bottom, sides->right};
+  const int64_t spans[2] = {dilation[0] * (kernel_h - 1), dilation[1] * (kernel_w - 1)};
+  for (int axis = 0; axis < 2; ++axis) {
+    if (starts[axis] < 0 || starts[axis] > INT32_MAX || ends[axis] < 0) {
+      return false;
+    }
+    const bool asymmetric = ends[axis] != starts[axis];
+    if (asymmetric && (ends[axis] != starts[axis] + 1 || ends[axis] > spans[axis])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // The output extent of a transposed convolution (the size a convolution maps back onto).

@@ -25,11 +25,11 @@ Deliberate differences from the Keras model, all documented:
 * **BatchNorm folded.** Each Conv2D + BatchNorm pair is one ``Conv2d(bias=True)``, as
   after inference-time folding. The weights are random (seeded), not trained; BN folding
   under PT2E is a separate concern from this model's job (a fixed, realistic graph).
-* **First-conv padding.** Keras ``padding="same"`` with a 10×4 kernel and stride 2 on
-  49×10 pads rows 4 above / 5 below and columns 1 / 1, giving 25×5. ``nn.Conv2d`` only
-  pads symmetrically, so this uses ``padding=(5, 1)``: same 25×5 output, but the row
-  windows start one input row earlier than TensorFlow's. Loading trained Keras weights
-  would need ``nn.ZeroPad2d((1, 1, 4, 5))`` with ``padding=0`` instead.
+* **First-conv padding** is Keras's: ``padding="same"`` with a 10×4 kernel and stride 2 on
+  49×10 pads rows 4 above / 5 below and columns 1 / 1, giving 25×5. ``nn.Conv2d`` only pads
+  symmetrically, so the model pads with ``nn.ZeroPad2d((1, 1, 4, 5))`` and convolves with
+  ``padding=0``; the compiler folds that pad into the convolution (one CMSIS-NN call, as
+  TFLite Micro runs it), and trained Keras weights load as they are.
 * **Pooling is not global.** As in the reference, the pool is ``(49 // 2, 10 // 2)`` =
   24×5 over a 25×5 map with stride = kernel, so the last time row is dropped. Kept as
   published.
@@ -61,7 +61,8 @@ class DSCNN(nn.Module):
     def __init__(self, num_classes: int = len(CLASSES), filters: int = FILTERS) -> None:
         super().__init__()
         self.classes = list(CLASSES) if num_classes == len(CLASSES) else None
-        self.conv = nn.Conv2d(1, filters, kernel_size=(10, 4), stride=(2, 2), padding=(5, 1))
+        self.pad = nn.ZeroPad2d((1, 1, 4, 5))  # Keras's SAME: 4 rows above, 5 below
+        self.conv = nn.Conv2d(1, filters, kernel_size=(10, 4), stride=(2, 2))
         self.dropout1 = nn.Dropout(0.2)
         layers: list[nn.Module] = []
         for _ in range(BLOCKS):
@@ -77,7 +78,7 @@ class DSCNN(nn.Module):
         self.fc = nn.Linear(filters, num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.dropout1(torch.relu(self.conv(x)))
+        x = self.dropout1(torch.relu(self.conv(self.pad(x))))
         x = self.dropout2(self.blocks(x))
         x = torch.flatten(self.pool(x), 1)
         return torch.softmax(self.fc(x), dim=1)

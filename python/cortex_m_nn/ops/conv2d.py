@@ -15,9 +15,12 @@ every grouped convolution to ``arm_convolve_s8`` (its 1x1 and 1xN paths need
 ``Cin == weight.shape[3]``), which computes groups on MVE, DSP and scalar alike (on MVE
 without precomputed kernel sums: its matrix product applies the input offset itself).
 
-``padding`` is ``[pad_h, pad_w]`` on both sides; a padded element acts as an input equal to
-``-input_offset`` (the input zero point), so it contributes nothing. The output size follows
-PyTorch: ``(H + 2 * pad - dilation * (K - 1) - 1) // stride + 1``.
+``padding`` is ``[pad_h, pad_w]`` on both sides, or ``[top, left, bottom, right]`` where the
+end pads one more than the start (TensorFlow's SAME at an even extent: CMSIS-NN takes the
+top/left pad and reads past the bottom/right edge as far as the output dims make it); a
+padded element acts as an input equal to ``-input_offset`` (the input zero point), so it
+contributes nothing. The output size follows PyTorch:
+``(H + top + bottom - dilation * (K - 1) - 1) // stride + 1``.
 ``input_offset`` is ``-input_zero_point``, ``output_offset`` is ``output_zero_point``.
 """
 
@@ -31,17 +34,7 @@ from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
 from cortex_m_nn.ops.params import ConvParams, output_size
 
-__all__ = ["check_geometry", "conv2d", "groups_of", "output_size"]
-
-
-def check_geometry(params: ConvParams) -> None:
-    """Two-entry stride/padding/dilation, stride and dilation >= 1, padding >= 0."""
-    params.check_window("dilation")
-    if min(*params.stride, *params.dilation) < 1 or min(params.padding) < 0:
-        raise ValueError(
-            f"invalid stride {params.stride}, padding {params.padding} or dilation "
-            f"{params.dilation}"
-        )
+__all__ = ["conv2d", "groups_of", "output_size"]
 
 
 def groups_of(in_channels: int, per_group: int, out_channels: int) -> int:
@@ -75,8 +68,8 @@ def conv2d(
     ``arguments`` as the schema lists them after the weight."""
     params = ConvParams.of("conv2d", arguments)
     params.check(input, weight)
-    check_geometry(params)
     c_out, kh, kw, per_group = weight.shape
+    params.check_forward_window((kh, kw))
     groups = groups_of(input.shape[3], per_group, c_out)
     windows = params.windows(input, (kh, kw))  # [N, OH, OW, Cin, KH, KW]
     windows = windows.unflatten(3, (groups, per_group))

@@ -13,7 +13,6 @@ from typing import Any
 import torch
 
 from cortex_m_nn.ops.arithmetic import Rounding
-from cortex_m_nn.ops.conv2d import check_geometry
 from cortex_m_nn.ops.library import define_operator
 from cortex_m_nn.ops.params import ConvParams
 
@@ -39,8 +38,8 @@ def depthwise_conv2d(
     ``arguments`` as the schema lists them after the weight."""
     params = ConvParams.of("depthwise_conv2d", arguments)
     params.check(input, weight)
-    check_geometry(params)
     _, kh, kw, c_out = weight.shape
+    params.check_forward_window((kh, kw))
     c_in, depth_multiplier = input.shape[3], params.depth_multiplier
     if weight.shape[0] != 1 or depth_multiplier < 1 or c_out != c_in * depth_multiplier:
         raise ValueError(

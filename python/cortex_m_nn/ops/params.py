@@ -79,9 +79,27 @@ class Requantization:
         )
 
 
-def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
-    """Output extent of a padded, strided, dilated window along one dimension."""
-    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+def output_size(
+    size: int, kernel: int, stride: int, padding: int, dilation: int, end: int | None = None
+) -> int:
+    """Output extent of a padded, strided, dilated window along one dimension (``end``: the
+    padding after the input when it differs from ``padding``, the padding before it)."""
+    end = padding if end is None else end
+    return (size + padding + end - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def sides(padding: Sequence[int]) -> tuple[int, int, int, int]:
+    """A convolution's ``padding`` as (top, left, bottom, right): ``[h, w]`` pads both sides
+    alike, ``[top, left, bottom, right]`` pads the end as TensorFlow's SAME does (by the start
+    or one more). ValueError for any other length."""
+    if len(padding) == 2:
+        return padding[0], padding[1], padding[0], padding[1]
+    if len(padding) == 4:
+        return padding[0], padding[1], padding[2], padding[3]
+    raise ValueError(
+        f"padding must have two entries (h, w) or four (top, left, bottom, right), got "
+        f"{list(padding)}"
+    )
 
 
 def patches(
@@ -92,9 +110,10 @@ def patches(
     dilation: list[int],
     pad_value: int = 0,
 ) -> torch.Tensor:
-    """Windows of an NHWC tensor as ``[N, OH, OW, C, KH, KW]`` (a view of the padded input)."""
-    pad_h, pad_w = padding
-    padded = torch.nn.functional.pad(input, (0, 0, pad_w, pad_w, pad_h, pad_h), value=pad_value)
+    """Windows of an NHWC tensor as ``[N, OH, OW, C, KH, KW]`` (a view of the padded input;
+    ``padding`` as :func:`sides` reads it)."""
+    top, left, bottom, right = sides(padding)
+    padded = torch.nn.functional.pad(input, (0, 0, left, right, top, bottom), value=pad_value)
     span_h = dilation[0] * (kernel[0] - 1) + 1
     span_w = dilation[1] * (kernel[1] - 1) + 1
     windows = padded.unfold(1, span_h, stride[0]).unfold(2, span_w, stride[1])
@@ -146,11 +165,33 @@ class ConvParams:
         pair("padding", self.padding)
         return pair(name, getattr(self, name))
 
+    def check_forward_window(self, kernel: Sequence[int]) -> None:
+        """A forward convolution's window: two-entry stride and dilation, both >= 1; padding
+        as :func:`sides` reads it, >= 0, and where the end differs from the start it is one
+        more (TensorFlow's SAME, as CMSIS-NN's kernels read it) and less than the dilated
+        kernel (every output window overlaps the input). ValueError otherwise."""
+        pair("stride", self.stride)
+        pair("dilation", self.dilation)
+        top, left, bottom, right = sides(self.padding)
+        if min(*self.stride, *self.dilation) < 1 or min(top, left, bottom, right) < 0:
+            raise ValueError(
+                f"invalid stride {self.stride}, padding {self.padding} or dilation {self.dilation}"
+            )
+        for start, end, k, d in zip(
+            (top, left), (bottom, right), kernel, self.dilation, strict=True
+        ):
+            if end != start and (end != start + 1 or end > d * (k - 1)):
+                raise ValueError(
+                    f"padding {self.padding}: the end pads the start or one more, and less "
+                    f"than the kernel's extent (CMSIS-NN reads no other asymmetric padding)"
+                )
+
     def output_hw(self, input_hw: Sequence[int], kernel: Sequence[int]) -> tuple[int, int]:
-        """(OH, OW) of a forward convolution (PyTorch's formula)."""
+        """(OH, OW) of a forward convolution (PyTorch's formula, each side's padding)."""
+        top, left, bottom, right = sides(self.padding)
         return (
-            output_size(input_hw[0], kernel[0], self.stride[0], self.padding[0], self.dilation[0]),
-            output_size(input_hw[1], kernel[1], self.stride[1], self.padding[1], self.dilation[1]),
+            output_size(input_hw[0], kernel[0], self.stride[0], top, self.dilation[0], bottom),
+            output_size(input_hw[1], kernel[1], self.stride[1], left, self.dilation[1], right),
         )
 
     def windows(self, input: torch.Tensor, kernel: tuple[int, int]) -> torch.Tensor:

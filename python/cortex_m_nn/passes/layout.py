@@ -322,12 +322,15 @@ def consumers(pattern: Pattern) -> list[Node]:
     ]
 
 
-def wants_channels_last(pattern: Pattern) -> bool:
-    """Whether some consumer of the pattern's output works on channels-last tensors."""
-    return any(
-        user.op == "call_function" and user.target in CHANNELS_LAST_CONSUMERS
-        for user in consumers(pattern)
-    )
+#: The 1-D ops that read a 3-D ``[N, C, L]`` channels-last (NLC, see :func:`as_image`).
+CHANNELS_LAST_CONSUMERS_1D = {aten.conv1d.default, aten.conv1d.padding}
+
+
+def wants_channels_last(pattern: Pattern, rank: int = 4) -> bool:
+    """Whether some consumer of the pattern's ``rank``-D output (4: NCHW, 3: NCL) works on
+    channels-last tensors."""
+    readers = CHANNELS_LAST_CONSUMERS if rank == 4 else CHANNELS_LAST_CONSUMERS_1D
+    return any(user.op == "call_function" and user.target in readers for user in consumers(pattern))
 
 
 def as_image(context: LoweringContext, x: QValue, fold: bool = False) -> QValue:

@@ -47,11 +47,15 @@ def requantized(case: Case, acc: list, single: bool = False) -> torch.Tensor:
 def float_conv(case: Case, weight: torch.Tensor, groups: int = 1) -> list:
     """Zero-padded float64 conv of (x - zp) in NCHW, exact on these integers, plus bias."""
     x = (case["input"].to(torch.float64) + case["input_offset"]).permute(0, 3, 1, 2)
+    padding = case["padding"]
+    if len(padding) == 4:  # (top, left, bottom, right): zeros of x - zp on each side
+        top, left, bottom, right = padding
+        x, padding = torch.nn.functional.pad(x, (left, right, top, bottom)), [0, 0]
     acc = torch.nn.functional.conv2d(
         x,
         weight.to(torch.float64),
         stride=case["stride"],
-        padding=case["padding"],
+        padding=padding,
         dilation=case["dilation"],
         groups=groups,
     ).permute(0, 2, 3, 1)
@@ -139,9 +143,14 @@ def _window(draw: st.DrawFn, h: int, w: int) -> tuple[int, int, list, list, list
     stride = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
     padding = [draw(st.integers(0, 2)), draw(st.integers(0, 2))]
     dilation = [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
-    assume(h + 2 * padding[0] >= dilation[0] * (kh - 1) + 1)
-    assume(w + 2 * padding[1] >= dilation[1] * (kw - 1) + 1)
-    return kh, kw, stride, padding, dilation
+    spans = (dilation[0] * (kh - 1), dilation[1] * (kw - 1))
+    # TensorFlow's SAME: an end padded one more than its start, less than the kernel's extent
+    ends = [
+        p + int(p < span and draw(st.booleans())) for p, span in zip(padding, spans, strict=True)
+    ]
+    assume(h + padding[0] + ends[0] >= spans[0] + 1)
+    assume(w + padding[1] + ends[1] >= spans[1] + 1)
+    return kh, kw, stride, padding if ends == padding else padding + ends, dilation
 
 
 @st.composite
@@ -388,6 +397,12 @@ REFUSALS = [
     (CONV, {"input": torch.zeros((1, 4, 4, 9), dtype=torch.int8)}, "whole groups"),  # 4 % 3
     (DEPTHWISE, {"depth_multiplier": 3}, None),  # the weight's channels are not Cin * 3
     (TRANSPOSE, {"input": torch.zeros((1, 3, 4, 5), dtype=torch.int8)}, "channels"),
+    # asymmetric padding CMSIS-NN does not read: an end two more than its start, the start
+    # larger, an end as large as the kernel's extent, three entries
+    (CONV, {"padding": [1, 1, 3, 1]}, "one more"),
+    (CONV, {"padding": [1, 1, 0, 1]}, "one more"),
+    (DEPTHWISE, {"padding": [2, 1, 3, 1]}, "one more"),  # 3x3 kernel: extent 2
+    (CONV, {"padding": [1, 1, 1]}, "four"),
 ]
 
 

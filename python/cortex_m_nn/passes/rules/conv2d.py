@@ -7,15 +7,16 @@ it, which CMSIS-NN reads as ``groups = Cin / weight channels`` (``arm_convolve_s
 DSP and scalar). Weights stay per output channel. Dilation is passed through to both.
 
 Padding: numbers, ``'valid'`` (none) or ``'same'`` (``aten.conv2d.padding``; PyTorch allows it
-at stride 1 only). CMSIS-NN pads the same on both sides: it takes the top/left pad and reads
-past the bottom/right edge only as far as the output dims make it, and its fast paths (1x1,
-MVE's 1xN, depthwise 3x3) assume their own bottom/right pads. So an asymmetric pad is never
-folded into the convolution: ``'same'`` with an even ``dilation * (kernel - 1)`` is symmetric;
-with an odd one (an even kernel) PyTorch pads one more at the end, and that one extra row or
-column is a cortex_m_nn::pad (``arm_pad_s8``, with the input zero point) in front of a
-convolution padded ``(k - 1) // 2`` on both sides. Likewise an explicit ``F.pad`` (e.g.
-``(0, 1, 0, 1)`` in front of a stride-2 convolution, TF-SAME style) stays its own
-cortex_m_nn::pad: one copy of the padded input, exact on every path.
+at stride 1 only). CMSIS-NN takes the top/left pad and reads past the bottom/right edge as far
+as the output dims make it; its kernels (the 1xN path on MVE included) compute an end padded
+as its start or one more, TensorFlow's SAME, which TFLM relies on. So ``'same'`` with an odd
+``dilation * (kernel - 1)`` (PyTorch pads one more at the end) is one convolution with padding
+``[top, left, bottom, right]``, and so is an ``F.pad`` of the spatial dims with the zero
+point in front of a convolution only it feeds (``(0, 1, 0, 1)`` before a stride-2
+convolution, TF-SAME style): the pad is folded into the convolution's padding when the sum
+has that form and each end stays below the dilated kernel's extent (no output window wholly
+in the padding: the 1x1 paths read none). Any other pad stays its own cortex_m_nn::pad
+(``arm_pad_s8``), one copy of the padded input.
 
 aten.conv1d on ``[N, C, L]`` lowers onto the same operators as a convolution of height 1:
 its input stored channels-last (NLC) is the NHWC tensor ``[N, 1, L, C]`` (``layout.as_image``),
@@ -27,6 +28,7 @@ from __future__ import annotations
 import torch
 
 from cortex_m_nn import scratch
+from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.convolution import requantization, weight_bytes
 from cortex_m_nn.passes.graph_values import QValue
@@ -37,6 +39,7 @@ from cortex_m_nn.passes.layout import (
     only_reader,
     reshaped,
 )
+from cortex_m_nn.passes.records import REMOVED
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
@@ -82,25 +85,78 @@ def _variant(
     return "conv2d", "arm_convolve_wrapper_s8", kernel, [], scratch_bytes
 
 
-def _padding(
-    value: object, kernel: tuple[int, int], dilation: list[int], one_d: bool
-) -> tuple[list[int], list[int]]:
-    """(padding on both sides, the extra padding at the bottom/right) as [H, W]."""
+def _padding(value: object, kernel: tuple[int, int], dilation: list[int], one_d: bool) -> list[int]:
+    """The convolution's padding as (top, left, bottom, right)."""
     if value is None or value == "valid":
-        return [0, 0], [0, 0]
+        return [0, 0, 0, 0]
     if value != "same":
         if isinstance(value, str):
             raise LoweringRefused(Refusal.STRING_PADDING, f"padding={value!r}")
-        return _pair(value, "padding", one_d, 0), [0, 0]
+        return _pair(value, "padding", one_d, 0) * 2
     total = [d * (k - 1) for d, k in zip(dilation, kernel, strict=True)]
-    return [t // 2 for t in total], [t % 2 for t in total]
+    return [t // 2 for t in total] + [t - t // 2 for t in total]
 
 
-def _pad_end(context: LoweringContext, x: QValue, extra: list[int]) -> QValue:
-    """``x`` (NHWC) with ``extra`` [H, W] rows/columns of its zero point at the bottom/right."""
-    n, c, h, w = x.shape
-    node = context.call("pad", x.node, [0, 0, 0, 0], [0, *extra, 0], x.zero_point)
-    return QValue(node, x.scale, x.zero_point, (n, c, h + extra[0], w + extra[1]), True)
+def _cmsis_padding(sides: list[int], kernel: tuple[int, int], dilation: list[int]) -> bool:
+    """Whether CMSIS-NN's kernels compute this padding: each end pads as its start or one more
+    (TensorFlow's SAME), and less than the dilated kernel, so no output window lies wholly in
+    the padding (the 1x1 paths read no padding at all)."""
+    pairs = zip(sides[:2], sides[2:], kernel, dilation, strict=True)
+    return all(
+        end == start or (end == start + 1 and end <= d * (k - 1)) for start, end, k, d in pairs
+    )
+
+
+def _schema_padding(sides: list[int]) -> list[int]:
+    """``[h, w]`` when both ends pad as their starts, else ``[top, left, bottom, right]``."""
+    return sides[:2] if sides[:2] == sides[2:] else sides
+
+
+def _folded_pad(context: LoweringContext, x: QValue, pattern: Pattern) -> tuple[QValue, list[int]]:
+    """``x`` and (top, left, bottom, right) when ``x`` is a cortex_m_nn::pad of the input's
+    spatial dims with its zero point that only this convolution reads (TensorFlow's SAME as
+    ``F.pad(x, (0, 1, 0, 1))`` in front of a stride-2 convolution), else ``x`` and zeros."""
+    node = x.node
+    none = (x, [0, 0, 0, 0])
+    if not (node.op == "call_function" and node.target is cortex_op("pad") and x.nhwc):
+        return none
+    source, pre, post, value = node.args
+    others = [0, 3] if len(x.shape) == 4 else [0, 2]  # not NHWC's H, W or NLC's L
+    if value != x.zero_point or node.users or not only_reader(pattern):
+        return none
+    if any(pre[d] or post[d] for d in others):
+        return none
+    if len(x.shape) == 4:
+        sides = [pre[1], pre[2], post[1], post[2]]
+        n, c, h, w = x.shape
+        logical: tuple[int, ...] = (n, c, h - sides[0] - sides[2], w - sides[1] - sides[3])
+    else:
+        sides = [0, pre[1], 0, post[1]]
+        n, c, length = x.shape
+        logical = (n, c, length - sides[1] - sides[3])
+    return QValue(source, x.scale, x.zero_point, logical, True), sides
+
+
+def _fold(
+    context: LoweringContext,
+    x: QValue,
+    pattern: Pattern,
+    sides: list[int],
+    kernel: tuple[int, int],
+    dilation: list[int],
+) -> tuple[QValue, list[int]]:
+    """(input, padding) with a preceding pad folded into the padding where CMSIS-NN computes
+    the sum (:func:`_cmsis_padding`); its report row says so."""
+    unpadded, extra = _folded_pad(context, x, pattern)
+    total = [a + b for a, b in zip(sides, extra, strict=True)]
+    if not any(extra) or not _cmsis_padding(total, kernel, dilation):
+        return x, sides
+    for record in context.records:
+        if record.output_node == x.node.name:
+            record.kernel = REMOVED
+            record.cmsis_function = "(folded into the next convolution's padding)"
+    context.graph.erase_node(x.node)
+    return unpadded, total
 
 
 @rule(aten.conv2d.default, aten.conv1d.default, aten.conv2d.padding, aten.conv1d.padding)
@@ -116,7 +172,6 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
             f"{'conv1d' if one_d else 'conv2d'} input of shape {list(x.shape)}",
         )
     before = census(context)
-    x = as_image(context, x, fold=only_reader(pattern))
     stride = _pair(stride if stride is not None else 1, "stride", one_d, 1)
     dilation = _pair(dilation if dilation is not None else 1, "dilation", one_d, 1)
     groups = int(groups if groups is not None else 1)
@@ -125,9 +180,12 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     if one_d:
         weight = weight.unsqueeze(2)  # [O, I, K] → [O, I, 1, K]
     out_channels, in_per_group, kernel_h, kernel_w = weight.shape
-    padding, pad_end = _padding(padding, (kernel_h, kernel_w), dilation, one_d)
-    if any(pad_end):
-        x = _pad_end(context, x, pad_end)
+    kernel = (kernel_h, kernel_w)
+    sides = _padding(padding, kernel, dilation, one_d)
+    x, sides = _fold(context, x, pattern, sides, kernel, dilation)
+    x = as_image(context, x, fold=only_reader(pattern))
+    assert _cmsis_padding(sides, kernel, dilation), f"PyTorch's own padding {sides}"
+    padding = _schema_padding(sides)
     in_channels = x.shape[1]
     depthwise = groups > 1 and groups == in_channels and in_per_group == 1
     q = requantization(context, pattern, x.scale, weight_scales, bias_node, out_channels)
@@ -155,6 +213,4 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     value = QValue(out, pattern.scale, pattern.zero_point, (n, out_channels, out_h, out_w), True)
     value = reshaped(context, value, pattern.shape)  # a 1-D convolution's [N, C, L], NLC
     function = noting_transposes(context, before, function)
-    if any(pad_end):
-        function = f"arm_pad_s8 then {function}"
     return Lowered(value, name, function, macs, weight_bytes(kernel, out_channels))

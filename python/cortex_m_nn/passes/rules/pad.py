@@ -65,7 +65,7 @@ def lower_pad(context: LoweringContext, pattern: Pattern) -> Lowered:
             Refusal.NEGATIVE_PADDING, f"negative padding {pads} crops; slice the tensor instead"
         )
     rank = len(x.shape)
-    if rank == 4 and wants_channels_last(pattern):
+    if rank in (3, 4) and wants_channels_last(pattern, rank):
         x = relayout(context, x, nhwc=True)  # pad where the convolution or pool reads it
     if len(pads) % 2 or len(pads) // 2 > rank:
         raise LoweringRefused(Refusal.PAD_RANK, f"padding {pads} for a {rank}-D tensor")
