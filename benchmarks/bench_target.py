@@ -60,11 +60,22 @@ sys.path[:0] = [str(REPO / "python"), str(REPO)]
 warnings.filterwarnings("ignore")
 
 import insncount  # noqa: E402
+import mlperf_weights  # noqa: E402
 from insncount import as_json, components, library_functions, regions  # noqa: E402
 from tests.target import harness  # noqa: E402
 
 from cortex_m_nn import firmware  # noqa: E402
 from cortex_m_nn.options import IoType  # noqa: E402
+
+
+def compile_run(
+    name: str, core: harness.Core, io: IoType | None, trained: bool
+) -> harness.ModelRun:
+    """The model ``name`` compiled for ``core``: with the MLPerf file's weights and
+    quantization when ``trained`` and MLPerf has it, else the zoo's (tests/target)."""
+    if trained and name in mlperf_weights.MODELS:
+        return mlperf_weights.compile_run(name, core, io)
+    return harness.compile_for(name, core, io=io)
 
 
 def cmsis_nn_functions(build_dir: Path) -> set[str]:
@@ -165,6 +176,7 @@ def measure(run: harness.ModelRun, core: harness.Core, build_dir: Path, plugin: 
         "pte_bytes": len(run.compiled.pte),
         "arena_bytes": run.compiled.arena_bytes,
         "method_allocator_used": result.method_allocator_used(),
+        "outputs": [b.hex() for b in result.outputs()],
         "top_functions": top,
         "boundary_instructions": boundary,
         "boundary_elements": elements,
@@ -250,12 +262,21 @@ def measure_peers(
     return found
 
 
+def same_outputs(row: dict, tflm: dict[tuple[str, str], dict]) -> str:
+    """Whether our int8 outputs are TFLM's, byte for byte ('-' when either has none: float
+    I/O, or TFLM did not run)."""
+    theirs = tflm.get((row["model"], row["core"]), {}).get("outputs")
+    if row["io"] != "int8" or not theirs or not row.get("outputs"):
+        return "-"
+    return "yes" if row["outputs"] == theirs else "NO"
+
+
 def peer_table(rows: list[dict], peers: dict[str, dict[tuple[str, str], dict]]) -> str:
     """Instructions per inference: ours, each peer, and ours ÷ the better peer; then flash and
     RAM of each image."""
     names = list(peers)
     head = f"{'model':<18}{'core':<5}{'ours':>13}" + "".join(f"{n:>13}" for n in names)
-    head += f"{'ours/best':>10}"
+    head += f"{'ours/best':>10}" + (f"{'outputs = TFLM':>16}" if "tflm" in names else "")
     lines = [head, "-" * len(head)]
     memory = []
     for r in rows:
@@ -267,6 +288,7 @@ def peer_table(rows: list[dict], peers: dict[str, dict[tuple[str, str], dict]]) 
             f"{r['model']:<18}{r['core']:<5}{r['instructions'] or 0:>13,}"
             + "".join(f"{n:>13,}" if n else f"{'-':>13}" for n in counts)
             + f"{ratio:>10}"
+            + (f"{same_outputs(r, peers['tflm']):>16}" if "tflm" in names else "")
         )
         sizes = [f"ours {r['flash_bytes']:,} / {r['ram_bytes']:,}"]
         for name, cell in zip(names, cells, strict=True):
@@ -336,11 +358,29 @@ def main(argv: list[str] | None = None) -> int:
         help="TFLM registers its int8-only CMSIS-NN kernels (Register_CONV_2D_INT8 …; ~30 KB "
         "less flash) instead of its standard registrations",
     )
+    parser.add_argument(
+        "--weights",
+        choices=["mlperf", "zoo"],
+        help="mlperf: the four MLPerf Tiny models run the trained weights and int8 quantization "
+        "of the .tflite files TFLM runs, on TFLM's input (benchmarks/mlperf_weights.py; int8 "
+        "I/O unless --io float), and the ExecuTorch peer compiles the same trained float "
+        "models; zoo: seeded weights and calibration. Default: mlperf when TFLM_ROOT and "
+        "MLPERF_TINY_ROOT are set, else zoo",
+    )
     args = parser.parse_args(argv)
     reason = harness.missing()
     if reason:
         print(f"bench_target: skipped: {reason}")
         return 0
+    why_not = mlperf_weights.status()
+    if args.weights == "mlperf" and why_not:
+        parser.error(f"--weights mlperf: {why_not}")
+    trained = args.weights == "mlperf" or (args.weights is None and not why_not)
+    print(
+        "weights: the MLPerf Tiny trained models' (their .tflite's weights and quantization)"
+        if trained
+        else f"weights: the zoo's, seeded{f' ({why_not})' if why_not else ''}"
+    )
     cores = [harness.CORES[c] for c in args.cores.split(",")]
     models = args.models.split(",")
     plugin = harness.build_plugin(args.build_dir / "plugin")
@@ -352,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         for stale in models_dir.glob("*"):
             stale.unlink()
         io = IoType(args.io) if args.io else None
-        runs = [harness.compile_for(name, core, io=io) for name in models]
+        runs = [compile_run(name, core, io, trained) for name in models]
         for run in runs:
             harness.write_model(run, models_dir)
         harness.build(

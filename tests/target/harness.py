@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,7 +97,18 @@ def missing() -> str | None:
 # --- models -----------------------------------------------------------------------------------
 
 
+#: model name → a factory of the source to use instead of the zoo's (a benchmark's substitute,
+#: e.g. benchmarks/mlperf_weights.py's trained MLPerf weights, which the peers then compile too)
+SOURCES: dict[str, Callable[[], ModelSource]] = {}
+
+
 def model_source(name: str) -> ModelSource:
+    """The model ``name`` compiles: a benchmark's substitute (``SOURCES``) or the zoo's."""
+    return SOURCES[name]() if name in SOURCES else zoo_source(name)
+
+
+def zoo_source(name: str) -> ModelSource:
+    """The zoo's model ``name`` (seeded weights)."""
     from tests.target.models import INT8_IO
 
     name = INT8_IO.get(name, name)

@@ -30,9 +30,10 @@ Deliberate differences from the Keras model, all documented:
   symmetrically, so the model pads with ``nn.ZeroPad2d((1, 1, 4, 5))`` and convolves with
   ``padding=0``; the compiler folds that pad into the convolution (one CMSIS-NN call, as
   TFLite Micro runs it), and trained Keras weights load as they are.
-* **Pooling is not global.** As in the reference, the pool is ``(49 // 2, 10 // 2)`` =
+* **Pooling is not global.** As in the reference code, the pool is ``(49 // 2, 10 // 2)`` =
   24×5 over a 25×5 map with stride = kernel, so the last time row is dropped. Kept as
-  published.
+  published. (The trained reference ``kws_ref_model.tflite`` pools all 25 rows; the
+  benchmark that loads its weights, ``benchmarks/mlperf_weights.py``, uses its window.)
 * **Dropout** (0.2 after the first conv, 0.4 before the pool) is kept; it is the
   identity in ``eval()`` mode, which the factory returns.
 """
