@@ -5,7 +5,7 @@ arm-none-eabi-gcc, qemu-system-arm, flatbuffers ≥ 23 — see README "On target
 
     PYTHONPATH=python:. python benchmarks/bench_target.py [--cores m55,m33,m4,m3]
         [--models ds_cnn,resnet8,mobilenet_v1_025,autoencoder] [--build-dir DIR] [--json FILE]
-        [--io int8] [--peers executorch,tflm]
+        [--io int8] [--peers executorch,tflm] [--weights mlperf|zoo]
 
 The peers need what their modules say (benchmarks/peer_executorch.py: the peer's pipeline
 importable, see benchmarks/peer.py; benchmarks/peer_tflm.py: TFLM_ROOT, MLPERF_TINY_ROOT).
@@ -40,6 +40,14 @@ take) and TensorFlow Lite Micro + CMSIS-NN (benchmarks/peer_tflm.py: the MLPerf 
 int8 models, int8 input). It prints instructions per inference ours / each peer / ours ÷ the
 better peer, and each image's flash and RAM. A peer that cannot run here (no ``TFLM_ROOT`` or
 ``MLPERF_TINY_ROOT``, the peer's pipeline not importable) says why in its column; the rest runs.
+
+The weights (``--weights``): with ``TFLM_ROOT`` and ``MLPERF_TINY_ROOT`` set, the four MLPerf
+Tiny models run by default the trained weights and int8 quantization of the ``.tflite``
+files TFLM runs (benchmarks/mlperf_weights.py), on TFLM's input pattern: ours and TFLM then
+execute the same integer network, so CMSIS-NN's data-dependent work (softmax's skipped
+exponentials, rounding branches) is the same in both and the totals compare the runtimes; the
+peer table says whether our outputs are TFLM's byte for byte. The ExecuTorch peer compiles the
+same trained float models. ``--weights zoo``: the zoo's seeded weights and calibration.
 
 These are instructions, not cycles: QEMU has no timing model.
 """
@@ -283,7 +291,7 @@ def peer_table(rows: list[dict], peers: dict[str, dict[tuple[str, str], dict]]) 
         cells = [peers[n].get((r["model"], r["core"]), {"error": "not run"}) for n in names]
         counts = [c.get("instructions") for c in cells]
         known = [n for n in counts if n]
-        ratio = f"{r['instructions'] / min(known):.3f}" if known and r["instructions"] else "-"
+        ratio = f"{r['instructions'] / min(known):.5f}" if known and r["instructions"] else "-"
         lines.append(
             f"{r['model']:<18}{r['core']:<5}{r['instructions'] or 0:>13,}"
             + "".join(f"{n:>13,}" if n else f"{'-':>13}" for n in counts)
