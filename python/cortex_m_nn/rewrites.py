@@ -46,14 +46,14 @@ REWRITES: tuple[Rewrite, ...] = (
         kinds=(R.STRING_PADDING,),
     ),
     Rewrite(
-        ("conv_transpose2d",),
+        ("conv_transpose2d", "conv_transpose1d"),
         "CMSIS-NN's transposed convolution has groups=1 and dilation=1 only: use groups=1 "
         "with a block-diagonal weight (zero across groups: the same result at groups x the "
         "MACs), dilation=1 with a (k - 1) * d + 1 kernel, zero between the taps",
         kinds=(R.GROUPED_TRANSPOSED_CONV, R.DILATED_TRANSPOSED_CONV),
     ),
     Rewrite(
-        ("conv_transpose2d",),
+        ("conv_transpose2d", "conv_transpose1d"),
         "change kernel, stride, padding or output_padding so that CMSIS-NN computes it "
         "exactly (the reason says which bound fails)",
         kinds=(R.TRANSPOSED_CONV_NOT_EXACT,),
@@ -209,8 +209,8 @@ REWRITES: tuple[Rewrite, ...] = (
         "no 3-D kernel: fold the depth into the batch or the channels and use conv2d",
     ),
     Rewrite(
-        ("conv_transpose1d", "conv_transpose3d"),
-        "use conv_transpose2d (a 1 x k kernel on [N, C, 1, L] for 1-D)",
+        ("conv_transpose3d",),
+        "no 3-D kernel: fold the depth into the batch or the channels and use conv_transpose2d",
     ),
     Rewrite(
         ("lstm", "gru", "rnn_tanh", "rnn_relu"),

@@ -146,3 +146,92 @@ def test_grouped_1d_convolution_is_a_grouped_conv2d() -> None:
     assert verification.passed
     (conv,) = operators(compiled, "conv2d")
     assert getattr(compiled.lowered, conv.args[1].target).shape == (4, 1, 3, 2)
+
+
+class Upsampler1d(nn.Module):
+    """A 1-D decoder: Conv1d, then ConvTranspose1d at stride 2 (output padding 1) and stride 4
+    (padding 1), each into the next, and out as [N, C, L]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(4, 8, 3, padding=1)
+        self.up2 = nn.ConvTranspose1d(8, 6, 3, stride=2, padding=1, output_padding=1)
+        self.up4 = nn.ConvTranspose1d(6, 3, 4, stride=4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.up2(torch.relu(self.conv(x))))
+        return self.up4(y)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_transposed_1d_convolutions_lower(target: str) -> None:
+    module, inputs = seeded(Upsampler1d, 1, 4, 10)
+    compiled, verification = check_dialect(
+        module,
+        inputs,
+        target=Target.parse(target),
+        before={"aten.conv_transpose1d": 2},
+        after={
+            "cortex_m_nn.conv2d": 1,
+            "cortex_m_nn.transpose_conv2d": 2,
+            "cortex_m_nn.transpose": 0,
+            "aten.conv_transpose1d": 0,
+        },
+    )
+    assert not compiled.stages.lowering.fallbacks
+    assert verification.passed
+    up2, up4 = operators(compiled, "transpose_conv2d")
+    assert list(up2.args[5:8]) == [[1, 2], [0, 1], [0, 1]]  # stride, padding, output padding
+    assert getattr(compiled.lowered, up2.args[1].target).shape == (6, 1, 3, 8)  # OHWI, H = 1
+    assert list(up4.args[5:8]) == [[1, 4], [0, 0], [0, 0]]
+    (output,) = compiled.lowered(*inputs)
+    assert output.shape == (1, 3, 80)
+    assert permutations(compiled) == [[0, 2, 1], [0, 2, 1]]  # NLC inside, at the boundary only
+
+
+class Resize1d(nn.Module):
+    """A Conv1d, then ``F.interpolate`` of its [N, C, L] output (``how``: interpolate's
+    keyword arguments), then a pointwise Conv1d."""
+
+    def __init__(self, **how: object) -> None:
+        super().__init__()
+        self.how = how
+        self.conv = nn.Conv1d(3, 5, 3, padding=1)
+        self.mix = nn.Conv1d(5, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = nn.functional.interpolate(torch.relu(self.conv(x)), **self.how)
+        return self.mix(y)
+
+
+#: (id, interpolate's arguments, output length from 11; the ATen op)
+RESIZES_1D = [
+    ("nearest-x2", {"scale_factor": 2, "mode": "nearest"}, 22, "upsample_nearest1d"),
+    ("nearest-size", {"size": 17, "mode": "nearest"}, 17, "upsample_nearest1d"),
+    ("nearest-exact-x1.5", {"scale_factor": 1.5, "mode": "nearest-exact"}, 16,
+     "_upsample_nearest_exact1d"),
+    ("linear-x3", {"scale_factor": 3, "mode": "linear"}, 33, "upsample_linear1d"),
+    ("linear-corners-size", {"size": 20, "mode": "linear", "align_corners": True}, 20,
+     "upsample_linear1d"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("how", "length", "op"), [r[1:] for r in RESIZES_1D], ids=[r[0] for r in RESIZES_1D]
+)
+def test_resize_1d_lowers(how: dict, length: int, op: str) -> None:
+    module, inputs = seeded(lambda: Resize1d(**how), 1, 3, 11)
+    compiled, verification = check_dialect(
+        module,
+        inputs,
+        before={f"aten.{op}.vec": 1},
+        after={"cortex_m_nn.resize": 1, "cortex_m_nn.transpose": 0, f"aten.{op}.vec": 0},
+    )
+    assert not compiled.stages.lowering.fallbacks
+    assert verification.passed
+    (resize,) = operators(compiled, "resize")
+    rows = getattr(compiled.lowered, resize.args[1].target)
+    columns = getattr(compiled.lowered, resize.args[2].target)
+    assert columns.shape[0] >= length and rows.shape[0] >= 1
+    (output,) = compiled.lowered(*inputs)
+    assert output.shape == (1, 4, length)

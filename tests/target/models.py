@@ -280,20 +280,24 @@ MODELS["mobilevit_block"] = lambda: seeded(MobileVitBlock, 1, 3, 16, 16)
 class Signal1d(nn.Module):
     """A 1-D signal net: strided Conv1d whose right padding is less than its left (kernel 3,
     stride 2, padding 1 on even lengths: CMSIS-NN's MVE 1xN path refuses those, so the
-    kernel must take arm_convolve_s8), a per-channel PReLU (a LUT per channel), then
-    max and sum reductions over time and a classifier: [1, 4, 32] → 6 classes."""
+    kernel must take arm_convolve_s8), a ConvTranspose1d back up to twice the length, a
+    linear 1-D upsampling, a per-channel PReLU (a LUT per channel), then max and sum
+    reductions over time and a classifier: [1, 4, 32] → 6 classes."""
 
     def __init__(self) -> None:
         super().__init__()
         self.conv1 = nn.Conv1d(4, 8, 3, stride=2, padding=1)
         self.conv2 = nn.Conv1d(8, 16, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose1d(16, 16, 3, stride=2, padding=1, output_padding=1)
         self.act = nn.PReLU(16)
         self.fc = nn.Linear(32, 6)
         with torch.no_grad():
             self.act.weight.uniform_(-0.5, 0.5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.act(self.conv2(torch.relu(self.conv1(x))))  # [1, 16, 8]
+        y = self.conv2(torch.relu(self.conv1(x)))  # [1, 16, 8]
+        y = torch.relu(self.up(torch.relu(y)))  # [1, 16, 16]
+        y = self.act(nn.functional.interpolate(y, scale_factor=1.5, mode="linear"))  # 24
         pooled = torch.cat([y.amax(dim=2), y.sum(dim=2)], dim=1)
         return self.fc(pooled)
 

@@ -324,6 +324,8 @@ def consumers(pattern: Pattern) -> list[Node]:
 
 #: The 1-D ops that read a 3-D ``[N, C, L]`` channels-last (NLC, see :func:`as_image`).
 CHANNELS_LAST_CONSUMERS_1D = {aten.conv1d.default, aten.conv1d.padding}
+CHANNELS_LAST_CONSUMERS_1D |= {aten.conv_transpose1d.default, aten.upsample_nearest1d.vec}
+CHANNELS_LAST_CONSUMERS_1D |= {aten._upsample_nearest_exact1d.vec, aten.upsample_linear1d.vec}
 
 
 def wants_channels_last(pattern: Pattern, rank: int = 4) -> bool:

@@ -30,7 +30,7 @@ aten = torch.ops.aten
 CONVOLUTIONS = {aten.conv2d.default, aten.conv1d.default}
 CONVOLUTIONS |= {aten.conv2d.padding, aten.conv1d.padding}  # padding="same" or "valid"
 #: Transposed convolutions: per output channel is axis 1 of their weight.
-TRANSPOSED_CONVOLUTIONS = {aten.conv_transpose2d.input}
+TRANSPOSED_CONVOLUTIONS = {aten.conv_transpose2d.input, aten.conv_transpose1d.default}
 LINEARS = {aten.linear.default}
 #: Products of two activations (or an activation and a constant); each operand per tensor.
 MATMULS = {aten.matmul.default, aten.bmm.default, aten.mm.default}
@@ -104,6 +104,16 @@ RESIZES = {
     aten.upsample_bilinear2d.vec,
     aten.upsample_bilinear2d.default,
 }
+#: Their 1-D forms on [N, C, L] (linear is bilinear of height 1).
+RESIZES_1D = {
+    aten.upsample_nearest1d.vec,
+    aten.upsample_nearest1d.default,
+    aten._upsample_nearest_exact1d.vec,
+    aten._upsample_nearest_exact1d.default,
+    aten.upsample_linear1d.vec,
+    aten.upsample_linear1d.default,
+}
+RESIZES |= RESIZES_1D
 #: Data movement: the output reuses the input's quantization parameters (no requantization).
 SHARING = (
     POOLS

@@ -10,6 +10,11 @@ scale factor changes the source coordinates (PyTorch uses ``1 / scale_factor``, 
 ``in / out``), so it goes into the tables too (see ``ops/resize.py``). The output shares the
 input's quantization; the input is read channels-last and the output is channels-last.
 Bicubic, antialiased bilinear and 'area' (an adaptive average pool) are other ATen ops.
+
+The 1-D forms on ``[N, C, L]`` (``upsample_nearest1d``, ``_upsample_nearest_exact1d``,
+``upsample_linear1d``: one ``scales`` or scale factor) resize an image of height 1: the input
+stored channels-last (NLC) is ``[N, 1, L, C]`` (``layout.as_image``), linear is bilinear with
+one row, and the output stays NLC.
 """
 
 from __future__ import annotations
@@ -25,13 +30,15 @@ from cortex_m_nn.ops.resize import (
 )
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
-from cortex_m_nn.passes.layout import moved_input, relayout
+from cortex_m_nn.passes.layout import as_image, moved_input, relayout, reshaped
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import RESIZES, aten
+from cortex_m_nn.quantizer.quantizer import RESIZES, RESIZES_1D, aten
 
 NEAREST_EXACT = {aten._upsample_nearest_exact2d.vec, aten._upsample_nearest_exact2d.default}
+NEAREST_EXACT |= {aten._upsample_nearest_exact1d.vec, aten._upsample_nearest_exact1d.default}
 BILINEAR = {aten.upsample_bilinear2d.vec, aten.upsample_bilinear2d.default}
+BILINEAR |= {aten.upsample_linear1d.vec, aten.upsample_linear1d.default}
 
 
 def _arguments(node: Node) -> dict[str, object]:
@@ -48,11 +55,14 @@ def _arguments(node: Node) -> dict[str, object]:
 
 
 def _scales(arguments: dict[str, object]) -> tuple[float | None, float | None]:
-    """(height, width) scale factors the op was given, None where it was given a size."""
+    """(height, width) scale factors the op was given, None where it was given a size (a 1-D
+    op's height: None)."""
     factors = arguments.get("scale_factors")
     if factors is not None:
-        height, width = (float(f) for f in factors)
-        return height, width
+        *height, width = (float(f) for f in factors)
+        return (height[0] if height else None), width
+    if "scales" in arguments:
+        return None, None if arguments["scales"] is None else float(arguments["scales"])
     pair = [arguments.get("scales_h"), arguments.get("scales_w")]
     height, width = (None if s is None else float(s) for s in pair)
     return height, width
@@ -63,15 +73,18 @@ def lower_resize(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     x = moved_input(context, pattern, "resize")
     arguments = _arguments(node)
-    (n, channels, height, width), (out_h, out_w) = x.shape, pattern.shape[2:]
+    one_d = node.target in RESIZES_1D
+    if one_d:
+        x = as_image(context, x)  # [N, C, L] as [N, C, 1, L], stored NLC
+    (n, channels, height, width), out_w = x.shape, pattern.shape[-1]
+    out_h = 1 if one_d else pattern.shape[2]
     if max(height, width, out_h, out_w) > MAX_SIZE:
         raise LoweringRefused(
             Refusal.RESIZE_SIZE, f"resize {height}x{width} → {out_h}x{out_w}: int16 index tables"
         )
     if (out_h, out_w) == (height, width):  # every mode copies a same-size input
-        return Lowered(
-            QValue(x.node, x.scale, x.zero_point, pattern.shape, x.nhwc), "view", "(identity)"
-        )
+        same = QValue(x.node, x.scale, x.zero_point, x.shape, x.nhwc)
+        return Lowered(reshaped(context, same, pattern.shape), "view", "(identity)")
     scale_h, scale_w = _scales(arguments)
     if node.target in BILINEAR:
         corners = bool(arguments.get("align_corners"))
@@ -88,5 +101,6 @@ def lower_resize(context: LoweringContext, pattern: Pattern) -> Lowered:
         "resize", x.node, *context.constants(node.name, rows=rows, columns=columns), mode
     )
     value = QValue(out, x.scale, x.zero_point, (n, channels, out_h, out_w), nhwc=True)
+    value = reshaped(context, value, pattern.shape)  # a 1-D one's [N, C, L], NLC
     table_bytes = 2 * (rows.numel() + columns.numel())
     return Lowered(value, "resize", f"(resize: {what})", weight_bytes=table_bytes)
