@@ -44,7 +44,7 @@ from cortex_m_nn.calibration import synthetic
 from cortex_m_nn.compile import compile_quantized, export
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.library import run_references
-from cortex_m_nn.options import IoType, QuantizationOptions, RangeMethod
+from cortex_m_nn.options import IoType, LinearWeights, QuantizationOptions, RangeMethod
 from cortex_m_nn.passes.functional import functional_form
 from cortex_m_nn.quantizer.quantizer import CortexMQuantizer
 from cortex_m_nn.target import Target
@@ -281,7 +281,9 @@ def quantized(source: ModelSource, reference: Reference) -> tuple[GraphModule, G
     exported = export(source)
     functional_form(exported)
     float_graph = copy.deepcopy(exported)
-    options = QuantizationOptions(ranges=RangeMethod.MINMAX, equalize=False)
+    options = QuantizationOptions(  # the file's weights: per tensor where it has one scale
+        ranges=RangeMethod.MINMAX, equalize=False, linear_weights=LinearWeights.PER_TENSOR
+    )
     prepared = prepare_pt2e(exported, CortexMQuantizer(options))
     with torch.no_grad():
         prepared(*source.example_inputs)

@@ -1,7 +1,9 @@
-// cortex_m_nn::linear.out → arm_fully_connected_s8 (per-tensor requantization). On MVE the
-// program passes the compile-time kernel sums (bias folded in) as CMSIS-NN's context buffer;
-// elsewhere it passes the bias. Quantization checks and params: cortex_m_nn/fc_common.h.
-// Reference: python/cortex_m_nn/ops/linear.py.
+// cortex_m_nn::linear.out → arm_fully_connected_s8 (per-tensor requantization: the multiplier
+// and shift numbers) or arm_fully_connected_per_channel_s8 (per output channel: the
+// multipliers and shifts tensors, the numbers 0). On MVE the program passes the compile-time
+// kernel sums (bias folded in) as CMSIS-NN's context buffer; elsewhere it passes the bias.
+// Quantization checks and params: cortex_m_nn/fc_common.h. Reference:
+// python/cortex_m_nn/ops/linear.py.
 #include "cortex_m_nn/fc_common.h"
 #include "cortex_m_nn_operators.h"
 
@@ -9,8 +11,9 @@ namespace cortex_m_nn {
 namespace native {
 
 namespace {
-// CMSIS-NN's context for arm_fully_connected_s8: the program's kernel sums on MVE (which
-// needs them), nothing elsewhere. Fails the call when the .pte was compiled for the other.
+// CMSIS-NN's context for the fully connected functions: the program's kernel sums on MVE
+// (which needs them), nothing elsewhere. Fails the call when the .pte was compiled for the
+// other.
 bool kernel_sums_buffer(
     CallContext& context,
     const std::optional<Tensor>& kernel_sums,
@@ -22,7 +25,7 @@ bool kernel_sums_buffer(
     context.fail(Error::InvalidProgram);
     return false;
   }
-  // checked by linear_out: int32 [out_features]
+  // checked by check_vectors: int32 [out_features]
   const Tensor& sums = kernel_sums.value();
   buffer->buf = const_cast<int32_t*>(sums.const_data_ptr<int32_t>());
   buffer->size = static_cast<int32_t>(sums.numel() * sizeof(int32_t));
@@ -37,6 +40,59 @@ bool kernel_sums_buffer(
 #endif
   return true;
 }
+
+// bias, kernel sums, multipliers and shifts: each absent or int32 [out_features]; the
+// requantization per tensor (no vectors) or per channel (both, valid shifts, the numbers 0).
+bool check_vectors(
+    CallContext& context,
+    int32_t out_features,
+    const std::optional<Tensor>& bias,
+    const std::optional<Tensor>& kernel_sums,
+    const std::optional<Tensor>& multipliers,
+    const std::optional<Tensor>& shifts,
+    const FcQuant& q) {
+  for (const auto* vector : {&bias, &kernel_sums, &multipliers, &shifts}) {
+    if (vector->has_value() && (!has_layout(vector->value(), ScalarType::Int, 1) ||
+                                vector->value().size(0) != out_features)) {
+      ET_LOG(Error, "cortex_m_nn::linear: bias, kernel sums, multipliers and shifts must be "
+                    "int32 [%d]", (int)out_features);
+      context.fail(Error::InvalidArgument);
+      return false;
+    }
+  }
+  const bool per_channel = multipliers.has_value();
+  if (per_channel != shifts.has_value() || (per_channel && (q.multiplier != 0 || q.shift != 0)) ||
+      (per_channel && !are_shifts(shifts.value()))) {
+    return refuse(
+        context, "linear",
+        "requantization must be per tensor (multiplier, shift) or per channel (multipliers "
+        "and shifts in [-31, 30], the numbers 0)");
+  }
+  return true;
+}
+
+// The CMSIS-NN call of an entry: per tensor or per channel.
+arm_cmsis_nn_status fully_connected(
+    const cmsis_nn_context& buffer,
+    const cortex_m_nn_linear_prepared& p,
+    const Tensor* multipliers,
+    const Tensor* shifts,
+    const int8_t* input,
+    const int8_t* weight,
+    const int32_t* bias,
+    int8_t* out) {
+  if (p.per_channel) {
+    const cmsis_nn_per_channel_quant_params quant{
+        const_cast<int32_t*>(multipliers->const_data_ptr<int32_t>()),
+        const_cast<int32_t*>(shifts->const_data_ptr<int32_t>())};
+    return arm_fully_connected_per_channel_s8(
+        &buffer, &p.params, &quant, &p.input, input, &p.filter, weight, &p.bias, bias, &p.output,
+        out);
+  }
+  return arm_fully_connected_s8(
+      &buffer, &p.params, &p.quant, &p.input, input, &p.filter, weight, &p.bias, bias, &p.output,
+      out);
+}
 }  // namespace
 
 void linear_out(
@@ -45,6 +101,8 @@ void linear_out(
     const Tensor& weight,
     const std::optional<Tensor>& bias,
     const std::optional<Tensor>& kernel_sums,
+    const std::optional<Tensor>& multipliers,
+    const std::optional<Tensor>& shifts,
     int64_t input_offset,
     int64_t output_offset,
     int64_t multiplier,
@@ -72,57 +130,29 @@ void linear_out(
       "input [..., %d] and out [..., %d] do not match weight [%d, %d]",
       (int)input.size(input.dim() - 1), (int)out.size(out.dim() - 1), (int)out_features,
       (int)in_features);
-  for (const auto* vector : {&bias, &kernel_sums}) {
-    CORTEX_M_NN_CHECK(
-        context,
-        !vector->has_value() ||
-            (has_layout(vector->value(), ScalarType::Int, 1) &&
-             vector->value().size(0) == out_features),
-        "linear",
-        "bias and kernel sums must be int32 [%d]", (int)out_features);
-  }
   const FcQuant q{
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
-  if (!check_fc_quant(context, "linear", q)) {
-    return;
-  }
-
   cmsis_nn_context buffer{};
-  if (!kernel_sums_buffer(context, kernel_sums, &buffer)) {
+  if ((context.checks() &&
+       !check_vectors(context, out_features, bias, kernel_sums, multipliers, shifts, q)) ||
+      !check_fc_quant(context, "linear", q) || !kernel_sums_buffer(context, kernel_sums, &buffer)) {
     return;
   }
-
-  const cmsis_nn_fc_params params = q.params();
-  const cmsis_nn_per_tensor_quant_params quant = q.quant();
-  const cmsis_nn_dims input_dims{batches, 1, 1, in_features};
-  const cmsis_nn_dims filter_dims{in_features, 1, 1, out_features};
-  const cmsis_nn_dims bias_dims{1, 1, 1, out_features};
-  const cmsis_nn_dims output_dims{batches, 1, 1, out_features};
-  if (context.checks()) {
-    const cortex_m_nn_linear_prepared derived{
-        params, quant, input_dims, filter_dims, bias_dims, output_dims};
-    if (!context.prepared_agrees(
-            "linear", CORTEX_M_NN_PREPARED_LINEAR, &derived, sizeof(derived))) {
-      return;
-    }
-  }
-  if (!context.computes()) {
+  const cortex_m_nn_linear_prepared derived{
+      q.params(), q.quant(), {batches, 1, 1, in_features}, {in_features, 1, 1, out_features},
+      {1, 1, 1, out_features}, {batches, 1, 1, out_features}, multipliers.has_value() ? 1 : 0};
+  const auto kind = CORTEX_M_NN_PREPARED_LINEAR;
+  if ((context.checks() && !context.prepared_agrees("linear", kind, &derived, sizeof(derived))) ||
+      !context.computes()) {
     return;
   }
   check_status(
-      context,
-      "linear",
-      arm_fully_connected_s8(
-          &buffer,
-          &params,
-          &quant,
-          &input_dims,
-          input.const_data_ptr<int8_t>(),
-          &filter_dims,
+      context, "linear",
+      fully_connected(
+          buffer, derived, derived.per_channel ? &multipliers.value() : nullptr,
+          derived.per_channel ? &shifts.value() : nullptr, input.const_data_ptr<int8_t>(),
           weight.const_data_ptr<int8_t>(),
-          &bias_dims,
           bias.has_value() ? bias.value().const_data_ptr<int32_t>() : nullptr,
-          &output_dims,
           out.mutable_data_ptr<int8_t>()));
 }
 
@@ -132,17 +162,17 @@ void linear_prepared(CallContext& context, EValue** args) {
   // the program's kernel sums on MVE (the proof checked they are there), nothing elsewhere
   const Tensor* sums = args[a::kernel_sums]->isTensor() ? &proven_tensor(args, a::kernel_sums)
                                                         : nullptr;
-  cmsis_nn_context buffer{
+  const cmsis_nn_context buffer{
       sums ? const_cast<int32_t*>(sums->const_data_ptr<int32_t>()) : nullptr,
       sums ? static_cast<int32_t>(sums->numel() * sizeof(int32_t)) : 0};
   check_status(
-      context,
-      "linear",
-      arm_fully_connected_s8(
-          &buffer, &p.params, &p.quant, &p.input,
-          proven_tensor(args, a::input).const_data_ptr<int8_t>(), &p.filter,
-          proven_tensor(args, a::weight).const_data_ptr<int8_t>(), &p.bias,
-          proven_optional_data<int32_t>(args, a::bias), &p.output,
+      context, "linear",
+      fully_connected(
+          buffer, p, p.per_channel ? &proven_tensor(args, a::multipliers) : nullptr,
+          p.per_channel ? &proven_tensor(args, a::shifts) : nullptr,
+          proven_tensor(args, a::input).const_data_ptr<int8_t>(),
+          proven_tensor(args, a::weight).const_data_ptr<int8_t>(),
+          proven_optional_data<int32_t>(args, a::bias),
           proven_tensor(args, a::out).mutable_data_ptr<int8_t>()));
 }
 

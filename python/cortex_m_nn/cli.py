@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from cortex_m_nn.command import add_debug_argument, guarded, write_all
 from cortex_m_nn.errors import CompileError, stage
 from cortex_m_nn.model_spec import require_model_file
-from cortex_m_nn.options import IoType, QuantizationOptions, RangeMethod
+from cortex_m_nn.options import IoType, LinearWeights, QuantizationOptions, RangeMethod
 from cortex_m_nn.subcommands import SUBCOMMANDS
 from cortex_m_nn.target import DEFAULT_TARGET, Target
 
@@ -37,6 +37,7 @@ DESCRIPTION = (
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the compiler's options to ``parser`` (the west command and the script share them)."""
     _add_model_arguments(parser)
+    _add_quantizer_arguments(parser)
     _add_output_arguments(parser)
     _add_fit_arguments(parser)
     return parser
@@ -71,6 +72,10 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="leave out calibration samples holding NaN or ±Inf (counted in the report) "
         "instead of refusing the file",
     )
+
+
+def _add_quantizer_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the quantizer chooses ranges and scales (``QuantizationOptions``)."""
     parser.add_argument(
         "--calibration-method",
         choices=[m.value for m in RangeMethod],
@@ -95,11 +100,19 @@ def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="subtract each layer's mean weight-quantization error, measured on the "
         "calibration samples, from its bias (default: %(default)s)",
     )
-    parser.add_argument("--report-json", type=Path, help="also write the report as JSON")
+    parser.add_argument(
+        "--linear-weights",
+        choices=[m.value for m in LinearWeights],
+        default=QuantizationOptions().linear_weights.value,
+        help="scale each linear layer's int8 weights per-tensor, per-channel, or auto: per "
+        "channel where that takes at least 3 dB off the weights' rounding noise "
+        "(default: %(default)s)",
+    )
 
 
 def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """What the program takes and gives, how it is checked, and what is written besides it."""
+    parser.add_argument("--report-json", type=Path, help="also write the report as JSON")
     parser.add_argument(
         "--io",
         choices=[t.value for t in IoType],
@@ -254,6 +267,7 @@ def _compile_and_check(
             ranges=RangeMethod(args.calibration_method),
             equalize=args.equalize,
             bias_correction=args.bias_correction,
+            linear_weights=LinearWeights(args.linear_weights),
         ),
         io=IoType(args.io),
     )

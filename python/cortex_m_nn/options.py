@@ -22,6 +22,18 @@ class RangeMethod(str, Enum):
     PERCENTILE = "percentile"
 
 
+class LinearWeights(str, Enum):
+    """How a linear layer's int8 weights are scaled."""
+
+    #: per output channel where that takes at least 3 dB off the weights' rounding noise
+    #: (``quantizer.config.linear_weight_spec``), else per tensor
+    AUTO = "auto"
+    #: one scale (``arm_fully_connected_s8``)
+    PER_TENSOR = "per-tensor"
+    #: one scale per output channel (``arm_fully_connected_per_channel_s8``)
+    PER_CHANNEL = "per-channel"
+
+
 class IoType(str, Enum):
     """What the program's inputs and outputs hold (``cortex_m_nn.program_io``)."""
 
@@ -44,6 +56,8 @@ class QuantizationOptions:
     equalize: bool = True
     #: bias correction from the calibration samples (quantizer/bias_correction.py)
     bias_correction: bool = False
+    #: per-tensor or per-channel linear weights
+    linear_weights: LinearWeights = LinearWeights.AUTO
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: enums as their values."""

@@ -38,6 +38,10 @@ class Call:
     def value(self, name: str) -> int:
         return int(self._plan.values[self._values[name]].payload)
 
+    def given(self, name: str) -> bool:
+        """Whether an optional argument holds a value (not None)."""
+        return self._plan.values[self._values[name]].payload is not None
+
     def values(self, name: str) -> list[int]:
         items = self._plan.values[self._values[name]].payload
         return [int(self._plan.values[i].payload) for i in items]
@@ -142,6 +146,7 @@ def _linear(call: Call, isa: Isa) -> dict[str, Initializer]:
         "filter": _dims(in_features, 1, 1, out_features),
         "bias": _dims(1, 1, 1, out_features),
         "output": _dims(batches, 1, 1, out_features),
+        "per_channel": int(call.given("multipliers")),
     }
 
 

@@ -154,7 +154,7 @@ REWRITES: tuple[Rewrite, ...] = (
         (),
         "quantize with cortex_m_nn's own quantizer (CortexMQuantizer: int8, symmetric "
         "per-channel weights)",
-        kinds=(R.NOT_INT8, R.WEIGHT_CHANNEL_AXIS, R.WEIGHT_NOT_SYMMETRIC, R.PER_CHANNEL_LINEAR),
+        kinds=(R.NOT_INT8, R.WEIGHT_CHANNEL_AXIS, R.WEIGHT_NOT_SYMMETRIC),
     ),
     Rewrite(
         (),

@@ -1,4 +1,5 @@
-"""cortex_m_nn::linear on the host runtime (arm_fully_connected_s8) against its reference."""
+"""cortex_m_nn::linear on the host runtime (arm_fully_connected_s8, and
+arm_fully_connected_per_channel_s8 for per-channel calls) against its reference."""
 
 from __future__ import annotations
 
@@ -21,15 +22,24 @@ def linear_calls(draw: st.DrawFn) -> Call:
     if draw(st.booleans()):
         bias = torch.randint(-(2**20), 2**20, (n_out,), generator=gen, dtype=torch.int32)
     act_min = draw(st.integers(-128, 0))
+    multiplier, shift = draw(st.integers(2**30, 2**31 - 1)), draw(st.integers(-16, 2))
+    channels = None, None
+    if draw(st.booleans()):  # per channel (arm_fully_connected_per_channel_s8): the numbers 0
+        channels = (
+            torch.randint(2**30, 2**31 - 1, (n_out,), generator=gen).to(torch.int32),
+            torch.randint(-16, 3, (n_out,), generator=gen).to(torch.int32),
+        )
+        multiplier, shift = 0, 0
     args = (
         torch.randint(-128, 128, (*lead, n_in), generator=gen, dtype=torch.int8),
         torch.randint(-127, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
         bias,
         None,
+        *channels,
         draw(st.integers(-127, 128)),
         draw(st.integers(-128, 127)),
-        draw(st.integers(2**30, 2**31 - 1)),
-        draw(st.integers(-16, 2)),
+        multiplier,
+        shift,
         act_min,
         draw(st.integers(act_min, 127)),
     )

@@ -24,11 +24,6 @@ OTHER = ("cmake", "kernels/CMakeLists.txt", "CMakeLists.txt")
 
 #: ``path`` or ``path::function`` → why it may be longer than the limit.
 EXCEPTIONS: dict[str, str] = {
-    "kernels/op_linear.cpp::linear_out": (
-        "13 lines of signature (one per schema argument, as the generated declaration), a "
-        "16-line CMSIS-NN call (one argument per line) and the 8-line comparison with its "
-        "prepared entry; its logic is checks through the shared FcQuant helpers"
-    ),
     "kernels/op_batch_matmul.cpp::batch_matmul_out": (
         "14 lines of signature (one per schema argument, as the generated declaration) and a "
         "13-line CMSIS-NN call (one argument per line)"

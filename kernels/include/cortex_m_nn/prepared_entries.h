@@ -32,7 +32,8 @@ typedef struct {
   cmsis_nn_dims output;
 } cortex_m_nn_depthwise_conv2d_prepared;
 
-/* linear → arm_fully_connected_s8. */
+/* linear → arm_fully_connected_s8, or arm_fully_connected_per_channel_s8 when `per_channel`
+ * (the call's multipliers and shifts tensors; `quant` is then {0, 0}). */
 typedef struct {
   cmsis_nn_fc_params params;
   cmsis_nn_per_tensor_quant_params quant;
@@ -40,6 +41,7 @@ typedef struct {
   cmsis_nn_dims filter;
   cmsis_nn_dims bias;
   cmsis_nn_dims output;
+  int32_t per_channel;
 } cortex_m_nn_linear_prepared;
 
 /* avg_pool2d → arm_avgpool_s8. */

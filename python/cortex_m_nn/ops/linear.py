@@ -1,9 +1,13 @@
-"""``cortex_m_nn::linear``: int8 fully connected layer with per-tensor requantization.
+"""``cortex_m_nn::linear``: int8 fully connected layer, per-tensor or per-channel requantization.
 
-Reference for ``arm_fully_connected_s8`` (weight offset 0): for each row of the input,
-accumulate ``(x + input_offset) * w`` in int32, add the bias (if any), requantize with the one
-``multiplier``/``shift``, add ``output_offset`` and clamp. Input ``[..., in]`` (the leading
+Reference for ``arm_fully_connected_s8`` and ``arm_fully_connected_per_channel_s8`` (weight
+offset 0): for each row of the input, accumulate ``(x + input_offset) * w`` in int32, add the
+bias (if any), requantize, add ``output_offset`` and clamp. Input ``[..., in]`` (the leading
 dimensions are the batches), weight ``[out, in]``, bias ``[out]``; output ``[..., out]``.
+
+Requantization is a case of the one operator: per tensor with the ``multiplier``/``shift``
+numbers (``multipliers``/``shifts`` None), or per output channel with int32 ``[out]``
+``multipliers``/``shifts`` (the numbers then 0), for weights quantized per output channel.
 
 On MVE, CMSIS-NN ignores the bias and starts each row from a precomputed "kernel sum"
 ``bias + input_offset * sum(w_row)`` (what ``arm_vector_sum_s8`` writes into ``ctx->buf``).
@@ -29,16 +33,19 @@ def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.T
 
 @define_operator(
     "linear",
-    "Tensor input, Tensor weight, Tensor? bias, Tensor? kernel_sums, int input_offset,"
-    " int output_offset, int multiplier, int shift, int activation_min, int activation_max",
+    "Tensor input, Tensor weight, Tensor? bias, Tensor? kernel_sums, Tensor? multipliers,"
+    " Tensor? shifts, int input_offset, int output_offset, int multiplier, int shift,"
+    " int activation_min, int activation_max",
     _fake,
 )
 def linear(
     input: torch.Tensor, weight: torch.Tensor, *arguments: Any, rounding: Rounding
 ) -> torch.Tensor:
-    """Reference ``arm_fully_connected_s8``: int8 ``[..., in]`` x ``[out, in]`` → ``[..., out]``;
-    ``arguments`` as the schema lists them after the weight."""
+    """Reference ``arm_fully_connected_s8`` (``arm_fully_connected_per_channel_s8`` with
+    ``multipliers``): int8 ``[..., in]`` x ``[out, in]`` → ``[..., out]``; ``arguments`` as the
+    schema lists them after the weight."""
     values = named("linear", arguments, skip=2)
+    output = _output_stage(values, weight.shape[0])
     bias, sums = values["bias"], values["kernel_sums"]
     if weight.dim() != 2 or input.dim() < 1 or input.shape[-1] != weight.shape[1]:
         raise ValueError(
@@ -51,7 +58,26 @@ def linear(
     start = sums if sums is not None else bias
     if start is not None:
         acc = acc + start.to(torch.int64)
-    return Requantization.of(values).apply(acc, rounding)
+    return output.apply(acc, rounding)
+
+
+def _output_stage(values: dict[str, Any], out_features: int) -> Requantization:
+    """The per-tensor or per-channel requantization the arguments give; ValueError when they
+    give both, or per-channel vectors of another length."""
+    per_channel = values["multipliers"], values["shifts"]
+    if per_channel == (None, None):
+        return Requantization.of(
+            {**values, "multipliers": values["multiplier"], "shifts": values["shift"]}
+        )
+    multipliers, shifts = per_channel
+    if multipliers is None or shifts is None or (values["multiplier"], values["shift"]) != (0, 0):
+        raise ValueError(
+            "linear requantizes per tensor (multiplier, shift) or per channel (multipliers and "
+            "shifts, the numbers 0), not both"
+        )
+    if tuple(multipliers.shape) != (out_features,) or tuple(shifts.shape) != (out_features,):
+        raise ValueError(f"per-channel multipliers and shifts must be [{out_features}]")
+    return Requantization.of(values)
 
 
 def kernel_sums(weight: torch.Tensor, bias: torch.Tensor | None, input_offset: int) -> torch.Tensor:

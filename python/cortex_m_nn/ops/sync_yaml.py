@@ -13,19 +13,23 @@ from pathlib import Path
 import torch
 
 import cortex_m_nn.ops  # noqa: F401  (defines the operators)
-from cortex_m_nn.kernel_codegen import yaml_path
+from cortex_m_nn.kernel_codegen import load_yaml, yaml_path
 from cortex_m_nn.ops.library import SCHEMAS
 
 
 def sync_yaml(path: Path | None = None) -> None:
     """Rewrite the operator list from the operators Python defines (a developer step; the
-    header comment and ``version`` stay: bump the version by hand when a schema changes)."""
+    header comment, ``version`` and each operator's ``prepared:`` line stay: bump the version
+    by hand when a schema changes)."""
     path = path or yaml_path()
     text = path.read_text()
     head = text[: text.index("operators:")]
-    entries = [
-        f"- func: {getattr(torch.ops.cortex_m_nn, name).out._schema}" for name in sorted(SCHEMAS)
-    ]
+    prepared = {operator.name: operator.prepared for operator in load_yaml(path)[1]}
+    entries = []
+    for name in sorted(SCHEMAS):
+        entries.append(f"- func: {getattr(torch.ops.cortex_m_nn, name).out._schema}")
+        if prepared.get(name):
+            entries.append(f"  prepared: {prepared[name]}")
     path.write_text(head + "operators:\n" + "\n".join(entries) + "\n")
 
 

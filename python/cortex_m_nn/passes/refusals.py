@@ -24,7 +24,6 @@ class Refusal(Enum):
     WEIGHT_NOT_CONSTANT = "weight_not_constant"
     WEIGHT_CHANNEL_AXIS = "weight_channel_axis"
     WEIGHT_NOT_SYMMETRIC = "weight_not_symmetric"
-    PER_CHANNEL_LINEAR = "per_channel_linear"
     # -- what follows or surrounds the op -------------------------------------------------
     ACTIVATION_AFTER = "activation_after"
     #: an op that only moves bytes would have to requantize (output qparams differ)

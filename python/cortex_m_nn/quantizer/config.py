@@ -20,7 +20,7 @@ from torchao.quantization.pt2e.quantizer import (
     QuantizationSpec,
 )
 
-from cortex_m_nn.options import RangeMethod
+from cortex_m_nn.options import LinearWeights, RangeMethod
 from cortex_m_nn.quantizer.observers import MseObserver, PercentileObserver
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -74,6 +74,34 @@ def weight_spec(channel_axis: int | None) -> QuantizationSpec:
 
 
 WEIGHT_PER_CHANNEL = weight_spec(0)
+
+#: Per-channel linear weights when they cut the weights' rounding noise by this factor (3 dB):
+#: less than that is not worth a multiplier and shift per output channel.
+PER_CHANNEL_GAIN = 2.0
+
+
+def rounding_noise(weight: torch.Tensor, per_channel: bool) -> float:
+    """Energy of ``weight``'s error after symmetric int8 rounding in [-127, 127], one scale
+    (max |w| / 127) per tensor or per row."""
+    w = weight.detach().to(torch.float64)
+    peak = w.abs().amax(dim=1, keepdim=True) if per_channel else w.abs().max()
+    scale = torch.where(peak > 0, peak / INT8_MAX, torch.ones_like(peak))
+    return float(((w - torch.round(w / scale).clamp(-INT8_MAX, INT8_MAX) * scale) ** 2).sum())
+
+
+def linear_weight_spec(weight: torch.Tensor | None, choice: LinearWeights) -> QuantizationSpec:
+    """A linear layer's weight spec: as ``choice`` says; for AUTO, per output channel when that
+    divides the rounding noise energy by at least :data:`PER_CHANNEL_GAIN` (``weight`` None,
+    not a constant: per tensor)."""
+    if choice is LinearWeights.AUTO:
+        if weight is None or weight.dim() != 2:
+            return WEIGHT_PER_TENSOR
+        tensor, channel = rounding_noise(weight, False), rounding_noise(weight, True)
+        per_channel = tensor >= PER_CHANNEL_GAIN * channel and tensor > 0
+        return WEIGHT_PER_CHANNEL if per_channel else WEIGHT_PER_TENSOR
+    return WEIGHT_PER_CHANNEL if choice is LinearWeights.PER_CHANNEL else WEIGHT_PER_TENSOR
+
+
 #: Transposed-convolution weights ``[Cin, Cout, KH, KW]``: per output channel is axis 1.
 WEIGHT_PER_CHANNEL_TRANSPOSED = weight_spec(1)
 WEIGHT_PER_TENSOR = weight_spec(None)

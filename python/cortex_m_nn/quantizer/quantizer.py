@@ -273,6 +273,16 @@ def constant_arguments(node: Node) -> bool:
     return not found
 
 
+def _constant(model: GraphModule, node: object) -> torch.Tensor | None:
+    """The tensor a ``get_attr`` node reads (a parameter, buffer or constant), else None."""
+    if not isinstance(node, Node) or node.op != "get_attr":
+        return None
+    value = model
+    for name in str(node.target).split("."):
+        value = getattr(value, name, None)
+    return value if isinstance(value, torch.Tensor) else None
+
+
 class CortexMQuantizer(Quantizer):
     """int8 weights (per-channel for convolutions) and int8 activations for CMSIS-NN."""
 
@@ -293,16 +303,8 @@ class CortexMQuantizer(Quantizer):
             if node.op != "call_function" or _is_annotated(node):
                 continue
             target = node.target
-            if target in CONVOLUTIONS:
-                self._annotate_weighted(node, config.WEIGHT_PER_CHANNEL)
-            elif target in LINEARS:
-                self._annotate_weighted(node, config.WEIGHT_PER_TENSOR)
-            elif target in TRANSPOSED_CONVOLUTIONS:
-                # Grouped: axis 1 counts channels per group, so per-tensor (the lowering refuses
-                # it with the reason; quantizing it keeps that reason in the report).
-                grouped = len(node.args) > 6 and node.args[6] != 1
-                spec = config.WEIGHT_PER_TENSOR if grouped else config.WEIGHT_PER_CHANNEL_TRANSPOSED
-                self._annotate_weighted(node, spec)
+            if target in CONVOLUTIONS | LINEARS | TRANSPOSED_CONVOLUTIONS:
+                self._annotate_weighted(node, self._weight_spec(model, node))
             elif target in MATMULS:
                 self._annotate_matmul(node)
             elif target in BINARY:
@@ -373,6 +375,18 @@ class CortexMQuantizer(Quantizer):
         for source in inputs[1:]:
             specs.setdefault(source, shared)
         _annotate(node, specs, shared)
+
+    def _weight_spec(self, model: GraphModule, node: Node) -> QuantizationSpec:
+        """A weighted op's weight spec: per output channel for convolutions; for a transposed
+        one unless grouped (axis 1 then counts channels per group: per tensor, and the lowering
+        refuses it with the reason); for linear as the options choose."""
+        if node.target in CONVOLUTIONS:
+            return config.WEIGHT_PER_CHANNEL
+        if node.target in LINEARS:
+            weight = _constant(model, node.args[1])
+            return config.linear_weight_spec(weight, self.options.linear_weights)
+        grouped = len(node.args) > 6 and node.args[6] != 1
+        return config.WEIGHT_PER_TENSOR if grouped else config.WEIGHT_PER_CHANNEL_TRANSPOSED
 
     def _annotate_weighted(self, node: Node, weight_spec: QuantizationSpec) -> None:
         source, weight = node.args[0], node.args[1]

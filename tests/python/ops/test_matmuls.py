@@ -95,7 +95,11 @@ def linear_expected(case: dict, single: bool = False) -> torch.Tensor:
             acc = bias[o] + sum(
                 (xi + case["input_offset"]) * wi for xi, wi in zip(row, weights, strict=True)
             )
-            y = ref_requantize(wrap32(acc), case["multiplier"], case["shift"], single)
+            if case["multipliers"] is None:
+                multiplier, shift = case["multiplier"], case["shift"]
+            else:  # per channel
+                multiplier, shift = int(case["multipliers"][o]), int(case["shifts"][o])
+            y = ref_requantize(wrap32(acc), multiplier, shift, single)
             y += case["output_offset"]
             out_row.append(min(max(y, case["activation_min"]), case["activation_max"]))
         out.append(out_row)
@@ -108,15 +112,26 @@ def linear_cases(draw: st.DrawFn) -> dict:
     n_in, n_out = draw(st.integers(1, 40)), draw(st.integers(1, 12))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
     has_bias = draw(st.booleans())
-    return {
+    case = {
         "input": torch.randint(-128, 128, (*lead, n_in), generator=gen, dtype=torch.int8),
         "weight": torch.randint(-128, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
         "bias": torch.randint(-(2**18), 2**18, (n_out,), generator=gen, dtype=torch.int32)
         if has_bias
         else None,
         "kernel_sums": None,
+        "multipliers": None,
+        "shifts": None,
         "input_offset": -draw(st.integers(-128, 127)),
     } | _output_stage(draw, shift_low=-14)
+    if draw(st.booleans()):  # per channel: the vectors, the numbers 0
+        case["multipliers"] = torch.randint(2**30, 2**31 - 1, (n_out,), generator=gen)
+        case["shifts"] = torch.randint(-14, 2, (n_out,), generator=gen)
+        case["multipliers"], case["shifts"] = (
+            case["multipliers"].to(torch.int32),
+            case["shifts"].to(torch.int32),
+        )
+        case["multiplier"], case["shift"] = 0, 0
+    return case
 
 
 #: (reference, independent result, random cases, rounding, examples)
@@ -239,6 +254,8 @@ def linear_fixed() -> dict:
         "weight": torch.randint(-128, 128, (5, 16), generator=gen, dtype=torch.int8),
         "bias": torch.tensor([0, 1000, -1000, 2**24, -(2**24)], dtype=torch.int32),
         "kernel_sums": None,
+        "multipliers": None,
+        "shifts": None,
         "input_offset": 128,
         "output_offset": -128,
         "multiplier": 1717986918,
@@ -290,6 +307,41 @@ def test_linear_functional_out_and_fake() -> None:
         ]
         fake_out = LINEAR(*fake)
     assert fake_out.shape == (2, 3, 5) and fake_out.dtype == torch.int8
+
+
+def test_linear_per_channel_requantizes_each_output() -> None:
+    """Per channel: output o is output o of the per-tensor layer with o's multiplier/shift."""
+    per_tensor = linear_fixed()
+    multipliers = torch.tensor([1717986918, 2**30, 2**31 - 1, 1717986918, 2**30], dtype=torch.int32)
+    shifts = torch.tensor([-8, -3, -12, 0, -8], dtype=torch.int32)
+    case = dict(per_tensor, multipliers=multipliers, shifts=shifts, multiplier=0, shift=0)
+    out = linear(*case.values())
+    for o in range(5):
+        alone = dict(per_tensor, multiplier=int(multipliers[o]), shift=int(shifts[o]))
+        assert torch.equal(out[..., o], linear(*alone.values())[..., o])
+    assert torch.equal(out, linear_expected(case))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"multipliers": torch.ones(5, dtype=torch.int32)},  # no shifts
+        {
+            "multipliers": torch.ones(5, dtype=torch.int32),
+            "shifts": torch.zeros(5, dtype=torch.int32),
+        },  # numbers not 0
+        {
+            "multipliers": torch.ones(4, dtype=torch.int32),
+            "shifts": torch.zeros(4, dtype=torch.int32),
+            "multiplier": 0,
+            "shift": 0,
+        },
+    ],
+    ids=["multipliers-alone", "both-forms", "wrong-length"],
+)
+def test_linear_refuses_mixed_requantization(changes: dict) -> None:
+    with pytest.raises(ValueError):
+        linear(*dict(linear_fixed(), **changes).values())
 
 
 def test_linear_rejects_mismatch() -> None:

@@ -1,4 +1,6 @@
-"""aten.linear → cortex_m_nn::linear (per-tensor weights, arm_fully_connected_s8)."""
+"""aten.linear → cortex_m_nn::linear: per-tensor weights → ``arm_fully_connected_s8``,
+per-channel weights (the quantizer's choice, ``quantizer/config.py``) →
+``arm_fully_connected_per_channel_s8`` with int32 multipliers and shifts per output channel."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import math
 import torch
 
 from cortex_m_nn import scratch
-from cortex_m_nn.ops.arithmetic import quantize_multiplier
+from cortex_m_nn.ops.arithmetic import per_channel_parameters, quantize_multiplier
 from cortex_m_nn.ops.linear import kernel_sums
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
@@ -45,6 +47,10 @@ def _bias_or_sums(
     return bias, None
 
 
+#: The per-channel vectors' constant names.
+_NAMES = ("multipliers", "shifts")
+
+
 @rule(aten.linear.default)
 def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
@@ -55,16 +61,21 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
         raise LoweringRefused(
             Refusal.LINEAR_OVER_WIDTH, "linear over the width of a channels-last 4-D tensor"
         )
-    weight, weight_scale = context.quantized_constant(weight_node)
-    if weight_scale.numel() != 1:
-        raise LoweringRefused(
-            Refusal.PER_CHANNEL_LINEAR, "per-channel linear weights are not supported yet"
-        )
+    weight, weight_scales = context.quantized_constant(weight_node)
     out_features, in_features = weight.shape
+    per_channel = weight_scales.numel() > 1
     bias = None
     if bias_node is not None:
-        bias = context.accumulator_bias(bias_node, x.scale, weight_scale)
-    multiplier, shift = quantize_multiplier(x.scale * float(weight_scale) / pattern.scale)
+        bias = context.accumulator_bias(bias_node, x.scale, weight_scales.reshape(-1))
+    channels: list[object] = [None, None]  # per-channel multipliers and shifts
+    if per_channel:
+        vectors = per_channel_parameters(x.scale, weight_scales, pattern.scale)
+        channels = [
+            context.constant(v, f"{node.name}_{k}") for v, k in zip(vectors, _NAMES, strict=True)
+        ]
+        multiplier, shift = 0, 0
+    else:
+        multiplier, shift = quantize_multiplier(x.scale * float(weight_scales) / pattern.scale)
     act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
     source_node = x.node
     if x.nhwc:  # layout-free here, so the logical shape is the same bytes
@@ -77,6 +88,7 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
         context.constant(weight.to(torch.int8), f"{node.name}_weight"),
         None if bias is None else context.constant(bias, f"{node.name}_bias"),
         None if sums is None else context.constant(sums, f"{node.name}_kernel_sums"),
+        *channels,
         -x.zero_point,
         pattern.zero_point,
         multiplier,
@@ -86,10 +98,11 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
     )
     value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape)
     weight_bytes = weight.numel() + (0 if bias is None and sums is None else 4 * out_features)
+    weight_bytes += 8 * out_features if per_channel else 0
     return Lowered(
         value,
         "linear",
-        "arm_fully_connected_s8",
+        "arm_fully_connected_per_channel_s8" if per_channel else "arm_fully_connected_s8",
         batches * in_features * out_features,
         weight_bytes,
     )
