@@ -2,8 +2,9 @@
 // and shift numbers) or arm_fully_connected_per_channel_s8 (per output channel: the
 // multipliers and shifts tensors, the numbers 0). On MVE the program passes the compile-time
 // kernel sums (bias folded in) as CMSIS-NN's context buffer; elsewhere it passes the bias.
-// Quantization checks and params: cortex_m_nn/fc_common.h. Reference:
-// python/cortex_m_nn/ops/linear.py.
+// int16 activations (an int16 input) → arm_fully_connected_s16: zero points 0, int64 bias,
+// per tensor, no kernel sums, no prepared entry. Quantization checks and params:
+// cortex_m_nn/fc_common.h. Reference: python/cortex_m_nn/ops/linear.py.
 #include "cortex_m_nn/fc_common.h"
 #include "cortex_m_nn_operators.h"
 
@@ -93,6 +94,102 @@ arm_cmsis_nn_status fully_connected(
       &buffer, &p.params, &p.quant, &p.input, input, &p.filter, weight, &p.bias, bias, &p.output,
       out);
 }
+// The matrix shapes: input [..., in], weight int8 [out, in], out [..., out] of `activations`
+// (the input's type too), in 32-bit counts.
+struct LinearShape {
+  int32_t in_features, out_features, batches;
+};
+
+bool check_shapes(
+    CallContext& context,
+    const Tensor& input,
+    const Tensor& weight,
+    const Tensor& out,
+    ScalarType activations,
+    LinearShape* shape) {
+  // Sizes and element counts are 32-bit in ExecuTorch's runtime: no 64-bit division per call.
+  const int32_t in_features = weight.dim() == 2 ? weight.size(1) : 0;
+  const int32_t out_features = weight.dim() == 2 ? weight.size(0) : 0;
+  const int32_t batches = in_features ? static_cast<int32_t>(input.numel()) / in_features : 0;
+  *shape = LinearShape{in_features, out_features, batches};
+  if (!context.checks()) {
+    return true;
+  }
+  const bool types = is_type(input, activations) && input.dim() >= 1 &&
+      has_layout(weight, ScalarType::Char, 2) && is_type(out, activations) &&
+      out.dim() == input.dim();
+  if (!types) {
+    return refuse(
+        context, "linear", "input and out must be int8 or int16 [..., features], weight int8 "
+        "[out, in]");
+  }
+  if (input.size(input.dim() - 1) != in_features || out.size(out.dim() - 1) != out_features ||
+      static_cast<int64_t>(input.numel()) != static_cast<int64_t>(batches) * in_features ||
+      static_cast<int64_t>(out.numel()) != static_cast<int64_t>(batches) * out_features) {
+    ET_LOG(Error, "cortex_m_nn::linear: input [..., %d] and out [..., %d] do not match weight "
+                  "[%d, %d]", (int)input.size(input.dim() - 1), (int)out.size(out.dim() - 1),
+           (int)out_features, (int)in_features);
+    context.fail(Error::InvalidArgument);
+    return false;
+  }
+  return true;
+}
+
+// int16 activations: zero points 0, bias absent or int64 [out], per tensor with a shift the
+// s16 output stage takes (arm_nn_requantize_s64 shifts right by 14 - shift), no kernel sums,
+// activation range in int16.
+bool check_s16(
+    CallContext& context,
+    const LinearShape& shape,
+    const std::optional<Tensor>& bias,
+    const std::optional<Tensor>& kernel_sums,
+    const std::optional<Tensor>& multipliers,
+    const FcQuant& q) {
+  const bool ok = q.input_offset == 0 && q.output_offset == 0 && !kernel_sums.has_value() &&
+      !multipliers.has_value() &&
+      (!bias.has_value() || (has_layout(bias.value(), ScalarType::Long, 1) &&
+                             bias.value().size(0) == shape.out_features)) &&
+      q.multiplier >= 0 && q.multiplier <= INT32_MAX && q.shift >= -31 && q.shift <= 14 &&
+      q.activation_min >= INT16_MIN && q.activation_min <= q.activation_max &&
+      q.activation_max <= INT16_MAX;
+  return ok ||
+      refuse(context, "linear",
+             "int16 linear takes zero offsets, an int64 bias [out], one multiplier with a shift "
+             "in [-31, 14], no kernel sums and an int16 activation range");
+}
+
+void linear_s16(
+    CallContext& context,
+    const Tensor& input,
+    const Tensor& weight,
+    const std::optional<Tensor>& bias,
+    const std::optional<Tensor>& kernel_sums,
+    const std::optional<Tensor>& multipliers,
+    const FcQuant& q,
+    Tensor& out) {
+  LinearShape shape{};
+  if (!check_shapes(context, input, weight, out, ScalarType::Short, &shape) ||
+      (context.checks() && !check_s16(context, shape, bias, kernel_sums, multipliers, q)) ||
+      (context.checks() &&
+       !context.prepared_agrees("linear", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) ||
+      !context.computes()) {
+    return;
+  }
+  const cmsis_nn_context buffer{};
+  const cmsis_nn_fc_params params = q.params();
+  const cmsis_nn_per_tensor_quant_params quant = q.quant();
+  const cmsis_nn_dims input_dims{shape.batches, 1, 1, shape.in_features};
+  const cmsis_nn_dims filter_dims{shape.in_features, 1, 1, shape.out_features};
+  const cmsis_nn_dims bias_dims{1, 1, 1, shape.out_features};
+  const cmsis_nn_dims output_dims{shape.batches, 1, 1, shape.out_features};
+  check_status(
+      context, "linear",
+      arm_fully_connected_s16(
+          &buffer, &params, &quant, &input_dims, input.const_data_ptr<int16_t>(), &filter_dims,
+          weight.const_data_ptr<int8_t>(), &bias_dims,
+          bias.has_value() ? bias.value().const_data_ptr<int64_t>() : nullptr, &output_dims,
+          out.mutable_data_ptr<int16_t>()));
+}
 }  // namespace
 
 void linear_out(
@@ -110,28 +207,18 @@ void linear_out(
     int64_t activation_min,
     int64_t activation_max,
     Tensor& out) {
-  CORTEX_M_NN_CHECK(
-      context,
-      is_type(input, ScalarType::Char) && input.dim() >= 1 &&
-          has_layout(weight, ScalarType::Char, 2) && is_type(out, ScalarType::Char) &&
-          out.dim() == input.dim(),
-      "linear",
-      "input and out must be int8 [..., features], weight int8 [out, in]");
-  // Sizes and element counts are 32-bit in ExecuTorch's runtime: no 64-bit division per call.
-  const int32_t in_features = weight.size(1), out_features = weight.size(0);
-  const int32_t batches = in_features ? static_cast<int32_t>(input.numel()) / in_features : 0;
-  CORTEX_M_NN_CHECK(
-      context,
-      input.size(input.dim() - 1) == in_features &&
-          out.size(out.dim() - 1) == out_features &&
-          static_cast<int64_t>(input.numel()) == static_cast<int64_t>(batches) * in_features &&
-          static_cast<int64_t>(out.numel()) == static_cast<int64_t>(batches) * out_features,
-      "linear",
-      "input [..., %d] and out [..., %d] do not match weight [%d, %d]",
-      (int)input.size(input.dim() - 1), (int)out.size(out.dim() - 1), (int)out_features,
-      (int)in_features);
   const FcQuant q{
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
+  if (is_type(input, ScalarType::Short)) {
+    linear_s16(context, input, weight, bias, kernel_sums, multipliers, q, out);
+    return;
+  }
+  LinearShape shape{};
+  if (!check_shapes(context, input, weight, out, ScalarType::Char, &shape)) {
+    return;
+  }
+  const int32_t in_features = shape.in_features, out_features = shape.out_features;
+  const int32_t batches = shape.batches;
   cmsis_nn_context buffer{};
   if ((context.checks() &&
        !check_vectors(context, out_features, bias, kernel_sums, multipliers, shifts, q)) ||

@@ -38,6 +38,10 @@ class Call:
     def value(self, name: str) -> int:
         return int(self._plan.values[self._values[name]].payload)
 
+    def scalar_type(self, name: str) -> int:
+        """A tensor argument's ExecuTorch ScalarType code (1: int8 Char, 2: int16 Short)."""
+        return int(self._plan.values[self._values[name]].payload.scalar_type)
+
     def given(self, name: str) -> bool:
         """Whether an optional argument holds a value (not None)."""
         return self._plan.values[self._values[name]].payload is not None
@@ -131,7 +135,13 @@ def _depthwise_conv2d(call: Call, isa: Isa) -> dict[str, Initializer]:
     }
 
 
-def _linear(call: Call, isa: Isa) -> dict[str, Initializer]:
+#: ExecuTorch's ScalarType code of int16 (``Short``).
+SHORT = 2
+
+
+def _linear(call: Call, isa: Isa) -> dict[str, Initializer] | None:
+    if call.scalar_type("input") == SHORT:
+        return None  # int16 activations: arm_fully_connected_s16 runs unprepared
     out_features, in_features = call.sizes("weight")
     batches = math.prod(call.sizes("input")) // in_features if in_features else 0
     return {

@@ -50,3 +50,38 @@ def linear_calls(draw: st.DrawFn) -> Call:
 @given(st.lists(linear_calls(), min_size=25, max_size=25))
 def test_linear_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
     check_calls(calls, kernels)
+
+
+@st.composite
+def linear_s16_calls(draw: st.DrawFn) -> Call:
+    """int16 activations (arm_fully_connected_s16): int16 input, int8 weights in [-127, 127],
+    an int64 bias or none, zero offsets, one multiplier, an int16 activation range."""
+    lead = draw(st.lists(st.integers(1, 4), min_size=0, max_size=2))
+    n_in, n_out = draw(st.integers(1, 600)), draw(st.integers(1, 24))  # past 512 columns
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    bias = None
+    if draw(st.booleans()):
+        bias = torch.randint(-(2**36), 2**36, (n_out,), generator=gen, dtype=torch.int64)
+    act_min = draw(st.integers(-32768, 0))
+    args = (
+        torch.randint(-32768, 32768, (*lead, n_in), generator=gen, dtype=torch.int16),
+        torch.randint(-127, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
+        bias,
+        None,
+        None,
+        None,
+        0,
+        0,
+        draw(st.integers(2**30, 2**31 - 1)),
+        draw(st.integers(-30, 2)),
+        act_min,
+        draw(st.integers(act_min, 32767)),
+    )
+    return Call("linear", args)
+
+
+@KERNEL_SETTINGS
+@given(st.lists(linear_s16_calls(), min_size=25, max_size=25))
+def test_linear_s16_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
+    """25 calls × 10 examples: 250 int16 calls per ISA, every output byte compared."""
+    check_calls(calls, kernels)

@@ -125,6 +125,24 @@ def requantize(
     return divide_by_power_of_two(doubling_high_mult_no_sat(shifted, multiplier), right)
 
 
+def reduce_multiplier(multiplier: TensorLike) -> torch.Tensor:
+    """``REDUCE_MULTIPLIER``: a Q31 multiplier as Q15, rounded half up; 0x7FFF from
+    0x7FFF0000 on (the int16 kernels' multiplier)."""
+    m = _tensor(multiplier)
+    return torch.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+
+
+def requantize_s64(
+    acc: TensorLike, reduced_multiplier: TensorLike, shift: TensorLike
+) -> torch.Tensor:
+    """``arm_nn_requantize_s64`` (the int16 kernels' output stage): the int64 accumulator
+    times the Q15 multiplier, shifted right by ``14 - shift`` into int32 (wrapping, as the C
+    assignment does), then halved rounding half up. Independent of the s8 ``Rounding``."""
+    acc, multiplier, shift = _tensor(acc), _tensor(reduced_multiplier), _tensor(shift)
+    result = wrap_int32(torch.bitwise_right_shift(acc * multiplier, 14 - shift))
+    return torch.bitwise_right_shift(wrap_int32(result + 1), 1)
+
+
 def _round_half_away(value: float) -> int:
     return int(math.copysign(math.floor(abs(value) + 0.5), value))
 

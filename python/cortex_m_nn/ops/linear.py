@@ -9,6 +9,13 @@ Requantization is a case of the one operator: per tensor with the ``multiplier``
 numbers (``multipliers``/``shifts`` None), or per output channel with int32 ``[out]``
 ``multipliers``/``shifts`` (the numbers then 0), for weights quantized per output channel.
 
+int16 activations are the other case (``arm_fully_connected_s16``, 8-bit weights and 16-bit
+activations): an int16 input gives an int16 output; the zero points are 0 (both offsets 0),
+the bias is int64, requantization per tensor, no kernel sums. The accumulator is the exact
+int64 sum (CMSIS-NN adds the first 512 products in int32: with weights in [-127, 127], as
+the quantizer makes them, that cannot wrap), and the output stage is
+``arm_nn_requantize_s64`` (:meth:`Requantization.apply` with ``torch.int16``).
+
 On MVE, CMSIS-NN ignores the bias and starts each row from a precomputed "kernel sum"
 ``bias + input_offset * sum(w_row)`` (what ``arm_vector_sum_s8`` writes into ``ctx->buf``).
 We compute it at compile time (:func:`kernel_sums`) and pass it as ``kernel_sums`` (bias
@@ -28,7 +35,8 @@ from cortex_m_nn.ops.params import Requantization, named
 
 
 def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.Tensor:
-    return input.new_empty((*input.shape[:-1], weight.shape[0]), dtype=torch.int8)
+    dtype = torch.int16 if input.dtype is torch.int16 else torch.int8
+    return input.new_empty((*input.shape[:-1], weight.shape[0]), dtype=dtype)
 
 
 @define_operator(
@@ -53,12 +61,33 @@ def linear(
         )
     if sums is not None and bias is not None:
         raise ValueError("linear takes a bias or kernel sums (which include it), not both")
+    if input.dtype is torch.int16:
+        return _linear_s16(input, weight, values, output)
     offset = 0 if sums is not None else values["input_offset"]
     acc = (input.to(torch.int64) + offset) @ weight.to(torch.int64).T
     start = sums if sums is not None else bias
     if start is not None:
         acc = acc + start.to(torch.int64)
     return output.apply(acc, rounding)
+
+
+def _linear_s16(
+    input: torch.Tensor, weight: torch.Tensor, values: dict[str, Any], output: Requantization
+) -> torch.Tensor:
+    """``arm_fully_connected_s16``; ValueError for arguments it does not take."""
+    bias = values["bias"]
+    if values["input_offset"] != 0 or output.output_offset != 0:
+        raise ValueError("int16 linear has zero points 0: input and output offsets must be 0")
+    if values["kernel_sums"] is not None or values["multipliers"] is not None:
+        raise ValueError("int16 linear takes no kernel sums and requantizes per tensor")
+    if bias is not None and bias.dtype is not torch.int64:
+        raise ValueError(f"int16 linear's bias is int64, got {bias.dtype}")
+    if not -32768 <= output.activation_min <= output.activation_max <= 32767:
+        raise ValueError("int16 linear's activation range must lie in int16")
+    acc = input.to(torch.int64) @ weight.to(torch.int64).T
+    if bias is not None:
+        acc = acc + bias
+    return output.apply(acc, Rounding.DOUBLE, torch.int16)
 
 
 def _output_stage(values: dict[str, Any], out_features: int) -> Requantization:

@@ -18,7 +18,12 @@ from typing import Any
 import torch
 
 from cortex_m_nn.abi import Rounding
-from cortex_m_nn.ops.arithmetic import requantize, wrap_int32
+from cortex_m_nn.ops.arithmetic import (
+    reduce_multiplier,
+    requantize,
+    requantize_s64,
+    wrap_int32,
+)
 from cortex_m_nn.ops.broadcast import broadcast_shape
 from cortex_m_nn.ops.library import SCHEMAS
 
@@ -69,14 +74,17 @@ class Requantization:
             values["activation_max"],
         )
 
-    def apply(self, acc: torch.Tensor, rounding: Rounding) -> torch.Tensor:
-        """int32 accumulators (bias added) → int8 outputs."""
-        out = requantize(wrap_int32(acc), self.multipliers, self.shifts, rounding)
-        return (
-            (out + self.output_offset)
-            .clamp(self.activation_min, self.activation_max)
-            .to(torch.int8)
-        )
+    def apply(
+        self, acc: torch.Tensor, rounding: Rounding, dtype: torch.dtype = torch.int8
+    ) -> torch.Tensor:
+        """Accumulators (bias added) → outputs of ``dtype``: int8 from int32 accumulators
+        (``arm_nn_requantize``, ``rounding``); int16 from int64 ones (``arm_nn_requantize_s64``
+        with the multiplier reduced to Q15, the s16 kernels' stage; no output offset there)."""
+        if dtype is torch.int16:
+            out = requantize_s64(acc, reduce_multiplier(self.multipliers), self.shifts)
+        else:
+            out = requantize(wrap_int32(acc), self.multipliers, self.shifts, rounding)
+        return (out + self.output_offset).clamp(self.activation_min, self.activation_max).to(dtype)
 
 
 def output_size(

@@ -21,6 +21,14 @@ def ref_requantize(val: int, mult: int, shift: int, single: bool = False) -> int
     return result + (1 if remainder > threshold else 0)
 
 
+def ref_requantize_s64(val: int, mult: int, shift: int) -> int:
+    """arm_nn_requantize_s64 in Python ints, the multiplier first reduced to Q15 as
+    REDUCE_MULTIPLIER does (the int16 kernels' output stage)."""
+    reduced = (mult + (1 << 15)) >> 16 if mult < 0x7FFF0000 else 0x7FFF
+    result = wrap32((val * reduced) >> (14 - shift))
+    return wrap32(result + 1) >> 1
+
+
 def broadcast_pairs(x1, x2) -> tuple[list[tuple[int, int]], list[int]]:
     """Element pairs of two same-rank tensors under broadcasting, in row-major output order,
     and the output shape; plain Python indexing (no torch broadcasting)."""

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -18,7 +18,7 @@ from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 from cortex_m_nn.ops.batch_matmul import batch_matmul
 from cortex_m_nn.ops.linear import kernel_sums, linear
 
-from .independent import ref_requantize, wrap32
+from .independent import ref_requantize, ref_requantize_s64, wrap32
 
 BATCH_MATMUL = torch.ops.cortex_m_nn.batch_matmul
 LINEAR = torch.ops.cortex_m_nn.linear
@@ -99,11 +99,14 @@ def linear_expected(case: dict, single: bool = False) -> torch.Tensor:
                 multiplier, shift = case["multiplier"], case["shift"]
             else:  # per channel
                 multiplier, shift = int(case["multipliers"][o]), int(case["shifts"][o])
-            y = ref_requantize(wrap32(acc), multiplier, shift, single)
+            if x.dtype == torch.int16:  # the exact int64 sum, arm_nn_requantize_s64
+                y = ref_requantize_s64(acc, multiplier, shift)
+            else:
+                y = ref_requantize(wrap32(acc), multiplier, shift, single)
             y += case["output_offset"]
             out_row.append(min(max(y, case["activation_min"]), case["activation_max"]))
         out.append(out_row)
-    return torch.tensor(out, dtype=torch.int8).reshape(*x.shape[:-1], w.shape[0])
+    return torch.tensor(out, dtype=x.dtype).reshape(*x.shape[:-1], w.shape[0])
 
 
 @st.composite
@@ -123,6 +126,8 @@ def linear_cases(draw: st.DrawFn) -> dict:
         "shifts": None,
         "input_offset": -draw(st.integers(-128, 127)),
     } | _output_stage(draw, shift_low=-14)
+    if draw(st.sampled_from([False, False, True])):  # int16 activations (8w16a)
+        return case | _s16(draw, gen, lead, n_in, n_out, has_bias)
     if draw(st.booleans()):  # per channel: the vectors, the numbers 0
         case["multipliers"] = torch.randint(2**30, 2**31 - 1, (n_out,), generator=gen)
         case["shifts"] = torch.randint(-14, 2, (n_out,), generator=gen)
@@ -132,6 +137,27 @@ def linear_cases(draw: st.DrawFn) -> dict:
         )
         case["multiplier"], case["shift"] = 0, 0
     return case
+
+
+def _s16(
+    draw: st.DrawFn, gen: torch.Generator, lead: list, n_in: int, n_out: int, has_bias: bool
+) -> dict:
+    """The int16 case of linear's arguments: int16 input, int64 bias, zero offsets, per
+    tensor, an int16 activation range."""
+    act_min = draw(st.integers(-32768, 0))
+    return {
+        "input": torch.randint(-32768, 32768, (*lead, n_in), generator=gen, dtype=torch.int16),
+        "weight": torch.randint(-127, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
+        "bias": torch.randint(-(2**34), 2**34, (n_out,), generator=gen, dtype=torch.int64)
+        if has_bias
+        else None,
+        "input_offset": 0,
+        "output_offset": 0,
+        "multiplier": draw(st.integers(2**30, 2**31 - 1)),
+        "shift": draw(st.integers(-24, 1)),
+        "activation_min": act_min,
+        "activation_max": draw(st.integers(act_min, 32767)),
+    }
 
 
 #: (reference, independent result, random cases, rounding, examples)
@@ -275,6 +301,7 @@ def test_linear_saturates() -> None:
 @given(linear_cases())
 def test_linear_kernel_sums_path(case: dict) -> None:
     """MVE form: bias folded with the input offset into per-row sums, same result."""
+    assume(case["input"].dtype == torch.int8)  # int16 linear has no kernel sums
     w, bias = case["weight"].tolist(), case["bias"]
     sums = [
         wrap32((0 if bias is None else int(bias[o])) + case["input_offset"] * sum(row))
@@ -348,3 +375,53 @@ def test_linear_rejects_mismatch() -> None:
     case = dict(linear_fixed(), weight=torch.zeros((5, 15), dtype=torch.int8))
     with pytest.raises(ValueError):
         linear(*case.values())
+
+
+def linear_s16_fixed() -> dict:
+    gen = torch.Generator().manual_seed(4)
+    return {
+        "input": torch.randint(-32768, 32768, (2, 16), generator=gen, dtype=torch.int16),
+        "weight": torch.randint(-127, 128, (5, 16), generator=gen, dtype=torch.int8),
+        "bias": torch.tensor([0, 1000, -1000, 2**40, -(2**40)], dtype=torch.int64),
+        "kernel_sums": None,
+        "multipliers": None,
+        "shifts": None,
+        "input_offset": 0,
+        "output_offset": 0,
+        "multiplier": 1717986918,
+        "shift": -10,
+        "activation_min": -32768,
+        "activation_max": 32767,
+    }
+
+
+def test_linear_s16_saturates_and_gives_int16() -> None:
+    case = linear_s16_fixed()
+    out = linear(*case.values())
+    assert out.dtype == torch.int16 and out.shape == (2, 5)
+    assert (out[:, 3] == 32767).all() and (out[:, 4] == -32768).all()
+    assert torch.equal(out, linear_expected(case))
+    with FakeTensorMode():
+        fake = [
+            torch.empty(a.shape, dtype=a.dtype) if isinstance(a, torch.Tensor) else a
+            for a in case.values()
+        ]
+        assert LINEAR(*fake).dtype == torch.int16
+
+
+#: int16 linear's refusals: (id, changes to the fixed case)
+S16_REFUSALS = [
+    ("input-offset", {"input_offset": 3}),
+    ("output-offset", {"output_offset": -1}),
+    ("int32-bias", {"bias": torch.zeros(5, dtype=torch.int32)}),
+    ("kernel-sums", {"bias": None, "kernel_sums": torch.zeros(5, dtype=torch.int32)}),
+    ("per-channel", {"multipliers": torch.ones(5, dtype=torch.int32),
+                     "shifts": torch.zeros(5, dtype=torch.int32), "multiplier": 0, "shift": 0}),
+    ("range", {"activation_max": 40000}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("changes", [c for _, c in S16_REFUSALS], ids=[i for i, _ in S16_REFUSALS])
+def test_linear_s16_refuses(changes: dict) -> None:
+    with pytest.raises(ValueError):
+        linear(*dict(linear_s16_fixed(), **changes).values())
