@@ -29,18 +29,49 @@ arm_cmsis_nn_status convolve_s8(
       output_dims, output);
 }
 
-// The wrapper sends a 1xN convolution to arm_convolve_1_x_n_s8, whose MVE code assumes the
-// right padding is the left padding or one more. PyTorch's output length can leave less
-// (kernel 3, stride 2, padding 1, length 8: one column of padding in all); the MVE code then
-// fails, so such a convolution calls arm_convolve_s8 directly. Mirrored by
-// python/cortex_m_nn/scratch.py (conv2d_scratch_bytes).
-bool mve_one_by_n_cannot_pad(const ConvArgs& args, const cmsis_nn_conv_params& params) {
+// The wrapper sends a 1xN convolution to arm_convolve_1_x_n_s8, whose MVE code fails unless
+// 2 * pad + total % 2 == total (total: the padding out's length implies) and computes three
+// sections from buffers it fills: the left-padded windows from `pad` pads and the first `k`
+// inputs, the unpadded ones from the input, the right-padded ones from the last `k - 1` inputs
+// and pads. It is exact only when every window of a section reads inside its buffer and the
+// first right-padded window starts k - 1 before the input's end (kernel 5, stride 2, padding 2
+// on length 9 is not); otherwise this kernel calls arm_convolve_s8 directly. Mirrored by
+// python/cortex_m_nn/prepared.py (mve_one_by_n_inexact), in C's integer arithmetic.
+#if defined(ARM_MATH_MVEI)
+bool one_by_n_exact(int32_t in_w, int32_t k, int32_t out_w, int32_t stride, int32_t pad) {
+  const int32_t total = (out_w - 1) * stride + k - in_w;
+  const int32_t asym = total % 2;
+  if (pad * 2 + asym != total) {
+    return false;  // CMSIS-NN fails the call
+  }
+  const int32_t right = pad + asym != 0 ? MAX(1, (pad + asym + stride - 1) / stride) : 0;
+  const int32_t left = pad != 0 ? MAX(1, (pad + stride - 1) / stride) : 0;
+  const int32_t middle = MAX(out_w - (right + left), 0);
+  if (right + middle + left != out_w) {
+    return true;  // CMSIS-NN calls arm_convolve_s8 itself
+  }
+  if (k > in_w || (left != 0 && (left - 1) * stride - pad + k > in_w)) {
+    return false;  // the left section copies k inputs; its windows end inside the input
+  }
+  if (middle != 0 && (left * stride - pad < 0 || (left + middle - 1) * stride - pad + k > in_w)) {
+    return false;
+  }
+  if (right != 0) {
+    const int32_t first = (left + middle) * stride - pad;
+    const int32_t pads = asym != 0 ? right : pad;
+    return first + k - 1 == in_w && (right - 1) * stride + 1 <= pads;
+  }
+  return true;
+}
+#endif
+
+bool mve_one_by_n_inexact(const ConvArgs& args, const cmsis_nn_conv_params& params) {
 #if defined(ARM_MATH_MVEI)
   if (!arm_nn_is_convolve_1x1(&params, &args.input_dims, &args.filter_dims) &&
       arm_nn_is_convolve_1_x_n(&params, &args.input_dims, &args.filter_dims)) {
-    const int32_t total_pad = (args.output_dims.w - 1) * params.stride.w + args.filter_dims.w -
-        args.input_dims.w;
-    return params.padding.w * 2 + total_pad % 2 != total_pad;
+    return !one_by_n_exact(
+        args.input_dims.w, args.filter_dims.w, args.output_dims.w, params.stride.w,
+        params.padding.w);
   }
 #else
   (void)args;
@@ -77,7 +108,7 @@ void conv2d_out(
     return;
   }
   const auto params = args.params<cmsis_nn_conv_params>();
-  const bool direct = mve_one_by_n_cannot_pad(args, params);
+  const bool direct = mve_one_by_n_inexact(args, params);
   if (context.checks()) {
     const cortex_m_nn_conv2d_prepared derived{
         params, args.input_dims, args.filter_dims, args.bias_dims, args.output_dims, direct};

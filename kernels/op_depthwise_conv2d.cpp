@@ -7,6 +7,44 @@
 namespace cortex_m_nn {
 namespace native {
 
+namespace {
+// The depthwise shapes and window, then prepare_window: one input channel is an ordinary
+// convolution (the compiler never makes it depthwise), which CMSIS-NN's MVE wrapper would
+// convert, bypassing op_conv2d.cpp's 1xN checks; arm_depthwise_conv_3x3_s8 (the wrapper's 3x3
+// path off MVE) reads a window's middle column unchecked, so it computes an end padded by at
+// most 1 (python/cortex_m_nn/ops/depthwise_conv2d.py checks the same).
+bool check_depthwise(
+    CallContext& context,
+    const Tensor& input,
+    const Tensor& weight,
+    IntArrayRef stride,
+    IntArrayRef padding,
+    IntArrayRef dilation,
+    int64_t depth_multiplier,
+    ConvArgs* args) {
+  if (context.checks() &&
+      !(weight.size(0) == 1 && depth_multiplier >= 1 && input.size(3) >= 2 &&
+        input.size(3) * depth_multiplier == weight.size(3))) {
+    ET_LOG(Error, "cortex_m_nn::depthwise_conv2d: shapes disagree: input channels %d (at least "
+                  "2) x multiplier %d, weight channels %d",
+           (int)input.size(3), (int)depth_multiplier, (int)weight.size(3));
+    context.fail(Error::InvalidArgument);
+    return false;
+  }
+  if (!prepare_window(context, "depthwise_conv2d", stride, padding, dilation, args)) {
+    return false;
+  }
+  const bool three_by_three = args->filter_dims.h == 3 && args->filter_dims.w == 3 &&
+      depth_multiplier == 1 && dilation[0] == 1 && dilation[1] == 1;
+  if (context.checks() && padding.size() == 4 && three_by_three &&
+      (padding[2] > 1 || padding[3] > 1)) {
+    return refuse(
+        context, "depthwise_conv2d", "a 3x3 depthwise convolution pads each end by at most 1");
+  }
+  return true;
+}
+}  // namespace
+
 void depthwise_conv2d_out(
     CallContext& context,
     const Tensor& input,
@@ -32,14 +70,8 @@ void depthwise_conv2d_out(
   if (!prepare_conv(context, "depthwise_conv2d", tensors, ConvWeight::kDepthwise, quant, &args)) {
     return;
   }
-  CORTEX_M_NN_CHECK(
-      context,
-      weight.size(0) == 1 && depth_multiplier >= 1 &&
-          input.size(3) * depth_multiplier == weight.size(3),
-      "depthwise_conv2d",
-      "shapes disagree: input channels %d x multiplier %d, weight channels %d",
-      (int)input.size(3), (int)depth_multiplier, (int)weight.size(3));
-  if (!prepare_window(context, "depthwise_conv2d", stride, padding, dilation, &args)) {
+  if (!check_depthwise(
+          context, input, weight, stride, padding, dilation, depth_multiplier, &args)) {
     return;
   }
   auto params = args.params<cmsis_nn_dw_conv_params>();

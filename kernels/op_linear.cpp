@@ -144,9 +144,10 @@ bool check_s16(
     const std::optional<Tensor>& bias,
     const std::optional<Tensor>& kernel_sums,
     const std::optional<Tensor>& multipliers,
+    const std::optional<Tensor>& shifts,
     const FcQuant& q) {
   const bool ok = q.input_offset == 0 && q.output_offset == 0 && !kernel_sums.has_value() &&
-      !multipliers.has_value() &&
+      !multipliers.has_value() && !shifts.has_value() &&
       (!bias.has_value() || (has_layout(bias.value(), ScalarType::Long, 1) &&
                              bias.value().size(0) == shape.out_features)) &&
       q.multiplier >= 0 && q.multiplier <= INT32_MAX && q.shift >= -31 && q.shift <= 14 &&
@@ -165,11 +166,12 @@ void linear_s16(
     const std::optional<Tensor>& bias,
     const std::optional<Tensor>& kernel_sums,
     const std::optional<Tensor>& multipliers,
+    const std::optional<Tensor>& shifts,
     const FcQuant& q,
     Tensor& out) {
   LinearShape shape{};
   if (!check_shapes(context, input, weight, out, ScalarType::Short, &shape) ||
-      (context.checks() && !check_s16(context, shape, bias, kernel_sums, multipliers, q)) ||
+      (context.checks() && !check_s16(context, shape, bias, kernel_sums, multipliers, shifts, q)) ||
       (context.checks() &&
        !context.prepared_agrees("linear", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) ||
       !context.computes()) {
@@ -210,7 +212,7 @@ void linear_out(
   const FcQuant q{
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
   if (is_type(input, ScalarType::Short)) {
-    linear_s16(context, input, weight, bias, kernel_sums, multipliers, q, out);
+    linear_s16(context, input, weight, bias, kernel_sums, multipliers, shifts, q, out);
     return;
   }
   LinearShape shape{};

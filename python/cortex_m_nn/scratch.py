@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from executorch.backends.cortex_m.library._cmsis_nn import cmsis_nn
 
 from cortex_m_nn.ops.params import sides
-from cortex_m_nn.prepared import mve_one_by_n_cannot_pad
+from cortex_m_nn.prepared import mve_one_by_n_inexact
 from cortex_m_nn.target import Isa, Target
 
 _BACKENDS = {
@@ -77,14 +77,14 @@ def conv2d_scratch_bytes(
 ) -> int:
     """Bytes ``arm_convolve_wrapper_s8`` needs for this convolution on ``target``.
 
-    On MVE a 1xN convolution whose right padding is less than its left (see
-    :func:`mve_one_by_n_cannot_pad`) runs ``arm_convolve_s8`` itself; its getter is asked
+    On MVE a 1xN convolution ``arm_convolve_1_x_n_s8`` would not compute exactly (see
+    :func:`mve_one_by_n_inexact`) runs ``arm_convolve_s8`` itself; its getter is asked
     for through the wrapper's, with a dilation that steers the wrapper to that path (the
     getter does not read the dilation).
     """
     shapes = (input_shape_nhwc, weight_shape_ohwi, output_shape_nhwc)
     window = _window(*shapes, stride, padding, dilation)
-    if target.isa is Isa.MVE and mve_one_by_n_cannot_pad(*shapes, stride, padding, dilation):
+    if target.isa is Isa.MVE and mve_one_by_n_inexact(*shapes, stride, padding, dilation):
         window["dilation_hw"] = [1, 2]
     return int(
         cmsis_nn.convolve_wrapper_buffer_size(_backend(target), cmsis_nn.DataType.A8W8, **window)

@@ -18,8 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 #: Pages that quote this repository's files: their excerpts and paths must stay true. (The
-#: Zephyr verification list cites paths in Zephyr's and ExecuTorch's repositories instead.)
-WALKTHROUGHS = [page for page in DOCS if page.name != "zephyr-verification.md"]
+#: Zephyr verification list and the int16 survey cite paths in Zephyr's, ExecuTorch's,
+#: CMSIS-NN's and TFLite Micro's repositories instead.)
+WALKTHROUGHS = [page for page in DOCS if page.name not in ("zephyr-verification.md", "int16.md")]
 #: What ``<name>`` stands for in the paths of a page.
 EXAMPLE_OPERATOR = "mul"
 

@@ -121,7 +121,10 @@ CONVS = [
      {"conv2d": 1, "pad": 0}, (6, 3, 3, 4), [1, 2]),
     ("conv1d-F.pad-stride2", ((6, 4, 3), {"stride": 2, "pad": (0, 1), "one_d": True}),
      (1, 6, 10), {"conv2d": 1, "pad": 0}, (4, 1, 3, 6), [0, 0, 0, 1]),
-    # pads CMSIS-NN does not read: the pad stays its own kernel
+    # pads CMSIS-NN does not read: the pad stays its own kernel (a 3x3 depthwise end padded
+    # by 2: arm_depthwise_conv_3x3_s8 reads the middle column unchecked)
+    ("F.pad-depthwise-3x3-end-2", ((8, 8, 3), {"padding": 1, "groups": 8, "pad": (0, 1, 0, 1)}),
+     (1, 8, 6, 6), {"depthwise_conv2d": 1, "pad": 1}, (1, 3, 3, 8), [1, 1]),
     ("F.pad-start-larger", ((4, 6, 3), {"stride": 2, "pad": (1, 0, 1, 0)}),
      (1, 4, 6, 6), {"conv2d": 1, "pad": 1}, (6, 3, 3, 4), [0, 0]),
     ("F.pad-1x1", ((4, 6, 1), {"pad": (0, 1, 0, 1)}), (1, 4, 5, 5),

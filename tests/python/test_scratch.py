@@ -12,7 +12,7 @@ from cortex_m_nn.scratch import (
     conv2d_scratch_bytes,
     depthwise_conv2d_scratch_bytes,
     linear_scratch_bytes,
-    mve_one_by_n_cannot_pad,
+    mve_one_by_n_inexact,
     transpose_conv2d_scratch,
 )
 from cortex_m_nn.target import Core, Isa, Target
@@ -69,18 +69,26 @@ def test_grouped_conv2d_is_sized_from_all_input_channels(isa: Isa, kh: int, kw: 
         (9, 3, 2, 1, False),  # 5 outputs: 2 columns, as assumed
         (8, 3, 1, 1, False),
         (8, 5, 2, 2, True),  # 4 outputs: 3 columns, assumed 4 or 5
-        (8, 3, 2, 0, False),  # 3 outputs: total -1, and C's -1 % 2 is -1: 0 + (-1) == -1
+        (9, 5, 2, 2, True),  # 5 outputs, 2 + 2 pads: the last window holds two pads
+        (8, 3, 2, 1, True),  # TF-SAME needs pads 0 / 1; PyTorch's padding 1 pads the left
+        (16, 4, 1, 1, False),  # 15 outputs, total 2: one pad in the first and the last window
+        (12, 4, 4, 0, False),  # no padding: three unpadded windows
+        (9, 3, 1, 1, False),  # pads 1 / 1: one pad in the first and the last window
+        # 3 outputs: total -1 (C's -1 % 2 is -1: 0 + (-1) == -1, no failure), but the right
+        # section pads the last window's third tap, which is input 6
+        (8, 3, 2, 0, True),
     ],
 )
 def test_mve_one_by_n_refusal_by_hand(
     length: int, kernel: int, stride: int, padding: int, refused: bool
 ) -> None:
     """arm_convolve_1_x_n_s8 (MVE) fails unless 2 * pad + (total % 2) == total, where total =
-    (out - 1) * stride + kernel - length; the compiler then plans arm_convolve_s8's buffer."""
+    (out - 1) * stride + kernel - length, and miscomputes unless its first right-padded window
+    holds one pad; the compiler then plans arm_convolve_s8's buffer. Worked by hand."""
     out = (length + 2 * padding - kernel) // stride + 1
     shapes = ([1, 1, length, 8], [4, 1, kernel, 8], [1, 1, out, 4])
     window = ([1, stride], [0, padding], [1, 1])
-    assert mve_one_by_n_cannot_pad(*shapes, *window) is refused
+    assert mve_one_by_n_inexact(*shapes, *window) is refused
     if refused:  # arm_convolve_s8's MVE im2col, not the 1xN path's buffer
         assert conv2d_scratch_bytes(M55[Isa.MVE], *shapes, *window) == conv_im2col_bytes(
             Isa.MVE, 1, kernel, 8

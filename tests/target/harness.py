@@ -125,6 +125,8 @@ MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder"]
 MODEL_NAMES += ["upsampling_decoder", "mobilevit_block", "regnetx_grouped", "shuffle_moves"]
 # strided 1-D convolutions CMSIS-NN's MVE 1xN path refuses, per-channel PReLU, reductions
 MODEL_NAMES += ["signal_1d"]
+# the 1xN layouts CMSIS-NN's MVE path computes and the ones it does not (then arm_convolve_s8)
+MODEL_NAMES += ["one_by_n"]
 # the boundary kernels' vector paths on exact ties and saturating inputs (issue 15)
 MODEL_NAMES += ["boundary"]
 # int8 inputs and outputs, no boundary kernels (--io int8; tests/target/models.py INT8_IO)

@@ -303,3 +303,39 @@ class Signal1d(nn.Module):
 
 
 MODELS["signal_1d"] = lambda: seeded(Signal1d, 1, 4, 32)
+
+
+class OneByN(nn.Module):
+    """1-D convolutions CMSIS-NN's MVE wrapper sends to ``arm_convolve_1_x_n_s8`` (8 channels,
+    stride × channels a multiple of 4), in the layouts it computes and the ones it does not
+    (the kernel then calls ``arm_convolve_s8``): padding 2 with kernel 5, stride 2 on length 9
+    (the last window holds two pads); no padding where the output stops short of the input's
+    end (kernel 3, stride 2, length 8); TensorFlow's SAME folded from ``F.pad`` (0, 1) and
+    (1, 2) on lengths 9 and 8; 'same' with an even kernel. Concatenated along time: [1, 8, 9] →
+    [1, 8, 29]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.two_pads = nn.Conv1d(8, 8, 5, stride=2, padding=2)  # L 9 → 5
+        self.short = nn.Conv1d(8, 8, 3, stride=2)  # L 8 → 3
+        self.tf_same = nn.Conv1d(8, 8, 3, stride=2)  # F.pad (0, 1): L 9 → 4
+        self.wide = nn.Conv1d(8, 8, 5, stride=2)  # F.pad (1, 2): L 12 → 4 (computed)
+        self.wide_short = nn.Conv1d(8, 8, 5, stride=2)  # F.pad (1, 2): L 11 → 4 (not)
+        self.even = nn.Conv1d(8, 8, 4, padding="same")  # L 9 → 9
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        eight = x[..., :8]
+        return torch.cat(
+            [
+                self.two_pads(x),
+                self.short(eight),
+                self.tf_same(nn.functional.pad(eight, (0, 1))),
+                self.wide(nn.functional.pad(x, (1, 2))),
+                self.wide_short(nn.functional.pad(eight, (1, 2))),
+                self.even(x),
+            ],
+            dim=2,
+        )
+
+
+MODELS["one_by_n"] = lambda: seeded(OneByN, 1, 8, 9)

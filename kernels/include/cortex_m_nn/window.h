@@ -46,7 +46,9 @@ inline int64_t window_extent(
 // A forward convolution's padding, read as python/cortex_m_nn/ops/params.py's `sides` and
 // `check_forward_window` read it: (h, w) pads both sides alike; (top, left, bottom, right) pads
 // each end as its start or one more, and less than the dilated kernel (TensorFlow's SAME, which
-// CMSIS-NN computes from the top/left pad and out's dims). `dilation` is a valid pair.
+// CMSIS-NN computes from the top/left pad and out's dims, but for the two paths the kernels
+// guard themselves: op_conv2d.cpp's MVE 1xN layouts, op_depthwise_conv2d.cpp's 3x3 path).
+// `dilation` is a valid pair.
 struct PadSides {
   int64_t top, left, bottom, right;
 };

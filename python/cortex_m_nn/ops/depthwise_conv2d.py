@@ -17,6 +17,15 @@ from cortex_m_nn.ops.library import define_operator
 from cortex_m_nn.ops.params import ConvParams
 
 
+def three_by_three_pads(params: ConvParams, kernel: tuple[int, int]) -> bool:
+    """Whether CMSIS-NN's 3x3 depthwise path (``arm_depthwise_conv_3x3_s8``, the wrapper's
+    choice off MVE for multiplier 1, no dilation) computes this padding: it reads a window's
+    middle column unchecked, so each end pads by at most 1. Other windows: always."""
+    if len(params.padding) != 4 or kernel != (3, 3) or params.depth_multiplier != 1:
+        return True
+    return list(params.dilation) != [1, 1] or max(params.padding[2:]) <= 1
+
+
 def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.Tensor:
     params = ConvParams.of("depthwise_conv2d", arguments)
     oh, ow = params.output_hw(input.shape[1:3], weight.shape[1:3])
@@ -40,11 +49,15 @@ def depthwise_conv2d(
     params.check(input, weight)
     _, kh, kw, c_out = weight.shape
     params.check_forward_window((kh, kw))
-    c_in, depth_multiplier = input.shape[3], params.depth_multiplier
-    if weight.shape[0] != 1 or depth_multiplier < 1 or c_out != c_in * depth_multiplier:
+    if not three_by_three_pads(params, (kh, kw)):
         raise ValueError(
-            f"weight {tuple(weight.shape)} does not match {c_in} input channels"
-            f" with depth multiplier {depth_multiplier}"
+            f"padding {params.padding}: a 3x3 depthwise convolution pads each end by at most 1"
+        )
+    c_in, depth_multiplier = input.shape[3], params.depth_multiplier
+    if weight.shape[0] != 1 or depth_multiplier < 1 or c_out != c_in * depth_multiplier or c_in < 2:
+        raise ValueError(
+            f"weight {tuple(weight.shape)} does not match {c_in} input channels (at least 2: "
+            f"one is an ordinary convolution) with depth multiplier {depth_multiplier}"
         )
     windows = params.windows(input, (kh, kw))
     source = torch.arange(c_out) // depth_multiplier

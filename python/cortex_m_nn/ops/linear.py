@@ -78,8 +78,11 @@ def _linear_s16(
     bias = values["bias"]
     if values["input_offset"] != 0 or output.output_offset != 0:
         raise ValueError("int16 linear has zero points 0: input and output offsets must be 0")
-    if values["kernel_sums"] is not None or values["multipliers"] is not None:
+    per_channel = values["multipliers"] is not None or values["shifts"] is not None
+    if values["kernel_sums"] is not None or per_channel:
         raise ValueError("int16 linear takes no kernel sums and requantizes per tensor")
+    if not (0 <= values["multiplier"] <= 2**31 - 1 and -31 <= values["shift"] <= 14):
+        raise ValueError("int16 linear's multiplier is in [0, 2^31) and its shift in [-31, 14]")
     if bias is not None and bias.dtype is not torch.int64:
         raise ValueError(f"int16 linear's bias is int64, got {bias.dtype}")
     if not -32768 <= output.activation_min <= output.activation_max <= 32767:

@@ -159,12 +159,14 @@ def conv_cases(draw: st.DrawFn, depthwise: bool = False) -> Case:
     depthwise_conv2d's (weight ``[1, KH, KW, Cin * multiplier]``)."""
     n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
     if depthwise:
-        c_in, mult = draw(st.integers(1, 5)), draw(st.integers(1, 3))
+        c_in, mult = draw(st.integers(2, 5)), draw(st.integers(1, 3))
         c_out = per_group = c_in * mult
     else:
         groups, per_group = draw(st.integers(1, 3)), draw(st.integers(1, 4))
         c_in, c_out = groups * per_group, groups * draw(st.integers(1, 3))
     kh, kw, stride, padding, dilation = _window(draw, h, w)
+    three_by_three = depthwise and (kh, kw) == (3, 3) and mult == 1 and dilation == [1, 1]
+    assume(not (three_by_three and len(padding) == 4 and max(padding[2:]) > 1))
     weight = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, per_group)
     shapes = {"input": (n, h, w, c_in), "weight": weight, "bias": (c_out,)}
     geometry = {"stride": stride, "padding": padding, "dilation": dilation}
@@ -402,6 +404,15 @@ REFUSALS = [
     (CONV, {"padding": [1, 1, 3, 1]}, "one more"),
     (CONV, {"padding": [1, 1, 0, 1]}, "one more"),
     (DEPTHWISE, {"padding": [2, 1, 3, 1]}, "one more"),  # 3x3 kernel: extent 2
+    (  # the 3x3 path (multiplier 1, no dilation) reads one pad past the end at most
+        DEPTHWISE,
+        {
+            "input": torch.zeros((1, 5, 7, 4), dtype=torch.int8),
+            "depth_multiplier": 1,
+            "padding": [1, 1, 2, 1],
+        },
+        "at most 1",
+    ),
     (CONV, {"padding": [1, 1, 1]}, "four"),
 ]
 

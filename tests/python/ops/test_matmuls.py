@@ -418,6 +418,8 @@ S16_REFUSALS = [
     ("per-channel", {"multipliers": torch.ones(5, dtype=torch.int32),
                      "shifts": torch.zeros(5, dtype=torch.int32), "multiplier": 0, "shift": 0}),
     ("range", {"activation_max": 40000}),
+    ("stray-shifts", {"shifts": torch.zeros(5, dtype=torch.int32)}),
+    ("shift-past-14", {"shift": 15}),
 ]  # fmt: skip
 
 

@@ -8,8 +8,11 @@ DSP and scalar). Weights stay per output channel. Dilation is passed through to 
 
 Padding: numbers, ``'valid'`` (none) or ``'same'`` (``aten.conv2d.padding``; PyTorch allows it
 at stride 1 only). CMSIS-NN takes the top/left pad and reads past the bottom/right edge as far
-as the output dims make it; its kernels (the 1xN path on MVE included) compute an end padded
-as its start or one more, TensorFlow's SAME, which TFLM relies on. So ``'same'`` with an odd
+as the output dims make it; its kernels compute an end padded as its start or one more,
+TensorFlow's SAME, which TFLM relies on, with two exceptions: the depthwise 3x3 path
+(``arm_depthwise_conv_3x3_s8``, off MVE) pads each end by at most 1, and MVE's 1xN path
+(``arm_convolve_1_x_n_s8``) only some layouts, so the conv2d kernel calls ``arm_convolve_s8``
+for the others (``prepared.mve_one_by_n_inexact``). So ``'same'`` with an odd
 ``dilation * (kernel - 1)`` (PyTorch pads one more at the end) is one convolution with padding
 ``[top, left, bottom, right]``, and so is an ``F.pad`` of the spatial dims with the zero
 point in front of a convolution only it feeds (``(0, 1, 0, 1)`` before a stride-2
@@ -97,10 +100,17 @@ def _padding(value: object, kernel: tuple[int, int], dilation: list[int], one_d:
     return [t // 2 for t in total] + [t - t // 2 for t in total]
 
 
-def _cmsis_padding(sides: list[int], kernel: tuple[int, int], dilation: list[int]) -> bool:
+def _cmsis_padding(
+    sides: list[int], kernel: tuple[int, int], dilation: list[int], three_by_three: bool
+) -> bool:
     """Whether CMSIS-NN's kernels compute this padding: each end pads as its start or one more
     (TensorFlow's SAME), and less than the dilated kernel, so no output window lies wholly in
-    the padding (the 1x1 paths read no padding at all)."""
+    the padding (the 1x1 paths read no padding at all); a depthwise 3x3 (``three_by_three``:
+    multiplier 1, no dilation) pads each end by at most 1 (``arm_depthwise_conv_3x3_s8``).
+    MVE's 1xN path computes only some of these; the kernel takes ``arm_convolve_s8`` for the
+    others (``prepared.mve_one_by_n_inexact``)."""
+    if three_by_three and max(sides[2:]) > 1 and sides[:2] != sides[2:]:
+        return False
     pairs = zip(sides[:2], sides[2:], kernel, dilation, strict=True)
     return all(
         end == start or (end == start + 1 and end <= d * (k - 1)) for start, end, k, d in pairs
@@ -144,12 +154,13 @@ def _fold(
     sides: list[int],
     kernel: tuple[int, int],
     dilation: list[int],
+    three_by_three: bool,
 ) -> tuple[QValue, list[int]]:
     """(input, padding) with a preceding pad folded into the padding where CMSIS-NN computes
     the sum (:func:`_cmsis_padding`); its report row says so."""
     unpadded, extra = _folded_pad(context, x, pattern)
     total = [a + b for a, b in zip(sides, extra, strict=True)]
-    if not any(extra) or not _cmsis_padding(total, kernel, dilation):
+    if not any(extra) or not _cmsis_padding(total, kernel, dilation, three_by_three):
         return x, sides
     for record in context.records:
         if record.output_node == x.node.name:
@@ -181,13 +192,15 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
         weight = weight.unsqueeze(2)  # [O, I, K] → [O, I, 1, K]
     out_channels, in_per_group, kernel_h, kernel_w = weight.shape
     kernel = (kernel_h, kernel_w)
-    sides = _padding(padding, kernel, dilation, one_d)
-    x, sides = _fold(context, x, pattern, sides, kernel, dilation)
-    x = as_image(context, x, fold=only_reader(pattern))
-    assert _cmsis_padding(sides, kernel, dilation), f"PyTorch's own padding {sides}"
-    padding = _schema_padding(sides)
-    in_channels = x.shape[1]
+    in_channels = x.shape[1]  # a pad in front leaves the channels
     depthwise = groups > 1 and groups == in_channels and in_per_group == 1
+    three_by_three = depthwise and kernel == (3, 3) and dilation == [1, 1]
+    three_by_three = three_by_three and out_channels == in_channels
+    sides = _padding(padding, kernel, dilation, one_d)
+    x, sides = _fold(context, x, pattern, sides, kernel, dilation, three_by_three)
+    x = as_image(context, x, fold=only_reader(pattern))
+    assert _cmsis_padding(sides, kernel, dilation, three_by_three), f"PyTorch's {sides}"
+    padding = _schema_padding(sides)
     q = requantization(context, pattern, x.scale, weight_scales, bias_node, out_channels)
     n, _, out_h, out_w = (*pattern.shape[:2], 1, pattern.shape[2]) if one_d else pattern.shape
     output_nhwc = (n, out_h, out_w, out_channels)
