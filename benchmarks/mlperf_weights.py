@@ -223,11 +223,8 @@ def _output_observer(node: Node) -> Node:
 
 def _fix(observer: nn.Module, scale: np.ndarray, zero_point: np.ndarray) -> None:
     """Make ``observer`` report this quantization (per channel when it observes per channel)."""
-    channels = getattr(observer, "ch_axis", None) is not None and hasattr(observer, "min_val")
-    channels = channels and getattr(observer, "qscheme", None) in (
-        torch.per_channel_symmetric,
-        torch.per_channel_affine,
-    )
+    per_channel = (torch.per_channel_symmetric, torch.per_channel_affine)
+    channels = getattr(observer, "qscheme", None) in per_channel
     s = torch.tensor(scale, dtype=torch.float32)
     z = torch.tensor(zero_point, dtype=torch.int32)
     if not channels:
