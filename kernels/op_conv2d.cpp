@@ -1,5 +1,5 @@
 // cortex_m_nn::conv2d.out → arm_convolve_wrapper_s8 (NHWC int8, OHWI weights, per-channel
-// requantization). Grouped when the weight has fewer channels than the input (CMSIS-NN's
+// requantization); int16 activations (an int16 input) → arm_convolve_wrapper_s16, int64 bias. Grouped when the weight has fewer channels than the input (CMSIS-NN's
 // convention: groups = input channels / weight channels); the wrapper then calls
 // arm_convolve_s8, which computes groups on every ISA. Checks and arguments: cortex_m_nn/conv_common.h.
 // Reference: python/cortex_m_nn/ops/conv2d.py.
@@ -80,6 +80,32 @@ bool mve_one_by_n_inexact(const ConvArgs& args, const cmsis_nn_conv_params& para
   return false;
 }
 
+// The int16 case: arm_convolve_wrapper_s16 (which only calls arm_convolve_s16), int64 bias,
+// unprepared; the checks are check_conv's.
+void conv2d_s16(CallContext& context, ConvArgs& args, Tensor& scratch) {
+  const auto params = args.params<cmsis_nn_conv_params>();
+  if (context.checks() &&
+      !context.prepared_agrees("conv2d", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
+    return;
+  }
+  cmsis_nn_context buffer;
+  const auto required = [&] {
+    return arm_convolve_wrapper_s16_get_buffer_size(
+        &params, &args.input_dims, &args.filter_dims, &args.output_dims);
+  };
+  if (!scratch_context(context, "conv2d", scratch, required, &buffer) || !context.computes()) {
+    return;
+  }
+  const ConvTensors& t = *args.tensors;
+  const cmsis_nn_bias_data bias{t.bias.const_data_ptr<int64_t>(), false};
+  check_status(
+      context, "conv2d",
+      arm_convolve_wrapper_s16(
+          &buffer, &params, &args.quant, &args.input_dims, t.input.const_data_ptr<int16_t>(),
+          &args.filter_dims, t.weight.const_data_ptr<int8_t>(), &args.bias_dims, &bias,
+          &args.output_dims, t.out.mutable_data_ptr<int16_t>()));
+}
+
 }  // namespace
 
 void conv2d_out(
@@ -105,6 +131,10 @@ void conv2d_out(
   ConvArgs args;
   if (!prepare_conv(context, "conv2d", tensors, ConvWeight::kGroupedOhwi, quant, &args) ||
       !prepare_window(context, "conv2d", stride, padding, dilation, &args)) {
+    return;
+  }
+  if (is_type(input, ScalarType::Short)) {
+    conv2d_s16(context, args, scratch);
     return;
   }
   const auto params = args.params<cmsis_nn_conv_params>();

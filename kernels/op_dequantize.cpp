@@ -1,4 +1,4 @@
-// cortex_m_nn::dequantize.out: int8 → float32 at the model output, with the layout change
+// cortex_m_nn::dequantize.out: int8 or int16 → float32 at the model output, with the layout change
 // folded in: (q - zero_point) * scale in float32, as PT2E's dequantize_per_tensor computes it.
 // CMSIS-NN has no such kernel: ours converts each run of the permuted walk
 // (cortex_m_nn/quantize_common.h) with MVE where the core has floating-point MVE, else a
@@ -18,8 +18,15 @@ namespace native {
 
 namespace {
 
+#if defined(ARM_MATH_MVEF)
+// Four values widened to int32 lanes.
+inline int32x4_t load4(const int8_t* source) { return vldrbq_s32(source); }
+inline int32x4_t load4(const int16_t* source) { return vldrhq_s32(source); }
+#endif
+
+template <typename Q>
 void dequantize_run(
-    const int8_t* source,
+    const Q* source,
     float* destination,
     ptrdiff_t count,
     ptrdiff_t out,
@@ -33,7 +40,7 @@ void dequantize_run(
   if (in == 1 && out <= INT32_MAX / 16) {
     const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0, 1), static_cast<uint32_t>(out));
     for (; left >= 4; left -= 4, source += 4, destination += 4 * out) {
-      const int32x4_t q = vsubq_n_s32(vldrbq_s32(source), zero);
+      const int32x4_t q = vsubq_n_s32(load4(source), zero);
       const float32x4_t y = vmulq_n_f32(vcvtq_f32_s32(q), factor);
       if (out == 1) {
         vst1q_f32(destination, y);
@@ -48,9 +55,8 @@ void dequantize_run(
   }
 }
 
-}  // namespace
-
-void dequantize_out(
+template <typename Q>
+void dequantize_from(
     CallContext& context,
     const Tensor& input,
     double scale,
@@ -59,13 +65,30 @@ void dequantize_out(
     Tensor& out) {
   const float factor = static_cast<float>(scale);
   const int32_t zero = static_cast<int32_t>(zero_point);
-  convert_permuted<int8_t, float>(
-      context, "dequantize", "input must be int8, out float32", input, scale, zero_point,
-      permutation, out,
-      [&](const int8_t* source, float* destination, ptrdiff_t count, ptrdiff_t out_step,
+  convert_permuted<Q, float>(
+      context, "dequantize", "input must be int8 or int16, out float32", input, scale,
+      zero_point, permutation, out,
+      [&](const Q* source, float* destination, ptrdiff_t count, ptrdiff_t out_step,
           ptrdiff_t in_step) {
-        dequantize_run(source, destination, count, out_step, in_step, factor, zero);
+        dequantize_run<Q>(source, destination, count, out_step, in_step, factor, zero);
       });
+}
+
+}  // namespace
+
+// The input's dtype (int8 or int16) picks the case.
+void dequantize_out(
+    CallContext& context,
+    const Tensor& input,
+    double scale,
+    int64_t zero_point,
+    IntArrayRef permutation,
+    Tensor& out) {
+  if (input.scalar_type() == ScalarType::Short) {
+    dequantize_from<int16_t>(context, input, scale, zero_point, permutation, out);
+  } else {
+    dequantize_from<int8_t>(context, input, scale, zero_point, permutation, out);
+  }
 }
 
 }  // namespace native

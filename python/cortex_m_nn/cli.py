@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 from cortex_m_nn.command import add_debug_argument, guarded, write_all
 from cortex_m_nn.errors import CompileError, stage
 from cortex_m_nn.model_spec import require_model_file
-from cortex_m_nn.options import IoType, LinearWeights, QuantizationOptions, RangeMethod
+from cortex_m_nn.options import (
+    Activations,
+    IoType,
+    LinearWeights,
+    QuantizationOptions,
+    RangeMethod,
+)
 from cortex_m_nn.subcommands import SUBCOMMANDS
 from cortex_m_nn.target import DEFAULT_TARGET, Target
 
@@ -107,6 +113,14 @@ def _add_quantizer_arguments(parser: argparse.ArgumentParser) -> None:
         help="scale each linear layer's int8 weights per-tensor, per-channel, or auto: per "
         "channel where that takes at least 3 dB off the weights' rounding noise "
         "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--activations",
+        choices=[m.value for m in Activations],
+        default=QuantizationOptions().activations.value,
+        help="int8 activations, or int16 (symmetric, CMSIS-NN's s16 kernels with 8-bit "
+        "weights) for every op that has an int16 case, the others int8 with a requantization "
+        "where the precision changes; the report gives each layer's (default: %(default)s)",
     )
 
 
@@ -268,6 +282,7 @@ def _compile_and_check(
             equalize=args.equalize,
             bias_correction=args.bias_correction,
             linear_weights=LinearWeights(args.linear_weights),
+            activations=Activations(args.activations),
         ),
         io=IoType(args.io),
     )

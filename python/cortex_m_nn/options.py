@@ -34,6 +34,17 @@ class LinearWeights(str, Enum):
     PER_CHANNEL = "per-channel"
 
 
+class Activations(str, Enum):
+    """The precision of the quantized activations."""
+
+    #: int8, asymmetric (CMSIS-NN's s8 kernels)
+    INT8 = "int8"
+    #: int16, symmetric with zero point 0 (CMSIS-NN's s16 kernels, 8-bit weights): every op
+    #: whose lowering has an int16 case (``cortex_m_nn.precision``) computes in int16, the
+    #: others in int8, with a requantization where the precision changes
+    INT16 = "int16"
+
+
 class IoType(str, Enum):
     """What the program's inputs and outputs hold (``cortex_m_nn.program_io``)."""
 
@@ -58,6 +69,8 @@ class QuantizationOptions:
     bias_correction: bool = False
     #: per-tensor or per-channel linear weights
     linear_weights: LinearWeights = LinearWeights.AUTO
+    #: int8 or int16 activations
+    activations: Activations = Activations.INT8
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: enums as their values."""

@@ -127,7 +127,13 @@ def _window(call: Call) -> dict[str, Initializer]:
     }
 
 
-def _conv2d(call: Call, isa: Isa) -> dict[str, Initializer]:
+#: ExecuTorch's ScalarType code of int16 (``Short``).
+SHORT = 2
+
+
+def _conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
+    if call.scalar_type("input") == SHORT:
+        return None  # int16 activations: arm_convolve_wrapper_s16 runs unprepared
     input_, weight, out = call.sizes("input"), call.sizes("weight"), call.sizes("out")
     geometry = (call.values("stride"), call.values("padding"), call.values("dilation"))
     direct = isa is Isa.MVE and mve_one_by_n_inexact(input_, weight, out, *geometry)
@@ -159,10 +165,6 @@ def _depthwise_conv2d(call: Call, isa: Isa) -> dict[str, Initializer]:
         "bias": _dims(1, 1, 1, weight[3]),
         "output": _dims(*call.sizes("out")),
     }
-
-
-#: ExecuTorch's ScalarType code of int16 (``Short``).
-SHORT = 2
 
 
 def _linear(call: Call, isa: Isa) -> dict[str, Initializer] | None:

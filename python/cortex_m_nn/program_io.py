@@ -66,7 +66,7 @@ class ProgramIo:
 def quantize(spec: IoQuantization, x: torch.Tensor) -> torch.Tensor:
     """``x`` (model layout, float) as the program takes it: the boundary kernel's reference,
     so exactly what the float program computes first."""
-    return operator("quantize")(x, spec.scale, spec.zero_point, list(spec.permutation))
+    return operator("quantize")(x, spec.scale, spec.zero_point, list(spec.permutation), 1)
 
 
 def dequantize(spec: IoQuantization, q: torch.Tensor) -> torch.Tensor:
@@ -97,7 +97,12 @@ def int8_io(lowered: GraphModule) -> ProgramIo:
         calls = {tuple(map(_key, u.args[1:])) for u in users if u.target == quantize}
         if not users or len(calls) != 1 or any(u.target != quantize for u in users):
             raise CompileError(_unquantized("input", index, placeholder, users))
-        scale, zero_point, permutation = users[0].args[1:]
+        scale, zero_point, permutation, dtype = users[0].args[1:]
+        if dtype != 1:
+            raise CompileError(
+                f"--io int8: input {index} ({placeholder.name}) is int16 (--activations "
+                "int16): use --io float"
+            )
         spec = IoQuantization(
             float(scale), int(zero_point), tuple(placeholder.meta["val"].shape), tuple(permutation)
         )
@@ -116,6 +121,12 @@ def int8_io(lowered: GraphModule) -> ProgramIo:
         if not isinstance(leaf, Node) or leaf.target != dequantize:
             raise CompileError(_unquantized("output", index, leaf, []))
     shapes = _stored_shapes(graph_module, [leaf.args[0] for leaf in leaves])
+    for index, leaf in enumerate(leaves):
+        if leaf.args[0].meta["val"].dtype != torch.int8:
+            raise CompileError(
+                f"--io int8: output {index} ({leaf.name}) is int16 (--activations int16): "
+                "use --io float"
+            )
     outputs: list[IoQuantization | None] = []
     for leaf, stored in zip(leaves, shapes, strict=True):
         _, scale, zero_point, back = leaf.args  # back: stored order → the model's

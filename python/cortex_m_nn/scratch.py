@@ -74,21 +74,26 @@ def conv2d_scratch_bytes(
     stride: Sequence[int],
     padding: Sequence[int],
     dilation: Sequence[int],
+    int16: bool = False,
 ) -> int:
-    """Bytes ``arm_convolve_wrapper_s8`` needs for this convolution on ``target``.
+    """Bytes ``arm_convolve_wrapper_s8`` (``int16``: ``arm_convolve_wrapper_s16``) needs for
+    this convolution on ``target``.
 
     On MVE a 1xN convolution ``arm_convolve_1_x_n_s8`` would not compute exactly (see
     :func:`mve_one_by_n_inexact`) runs ``arm_convolve_s8`` itself; its getter is asked
     for through the wrapper's, with a dilation that steers the wrapper to that path (the
-    getter does not read the dilation).
+    getter does not read the dilation). The s16 wrapper has one path, ``arm_convolve_s16``.
     """
     shapes = (input_shape_nhwc, weight_shape_ohwi, output_shape_nhwc)
     window = _window(*shapes, stride, padding, dilation)
-    if target.isa is Isa.MVE and mve_one_by_n_inexact(*shapes, stride, padding, dilation):
+    if (
+        not int16
+        and target.isa is Isa.MVE
+        and mve_one_by_n_inexact(*shapes, stride, padding, dilation)
+    ):
         window["dilation_hw"] = [1, 2]
-    return int(
-        cmsis_nn.convolve_wrapper_buffer_size(_backend(target), cmsis_nn.DataType.A8W8, **window)
-    )
+    data_type = cmsis_nn.DataType.A16W8 if int16 else cmsis_nn.DataType.A8W8
+    return int(cmsis_nn.convolve_wrapper_buffer_size(_backend(target), data_type, **window))
 
 
 def depthwise_conv2d_scratch_bytes(

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import itertools
 
+import torch
 from hypothesis import assume
 from hypothesis import strategies as st
 
 from cortex_m_nn import scratch
 from cortex_m_nn.ops import transpose_conv2d as transposed
-from cortex_m_nn.ops.conv2d import output_size
-from cortex_m_nn.ops.params import sides
+from cortex_m_nn.ops.conv2d import dsp_tail_defect, output_size
+from cortex_m_nn.ops.params import int16_sums_fit, sides
 from cortex_m_nn.ops.transpose_conv2d import unsupported_reason
 
 from .harness import Call, CallTable, bit_exact_test
@@ -26,19 +27,23 @@ from .strategies import (
 )
 
 
-def conv_calls(isa: str, depthwise: bool = False) -> st.SearchStrategy[Call]:
+def conv_calls(isa: str, depthwise: bool = False, int16: bool = False) -> st.SearchStrategy[Call]:
     """conv2d (grouped in one call of three: weight ``[Cout, KH, KW, Cin / groups]``), or
-    depthwise_conv2d (weight ``[1, KH, KW, Cin * multiplier]``)."""
+    depthwise_conv2d (weight ``[1, KH, KW, Cin * multiplier]``); ``int16``: conv2d's int16
+    case (arm_convolve_wrapper_s16: no groups, zero offsets, int64 bias, sometimes more than
+    512 columns, where CMSIS-NN's sums go on in int64)."""
 
     @st.composite
     def calls(draw: st.DrawFn) -> Call:
         g = conv_geometry(draw)
         gen = generator(draw)
         n, c_in = draw(st.integers(1, 2)), draw(st.integers(2 if depthwise else 1, 12))
+        if int16 and draw(st.booleans()):
+            c_in = draw(st.integers(24, 48))
         mult = draw(st.integers(1, 3)) if depthwise else None
         c_out = c_in * mult if depthwise else draw(st.integers(1, 10))
         per_group = c_in
-        if not depthwise and draw(st.sampled_from([False, False, True])):
+        if not depthwise and not int16 and draw(st.sampled_from([False, False, True])):
             groups, per_group = draw(st.integers(2, 4)), draw(st.integers(1, 4))
             c_in, c_out = groups * per_group, groups * draw(st.integers(1, 3))
         (kh, kw), (h, w) = g["kernel"], g["size"]
@@ -55,7 +60,26 @@ def conv_calls(isa: str, depthwise: bool = False) -> st.SearchStrategy[Call]:
         if depthwise:
             need = scratch.depthwise_conv2d_scratch_bytes(host_target(isa), *shapes, *window, mult)
         else:
-            need = scratch.conv2d_scratch_bytes(host_target(isa), *shapes, *window)
+            need = scratch.conv2d_scratch_bytes(host_target(isa), *shapes, *window, int16=int16)
+        if int16:
+            kernel = int8(weight, gen, low=-127)
+            assume(int16_sums_fit(kernel))
+            assume(not dsp_tail_defect(kh * kw * c_in, c_out, oh * ow))
+            low = draw(st.integers(-32768, 0))
+            args = (
+                torch.randint(-32768, 32768, (n, h, w, c_in), generator=gen).to(torch.int16),
+                kernel,
+                torch.randint(-(2**40), 2**40, (c_out,), generator=gen, dtype=torch.int64),
+                multipliers,
+                shifts,
+                *window,
+                0,
+                0,
+                low,
+                draw(st.integers(low, 32767)),
+                need,
+            )
+            return Call("conv2d", args)
         args = (
             int8((n, h, w, c_in), gen),
             int8(weight, gen, low=-127),
@@ -150,6 +174,7 @@ def transpose_conv2d_calls(isa: str) -> st.SearchStrategy[Call]:
 
 CALLS: CallTable = {
     "conv2d": conv_calls,
+    "conv2d[int16]": lambda isa: conv_calls(isa, int16=True),
     "depthwise_conv2d": lambda isa: conv_calls(isa, depthwise=True),
     "transpose_conv2d": transpose_conv2d_calls,
 }

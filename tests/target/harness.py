@@ -109,9 +109,10 @@ def model_source(name: str) -> ModelSource:
 
 def zoo_source(name: str) -> ModelSource:
     """The zoo's model ``name`` (seeded weights)."""
-    from tests.target.models import INT8_IO
+    from tests.target.models import INT8_IO, INT16
 
     name = INT8_IO.get(name, name)
+    name = INT16[name][0] if name in INT16 else name
     if name == "ds_cnn":
         return load_model(None)
     from tests.target.models import MODELS
@@ -131,6 +132,8 @@ MODEL_NAMES += ["one_by_n"]
 MODEL_NAMES += ["boundary"]
 # int8 inputs and outputs, no boundary kernels (--io int8; tests/target/models.py INT8_IO)
 MODEL_NAMES += ["ds_cnn_int8_io", "upsampling_decoder_int8_io"]
+# int16 activations, alone and mixed with int8 (--activations int16; models.py INT16)
+MODEL_NAMES += ["autoencoder_int16", "autoencoder_int16_per_channel", "precision_mix"]
 
 
 @dataclass
@@ -145,7 +148,7 @@ class ModelRun:
 def compile_for(name: str, core: Core, seed: int = 3, io: IoType | None = None) -> ModelRun:
     """Compile ``name`` for ``core`` and compute the Python reference on seeded inputs; ``io``
     (default: int8 for the models of ``INT8_IO``, else float) as ``--io`` gives it."""
-    from tests.target.models import INT8_IO, TARGET_INPUTS
+    from tests.target.models import INT8_IO, INT16, TARGET_INPUTS
 
     if io is None:
         io = IoType.INT8 if name in INT8_IO else IoType.FLOAT
@@ -157,6 +160,7 @@ def compile_for(name: str, core: Core, seed: int = 3, io: IoType | None = None) 
         synthetic(source.example_inputs, count=8),
         progress=False,
         io=io,
+        options=INT16[name][1] if name in INT16 else None,
     )
     gen = torch.Generator().manual_seed(seed)
     inputs = tuple(torch.randn(x.shape, generator=gen) for x in source.example_inputs)

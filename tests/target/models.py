@@ -15,6 +15,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from cortex_m_nn.options import Activations, LinearWeights, QuantizationOptions
+
 
 def same(stride: int) -> tuple[nn.Module, int]:
     """Keras's SAME padding of a 3×3 convolution at ``stride`` (1 or 2) of an even input, as
@@ -233,8 +235,46 @@ TARGET_INPUTS: dict[str, Callable[[torch.fx.GraphModule, torch.Generator], tuple
 INT8_IO = {"ds_cnn_int8_io": "ds_cnn", "upsampling_decoder_int8_io": "upsampling_decoder"}
 
 
+class PrecisionMix(nn.Module):
+    """Three linear layers, a sigmoid (a table, int8 only) after the second: with
+    ``--activations int16``, int16 → int8 → int16 requantizations around it; the second
+    layer's rows spread 100x, so its int16 case is the per-channel 1x1 convolution."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(20, 16), nn.Linear(16, 12), nn.Linear(12, 6)
+        with torch.no_grad():
+            for layer in (self.a, self.c):  # every row's peak the same: per tensor fits
+                layer.weight.div_(layer.weight.abs().amax(dim=1, keepdim=True) * 4)
+            self.b.weight.mul_(torch.logspace(-2, 0, 12)[:, None])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(torch.sigmoid(self.b(torch.relu(self.a(x)))))
+
+
+#: name → (the model it compiles, the quantizer's options): int16 activations everywhere an
+#: op has an int16 case (all of the autoencoder's layers, per-tensor weights) and mixed
+INT16 = {
+    "autoencoder_int16": (
+        "autoencoder",
+        QuantizationOptions(activations=Activations.INT16, linear_weights=LinearWeights.PER_TENSOR),
+    ),
+    "autoencoder_int16_per_channel": (
+        "autoencoder",
+        QuantizationOptions(
+            activations=Activations.INT16, linear_weights=LinearWeights.PER_CHANNEL
+        ),
+    ),
+    "precision_mix": (
+        "precision_mix",
+        QuantizationOptions(activations=Activations.INT16, equalize=False),
+    ),
+}
+
+
 #: name → (module, example inputs) factory
 MODELS = {
+    "precision_mix": lambda: seeded(PrecisionMix, 2, 20),
     "boundary": lambda: seeded(Boundary, 1, 5, 7, 9),
     "resnet8": lambda: seeded(ResNet8, 1, 3, 32, 32),
     "mobilenet_v1_025": lambda: seeded(MobileNetV1, 1, 3, 96, 96),

@@ -92,15 +92,55 @@ struct ConvArgs {
 // Input, weight and out 4-D int8 of one batch, weight in `layout` with out's channels (and
 // input's, channels_agree), bias/multipliers/shifts int32 [Cout] (shifts in CMSIS-NN's range),
 // offsets int32, activation range int8: checked unless the call is proven.
+// The int16 case (an int16 input; conv2d only, no groups): zero offsets, shifts at most 14
+// (arm_nn_requantize_s64), and every output channel's int32 partial sums safe from wrapping
+// (sum |w| * 2^15 < 2^31: CMSIS-NN adds the first 512 products, on non-MVE cores a lone
+// pixel's all, in int32), and not the DSP kernel's defective odd-channel tail (more than 512
+// columns not a multiple of 4, odd Cout, two or more output pixels). Mirrors
+// python/cortex_m_nn/ops/conv2d.py (check_s16).
+inline bool check_conv_s16(CallContext& context, const char* op, const ConvTensors& t,
+                           ConvWeight layout, const ConvQuant& q) {
+  if (layout != ConvWeight::kGroupedOhwi || t.weight.size(3) != t.input.size(3) ||
+      q.input_offset != 0 || q.output_offset != 0) {
+    return refuse(context, op, "the int16 case is an ungrouped convolution with zero offsets");
+  }
+  const int32_t* shifts = t.shifts.const_data_ptr<int32_t>();
+  const int32_t c_out = static_cast<int32_t>(t.weight.size(0));
+  const int64_t columns = t.weight.numel() / (c_out > 0 ? c_out : 1);
+  const int8_t* w = t.weight.const_data_ptr<int8_t>();
+  for (int32_t o = 0; o < c_out; ++o, w += columns) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < columns; ++i) {
+      sum += w[i] < 0 ? -static_cast<int64_t>(w[i]) : w[i];
+    }
+    if (shifts[o] > 14 || sum * 32768 >= (int64_t{1} << 31)) {
+      return refuse(context, op,
+                    "int16 case: a shift above 14, or weights whose int32 partial sums of int16 "
+                    "inputs could wrap");
+    }
+  }
+  const int64_t pixels = static_cast<int64_t>(t.out.size(1)) * t.out.size(2);
+  if (columns > 512 && columns % 4 != 0 && c_out % 2 == 1 && pixels >= 2) {
+    return refuse(context, op,
+                  "int16 case: more than 512 columns not a multiple of 4 with odd output "
+                  "channels, which CMSIS-NN's DSP kernel miscomputes");
+  }
+  return true;
+}
+
+// Checks a convolution's tensors and quantization: int8 activations, or int16 ones (the input's
+// dtype says which; then check_conv_s16 too) with an int64 bias.
 inline bool check_conv(
     CallContext& context,
     const char* op,
     const ConvTensors& t,
     ConvWeight layout,
     const ConvQuant& q) {
-  if (!has_layout(t.input, ScalarType::Char, 4) || !has_layout(t.weight, ScalarType::Char, 4) ||
-      !has_layout(t.out, ScalarType::Char, 4)) {
-    return refuse(context, op, "input, weight and out must be 4-D int8");
+  const bool s16 = is_type(t.input, ScalarType::Short);
+  const ScalarType activations = s16 ? ScalarType::Short : ScalarType::Char;
+  if (!has_layout(t.input, activations, 4) || !has_layout(t.weight, ScalarType::Char, 4) ||
+      !has_layout(t.out, activations, 4)) {
+    return refuse(context, op, "input and out must be 4-D int8 (or both int16), weight 4-D int8");
   }
   const int64_t c_out = layout == ConvWeight::kDepthwise ? t.weight.size(3) : t.weight.size(0);
   if (!channels_agree(t.input, t.weight, layout) || t.out.size(3) != c_out || t.out.size(0) != t.input.size(0)) {
@@ -113,28 +153,31 @@ inline bool check_conv(
     context.fail(Error::InvalidArgument);
     return false;
   }
-  for (const Tensor* vector : {&t.bias, &t.multipliers, &t.shifts}) {
-    if (!has_layout(*vector, ScalarType::Int, 1) || vector->size(0) != c_out) {
-      ET_LOG(Error, "cortex_m_nn::%s: bias, multipliers and shifts must be int32 [%d]", op,
-             (int)c_out);
-      context.fail(Error::InvalidArgument);
-      return false;
-    }
+  const ScalarType bias_type = s16 ? ScalarType::Long : ScalarType::Int;
+  if (!has_layout(t.bias, bias_type, 1) || t.bias.size(0) != c_out ||
+      !has_layout(t.multipliers, ScalarType::Int, 1) || t.multipliers.size(0) != c_out ||
+      !has_layout(t.shifts, ScalarType::Int, 1) || t.shifts.size(0) != c_out) {
+    ET_LOG(Error,
+           "cortex_m_nn::%s: bias (int32, int64 for int16 activations), multipliers and shifts "
+           "(int32) must be [%d]",
+           op, (int)c_out);
+    context.fail(Error::InvalidArgument);
+    return false;
   }
   if (!are_shifts(t.shifts)) {
     return refuse(context, op, "a per-channel shift is outside [-31, 30]: the .pte is damaged");
   }
-  if (!is_int8_range(q.activation_min, q.activation_max) || !fits_int32(q.input_offset) ||
-      !fits_int32(q.output_offset)) {
+  const bool range = s16 ? is_int16_range(q.activation_min, q.activation_max)
+                         : is_int8_range(q.activation_min, q.activation_max);
+  if (!range || !fits_int32(q.input_offset) || !fits_int32(q.output_offset)) {
     ET_LOG(Error, "cortex_m_nn::%s: activation range [%d, %d] or offsets out of range", op,
            (int)q.activation_min, (int)q.activation_max);
     context.fail(Error::InvalidArgument);
     return false;
   }
-  return true;
+  return !s16 || check_conv_s16(context, op, t, layout, q);
 }
 
-// check_conv, then fills `args` but the window (prepare_window, prepare_transposed_window).
 inline bool prepare_conv(
     CallContext& context,
     const char* op,

@@ -79,6 +79,10 @@ inline bool is_int8_range(int64_t min, int64_t max) {
   return min >= -128 && max <= 127 && min <= max;
 }
 
+inline bool is_int16_range(int64_t min, int64_t max) {
+  return min >= INT16_MIN && max <= INT16_MAX && min <= max;
+}
+
 // The planned scratch is int8, as the operators' schemas make it; fails the call otherwise (a
 // damaged .pte: its int8 data pointer would stop the process).
 inline bool check_scratch_type(CallContext& context, const char* op, const Tensor& scratch) {

@@ -18,6 +18,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     pad,
     quantize,
     reduce,
+    requantize,
     resize,
     softmax,
     strided_copy,

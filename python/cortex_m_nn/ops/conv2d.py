@@ -22,6 +22,14 @@ padded element acts as an input equal to ``-input_offset`` (the input zero point
 contributes nothing. The output size follows PyTorch:
 ``(H + top + bottom - dilation * (K - 1) - 1) // stride + 1``.
 ``input_offset`` is ``-input_zero_point``, ``output_offset`` is ``output_zero_point``.
+
+int16 activations are the other case (``arm_convolve_wrapper_s16``, which only calls
+``arm_convolve_s16``): int16 input and output, zero points 0, an int64 bias, no groups, and
+the output stage ``arm_nn_requantize_s64`` (:meth:`ConvParams.check_s16` lists the bounds
+that make every ISA's sum exact). One configuration is refused: with more than 512 columns
+(``KH * KW * Cin``) not a multiple of 4, an odd ``Cout`` and two or more output pixels, the
+DSP kernel ``arm_nn_mat_mult_kernel_s16`` resets its odd-channel tail with the wrong count
+(``docs/int16.md``, hazard 2).
 """
 
 from __future__ import annotations
@@ -50,7 +58,8 @@ def groups_of(in_channels: int, per_group: int, out_channels: int) -> int:
 
 def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.Tensor:
     oh, ow = ConvParams.of("conv2d", arguments).output_hw(input.shape[1:3], weight.shape[1:3])
-    return input.new_empty((input.shape[0], oh, ow, weight.shape[0]), dtype=torch.int8)
+    dtype = torch.int16 if input.dtype is torch.int16 else torch.int8
+    return input.new_empty((input.shape[0], oh, ow, weight.shape[0]), dtype=dtype)
 
 
 @define_operator(
@@ -71,8 +80,31 @@ def conv2d(
     c_out, kh, kw, per_group = weight.shape
     params.check_forward_window((kh, kw))
     groups = groups_of(input.shape[3], per_group, c_out)
+    if input.dtype is torch.int16:
+        check_s16(params, input, weight)
     windows = params.windows(input, (kh, kw))  # [N, OH, OW, Cin, KH, KW]
     windows = windows.unflatten(3, (groups, per_group))
     kernel = weight.to(torch.int64).unflatten(0, (groups, c_out // groups))
     acc = torch.einsum("nhwgckl,goklc->nhwgo", windows, kernel).flatten(3)
-    return params.finish(acc, rounding)
+    return params.finish(acc, rounding, input.dtype)
+
+
+def check_s16(params: ConvParams, input: torch.Tensor, weight: torch.Tensor) -> None:
+    """The int16 case's bounds (:meth:`ConvParams.check_s16`, no groups, CMSIS-NN's DSP tail
+    defect avoided); ValueError."""
+    params.check_s16(weight)
+    c_out, kh, kw, per_group = weight.shape
+    if per_group != input.shape[3]:
+        raise ValueError("the int16 convolution has no groups (arm_convolve_s16)")
+    oh, ow = params.output_hw(input.shape[1:3], (kh, kw))
+    if dsp_tail_defect(kh * kw * per_group, c_out, oh * ow):
+        raise ValueError(
+            "int16 convolution with more than 512 columns not a multiple of 4, odd output "
+            "channels and several output pixels: CMSIS-NN's DSP kernel miscomputes it"
+        )
+
+
+def dsp_tail_defect(columns: int, out_channels: int, pixels: int) -> bool:
+    """Whether ``arm_nn_mat_mult_kernel_s16`` (two pixels at a time, non-MVE) would reach its
+    defective odd-channel tail."""
+    return columns > 512 and columns % 4 != 0 and out_channels % 2 == 1 and pixels >= 2

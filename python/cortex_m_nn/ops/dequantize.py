@@ -1,4 +1,5 @@
-"""``cortex_m_nn::dequantize``: int8 → float at the graph boundary, layout change folded in.
+"""``cortex_m_nn::dequantize``: int8 or int16 → float at the graph boundary, layout change
+folded in.
 
 Computes ``(q - zero_point) * scale`` in float32 like PT2E's ``dequantize_per_tensor``;
 ``permutation`` reorders the dimensions on the way out (NHWC → NCHW is ``[0, 3, 1, 2]``).

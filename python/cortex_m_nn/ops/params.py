@@ -87,6 +87,13 @@ class Requantization:
         return (out + self.output_offset).clamp(self.activation_min, self.activation_max).to(dtype)
 
 
+def int16_sums_fit(weight: torch.Tensor) -> bool:
+    """Whether every output channel (dim 0) of an int8 weight keeps ``sum |w| * 2^15`` (the
+    largest int16 dot product with it) below 2^31."""
+    rows = weight.to(torch.int64).abs().reshape(weight.shape[0], -1).sum(dim=1)
+    return bool(torch.all(rows * 32768 < 2**31))
+
+
 def output_size(
     size: int, kernel: int, stride: int, padding: int, dilation: int, end: int | None = None
 ) -> int:
@@ -207,9 +214,33 @@ class ConvParams:
         shifted = input.to(torch.int64) + self.input_offset
         return patches(shifted, kernel, self.stride, self.padding, self.dilation)
 
-    def finish(self, acc: torch.Tensor, rounding: Rounding) -> torch.Tensor:
-        """Add the bias to the int32 accumulators and requantize them to int8."""
-        return self.output.apply(acc + self.bias, rounding)
+    def finish(
+        self, acc: torch.Tensor, rounding: Rounding, dtype: torch.dtype = torch.int8
+    ) -> torch.Tensor:
+        """Add the bias to the accumulators and requantize them: int8 from int32 ones, int16
+        from int64 ones (:meth:`Requantization.apply`)."""
+        return self.output.apply(acc + self.bias, rounding, dtype)
+
+    def check_s16(self, weight: torch.Tensor) -> None:
+        """The int16 case's arguments (CMSIS-NN's s16 kernels): offsets 0 (zero points 0),
+        an int64 bias, shifts at most 14 (``arm_nn_requantize_s64``), the range in int16, and
+        no output channel whose int32 partial sums could wrap: ``sum |w| * 2^15 < 2^31``.
+        CMSIS-NN sums the first 512 products of a window in int32 (the non-MVE single-pixel
+        path all of them); with this bound every path's sum is the exact one. ValueError."""
+        out = self.output
+        if self.input_offset != 0 or out.output_offset != 0:
+            raise ValueError("int16 activations have zero points 0: offsets must be 0")
+        if self.bias.dtype is not torch.int64:
+            raise ValueError(f"the int16 case's bias is int64, got {self.bias.dtype}")
+        if not -32768 <= out.activation_min <= out.activation_max <= 32767:
+            raise ValueError("the int16 case's activation range must lie in int16")
+        if torch.any(torch.as_tensor(out.shifts) > 14):
+            raise ValueError("the int16 case's shifts are at most 14 (arm_nn_requantize_s64)")
+        if not int16_sums_fit(weight):
+            raise ValueError(
+                "an output channel's weights could wrap CMSIS-NN's int32 partial sums of int16 "
+                "inputs (sum |w| * 2^15 >= 2^31)"
+            )
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,11 @@ Where one cannot fuse (no single lowered producer), ``rules/lut.py`` makes it a 
 
 from __future__ import annotations
 
+import torch
 from torch.fx import Node
 
 from cortex_m_nn.passes.graph_values import quantize_value
-from cortex_m_nn.quantizer.config import INT8_MAX, INT8_MIN
+from cortex_m_nn.precision import RANGES
 from cortex_m_nn.quantizer.quantizer import ACTIVATIONS, aten
 
 
@@ -40,11 +41,14 @@ def float_bounds(activation: Node | None) -> tuple[float | None, float | None]:
     raise ValueError(f"not an activation: {target}")
 
 
-def activation_range(activation: Node | None, scale: float, zero_point: int) -> tuple[int, int]:
-    """[activation_min, activation_max] in the output's int8 domain."""
+def activation_range(
+    activation: Node | None, scale: float, zero_point: int, dtype: torch.dtype = torch.int8
+) -> tuple[int, int]:
+    """[activation_min, activation_max] in the output's integer domain (int8 or int16)."""
     low, high = float_bounds(activation)
-    q_low = INT8_MIN if low is None else max(INT8_MIN, quantize_value(low, scale, zero_point))
-    q_high = INT8_MAX if high is None else min(INT8_MAX, quantize_value(high, scale, zero_point))
+    q_min, q_max = RANGES[dtype]
+    q_low = q_min if low is None else quantize_value(low, scale, zero_point, dtype)
+    q_high = q_max if high is None else quantize_value(high, scale, zero_point, dtype)
     return q_low, q_high
 
 

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch.fx import Graph, GraphModule, Node
 
 from cortex_m_nn.macs import RECURRENT, base_name, fp32_macs
+from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.ops.mul import mul_parameters
+from cortex_m_nn.ops.requantize import check as check_requantize
 from cortex_m_nn.passes.graph_values import (
     DEQUANTIZE,
     DEQUANTIZE_PER_CHANNEL,
@@ -24,11 +26,13 @@ from cortex_m_nn.passes.graph_values import (
     QUANTIZE,
     QValue,
     channels_last_order,
+    dtype_of,
     logical_shape,
     qparams_of,
 )
 from cortex_m_nn.passes.records import OpRecord, boundary, op_name
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.precision import scalar_type
 from cortex_m_nn.quantizer.config import INT8_MAX, INT8_MIN
 from cortex_m_nn.target import Target
 
@@ -85,8 +89,9 @@ class LoweringContext:
             value = getattr(value, part)
         return value
 
-    def input_value(self, node: object) -> QValue:
-        """The int8 value behind an activation ``dequantize`` node."""
+    def input_value(self, node: object, int16: bool = False) -> QValue:
+        """The int8 value behind an activation ``dequantize`` node; an int16 one only for a
+        rule with an int16 case that says so (``int16``), else refused."""
         if not isinstance(node, Node) or node.target not in DEQUANTIZE:
             raise LoweringRefused(
                 Refusal.INPUT_NOT_QUANTIZED, "input is not a quantized activation"
@@ -97,10 +102,12 @@ class LoweringContext:
                 Refusal.INPUT_NOT_QUANTIZED, "input is not a quantized activation"
             )
         value = self.quantized[producer]
-        if qparams_of(node) != (value.scale, value.zero_point):
+        if qparams_of(node) != (value.scale, value.zero_point) or dtype_of(node) != value.dtype:
             raise LoweringRefused(
                 Refusal.INPUT_QPARAMS_DISAGREE, "input quantization disagrees with its producer"
             )
+        if value.dtype is not torch.int8 and not int16:
+            raise LoweringRefused(Refusal.NOT_INT8, f"this op has no case for {value.dtype} input")
         return value
 
     def quantized_constant(
@@ -147,28 +154,69 @@ class LoweringContext:
         rescaled = torch.round(values.to(torch.float64) * scales / accumulator)
         return rescaled.clamp(-(2**31), 2**31 - 1).to(torch.int32)
 
+    def int64_bias(self, node: object, accumulator_scale: float | torch.Tensor) -> torch.Tensor:
+        """An int16 op's bias: the float constant (the quantizer leaves it float, PT2E having
+        no int64 quantization) rounded, half to even, into accumulator units as int64."""
+        if not isinstance(node, Node) or node.op != "get_attr":
+            raise LoweringRefused(Refusal.WEIGHT_NOT_CONSTANT, "bias is not a float constant")
+        bias = self.attribute(node).to(torch.float64)
+        units = torch.round(bias / accumulator_scale)
+        if not torch.all(units.abs() < 2**62):
+            raise LoweringRefused(Refusal.WEIGHT_NOT_CONSTANT, "bias does not fit int64")
+        return units.to(torch.int64)
+
     # -- values ---------------------------------------------------------------------
-    def quantize_boundary(self, source: Node, scale: float, zero_point: int) -> QValue:
-        """Quantize a float tensor; 4-D tensors become NHWC here, at the boundary."""
+    def quantize_boundary(
+        self, source: Node, scale: float, zero_point: int, dtype: torch.dtype = torch.int8
+    ) -> QValue:
+        """Quantize a float tensor to ``dtype``; 4-D tensors become NHWC here, at the boundary."""
         shape = logical_shape(source)
         nhwc = len(shape) == 4
+        order = NCHW_TO_NHWC if nhwc else []
         node = self.call(
-            "quantize", self.float_of(source), scale, zero_point, NCHW_TO_NHWC if nhwc else []
+            "quantize", self.float_of(source), scale, zero_point, order, scalar_type(dtype)
         )
+        bits = str(dtype).removeprefix("torch.")
         self.records.append(
-            boundary(node, "quantize", "cortex_m_nn::quantize", "(boundary, float → int8)")
+            boundary(node, "quantize", "cortex_m_nn::quantize", f"(boundary, float → {bits})")
         )
-        return QValue(node, scale, zero_point, shape, nhwc)
+        return QValue(node, scale, zero_point, shape, nhwc, dtype)
 
-    def requantize(self, source: object, scale: float, zero_point: int) -> QValue | None:
+    def requantize(
+        self, source: object, scale: float, zero_point: int, dtype: torch.dtype = torch.int8
+    ) -> QValue | None:
         """``quantize(dequantize(v))`` into other qparams (convert_pt2e's join of two shared
-        quantizations) as int8 → int8: ``cortex_m_nn::mul`` by a one-byte constant 1.
-        None when ``source`` is no dequantized int8 value."""
+        quantizations, or a change between int8 and int16 regions). int8 → int8 is
+        ``cortex_m_nn::mul`` by a one-byte constant 1 (CMSIS-NN's vector kernel); a change of
+        dtype is ``cortex_m_nn::requantize``. None when ``source`` is no dequantized value
+        (or the change is one neither computes)."""
         if not isinstance(source, Node) or source.target not in DEQUANTIZE:
             return None
         if source.args[0] not in self.quantized:
             return None
-        value = self.input_value(source)
+        value = self.input_value(source, int16=True)
+        if value.dtype is torch.int8 and dtype is torch.int8:
+            return self._requantize_s8(value, scale, zero_point)
+        multiplier, shift = quantize_multiplier(value.scale / scale)
+        try:
+            check_requantize(value.dtype, dtype, -value.zero_point, zero_point, multiplier, shift)
+        except ValueError:
+            return None
+        out = self.call(
+            "requantize",
+            value.node,
+            -value.zero_point,
+            zero_point,
+            multiplier,
+            shift,
+            scalar_type(dtype),
+        )
+        bits = f"{value.dtype} → {dtype}".replace("torch.", "")
+        self.records.append(boundary(out, "requantize", "cortex_m_nn::requantize", f"({bits})"))
+        return replace(value, node=out, scale=scale, zero_point=zero_point, dtype=dtype)
+
+    def _requantize_s8(self, value: QValue, scale: float, zero_point: int) -> QValue | None:
+        """int8 → int8 in other qparams: ``cortex_m_nn::mul`` by 1."""
         try:
             p = mul_parameters(
                 value.scale,
@@ -215,9 +263,13 @@ class LoweringContext:
                 )
                 lowered = self._dequantized[value.node]
                 self.float_sources[lowered.name] = (node.name, value.scale)
+                bits = str(value.dtype).removeprefix("torch.")
                 self.records.append(
                     boundary(
-                        lowered, "dequantize", "cortex_m_nn::dequantize", "(boundary, int8 → float)"
+                        lowered,
+                        "dequantize",
+                        "cortex_m_nn::dequantize",
+                        f"(boundary, {bits} → float)",
                     )
                 )
             return self._dequantized[value.node]

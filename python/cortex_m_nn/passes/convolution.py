@@ -12,12 +12,14 @@ from torch.fx import Node
 from cortex_m_nn.ops.arithmetic import per_channel_parameters
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Pattern
 
 
 @dataclass
 class Requantization:
-    """A convolution's int32 bias and per-output-channel multipliers and shifts."""
+    """A convolution's bias (int32; int64 for int16 activations) and per-output-channel
+    multipliers and shifts."""
 
     bias: torch.Tensor
     multipliers: torch.Tensor
@@ -41,18 +43,29 @@ def requantization(
     bias_node: object,
     out_channels: int,
 ) -> Requantization:
-    """Per-channel parameters for weights quantized with ``weight_scales`` (one: per tensor)."""
+    """Per-channel parameters for weights quantized with ``weight_scales`` (one: per tensor);
+    for int16 activations (``pattern.dtype``) the bias rounded to int64 from the float one."""
     if weight_scales.numel() == 1:
         weight_scales = weight_scales.expand(out_channels)
+    int16 = pattern.dtype is torch.int16
     if bias_node is None:
-        bias = torch.zeros(out_channels, dtype=torch.int32)
+        bias = torch.zeros(out_channels, dtype=torch.int64 if int16 else torch.int32)
+    elif int16:
+        bias = context.int64_bias(bias_node, input_scale * weight_scales.to(torch.float64))
     else:
         bias = context.accumulator_bias(bias_node, input_scale, weight_scales)
     multipliers, shifts = per_channel_parameters(input_scale, weight_scales, pattern.scale)
-    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+    if int16 and int(shifts.max()) > 14:
+        raise LoweringRefused(
+            Refusal.INT16_REQUANTIZATION, f"int16 convolution's shift {int(shifts.max())} > 14"
+        )
+    act_min, act_max = activation_range(
+        pattern.activation, pattern.scale, pattern.zero_point, pattern.dtype
+    )
     return Requantization(bias, multipliers, shifts, act_min, act_max)
 
 
-def weight_bytes(kernel: torch.Tensor, out_channels: int) -> int:
-    """int8 weights plus an int32 bias, multiplier and shift per output channel."""
-    return kernel.numel() + 4 * out_channels * 3
+def weight_bytes(kernel: torch.Tensor, out_channels: int, bias_bytes: int = 4) -> int:
+    """int8 weights plus a bias (``bias_bytes``), an int32 multiplier and shift per output
+    channel."""
+    return kernel.numel() + (bias_bytes + 8) * out_channels

@@ -1,4 +1,4 @@
-"""What the lowering knows about a value: an int8 tensor, its quantization and its layout."""
+"""What the lowering knows about a value: an int8 or int16 tensor, its quantization and layout."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from torch.fx import Node
 
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
-from cortex_m_nn.quantizer.config import INT8_MAX, INT8_MIN
+from cortex_m_nn.precision import RANGES
 
 NCHW_TO_NHWC = [0, 2, 3, 1]
 NHWC_TO_NCHW = [0, 3, 1, 2]
@@ -24,7 +24,7 @@ DEQUANTIZE_PER_CHANNEL = {quantized_decomposed.dequantize_per_channel.default}
 
 @dataclass(frozen=True)
 class QValue:
-    """An int8 tensor in the lowered graph.
+    """An int8 (or int16: ``dtype``, zero point 0) tensor in the lowered graph.
 
     ``shape`` is the logical (PyTorch, NCHW) shape; ``nhwc`` says the stored tensor is the
     logical tensor with channels (dim 1) last, i.e. its actual shape is ``shape`` permuted by
@@ -37,6 +37,7 @@ class QValue:
     zero_point: int
     shape: tuple[int, ...]
     nhwc: bool = False
+    dtype: torch.dtype = torch.int8
 
     @property
     def stored_shape(self) -> tuple[int, ...]:
@@ -58,13 +59,25 @@ def channels_last_order(rank: int) -> list[int]:
 
 
 def qparams_of(node: Node) -> tuple[float, int]:
-    """Scale and zero point of a per-tensor quantize/dequantize node (int8 only)."""
-    _, scale, zero_point, qmin, qmax, dtype = node.args[:6]
-    if dtype != torch.int8 or (qmin, qmax) != (INT8_MIN, INT8_MAX):
-        raise LoweringRefused(
-            Refusal.NOT_INT8, f"activation quantized as {dtype}[{qmin}, {qmax}], not int8"
-        )
+    """Scale and zero point of a per-tensor quantize/dequantize node (int8, or int16 with
+    zero point 0: :func:`dtype_of`)."""
+    dtype_of(node)
+    _, scale, zero_point = node.args[:3]
     return float(scale), int(zero_point)
+
+
+def dtype_of(node: Node) -> torch.dtype:
+    """The activation dtype of a per-tensor quantize/dequantize node: int8 over its full
+    range, or int16 over its full range with zero point 0 (what CMSIS-NN's s16 kernels take);
+    anything else is refused."""
+    _, _, zero_point, qmin, qmax, dtype = node.args[:6]
+    if RANGES.get(dtype) != (qmin, qmax) or (dtype is torch.int16 and zero_point != 0):
+        raise LoweringRefused(
+            Refusal.NOT_INT8,
+            f"activation quantized as {dtype}[{qmin}, {qmax}] with zero point {zero_point}, "
+            "not int8 or symmetric int16",
+        )
+    return dtype
 
 
 def logical_shape(node: Node) -> tuple[int, ...]:
@@ -80,8 +93,12 @@ def logical_shape(node: Node) -> tuple[int, ...]:
     return tuple(int(d) for d in value.shape)
 
 
-def quantize_value(value: float, scale: float, zero_point: int) -> int:
-    """Quantize one float the way PT2E does (round half to even in float32), clamped to int8."""
+def quantize_value(
+    value: float, scale: float, zero_point: int, dtype: torch.dtype = torch.int8
+) -> int:
+    """Quantize one float the way PT2E does (round half to even in float32), clamped to
+    ``dtype``'s range."""
+    low, high = RANGES[dtype]
     inverse = torch.tensor(1.0 / scale, dtype=torch.float32)
     q = torch.round(torch.tensor(value, dtype=torch.float32) * inverse).item() + zero_point
-    return int(min(max(q, INT8_MIN), INT8_MAX))
+    return int(min(max(q, low), high))

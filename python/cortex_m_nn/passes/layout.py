@@ -218,11 +218,11 @@ def boundary_quantize(x: QValue) -> bool:
 def quantize_as(context: LoweringContext, x: QValue, shape: Sequence[int], nhwc: bool) -> QValue:
     """The boundary quantize producing ``x``, emitted again for its float input reshaped to
     ``shape`` and stored ``nhwc`` or not: a view of the input folded into the quantize."""
-    source, scale, zero_point, _ = x.node.args
+    source, scale, zero_point, _, dtype = x.node.args
     reshaped = context.graph.call_function(aten.reshape.default, (source, list(shape)))
     order = channels_last_order(len(shape)) if nhwc else []
-    node = context.call("quantize", reshaped, scale, zero_point, order)
-    return QValue(node, x.scale, x.zero_point, tuple(shape), nhwc)
+    node = context.call("quantize", reshaped, scale, zero_point, order, dtype)
+    return replace(x, node=node, shape=tuple(shape), nhwc=nhwc)
 
 
 def permute(
@@ -238,7 +238,7 @@ def permute(
     is emitted again with the permutation folded in, instead of a transpose after it.
     """
     shape = tuple(x.shape[d] for d in permutation)
-    result = QValue(x.node, x.scale, x.zero_point, shape, nhwc)
+    result = replace(x, shape=shape, nhwc=nhwc)
     stored = _stored(positions(x).permute(list(permutation)), nhwc)
     free = _free_view(context, x, result, stored)
     if free is not None:
@@ -247,12 +247,14 @@ def permute(
     stored_out = stored_order(len(shape), nhwc)
     physical = [stored_in[permutation[stored_out[i]]] for i in range(len(shape))]
     if fold and boundary_quantize(x):
-        source, scale, zero_point, before = x.node.args
+        source, scale, zero_point, before, dtype = x.node.args
         before = list(before) or list(range(len(physical)))
         folded = [before[p] for p in physical]
         folded = [] if folded == sorted(folded) else folded  # identity: no permutation
-        node = context.call("quantize", source, scale, zero_point, folded)
+        node = context.call("quantize", source, scale, zero_point, folded, dtype)
         return replace(result, node=node)
+    if x.dtype is not torch.int8:
+        raise LoweringRefused(Refusal.NOT_INT8, f"moving the bytes of a {x.dtype} tensor")
     source, (dims, collapsed) = x, collapse(x.stored_shape, physical)
     origin = context.origins.get(x.node)
     if origin is not None:  # one transpose from the origin instead of a second one
@@ -273,7 +275,7 @@ def permute(
 
 def reshape(context: LoweringContext, x: QValue, shape: Sequence[int], nhwc: bool) -> QValue | None:
     """``x`` viewed as ``shape`` (stored ``nhwc`` or not) if no byte has to move, else None."""
-    result = QValue(x.node, x.scale, x.zero_point, tuple(shape), nhwc)
+    result = replace(x, shape=tuple(shape), nhwc=nhwc)
     stored = _stored(positions(x).reshape(list(shape)), nhwc)
     return _free_view(context, x, result, stored)
 

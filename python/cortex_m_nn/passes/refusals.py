@@ -78,6 +78,8 @@ class Refusal(Enum):
     # -- linear, products, softmax --------------------------------------------------------
     LINEAR_OVER_WIDTH = "linear_over_width"
     LINEAR_SCRATCH = "linear_scratch"
+    #: int16 requantization beyond what the s16 kernels' Q15 output stage takes (shift > 14)
+    INT16_REQUANTIZATION = "int16_requantization"
     OPERAND_RANK = "operand_rank"
     MATMUL_INNER_DIMENSION = "matmul_inner_dimension"
     MATMUL_BATCH_BROADCAST = "matmul_batch_broadcast"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import torch
 from torch.fx import Node
 
 from cortex_m_nn.passes.context import LoweringContext
@@ -29,13 +30,15 @@ class Lowered:
 
 @dataclass
 class Pattern:
-    """``op [→ activation] → quantize``: the float op, its fused activation, the output qparams."""
+    """``op [→ activation] → quantize``: the float op, its fused activation, the output qparams
+    and dtype (int16 only for an op with an int16 case, ``cortex_m_nn.precision``)."""
 
     op: Node
     activation: Node | None
     scale: float
     zero_point: int
     shape: tuple[int, ...]
+    dtype: torch.dtype = torch.int8
 
 
 Rule = Callable[[LoweringContext, Pattern], Lowered]

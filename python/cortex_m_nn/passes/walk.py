@@ -21,6 +21,7 @@ from cortex_m_nn.passes.graph_values import (
     DEQUANTIZE,
     DEQUANTIZE_PER_CHANNEL,
     QUANTIZE,
+    dtype_of,
     logical_shape,
     qparams_of,
 )
@@ -28,6 +29,7 @@ from cortex_m_nn.passes.patterns import Plan
 from cortex_m_nn.passes.records import NOT_QUANTIZED, OpRecord, of_source
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import RULES, Lowered, Pattern
+from cortex_m_nn.precision import has_int16_case
 
 #: The report's row of an op a consumer reads through.
 READ_THROUGH = "read through (no kernel)", "(its consumer reads its input)"
@@ -82,17 +84,20 @@ class Walk:
         """A quantize node: a pattern's rule, else a requantization or the input boundary."""
         context = self.context
         scale, zero_point = qparams_of(node)
+        dtype = dtype_of(node)
         found = self.patterns.get(node)
         if found is None:
-            value = context.requantize(node.args[0], scale, zero_point)
+            value = context.requantize(node.args[0], scale, zero_point, dtype)
             if value is None:
-                value = context.quantize_boundary(node.args[0], scale, zero_point)
+                value = context.quantize_boundary(node.args[0], scale, zero_point, dtype)
             context.quantized[node] = value
             return
         op, activation = found
-        pattern = Pattern(op, activation, scale, zero_point, logical_shape(op))
+        pattern = Pattern(op, activation, scale, zero_point, logical_shape(op), dtype)
         record = of_source(op)
         try:
+            if dtype is not torch.int8 and not has_int16_case(op.target):
+                raise LoweringRefused(Refusal.NOT_INT8, f"this op has no case for {dtype} output")
             lowered = RULES[op.target](context, pattern)
         except LoweringRefused as refusal:
             record.fallback_reason, record.refusal = str(refusal), refusal.kind
@@ -110,7 +115,7 @@ class Walk:
                 self.lower_read_through(float_node)
                 self.context.copy_float(float_node)
         self.context.quantized[quantize] = self.context.quantize_boundary(
-            pattern.activation or pattern.op, pattern.scale, pattern.zero_point
+            pattern.activation or pattern.op, pattern.scale, pattern.zero_point, pattern.dtype
         )
 
     def lower_read_through(self, node: Node) -> None:

@@ -1,8 +1,12 @@
-"""Quantization specs of the 8-bit-weight, 8-bit-activation scheme CMSIS-NN's s8 kernels run.
+"""Quantization specs of CMSIS-NN's s8 kernels (8-bit weights and activations) and s16 kernels
+(8-bit weights, 16-bit activations).
 
-Weights: int8 symmetric in [-127, 127] (per output channel for convolutions, per tensor for
-linear). Activations: int8 asymmetric in [-128, 127]. Biases: int32 with scale
-``input_scale * weight_scale`` so the kernel adds them to its accumulator unchanged.
+Weights: int8 symmetric in [-127, 127] (per output channel for convolutions; per tensor or
+per channel for linear). Activations: int8 asymmetric in [-128, 127], or int16 symmetric in
+[-32768, 32767] with zero point 0 (:data:`ACTIVATION_INT16`). Biases of int8 ops: int32 with
+scale ``input_scale * weight_scale`` so the kernel adds them to its accumulator unchanged; an
+int16 op's bias is left float here (PT2E has no int64 quantization) and the lowering rounds it
+to the int64 its kernel takes, at the same scale.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from cortex_m_nn.options import LinearWeights, RangeMethod
+from cortex_m_nn.precision import INT16_MAX, INT16_MIN
 from cortex_m_nn.quantizer.observers import MseObserver, PercentileObserver
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -53,6 +58,16 @@ def activation_spec(method: RangeMethod = RangeMethod.MINMAX) -> QuantizationSpe
 
 #: Min/max activations (the quantizer builds its own spec from its options).
 ACTIVATION = activation_spec(RangeMethod.MINMAX)
+
+#: int16 activations: symmetric, zero point 0, the observed min/max (65,536 levels leave
+#: rounding error far below what clipping outliers would cost, so no range search).
+ACTIVATION_INT16 = QuantizationSpec(
+    dtype=torch.int16,
+    quant_min=INT16_MIN,
+    quant_max=INT16_MAX,
+    qscheme=torch.per_tensor_symmetric,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=EPS),
+)
 
 
 def weight_spec(channel_axis: int | None) -> QuantizationSpec:

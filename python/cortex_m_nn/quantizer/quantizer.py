@@ -19,7 +19,8 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
-from cortex_m_nn.options import QuantizationOptions
+from cortex_m_nn.options import Activations, QuantizationOptions
+from cortex_m_nn.precision import has_int16_case, int16_case, sums_fit
 from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
@@ -284,13 +285,16 @@ def _constant(model: GraphModule, node: object) -> torch.Tensor | None:
 
 
 class CortexMQuantizer(Quantizer):
-    """int8 weights (per-channel for convolutions) and int8 activations for CMSIS-NN."""
+    """int8 weights (per-channel for convolutions) and int8 activations for CMSIS-NN; with
+    ``activations=INT16``, int16 activations for every op that has an int16 case."""
 
     def __init__(self, options: QuantizationOptions | None = None) -> None:
         super().__init__()
         self.options = options or QuantizationOptions()
         #: The activation spec of every annotation (one instance: its observer per tensor).
         self.activation = config.activation_spec(self.options.ranges)
+        #: the graph being annotated (its constants decide a linear layer's precision)
+        self.model: GraphModule | None = None
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         """Before annotation: splits, stacks and rolls as single-output data movement
@@ -299,14 +303,16 @@ class CortexMQuantizer(Quantizer):
         return unfold_batch_norms(decompose_movement(model))
 
     def annotate(self, model: GraphModule) -> GraphModule:
+        self.model = model
         for node in model.graph.nodes:
             if node.op != "call_function" or _is_annotated(node):
                 continue
             target = node.target
+            spec = self._spec(node)
             if target in CONVOLUTIONS | LINEARS | TRANSPOSED_CONVOLUTIONS:
-                self._annotate_weighted(node, self._weight_spec(model, node))
+                self._annotate_weighted(node, self._weight_spec(model, node), spec)
             elif target in MATMULS:
-                self._annotate_matmul(node)
+                self._annotate_matmul(node, spec)
             elif target in BINARY:
                 tensors = [a for a in node.args[:2] if isinstance(a, Node)]
                 numbers = [a for a in node.args[:2] if not isinstance(a, Node)]
@@ -315,46 +321,46 @@ class CortexMQuantizer(Quantizer):
                     and all(_is_number(n) for n in numbers)
                     and node.kwargs.get("alpha", 1) == 1
                 ):
-                    self._annotate_with_output(node, dict.fromkeys(tensors, self.activation))
+                    self._annotate_with_output(node, dict.fromkeys(tensors, spec), spec)
             elif target in MINMAX:
                 first, second = node.args[:2]
                 if isinstance(first, Node) and isinstance(second, Node):
                     shared = SharedQuantizationSpec((first, node))
-                    inputs = {first: self.activation}
+                    inputs = {first: spec}
                     if second is not first:
                         inputs[second] = shared
                     _annotate(node, inputs, shared)
             elif target in SHARING:
                 source = node.args[0]
                 if isinstance(source, Node) and _finite_pad(node):
-                    self._annotate_sharing(node, source)
+                    self._annotate_sharing(node, source, spec)
             elif target in CONCATENATIONS:
-                self._annotate_concatenation(node)
+                self._annotate_concatenation(node, spec)
             elif target in SUMS:
                 source = node.args[0]
                 if isinstance(source, Node):  # no fused activation: the kernel has no range
-                    _annotate(node, {source: self.activation}, self.activation)
+                    _annotate(node, {source: spec}, spec)
             elif target in SOFTMAX:
-                _annotate(node, {node.args[0]: self.activation}, config.SOFTMAX_OUTPUT)
+                _annotate(node, {node.args[0]: spec}, config.SOFTMAX_OUTPUT)
             elif target in NORMS:
                 if isinstance(node.args[0], Node):
-                    self._annotate_with_output(node, {node.args[0]: self.activation})
+                    self._annotate_with_output(node, {node.args[0]: spec}, spec)
             elif target in LOOKUP or target in ACTIVATIONS:
                 # An activation reaching here did not fuse into its producer (annotated
                 # nodes are skipped): like the other tables, its output gets its own range.
                 source = node.args[0]
                 if isinstance(source, Node) and constant_arguments(node):
-                    self._annotate_with_output(node, {source: self.activation})
+                    self._annotate_with_output(node, {source: spec}, spec)
             elif target in PRELU:
                 source, slopes = node.args[:2]
                 if isinstance(source, Node) and getattr(slopes, "op", None) == "get_attr":
-                    self._annotate_with_output(node, {source: self.activation})
+                    self._annotate_with_output(node, {source: spec}, spec)
         return model
 
-    def _annotate_sharing(self, node: Node, source: Node) -> None:
+    def _annotate_sharing(self, node: Node, source: Node, spec: QuantizationSpec) -> None:
         """Output quantized like the input; a pool's activation shares it too (fused clamp)."""
         shared = SharedQuantizationSpec((source, node))
-        inputs = {source: _input_spec(source, self.activation)}
+        inputs = {source: _input_spec(source, spec)}
         activation = fusable_activation(node) if node.target in POOLS else None
         if activation is None:
             _annotate(node, inputs, shared)
@@ -362,16 +368,14 @@ class CortexMQuantizer(Quantizer):
             _annotate(node, inputs, None)
             _annotate(activation, {}, shared)
 
-    def _annotate_concatenation(self, node: Node) -> None:
+    def _annotate_concatenation(self, node: Node, spec: QuantizationSpec) -> None:
         """One observer for every input and the output: the copies need no requantization."""
         inputs = node.args[0]
         if not isinstance(inputs, list | tuple) or not all(isinstance(a, Node) for a in inputs):
             return
         first = inputs[0]
         shared = SharedQuantizationSpec((first, node))
-        specs: dict[Node, QuantizationSpecBase | None] = {
-            first: _input_spec(first, self.activation)
-        }
+        specs: dict[Node, QuantizationSpecBase | None] = {first: _input_spec(first, spec)}
         for source in inputs[1:]:
             specs.setdefault(source, shared)
         _annotate(node, specs, shared)
@@ -388,21 +392,22 @@ class CortexMQuantizer(Quantizer):
         grouped = len(node.args) > 6 and node.args[6] != 1
         return config.WEIGHT_PER_TENSOR if grouped else config.WEIGHT_PER_CHANNEL_TRANSPOSED
 
-    def _annotate_weighted(self, node: Node, weight_spec: QuantizationSpec) -> None:
+    def _annotate_weighted(
+        self, node: Node, weight_spec: QuantizationSpec, spec: QuantizationSpec
+    ) -> None:
+        """Input and output as ``spec``; the bias int32 for int8 activations, left float for
+        int16 (the lowering rounds it to int64)."""
         source, weight = node.args[0], node.args[1]
         bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
         if not isinstance(source, Node) or not isinstance(weight, Node):
             return
-        inputs: dict[Node, QuantizationSpecBase | None] = {
-            source: self.activation,
-            weight: weight_spec,
-        }
-        if isinstance(bias, Node):
+        inputs: dict[Node, QuantizationSpecBase | None] = {source: spec, weight: weight_spec}
+        if isinstance(bias, Node) and spec is not config.ACTIVATION_INT16:
             per_channel = weight_spec.qscheme == torch.per_channel_symmetric
             inputs[bias] = config.bias_spec((source, node), (weight, node), per_channel)
-        self._annotate_with_output(node, inputs)
+        self._annotate_with_output(node, inputs, spec)
 
-    def _annotate_matmul(self, node: Node) -> None:
+    def _annotate_matmul(self, node: Node, spec: QuantizationSpec) -> None:
         """Both operands int8 per tensor; a transpose of the right operand shares its input's
         quantization, so the lowering can read through it (CMSIS-NN takes that operand
         transposed)."""
@@ -411,21 +416,42 @@ class CortexMQuantizer(Quantizer):
             return
         if swaps_last_two_dims(rhs) and not _is_annotated(rhs):
             source = rhs.args[0]
-            _annotate(rhs, {source: self.activation}, SharedQuantizationSpec((source, rhs)))
+            _annotate(rhs, {source: spec}, SharedQuantizationSpec((source, rhs)))
         self._annotate_with_output(
-            node, {lhs: _input_spec(lhs, self.activation), rhs: _input_spec(rhs, self.activation)}
+            node, {lhs: _input_spec(lhs, spec), rhs: _input_spec(rhs, spec)}, spec
         )
 
     def _annotate_with_output(
-        self, node: Node, inputs: dict[Node, QuantizationSpecBase | None]
+        self,
+        node: Node,
+        inputs: dict[Node, QuantizationSpecBase | None],
+        spec: QuantizationSpec,
     ) -> None:
-        """Annotate ``node``; its output range goes to a fused activation when one follows."""
+        """Annotate ``node`` with output ``spec``; its output range goes to a fused activation
+        when one follows."""
         activation = fusable_activation(node)
         if activation is None:
-            _annotate(node, inputs, self.activation)
+            _annotate(node, inputs, spec)
         else:
             _annotate(node, inputs, None)
-            _annotate(activation, {}, self.activation)
+            _annotate(activation, {}, spec)
+
+    def _spec(self, node: Node) -> QuantizationSpec:
+        """The activation spec of ``node``'s inputs and output: int16 when the options ask
+        for int16 and its lowering has an int16 case for it (``precision.int16_case``; a
+        linear layer with per-channel weights, which runs as an int16 1x1 convolution, also
+        within that case's int32 bound), else int8."""
+        if self.options.activations is not Activations.INT16 or not has_int16_case(node.target):
+            return self.activation
+        weight = _constant(self.model, node.args[1]) if len(node.args) > 1 else None
+        if not int16_case(node, weight):
+            return self.activation
+        if node.target in LINEARS:
+            choice = config.linear_weight_spec(weight, self.options.linear_weights)
+            per_channel = choice.qscheme == torch.per_channel_symmetric
+            if per_channel and (weight is None or not sums_fit(weight)):
+                return self.activation
+        return config.ACTIVATION_INT16
 
     def validate(self, model: GraphModule) -> None:
         """Every annotated graph is valid: unannotated ops are reported by the lowering."""

@@ -18,22 +18,30 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
 from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
-from cortex_m_nn.ops.conv2d import conv2d
+from cortex_m_nn.ops.conv2d import conv2d, dsp_tail_defect, output_size
 from cortex_m_nn.ops.depthwise_conv2d import depthwise_conv2d
+from cortex_m_nn.ops.params import int16_sums_fit, sides
 from cortex_m_nn.ops.transpose_conv2d import transpose_conv2d, unsupported_reason
 
-from .independent import ref_requantize, wrap32
+from .independent import ref_requantize, ref_requantize_s64, wrap32
 
 Case = dict[str, object]
 
 
 def requantized(case: Case, acc: list, single: bool = False) -> torch.Tensor:
-    """Per-channel Python-int requantization of nested int32 accumulators ``[..., C]``."""
+    """Per-channel Python-int requantization of nested accumulators ``[..., C]``: int32 ones
+    to int8 (``arm_nn_requantize``), or, for an int16 input, exact ones to int16
+    (``arm_nn_requantize_s64``)."""
     mults, shifts = case["multipliers"].tolist(), case["shifts"].tolist()
     low, high = case["activation_min"], case["activation_max"]
+    s16 = case["input"].dtype == torch.int16
 
     def one(a: int, o: int) -> int:
-        y = ref_requantize(wrap32(a), mults[o], shifts[o], single) + case["output_offset"]
+        if s16:
+            y = ref_requantize_s64(a, mults[o], shifts[o])
+        else:
+            y = ref_requantize(wrap32(a), mults[o], shifts[o], single)
+        y += case["output_offset"]
         return min(max(y, low), high)
 
     def walk(values: list) -> list:
@@ -41,7 +49,7 @@ def requantized(case: Case, acc: list, single: bool = False) -> torch.Tensor:
             return [walk(v) for v in values]
         return [one(a, o) for o, a in enumerate(values)]
 
-    return torch.tensor(walk(acc), dtype=torch.int8)
+    return torch.tensor(walk(acc), dtype=torch.int16 if s16 else torch.int8)
 
 
 def float_conv(case: Case, weight: torch.Tensor, groups: int = 1) -> list:
@@ -192,6 +200,39 @@ def transpose_cases(
     return _tensors(draw, shapes, -14, weight_low=-127) | geometry | _offsets(draw)
 
 
+@st.composite
+def conv_s16_cases(draw: st.DrawFn) -> Case:
+    """conv2d's int16 case: int16 input, int64 bias, zero offsets, no groups, an int16 range;
+    more than 512 columns in one case of two (CMSIS-NN's sums then go on in int64), weights
+    within the int32 bound, not the DSP kernel's defective tail."""
+    n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 7)), draw(st.integers(1, 7))
+    c_in = draw(st.integers(1, 6)) if draw(st.booleans()) else draw(st.integers(33, 60))
+    c_out = draw(st.integers(1, 5))
+    kh, kw, stride, padding, dilation = _window(draw, h, w)
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    weight = torch.randint(-127, 128, (c_out, kh, kw, c_in), generator=gen, dtype=torch.int8)
+    assume(int16_sums_fit(weight))
+    top, left, bottom, right = sides(padding)
+    oh = output_size(h, kh, stride[0], top, dilation[0], bottom)
+    ow = output_size(w, kw, stride[1], left, dilation[1], right)
+    assume(not dsp_tail_defect(kh * kw * c_in, c_out, oh * ow))
+    act_min = draw(st.integers(-32768, 0))
+    return {
+        "input": torch.randint(-32768, 32768, (n, h, w, c_in), generator=gen).to(torch.int16),
+        "weight": weight,
+        "bias": torch.randint(-(2**40), 2**40, (c_out,), generator=gen, dtype=torch.int64),
+        "multipliers": torch.randint(2**30, 2**31 - 1, (c_out,), generator=gen, dtype=torch.int32),
+        "shifts": torch.randint(-14, 2, (c_out,), generator=gen, dtype=torch.int32),
+        "stride": stride,
+        "padding": padding,
+        "dilation": dilation,
+        "input_offset": 0,
+        "output_offset": 0,
+        "activation_min": act_min,
+        "activation_max": draw(st.integers(act_min, 32767)),
+    }
+
+
 # --- fixed cases ------------------------------------------------------------------------------
 
 
@@ -244,6 +285,23 @@ def depthwise_fixed() -> Case:
     return tensors | geometry | _fixed_offsets(-3, 4, -128, 127)
 
 
+def conv_s16_fixed() -> Case:
+    """conv_fixed's geometry in int16: an input at full scale, a bias near 2^40."""
+    gen = torch.Generator().manual_seed(4)
+    geometry = {"stride": [2, 1], "padding": [1, 1], "dilation": [1, 1]}
+    return (
+        {
+            "input": torch.randint(-32768, 32768, (1, 6, 5, 3), generator=gen).to(torch.int16),
+            "weight": torch.randint(-127, 128, (4, 3, 3, 3), generator=gen, dtype=torch.int8),
+            "bias": torch.tensor([0, 100, -100, 2**40], dtype=torch.int64),
+            "multipliers": torch.tensor(MULTIPLIERS, dtype=torch.int32),
+            "shifts": torch.tensor([-9, -8, -12, 1], dtype=torch.int32),
+        }
+        | geometry
+        | _fixed_offsets(0, 0, -30000, 32767)
+    )
+
+
 def transpose_fixed(**changes: object) -> Case:
     shapes = ((1, 3, 4, 2), (3, 3, 3, 2))
     bias, shifts = [0, 5000, -(2**20)], [-8, -9, 0]
@@ -289,7 +347,11 @@ TRANSPOSE = Conv(
     "transpose_conv2d", transpose_cases, transpose_call, scatter_add, transpose_fixed, (8, 40),
     transpose_supported,
 )  # fmt: skip
-FAMILY = [CONV, DEPTHWISE, TRANSPOSE]
+CONV_S16 = Conv(
+    "conv2d", conv_s16_cases, lambda case: conv2d(*case.values()), conv_accumulators,
+    conv_s16_fixed, (320,),
+)  # fmt: skip
+FAMILY = [CONV, DEPTHWISE, TRANSPOSE, CONV_S16]
 
 #: (operator, rounding, examples)
 RANDOM = [
@@ -299,8 +361,12 @@ RANDOM = [
 ]
 
 
+def _id(conv: Conv) -> str:
+    return f"{conv.name}-int16" if conv is CONV_S16 else conv.name
+
+
 @pytest.mark.parametrize(
-    ("conv", "rounding", "examples"), RANDOM, ids=[f"{c.name}-{r.value}" for c, r, _ in RANDOM]
+    ("conv", "rounding", "examples"), RANDOM, ids=[f"{_id(c)}-{r.value}" for c, r, _ in RANDOM]
 )
 def test_matches_independent(conv: Conv, rounding: Rounding, examples: int) -> None:
     @settings(max_examples=examples, deadline=None)
@@ -354,7 +420,7 @@ def test_zero_point_input_gives_bias_only(conv: Conv, input_shape: tuple, rows: 
     assert out.reshape(-1, len(rows[0])).unique(dim=0).tolist() == rows
 
 
-@pytest.mark.parametrize("conv", FAMILY, ids=lambda conv: conv.name)
+@pytest.mark.parametrize("conv", FAMILY, ids=_id)
 def test_functional_out_and_scratch(conv: Conv) -> None:
     case = conv.fixed()
     args, scratch_bytes = list(case.values()), conv.extra[-1]
@@ -414,10 +480,24 @@ REFUSALS = [
         "at most 1",
     ),
     (CONV, {"padding": [1, 1, 1]}, "four"),
+    # the int16 case: zero offsets, int64 bias, shifts up to 14, no groups, the int32 bound
+    (CONV_S16, {"input_offset": 3}, "zero points"),
+    (CONV_S16, {"bias": torch.zeros(4, dtype=torch.int32)}, "int64"),
+    (CONV_S16, {"shifts": torch.tensor([0, 0, 0, 15], dtype=torch.int32)}, "at most 14"),
+    (CONV_S16, {"weight": torch.ones((4, 3, 3, 1), dtype=torch.int8)}, "whole groups|no groups"),
+    (
+        CONV_S16,
+        {
+            "input": torch.zeros((1, 6, 5, 60), dtype=torch.int16),
+            "weight": torch.full((4, 3, 3, 60), 127, dtype=torch.int8),  # 540 * 127 * 2^15
+        },
+        "could wrap",
+    ),
+    (CONV_S16, {"activation_max": 40000}, "int16"),
 ]
 
 
-@pytest.mark.parametrize(("conv", "changes", "words"), REFUSALS, ids=[c.name for c, *_ in REFUSALS])
+@pytest.mark.parametrize(("conv", "changes", "words"), REFUSALS, ids=[_id(c) for c, *_ in REFUSALS])
 def test_rejects_channel_mismatch(conv: Conv, changes: dict, words: str | None) -> None:
     case = conv.fixed() | changes
     with pytest.raises(ValueError, match=words):

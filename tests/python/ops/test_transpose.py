@@ -196,7 +196,7 @@ def test_permute_of_a_channels_last_tensor_to_nhwc_order_is_a_view() -> None:
 def test_permute_folds_into_the_input_quantize() -> None:
     context = LoweringContext(None, Target.parse("cortex-m55"))
     x = context.graph.placeholder("x")
-    quantized = context.call("quantize", x, 0.5, 3, NHWC)
+    quantized = context.call("quantize", x, 0.5, 3, NHWC, 1)
     value = QValue(quantized, 0.5, 3, (1, 4, 5, 3), nhwc=True)
     result = permute(context, value, [0, 3, 1, 2], nhwc=True, fold=True)
     context.graph.output(result.node)
@@ -207,5 +207,5 @@ def test_permute_folds_into_the_input_quantize() -> None:
     (node,) = [n for n in module.graph.nodes if n.op == "call_function"]
     assert list(node.args[3]) == []  # NHWC input permuted to NCHW, stored NHWC: as given
     floats = torch.randn(1, 4, 5, 3)
-    want = torch.ops.cortex_m_nn.quantize(floats.permute(0, 3, 1, 2), 0.5, 3, NHWC)
+    want = torch.ops.cortex_m_nn.quantize(floats.permute(0, 3, 1, 2), 0.5, 3, NHWC, 1)
     assert torch.equal(module(floats), want)

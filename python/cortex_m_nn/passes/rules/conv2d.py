@@ -28,6 +28,8 @@ its weight ``[O, I, K]`` becomes ``[O, I, 1, K]`` and its output stays NLC for t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from cortex_m_nn import scratch
@@ -66,8 +68,10 @@ def _variant(
     depthwise: bool,
     output_nhwc: tuple[int, ...],
     common: dict[str, list[int]],
+    int16: bool = False,
 ) -> tuple[str, str, torch.Tensor, list[int], int]:
-    """(operator, CMSIS-NN function, kernel in its layout, extra arguments, scratch bytes)."""
+    """(operator, CMSIS-NN function, kernel in its layout, extra arguments, scratch bytes);
+    ``int16``: the int16-activation case (a convolution, ``arm_convolve_wrapper_s16``)."""
     out_channels, in_channels = weight.shape[0], input_nhwc[3]
     if depthwise:
         kernel = weight.permute(1, 2, 3, 0)  # [1, KH, KW, C_out]
@@ -83,9 +87,10 @@ def _variant(
         return "depthwise_conv2d", "arm_depthwise_conv_wrapper_s8", kernel, extra, scratch_bytes
     kernel = weight.permute(0, 2, 3, 1)  # OHWI
     scratch_bytes = scratch.conv2d_scratch_bytes(
-        context.target, input_nhwc, tuple(kernel.shape), output_nhwc, **common
+        context.target, input_nhwc, tuple(kernel.shape), output_nhwc, **common, int16=int16
     )
-    return "conv2d", "arm_convolve_wrapper_s8", kernel, [], scratch_bytes
+    function = "arm_convolve_wrapper_s16" if int16 else "arm_convolve_wrapper_s8"
+    return "conv2d", function, kernel, [], scratch_bytes
 
 
 def _padding(value: object, kernel: tuple[int, int], dilation: list[int], one_d: bool) -> list[int]:
@@ -144,7 +149,7 @@ def _folded_pad(context: LoweringContext, x: QValue, pattern: Pattern) -> tuple[
         sides = [0, pre[1], 0, post[1]]
         n, c, length = x.shape
         logical = (n, c, length - sides[1] - sides[3])
-    return QValue(source, x.scale, x.zero_point, logical, True), sides
+    return replace(x, node=source, shape=logical, nhwc=True), sides
 
 
 def _fold(
@@ -170,13 +175,25 @@ def _fold(
     return unpadded, total
 
 
+def _input(context: LoweringContext, pattern: Pattern, source: object, groups: object) -> QValue:
+    """The input; int16 only with an int16 output and one group (``arm_convolve_s16``)."""
+    x = context.input_value(source, int16=True)
+    int16 = x.dtype is torch.int16
+    if int16 != (pattern.dtype is torch.int16) or (int16 and groups not in (None, 1)):
+        raise LoweringRefused(
+            Refusal.NOT_INT8, "an int16 convolution takes and gives int16, with one group"
+        )
+    return x
+
+
 @rule(aten.conv2d.default, aten.conv1d.default, aten.conv2d.padding, aten.conv1d.padding)
 def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     one_d = node.target in _ONE_D
     args = list(node.args) + [None] * (7 - len(node.args))
     source, weight_node, bias_node, stride, padding, dilation, groups = args[:7]
-    x = context.input_value(source)
+    x = _input(context, pattern, source, groups)
+    int16 = x.dtype is torch.int16
     if len(x.shape) != (3 if one_d else 4):
         raise LoweringRefused(
             Refusal.CONV_INPUT_RANK,
@@ -207,7 +224,7 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     macs = n * out_h * out_w * out_channels * kernel_h * kernel_w * in_per_group
     common = dict(stride=stride, padding=padding, dilation=dilation)
     name, function, kernel, extra, scratch_bytes = _variant(
-        context, x.stored_shape, weight, depthwise, output_nhwc, common
+        context, x.stored_shape, weight, depthwise, output_nhwc, common, int16
     )
     out = context.call(
         name,
@@ -223,7 +240,9 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
         q.act_max,
         scratch_bytes,
     )
-    value = QValue(out, pattern.scale, pattern.zero_point, (n, out_channels, out_h, out_w), True)
+    shape = (n, out_channels, out_h, out_w)
+    value = QValue(out, pattern.scale, pattern.zero_point, shape, True, pattern.dtype)
     value = reshaped(context, value, pattern.shape)  # a 1-D convolution's [N, C, L], NLC
     function = noting_transposes(context, before, function)
-    return Lowered(value, name, function, macs, weight_bytes(kernel, out_channels))
+    bias_bytes = 8 if int16 else 4
+    return Lowered(value, name, function, macs, weight_bytes(kernel, out_channels, bias_bytes))

@@ -1,6 +1,9 @@
 """aten.linear → cortex_m_nn::linear: per-tensor weights → ``arm_fully_connected_s8``,
 per-channel weights (the quantizer's choice, ``quantizer/config.py``) →
-``arm_fully_connected_per_channel_s8`` with int32 multipliers and shifts per output channel."""
+``arm_fully_connected_per_channel_s8`` with int32 multipliers and shifts per output channel;
+int16 activations (the float bias rounded to int64 here): per-tensor weights →
+``arm_fully_connected_s16``, per-channel ones → the int16 case of ``cortex_m_nn::conv2d``
+(``arm_convolve_wrapper_s16``, a 1x1 convolution)."""
 
 from __future__ import annotations
 
@@ -11,8 +14,11 @@ import torch
 from cortex_m_nn import scratch
 from cortex_m_nn.ops.arithmetic import per_channel_parameters, quantize_multiplier
 from cortex_m_nn.ops.linear import kernel_sums
+from cortex_m_nn.ops.params import int16_sums_fit
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.convolution import requantization
+from cortex_m_nn.passes.convolution import weight_bytes as conv_weight_bytes
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
@@ -56,7 +62,9 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     source, weight_node = node.args[:2]
     bias_node = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
-    x = context.input_value(source)
+    x = context.input_value(source, int16=True)
+    if x.dtype is torch.int16 or pattern.dtype is torch.int16:
+        return _lower_s16(context, pattern, x, weight_node, bias_node)
     if not x.layout_free:
         raise LoweringRefused(
             Refusal.LINEAR_OVER_WIDTH, "linear over the width of a channels-last 4-D tensor"
@@ -106,3 +114,105 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
         batches * in_features * out_features,
         weight_bytes,
     )
+
+
+def _lower_s16(
+    context: LoweringContext, pattern: Pattern, x: QValue, weight_node: object, bias_node: object
+) -> Lowered:
+    """The int16 case: per-tensor weights → ``arm_fully_connected_s16`` (int64 bias, zero
+    points 0, no kernel sums on any ISA); per-channel weights, which CMSIS-NN's s16 fully
+    connected kernel does not take → :func:`_as_convolution`."""
+    node = pattern.op
+    if (x.dtype, pattern.dtype) != (torch.int16, torch.int16):
+        raise LoweringRefused(Refusal.NOT_INT8, "int16 linear takes and gives int16")
+    if not x.layout_free:
+        raise LoweringRefused(
+            Refusal.LINEAR_OVER_WIDTH, "linear over the width of a channels-last 4-D tensor"
+        )
+    weight, weight_scales = context.quantized_constant(weight_node)
+    if weight_scales.numel() != 1:
+        return _as_convolution(context, pattern, x, weight, weight_scales, bias_node)
+    out_features, in_features = weight.shape
+    accumulator_scale = x.scale * float(weight_scales)
+    multiplier, shift = quantize_multiplier(accumulator_scale / pattern.scale)
+    if shift > 14:
+        raise LoweringRefused(
+            Refusal.INT16_REQUANTIZATION, f"int16 linear's shift {shift} exceeds 14"
+        )
+    bias = None
+    if bias_node is not None:
+        bias = context.int64_bias(bias_node, accumulator_scale)
+    act_min, act_max = activation_range(pattern.activation, pattern.scale, 0, torch.int16)
+    batches = math.prod(x.shape[:-1])
+    source_node = context.view(x.node, x.shape) if x.nhwc else x.node
+    out = context.call(
+        "linear",
+        source_node,
+        context.constant(weight.to(torch.int8), f"{node.name}_weight"),
+        None if bias is None else context.constant(bias, f"{node.name}_bias"),
+        None,
+        None,
+        None,
+        0,
+        0,
+        multiplier,
+        shift,
+        act_min,
+        act_max,
+    )
+    value = QValue(out, pattern.scale, 0, pattern.shape, dtype=torch.int16)
+    weight_bytes = weight.numel() + (0 if bias is None else 8 * out_features)
+    macs = batches * in_features * out_features
+    return Lowered(value, "linear", "arm_fully_connected_s16", macs, weight_bytes)
+
+
+def _as_convolution(
+    context: LoweringContext,
+    pattern: Pattern,
+    x: QValue,
+    weight: torch.Tensor,
+    weight_scales: torch.Tensor,
+    bias_node: object,
+) -> Lowered:
+    """int16 linear with per-channel weights as the int16 case of ``cortex_m_nn::conv2d``
+    (``arm_convolve_wrapper_s16``, what CMSIS-NN offers per channel for int16): each batch row
+    is one image of 1x1 pixel, ``[batches, 1, 1, in]``, the weight ``[out, 1, 1, in]``. One
+    pixel per image keeps it off the DSP kernel's defective two-pixel path."""
+    node = pattern.op
+    out_features, in_features = weight.shape
+    batches = math.prod(x.shape[:-1])
+    q = requantization(context, pattern, x.scale, weight_scales, bias_node, out_features)
+    kernel = weight.reshape(out_features, 1, 1, in_features)
+    if not int16_sums_fit(kernel):
+        raise LoweringRefused(
+            Refusal.INT16_REQUANTIZATION, "int16 linear whose per-channel sums could wrap int32"
+        )
+    image = (batches, 1, 1, in_features)
+    common = dict(stride=[1, 1], padding=[0, 0], dilation=[1, 1])
+    scratch_bytes = scratch.conv2d_scratch_bytes(
+        context.target,
+        image,
+        tuple(kernel.shape),
+        (batches, 1, 1, out_features),
+        **common,
+        int16=True,
+    )
+    source_node = context.view(x.node, image)
+    out = context.call(
+        "conv2d",
+        source_node,
+        *q.constants(context, node.name, kernel),
+        [1, 1],
+        [0, 0],
+        [1, 1],
+        0,
+        0,
+        q.act_min,
+        q.act_max,
+        scratch_bytes,
+    )
+    out = context.view(out, pattern.shape)
+    value = QValue(out, pattern.scale, 0, pattern.shape, dtype=torch.int16)
+    macs = batches * in_features * out_features
+    weights = conv_weight_bytes(kernel, out_features, bias_bytes=8)
+    return Lowered(value, "conv2d", "arm_convolve_wrapper_s16", macs, weights)

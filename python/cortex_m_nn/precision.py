@@ -1,0 +1,96 @@
+"""Which ops compute in int16 when the activations are int16: one table the quantizer and the
+lowering share, so what is quantized in int16 and what is lowered in int16 cannot disagree.
+
+With ``--activations int16`` (``options.Activations.INT16``) the quantizer gives an op in
+:data:`INT16_OPS` int16 inputs and output (symmetric, zero point 0, 8-bit weights: CMSIS-NN's
+s16 kernels) and every other op int8; PT2E then puts a requantization on each edge where the
+precision changes, and the lowering makes it a ``cortex_m_nn::requantize`` call. An op joins
+the table when its lowering rule has an int16 case (``docs/int16.md`` lists what CMSIS-NN
+offers); a fused activation (ReLU, ReLU6, clamp) is the op's output clamp and follows it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.fx import Node
+
+aten = torch.ops.aten
+
+#: ATen targets whose lowering has an int16-activation case (for some of their calls:
+#: :func:`int16_case` says which).
+INT16_OPS: frozenset[object] = frozenset(
+    {
+        aten.linear.default,  # cortex_m_nn::linear, arm_fully_connected_s16
+        # cortex_m_nn::conv2d, arm_convolve_wrapper_s16: groups 1 only
+        aten.conv2d.default,
+        aten.conv2d.padding,
+        aten.conv1d.default,
+        aten.conv1d.padding,
+    }
+)
+#: The convolutions among them.
+CONVOLUTIONS = INT16_OPS - {aten.linear.default}
+
+#: int16 activations' integer range (symmetric quantization, zero point 0).
+INT16_MIN, INT16_MAX = -32768, 32767
+
+#: Integer range of each activation dtype.
+RANGES: dict[torch.dtype, tuple[int, int]] = {
+    torch.int8: (-128, 127),
+    torch.int16: (INT16_MIN, INT16_MAX),
+}
+
+
+def has_int16_case(target: object) -> bool:
+    """Whether some op of ``target`` can compute in int16."""
+    return target in INT16_OPS
+
+
+def int16_case(node: Node, weight: torch.Tensor | None) -> bool:
+    """Whether this op (a node of the exported graph, ``weight`` its float weight constant
+    when it has one) lowers onto an int16 case: a linear layer (per-channel weights then run
+    as a 1x1 convolution, bounded by :func:`sums_fit`), or a convolution with one group
+    (CMSIS-NN's ``arm_convolve_s16`` has none) whose weights keep within :func:`sums_fit`
+    and avoid the DSP kernel's odd-channel defect (``ops.conv2d.dsp_tail_defect``)."""
+    if node.target not in INT16_OPS:
+        return False
+    if node.target not in CONVOLUTIONS:
+        return True
+    groups = node.args[6] if len(node.args) > 6 else node.kwargs.get("groups", 1)
+    if groups != 1 or weight is None or not sums_fit(weight):
+        return False
+    output = node.meta.get("val")
+    pixels = math.prod(output.shape[2:]) if isinstance(output, torch.Tensor) else 2
+    columns = math.prod(weight.shape[1:])
+    odd = weight.shape[0] % 2 == 1
+    return not (columns > 512 and columns % 4 != 0 and odd and pixels >= 2)
+
+
+def sums_fit(weight: torch.Tensor) -> bool:
+    """Whether ``weight`` (float, output channels first), quantized per output channel to
+    [-127, 127], keeps every channel's int16 dot product ``sum |q| * 2^15`` below 2^31: CMSIS-NN's
+    s16 convolution adds partial sums in int32 (``ops.params.int16_sums_fit`` on the int8
+    weights)."""
+    rows = weight.detach().to(torch.float64).reshape(weight.shape[0], -1)
+    peak = rows.abs().amax(dim=1, keepdim=True)
+    scale = torch.where(peak > 0, peak / 127, torch.ones_like(peak))
+    return bool(torch.all(torch.round(rows / scale).abs().sum(dim=1) * 32768 < 2**31))
+
+
+def scalar_type(dtype: torch.dtype) -> int:
+    """ExecuTorch's ``ScalarType`` code of an activation dtype (the ``dtype`` arguments of
+    ``cortex_m_nn::quantize`` and ``requantize``): Char = 1, Short = 2."""
+    codes = {torch.int8: 1, torch.int16: 2}
+    if dtype not in codes:
+        raise ValueError(f"activations are int8 or int16, not {dtype}")
+    return codes[dtype]
+
+
+def dtype_of_code(code: int) -> torch.dtype:
+    """The activation dtype of a ``ScalarType`` code (ValueError for another code)."""
+    dtypes = {1: torch.int8, 2: torch.int16}
+    if code not in dtypes:
+        raise ValueError(f"activation dtype code must be 1 (int8) or 2 (int16), got {code}")
+    return dtypes[code]
