@@ -1,4 +1,5 @@
-// cortex_m_nn::avg_pool2d.out → arm_avgpool_s8 (NHWC int8, same quantization in and out).
+// cortex_m_nn::avg_pool2d.out → arm_avgpool_s8 (NHWC int8, same quantization in and out);
+// int16 → arm_avgpool_s16.
 // Checks and arguments: cortex_m_nn/pool_common.h.
 // Reference: python/cortex_m_nn/ops/avg_pool2d.py.
 #include "cortex_m_nn/pool_common.h"
@@ -6,6 +7,30 @@
 
 namespace cortex_m_nn {
 namespace native {
+
+namespace {
+// The int16 case: arm_avgpool_s16, unprepared.
+void avg_pool2d_s16(
+    CallContext& context, const PoolArgs& args, const Tensor& input, Tensor& out,
+    Tensor& scratch) {
+  if (context.checks() &&
+      !context.prepared_agrees("avg_pool2d", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
+    return;
+  }
+  cmsis_nn_context buffer;
+  const auto required = [&] {
+    return arm_avgpool_s16_get_buffer_size(args.output_dims.w, args.input_dims.c);
+  };
+  if (!scratch_context(context, "avg_pool2d", scratch, required, &buffer) || !context.computes()) {
+    return;
+  }
+  check_status(
+      context, "avg_pool2d",
+      arm_avgpool_s16(
+          &buffer, &args.params, &args.input_dims, input.const_data_ptr<int16_t>(),
+          &args.filter_dims, &args.output_dims, out.mutable_data_ptr<int16_t>()));
+}
+}  // namespace
 
 void avg_pool2d_out(
     CallContext& context,
@@ -24,6 +49,10 @@ void avg_pool2d_out(
   const PoolWindow window{
       kernel_size, stride, padding, /*ceil_mode=*/false, activation_min, activation_max};
   if (!prepare_pool(context, kOp, input, window, out, &args)) {
+    return;
+  }
+  if (is_type(input, ScalarType::Short)) {
+    avg_pool2d_s16(context, args, input, out, scratch);
     return;
   }
   if (context.checks()) {

@@ -1,5 +1,6 @@
 // cortex_m_nn::depthwise_conv2d.out → arm_depthwise_conv_wrapper_s8 (NHWC int8, weights
-// [1, KH, KW, Cout], per-channel requantization). Checks and arguments:
+// [1, KH, KW, Cout], per-channel requantization); int16 activations (an int16 input) →
+// arm_depthwise_conv_wrapper_s16, int64 bias. Checks and arguments:
 // cortex_m_nn/conv_common.h. Reference: python/cortex_m_nn/ops/depthwise_conv2d.py.
 #include "cortex_m_nn/conv_common.h"
 #include "cortex_m_nn_operators.h"
@@ -35,7 +36,8 @@ bool check_depthwise(
     return false;
   }
   const bool three_by_three = args->filter_dims.h == 3 && args->filter_dims.w == 3 &&
-      depth_multiplier == 1 && dilation[0] == 1 && dilation[1] == 1;
+      depth_multiplier == 1 && dilation[0] == 1 && dilation[1] == 1 &&
+      !is_type(input, ScalarType::Short);  // the 3x3 path is the s8 kernel's
   if (context.checks() && padding.size() == 4 && three_by_three &&
       (padding[2] > 1 || padding[3] > 1)) {
     return refuse(
@@ -43,6 +45,32 @@ bool check_depthwise(
   }
   return true;
 }
+// The int16 case: arm_depthwise_conv_wrapper_s16 (int64 bias), unprepared; the checks are
+// check_conv's.
+void depthwise_s16(CallContext& context, const ConvArgs& args,
+                   const cmsis_nn_dw_conv_params& params, Tensor& scratch) {
+  if (context.checks() &&
+      !context.prepared_agrees("depthwise_conv2d", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
+    return;
+  }
+  cmsis_nn_context buffer;
+  const auto required = [&] {
+    return arm_depthwise_conv_wrapper_s16_get_buffer_size(
+        &params, &args.input_dims, &args.filter_dims, &args.output_dims);
+  };
+  if (!scratch_context(context, "depthwise_conv2d", scratch, required, &buffer) ||
+      !context.computes()) {
+    return;
+  }
+  const ConvTensors& t = *args.tensors;
+  check_status(
+      context, "depthwise_conv2d",
+      arm_depthwise_conv_wrapper_s16(
+          &buffer, &params, &args.quant, &args.input_dims, t.input.const_data_ptr<int16_t>(),
+          &args.filter_dims, t.weight.const_data_ptr<int8_t>(), &args.bias_dims,
+          t.bias.const_data_ptr<int64_t>(), &args.output_dims, t.out.mutable_data_ptr<int16_t>()));
+}
+
 }  // namespace
 
 void depthwise_conv2d_out(
@@ -76,6 +104,10 @@ void depthwise_conv2d_out(
   }
   auto params = args.params<cmsis_nn_dw_conv_params>();
   params.ch_mult = static_cast<int32_t>(depth_multiplier);
+  if (is_type(input, ScalarType::Short)) {
+    depthwise_s16(context, args, params, scratch);
+    return;
+  }
   if (context.checks()) {
     const cortex_m_nn_depthwise_conv2d_prepared derived{
         params, args.input_dims, args.filter_dims, args.bias_dims, args.output_dims};

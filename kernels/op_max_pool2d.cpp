@@ -1,5 +1,5 @@
 // cortex_m_nn::max_pool2d.out → arm_max_pool_s8 (NHWC int8, same quantization in and out,
-// fused activation clamp). Checks and arguments: cortex_m_nn/pool_common.h.
+// fused activation clamp); int16 → arm_max_pool_s16. Checks and arguments: cortex_m_nn/pool_common.h.
 // Reference: python/cortex_m_nn/ops/max_pool2d.py.
 #include "cortex_m_nn/pool_common.h"
 #include "cortex_m_nn_operators.h"
@@ -26,9 +26,13 @@ void max_pool2d_out(
     return;
   }
   const cmsis_nn_context no_buffer{nullptr, 0};
-  const arm_cmsis_nn_status status = arm_max_pool_s8(
-      &no_buffer, &args.params, &args.input_dims, input.const_data_ptr<int8_t>(),
-      &args.filter_dims, &args.output_dims, out.mutable_data_ptr<int8_t>());
+  const arm_cmsis_nn_status status = is_type(input, ScalarType::Short)
+      ? arm_max_pool_s16(
+            &no_buffer, &args.params, &args.input_dims, input.const_data_ptr<int16_t>(),
+            &args.filter_dims, &args.output_dims, out.mutable_data_ptr<int16_t>())
+      : arm_max_pool_s8(
+            &no_buffer, &args.params, &args.input_dims, input.const_data_ptr<int8_t>(),
+            &args.filter_dims, &args.output_dims, out.mutable_data_ptr<int8_t>());
   check_status(context, "max_pool2d", status);
 }
 

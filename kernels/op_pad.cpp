@@ -1,10 +1,40 @@
 // cortex_m_nn::pad.out → arm_pad_s8 (an int8 tensor extended by a constant, already quantized
-// with the tensor's scale and zero point). Reference: python/cortex_m_nn/ops/pad.py.
+// with the tensor's scale and zero point); an int16 tensor (int16 activations) by our own loop,
+// CMSIS-NN having no s16 pad. Reference: python/cortex_m_nn/ops/pad.py.
 #include "cortex_m_nn/kernel_checks.h"
 #include "cortex_m_nn_operators.h"
 
 namespace cortex_m_nn {
 namespace native {
+
+namespace {
+// The padded tensor of `size` (right-aligned in 4 dims) with `pre`/`post` pads: each output
+// row along the last dim is pads, the input's row (or all pads outside it), pads.
+void pad_s16(
+    const int16_t* input, int16_t* out, int16_t value, const int32_t size[4],
+    const int32_t pre[4], const int32_t post[4]) {
+  int32_t o[4];
+  for (int d = 0; d < 4; ++d) {
+    o[d] = pre[d] + size[d] + post[d];
+  }
+  for (int32_t a = 0; a < o[0]; ++a) {
+    for (int32_t b = 0; b < o[1]; ++b) {
+      for (int32_t c = 0; c < o[2]; ++c) {
+        const int32_t ia = a - pre[0], ib = b - pre[1], ic = c - pre[2];
+        const bool inside = ia >= 0 && ia < size[0] && ib >= 0 && ib < size[1] && ic >= 0 &&
+            ic < size[2];
+        const int16_t* row =
+            inside ? input + ((static_cast<int64_t>(ia) * size[1] + ib) * size[2] + ic) * size[3]
+                   : nullptr;
+        for (int32_t d = 0; d < o[3]; ++d) {
+          const int32_t id = d - pre[3];
+          *out++ = (row != nullptr && id >= 0 && id < size[3]) ? row[id] : value;
+        }
+      }
+    }
+  }
+}
+}  // namespace
 
 void pad_out(
     CallContext& context,
@@ -14,13 +44,17 @@ void pad_out(
     int64_t pad_value,
     Tensor& out) {
   const ssize_t rank = input.dim();
+  const bool s16 = is_type(input, ScalarType::Short);
+  const int64_t low = s16 ? INT16_MIN : -128;
+  const int64_t high = s16 ? INT16_MAX : 127;
   CORTEX_M_NN_CHECK(
       context,
-      same_rank(input, out, ScalarType::Char, 1, 4) &&
+      same_rank(input, out, s16 ? ScalarType::Short : ScalarType::Char, 1, 4) &&
           static_cast<ssize_t>(pre_pad.size()) == rank &&
-          static_cast<ssize_t>(post_pad.size()) == rank && pad_value >= -128 && pad_value <= 127,
+          static_cast<ssize_t>(post_pad.size()) == rank && pad_value >= low && pad_value <= high,
       "pad",
-      "input and out must be int8 of one rank 1-4, one pad per dim, pad value int8");
+      "input and out must be int8 (or both int16) of one rank 1-4, one pad per dim, pad value "
+      "of their dtype");
   // right-aligned in {n, h, w, c}: leading sizes 1, leading pads 0
   int32_t size[4] = {1, 1, 1, 1}, pre[4] = {0, 0, 0, 0}, post[4] = {0, 0, 0, 0};
   for (ssize_t i = 0; i < rank; ++i) {
@@ -37,6 +71,11 @@ void pad_out(
     post[d] = static_cast<int32_t>(post_pad[i]);
   }
   if (!context.computes()) {
+    return;
+  }
+  if (s16) {
+    pad_s16(input.const_data_ptr<int16_t>(), out.mutable_data_ptr<int16_t>(),
+            static_cast<int16_t>(pad_value), size, pre, post);
     return;
   }
   const cmsis_nn_dims input_size{size[0], size[1], size[2], size[3]};

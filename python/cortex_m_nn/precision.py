@@ -23,7 +23,8 @@ aten = torch.ops.aten
 INT16_OPS: frozenset[object] = frozenset(
     {
         aten.linear.default,  # cortex_m_nn::linear, arm_fully_connected_s16
-        # cortex_m_nn::conv2d, arm_convolve_wrapper_s16: groups 1 only
+        # cortex_m_nn::conv2d (arm_convolve_wrapper_s16: groups 1 only) and
+        # cortex_m_nn::depthwise_conv2d (arm_depthwise_conv_wrapper_s16)
         aten.conv2d.default,
         aten.conv2d.padding,
         aten.conv1d.default,
@@ -32,6 +33,33 @@ INT16_OPS: frozenset[object] = frozenset(
 )
 #: The convolutions among them.
 CONVOLUTIONS = INT16_OPS - {aten.linear.default}
+#: Ops whose output shares their input's quantization (pools, views): int16 when their input
+#: is (``quantizer._spec``), never a requantization of their own. Pools: the ``_s16`` kernels
+#: (a mean only over H, W or L: other dims are cortex_m_nn::reduce, int8 only). Views and eval
+#: dropout: no kernel, or a ``transpose``, which has an int16 case; constant pads: ``pad``'s
+#: int16 case (or folded into an int16 convolution's padding).
+SHARING_INT16: frozenset[object] = frozenset(
+    {
+        aten.avg_pool2d.default,
+        aten.avg_pool1d.default,
+        aten.adaptive_avg_pool2d.default,
+        aten.adaptive_avg_pool1d.default,
+        aten.mean.dim,
+        aten.max_pool2d.default,
+        aten.max_pool1d.default,
+        aten.dropout.default,
+        aten.constant_pad_nd.default,
+        aten.pad.default,
+        aten.flatten.using_ints,
+        aten.view.default,
+        aten.reshape.default,
+        aten.squeeze.default,
+        aten.squeeze.dim,
+        aten.squeeze.dims,
+        aten.unsqueeze.default,
+    }
+)
+INT16_OPS = INT16_OPS | SHARING_INT16
 
 #: int16 activations' integer range (symmetric quantization, zero point 0).
 INT16_MIN, INT16_MAX = -32768, 32767
@@ -51,21 +79,39 @@ def has_int16_case(target: object) -> bool:
 def int16_case(node: Node, weight: torch.Tensor | None) -> bool:
     """Whether this op (a node of the exported graph, ``weight`` its float weight constant
     when it has one) lowers onto an int16 case: a linear layer (per-channel weights then run
-    as a 1x1 convolution, bounded by :func:`sums_fit`), or a convolution with one group
+    as a 1x1 convolution, bounded by :func:`sums_fit`); a depthwise convolution (one input
+    channel per group, ``arm_depthwise_conv_wrapper_s16``); or a convolution with one group
     (CMSIS-NN's ``arm_convolve_s16`` has none) whose weights keep within :func:`sums_fit`
     and avoid the DSP kernel's odd-channel defect (``ops.conv2d.dsp_tail_defect``)."""
     if node.target not in INT16_OPS:
         return False
+    if node.target is aten.mean.dim:
+        return _spatial_mean(node)
     if node.target not in CONVOLUTIONS:
         return True
     groups = node.args[6] if len(node.args) > 6 else node.kwargs.get("groups", 1)
-    if groups != 1 or weight is None or not sums_fit(weight):
+    if weight is None:
+        return False
+    if groups != 1:
+        return weight.shape[1] == 1  # depthwise: groups == input channels
+    if not sums_fit(weight):
         return False
     output = node.meta.get("val")
     pixels = math.prod(output.shape[2:]) if isinstance(output, torch.Tensor) else 2
     columns = math.prod(weight.shape[1:])
     odd = weight.shape[0] % 2 == 1
     return not (columns > 512 and columns % 4 != 0 and odd and pixels >= 2)
+
+
+def _spatial_mean(node: Node) -> bool:
+    """Whether a mean is a global average pool: over H, W of a 4-D input or L of a 3-D one."""
+    source = node.args[0]
+    value = source.meta.get("val") if isinstance(source, Node) else None
+    if not isinstance(value, torch.Tensor):
+        return False
+    rank = value.dim()
+    dims = sorted(int(d) % rank for d in node.args[1]) if rank else []
+    return (rank, dims) in ((4, [2, 3]), (3, [2]))
 
 
 def sums_fit(weight: torch.Tensor) -> bool:

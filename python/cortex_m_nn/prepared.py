@@ -151,7 +151,9 @@ def _conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
     }
 
 
-def _depthwise_conv2d(call: Call, isa: Isa) -> dict[str, Initializer]:
+def _depthwise_conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
+    if call.scalar_type("input") == SHORT:
+        return None  # int16 activations: arm_depthwise_conv_wrapper_s16 runs unprepared
     weight = call.sizes("weight")
     return {
         "params": {
@@ -188,7 +190,9 @@ def _linear(call: Call, isa: Isa) -> dict[str, Initializer] | None:
     }
 
 
-def _avg_pool2d(call: Call, isa: Isa) -> dict[str, Initializer]:
+def _avg_pool2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
+    if call.scalar_type("input") == SHORT:
+        return None  # int16 activations: arm_avgpool_s16 runs unprepared
     kh, kw = call.values("kernel_size")
     return {
         "params": {

@@ -105,8 +105,10 @@ def depthwise_conv2d_scratch_bytes(
     padding: Sequence[int],
     dilation: Sequence[int],
     depth_multiplier: int | None = None,
+    int16: bool = False,
 ) -> int:
-    """Bytes ``arm_depthwise_conv_wrapper_s8`` needs for this convolution on ``target``.
+    """Bytes ``arm_depthwise_conv_wrapper_s8`` (``int16``: ``_s16``) needs for this
+    convolution on ``target``.
 
     ``depth_multiplier`` defaults to output channels // input channels.
     """
@@ -114,9 +116,10 @@ def depthwise_conv2d_scratch_bytes(
         depth_multiplier = int(output_shape_nhwc[3]) // int(input_shape_nhwc[3])
     shapes = (input_shape_nhwc, weight_shape_1hwc, output_shape_nhwc)
     window = _window(*shapes, stride, padding, dilation)
+    data_type = cmsis_nn.DataType.A16W8 if int16 else cmsis_nn.DataType.A8W8
     return int(
         cmsis_nn.depthwise_conv_wrapper_buffer_size(
-            _backend(target), cmsis_nn.DataType.A8W8, **window, ch_mult=int(depth_multiplier)
+            _backend(target), data_type, **window, ch_mult=int(depth_multiplier)
         )
     )
 
@@ -144,15 +147,19 @@ def linear_scratch_bytes(
 
 
 def avg_pool2d_scratch_bytes(
-    target: Target, input_shape_nhwc: Sequence[int], output_shape_nhwc: Sequence[int]
+    target: Target,
+    input_shape_nhwc: Sequence[int],
+    output_shape_nhwc: Sequence[int],
+    int16: bool = False,
 ) -> int:
-    """Bytes ``arm_avgpool_s8`` needs (DSP: one int32 sum per channel) on ``target``."""
+    """Bytes ``arm_avgpool_s8`` (``int16``: ``_s16``) needs (DSP: one int32 sum per channel)
+    on ``target``."""
     channels = _four(input_shape_nhwc, "input shape")[3]
     output_width = _four(output_shape_nhwc, "output shape")[2]
     return int(
         cmsis_nn.avgpool_buffer_size(
             _backend(target),
-            cmsis_nn.DataType.A8W8,
+            cmsis_nn.DataType.A16W8 if int16 else cmsis_nn.DataType.A8W8,
             dim_dst_width=output_width,
             ch_src=channels,
         )

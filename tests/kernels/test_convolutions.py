@@ -1,6 +1,7 @@
 """cortex_m_nn::conv2d, ::depthwise_conv2d and ::transpose_conv2d on the host runtime
-(arm_convolve_wrapper_s8, arm_depthwise_conv_wrapper_s8, arm_transpose_conv_wrapper_s8)
-against their references: one table, a row per operator."""
+(arm_convolve_wrapper_s8, arm_depthwise_conv_wrapper_s8, arm_transpose_conv_wrapper_s8; the
+int16 rows: arm_convolve_wrapper_s16, arm_depthwise_conv_wrapper_s16) against their
+references: one table, a row per operator and dtype."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def conv_calls(isa: str, depthwise: bool = False, int16: bool = False) -> st.Sea
         g = conv_geometry(draw)
         gen = generator(draw)
         n, c_in = draw(st.integers(1, 2)), draw(st.integers(2 if depthwise else 1, 12))
-        if int16 and draw(st.booleans()):
+        if int16 and not depthwise and draw(st.booleans()):
             c_in = draw(st.integers(24, 48))
         mult = draw(st.integers(1, 3)) if depthwise else None
         c_out = c_in * mult if depthwise else draw(st.integers(1, 10))
@@ -49,7 +50,8 @@ def conv_calls(isa: str, depthwise: bool = False, int16: bool = False) -> st.Sea
         (kh, kw), (h, w) = g["kernel"], g["size"]
         top, left, bottom, right = sides(g["padding"])
         three_by_three = depthwise and (kh, kw) == (3, 3) and mult == 1 and g["dilation"] == [1, 1]
-        assume(not (three_by_three and len(g["padding"]) == 4 and max(bottom, right) > 1))
+        padded = len(g["padding"]) == 4 and max(bottom, right) > 1
+        assume(not (three_by_three and padded and not int16))
         oh = output_size(h, kh, g["stride"][0], top, g["dilation"][0], bottom)
         ow = output_size(w, kw, g["stride"][1], left, g["dilation"][1], right)
         bias, multipliers, shifts = per_channel(draw, c_out, gen)
@@ -58,13 +60,16 @@ def conv_calls(isa: str, depthwise: bool = False, int16: bool = False) -> st.Sea
         shapes = ((n, h, w, c_in), weight, (n, oh, ow, c_out))
         window = (g["stride"], g["padding"], g["dilation"])
         if depthwise:
-            need = scratch.depthwise_conv2d_scratch_bytes(host_target(isa), *shapes, *window, mult)
+            need = scratch.depthwise_conv2d_scratch_bytes(
+                host_target(isa), *shapes, *window, mult, int16=int16
+            )
         else:
             need = scratch.conv2d_scratch_bytes(host_target(isa), *shapes, *window, int16=int16)
         if int16:
-            kernel = int8(weight, gen, low=-127)
-            assume(int16_sums_fit(kernel))
-            assume(not dsp_tail_defect(kh * kw * c_in, c_out, oh * ow))
+            kernel = int8(weight, gen, low=-128 if depthwise else -127)
+            if not depthwise:
+                assume(int16_sums_fit(kernel))
+                assume(not dsp_tail_defect(kh * kw * c_in, c_out, oh * ow))
             low = draw(st.integers(-32768, 0))
             args = (
                 torch.randint(-32768, 32768, (n, h, w, c_in), generator=gen).to(torch.int16),
@@ -73,13 +78,14 @@ def conv_calls(isa: str, depthwise: bool = False, int16: bool = False) -> st.Sea
                 multipliers,
                 shifts,
                 *window,
+                *((mult,) if depthwise else ()),
                 0,
                 0,
                 low,
                 draw(st.integers(low, 32767)),
                 need,
             )
-            return Call("conv2d", args)
+            return Call("depthwise_conv2d" if depthwise else "conv2d", args)
         args = (
             int8((n, h, w, c_in), gen),
             int8(weight, gen, low=-127),
@@ -176,6 +182,7 @@ CALLS: CallTable = {
     "conv2d": conv_calls,
     "conv2d[int16]": lambda isa: conv_calls(isa, int16=True),
     "depthwise_conv2d": lambda isa: conv_calls(isa, depthwise=True),
+    "depthwise_conv2d[int16]": lambda isa: conv_calls(isa, depthwise=True, int16=True),
     "transpose_conv2d": transpose_conv2d_calls,
 }
 

@@ -4,6 +4,7 @@ references: one table, a row per operator."""
 
 from __future__ import annotations
 
+import torch
 from hypothesis import strategies as st
 
 from cortex_m_nn.ops.strided_copy import strided_span
@@ -13,20 +14,30 @@ from .strategies import generator, int8
 
 
 @st.composite
-def transpose_calls(draw: st.DrawFn) -> Call:
+def transpose_calls(draw: st.DrawFn, int16: bool = False) -> Call:
+    """int8 (arm_transpose_s8) or int16 (our loop) tensors of rank 2-4."""
     rank = draw(st.integers(2, 4))
     shape = tuple(draw(st.lists(st.integers(1, 7), min_size=rank, max_size=rank)))
     permutation = list(draw(st.permutations(range(rank)).filter(lambda p: list(p) != sorted(p))))
-    return Call("transpose", (int8(shape, generator(draw)), permutation))
+    gen = generator(draw)
+    if int16:
+        x = torch.randint(-32768, 32768, shape, generator=gen, dtype=torch.int32).to(torch.int16)
+        return Call("transpose", (x, permutation))
+    return Call("transpose", (int8(shape, gen), permutation))
 
 
 @st.composite
-def pad_calls(draw: st.DrawFn) -> Call:
+def pad_calls(draw: st.DrawFn, int16: bool = False) -> Call:
+    """int8 (arm_pad_s8) or int16 (our loop) tensors of rank 1-4."""
     rank = draw(st.integers(1, 4))
     shape = tuple(draw(st.lists(st.integers(1, 6), min_size=rank, max_size=rank)))
     pre = draw(st.lists(st.integers(0, 3), min_size=rank, max_size=rank))
     post = draw(st.lists(st.integers(0, 3), min_size=rank, max_size=rank))
-    return Call("pad", (int8(shape, generator(draw)), pre, post, draw(st.integers(-128, 127))))
+    gen = generator(draw)
+    if int16:
+        x = torch.randint(-32768, 32768, shape, generator=gen, dtype=torch.int32).to(torch.int16)
+        return Call("pad", (x, pre, post, draw(st.integers(-32768, 32767))))
+    return Call("pad", (int8(shape, gen), pre, post, draw(st.integers(-128, 127))))
 
 
 @st.composite
@@ -62,7 +73,9 @@ def strided_copy_calls(draw: st.DrawFn) -> Call:
 #: operator → its calls (none of these depends on the ISA)
 CALLS: CallTable = {
     "transpose": lambda isa: transpose_calls(),
+    "transpose[int16]": lambda isa: transpose_calls(int16=True),
     "pad": lambda isa: pad_calls(),
+    "pad[int16]": lambda isa: pad_calls(int16=True),
     "concat": lambda isa: concat_calls(),
     "strided_copy": lambda isa: strided_copy_calls(),
 }

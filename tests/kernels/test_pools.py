@@ -1,8 +1,10 @@
 """cortex_m_nn::avg_pool2d and ::max_pool2d on the host runtime (arm_avgpool_s8,
-arm_max_pool_s8) against their references: one table, a row per operator."""
+arm_max_pool_s8; the int16 rows arm_avgpool_s16, arm_max_pool_s16) against their references:
+one table, a row per operator and dtype."""
 
 from __future__ import annotations
 
+import torch
 from hypothesis import strategies as st
 
 from cortex_m_nn import scratch
@@ -24,34 +26,47 @@ def window(draw: st.DrawFn, max_kernel: int, margin: int) -> tuple:
     return [kh, kw], stride, padding, (n, h, w, c)
 
 
-def avg_pool2d_calls(isa: str) -> st.SearchStrategy[Call]:
+def values(
+    draw: st.DrawFn, shape: tuple[int, ...], gen: torch.Generator, int16: bool
+) -> tuple[torch.Tensor, int, int]:
+    """An int8 or int16 input and an activation range of its dtype."""
+    if not int16:
+        return int8(shape, gen), *activation_range(draw)
+    x = torch.randint(-32768, 32768, shape, generator=gen, dtype=torch.int32).to(torch.int16)
+    low = draw(st.integers(-32768, 0))
+    return x, low, draw(st.integers(low, 32767))
+
+
+def avg_pool2d_calls(isa: str, int16: bool = False) -> st.SearchStrategy[Call]:
     @st.composite
     def calls(draw: st.DrawFn) -> Call:
         kernel, stride, padding, (n, h, w, c) = window(draw, 5, 10)
         oh = output_size(h, kernel[0], stride[0], padding[0], 1)
         ow = output_size(w, kernel[1], stride[1], padding[1], 1)
-        need = scratch.avg_pool2d_scratch_bytes(host_target(isa), (n, h, w, c), (n, oh, ow, c))
-        gen = generator(draw)
-        args = (int8((n, h, w, c), gen), kernel, stride, padding, *activation_range(draw), need)
-        return Call("avg_pool2d", args)
+        need = scratch.avg_pool2d_scratch_bytes(
+            host_target(isa), (n, h, w, c), (n, oh, ow, c), int16
+        )
+        x, low, high = values(draw, (n, h, w, c), generator(draw), int16)
+        return Call("avg_pool2d", (x, kernel, stride, padding, low, high, need))
 
     return calls()
 
 
-def max_pool2d_calls(isa: str) -> st.SearchStrategy[Call]:
+def max_pool2d_calls(isa: str, int16: bool = False) -> st.SearchStrategy[Call]:
     @st.composite
     def calls(draw: st.DrawFn) -> Call:
         kernel, stride, padding, shape = window(draw, 4, 9)
-        x = int8(shape, generator(draw))
-        args = (x, kernel, stride, padding, draw(st.booleans()), *activation_range(draw))
-        return Call("max_pool2d", args)
+        x, low, high = values(draw, shape, generator(draw), int16)
+        return Call("max_pool2d", (x, kernel, stride, padding, draw(st.booleans()), low, high))
 
     return calls()
 
 
 CALLS: CallTable = {
     "avg_pool2d": avg_pool2d_calls,
+    "avg_pool2d[int16]": lambda isa: avg_pool2d_calls(isa, int16=True),
     "max_pool2d": max_pool2d_calls,
+    "max_pool2d[int16]": lambda isa: max_pool2d_calls(isa, int16=True),
 }
 
 

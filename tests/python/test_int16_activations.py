@@ -228,3 +228,48 @@ def test_int16_boundaries_refuse_int8_io() -> None:
             options=options,
             io=IoType.INT8,
         )
+
+
+class SmallCnn(nn.Module):
+    """A pad before a convolution, a max pool, a depthwise convolution, a global average pool,
+    a flatten and a linear layer: every op has an int16 case."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pad = nn.ZeroPad2d((0, 1, 0, 1))
+        self.conv = nn.Conv2d(1, 4, 3, stride=2)
+        self.pool = nn.MaxPool2d(2)
+        self.depthwise = nn.Conv2d(4, 4, 3, padding=1, groups=4)
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.pool(torch.relu(self.conv(self.pad(x))))
+        y = torch.relu(self.depthwise(y)).mean(dim=(2, 3))
+        return self.head(y.flatten(1))
+
+
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m33", "cortex-m0plus"])
+def test_a_cnn_is_int16_throughout(target: str) -> None:
+    """The pad folds into the int16 convolution; pools and views follow their int16 input: no
+    requantization anywhere, and ``verify`` holds."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(4)
+        module = SmallCnn().eval()
+        example = (torch.randn(1, 1, 12, 10),)
+    options = QuantizationOptions(
+        activations=Activations.INT16, linear_weights=LinearWeights.PER_TENSOR
+    )
+    compiled, verification = check_dialect(
+        module, example, target=Target.parse(target), options=options
+    )
+    assert verification.passed
+    functions = [r.cmsis_function for r in compiled.records if r.kernel.startswith("cortex_m_nn")]
+    assert functions == [
+        "(boundary, float → int16)",
+        "arm_convolve_wrapper_s16",
+        "arm_max_pool_s16",
+        "arm_depthwise_conv_wrapper_s16",
+        "arm_avgpool_s16",
+        "arm_fully_connected_s16",
+        "(boundary, int16 → float)",
+    ]

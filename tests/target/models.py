@@ -265,6 +265,7 @@ INT16 = {
             activations=Activations.INT16, linear_weights=LinearWeights.PER_CHANNEL
         ),
     ),
+    "ds_cnn_int16": ("ds_cnn", QuantizationOptions(activations=Activations.INT16)),
     "precision_mix": (
         "precision_mix",
         QuantizationOptions(activations=Activations.INT16, equalize=False),

@@ -92,20 +92,39 @@ struct ConvArgs {
 // Input, weight and out 4-D int8 of one batch, weight in `layout` with out's channels (and
 // input's, channels_agree), bias/multipliers/shifts int32 [Cout] (shifts in CMSIS-NN's range),
 // offsets int32, activation range int8: checked unless the call is proven.
-// The int16 case (an int16 input; conv2d only, no groups): zero offsets, shifts at most 14
-// (arm_nn_requantize_s64), and every output channel's int32 partial sums safe from wrapping
-// (sum |w| * 2^15 < 2^31: CMSIS-NN adds the first 512 products, on non-MVE cores a lone
-// pixel's all, in int32), and not the DSP kernel's defective odd-channel tail (more than 512
-// columns not a multiple of 4, odd Cout, two or more output pixels). Mirrors
-// python/cortex_m_nn/ops/conv2d.py (check_s16).
+// The int16 case (an int16 input): zero offsets and shifts at most 14 (arm_nn_requantize_s64).
+// conv2d (no groups): every output channel's int32 partial sums safe from wrapping (sum |w| *
+// 2^15 < 2^31: CMSIS-NN adds the first 512 products, on non-MVE cores a lone pixel's all, in
+// int32), and not the DSP kernel's defective odd-channel tail (more than 512 columns not a
+// multiple of 4, odd Cout, two or more output pixels). depthwise: dims below 32768 (the
+// generic s16 kernel counts them in 16 bits); its sums are exact (int64, or at most 511
+// products in int32). Mirrors python/cortex_m_nn/ops/conv2d.py and depthwise_conv2d.py.
 inline bool check_conv_s16(CallContext& context, const char* op, const ConvTensors& t,
                            ConvWeight layout, const ConvQuant& q) {
-  if (layout != ConvWeight::kGroupedOhwi || t.weight.size(3) != t.input.size(3) ||
+  const bool depthwise = layout == ConvWeight::kDepthwise;
+  if (layout == ConvWeight::kOhwi || (!depthwise && t.weight.size(3) != t.input.size(3)) ||
       q.input_offset != 0 || q.output_offset != 0) {
-    return refuse(context, op, "the int16 case is an ungrouped convolution with zero offsets");
+    return refuse(context, op,
+                  "the int16 case is an ungrouped or depthwise convolution with zero offsets");
   }
   const int32_t* shifts = t.shifts.const_data_ptr<int32_t>();
-  const int32_t c_out = static_cast<int32_t>(t.weight.size(0));
+  const int32_t c_out = static_cast<int32_t>(t.shifts.size(0));
+  for (int32_t o = 0; o < c_out; ++o) {
+    if (shifts[o] > 14) {
+      return refuse(context, op, "int16 case: a shift above 14");
+    }
+  }
+  if (depthwise) {
+    const Tensor* tensors[] = {&t.input, &t.out};
+    for (const Tensor* tensor : tensors) {
+      for (ssize_t d = 0; d < 4; ++d) {
+        if (tensor->size(d) > 32767) {
+          return refuse(context, op, "int16 case: a dim above 32767");
+        }
+      }
+    }
+    return true;
+  }
   const int64_t columns = t.weight.numel() / (c_out > 0 ? c_out : 1);
   const int8_t* w = t.weight.const_data_ptr<int8_t>();
   for (int32_t o = 0; o < c_out; ++o, w += columns) {
@@ -113,10 +132,9 @@ inline bool check_conv_s16(CallContext& context, const char* op, const ConvTenso
     for (int64_t i = 0; i < columns; ++i) {
       sum += w[i] < 0 ? -static_cast<int64_t>(w[i]) : w[i];
     }
-    if (shifts[o] > 14 || sum * 32768 >= (int64_t{1} << 31)) {
+    if (sum * 32768 >= (int64_t{1} << 31)) {
       return refuse(context, op,
-                    "int16 case: a shift above 14, or weights whose int32 partial sums of int16 "
-                    "inputs could wrap");
+                    "int16 case: weights whose int32 partial sums of int16 inputs could wrap");
     }
   }
   const int64_t pixels = static_cast<int64_t>(t.out.size(1)) * t.out.size(2);

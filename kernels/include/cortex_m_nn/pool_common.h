@@ -1,7 +1,7 @@
 // What the pooling kernels (avg_pool2d, max_pool2d) share: one check of the tensors, window
 // and activation range filling one PoolArgs with CMSIS-NN's params and dims. Each kernel adds
-// only its CMSIS-NN call (and avg_pool2d its buffer). A new dtype (int16) is a case in the
-// same kernel over the same PoolArgs: see docs/adding-an-operator.md.
+// only its CMSIS-NN call (and avg_pool2d its buffer); int16 is a case in the same kernel over
+// the same PoolArgs (arm_avgpool_s16, arm_max_pool_s16).
 #pragma once
 
 #include <cstdint>
@@ -45,19 +45,27 @@ struct PoolWindow {
   int64_t activation_max;
 };
 
-// Input and out 4-D int8 NHWC of one batch and channel count, kernel_size and stride > 0 and
-// padding >= 0 as (h, w) pairs, activation range int8, out's height and width the pooled
-// ones; fails the call otherwise.
+// Input and out 4-D NHWC, both int8 or both int16 (the _s16 kernels), of one batch and channel
+// count, kernel_size and stride > 0 and padding >= 0 as (h, w) pairs, activation range in the
+// dtype, an int16 window below 65,536 elements (its int32 sum exact), out's height and width
+// the pooled ones; fails the call otherwise.
 inline bool check_pool(
     CallContext& context, const char* op, const Tensor& input, const PoolWindow& w,
     const Tensor& out) {
-  if (!has_layout(input, ScalarType::Char, 4) || !has_layout(out, ScalarType::Char, 4) ||
+  const bool s16 = is_type(input, ScalarType::Short);
+  const ScalarType type = s16 ? ScalarType::Short : ScalarType::Char;
+  if (!has_layout(input, type, 4) || !has_layout(out, type, 4) ||
       out.size(0) != input.size(0) || out.size(3) != input.size(3)) {
     return refuse(
-        context, op, "input and out must be 4-D int8 NHWC with the same batch and channels");
+        context, op,
+        "input and out must be 4-D NHWC, both int8 or both int16, with the same batch and "
+        "channels");
   }
+  const bool range = s16 ? is_int16_range(w.activation_min, w.activation_max)
+                         : is_int8_range(w.activation_min, w.activation_max);
   if (!positive_pair(w.kernel_size) || !positive_pair(w.stride) ||
-      !non_negative_pair(w.padding) || !is_int8_range(w.activation_min, w.activation_max)) {
+      !non_negative_pair(w.padding) || !range ||
+      (s16 && w.kernel_size[0] * w.kernel_size[1] >= 65536)) {
     return refuse(context, op, "invalid kernel_size, stride, padding or activation range");
   }
   const int64_t oh =

@@ -6,6 +6,9 @@ divided by their count (padding is never counted), rounded half away from zero
 division), then clamped to ``[activation_min, activation_max]``. ``padding`` is
 ``[pad_h, pad_w]`` on both sides; the output size follows PyTorch (floor mode). A window
 lying entirely in the padding is an error in CMSIS-NN and here.
+
+int16 is the other case (``arm_avgpool_s16``: the same arithmetic, an int32 sum, saturating
+on DSP, so windows of fewer than 65,536 elements keep it exact).
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ def _fake(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
     n, h, w, c = input.shape
     (kh, kw), (sh, sw), (ph, pw) = params.kernel_size, params.stride, params.padding
     oh, ow = output_size(h, kh, sh, ph, 1), output_size(w, kw, sw, pw, 1)
-    return input.new_empty((n, oh, ow, c), dtype=torch.int8)
+    return input.new_empty((n, oh, ow, c), dtype=_dtype(input))
+
+
+def _dtype(input: torch.Tensor) -> torch.dtype:
+    return torch.int16 if input.dtype is torch.int16 else torch.int8
 
 
 @define_operator(
@@ -40,6 +47,8 @@ def avg_pool2d(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
     if input.dim() != 4:
         raise ValueError(f"expected a 4-D NHWC input, got {tuple(input.shape)}")
     kernel, stride, padding = tuple(params.kernel_size), params.stride, params.padding
+    if input.dtype is torch.int16 and kernel[0] * kernel[1] >= 65536:
+        raise ValueError("an int16 pooling window of 65,536 elements or more could overflow")
     total = patches(input.to(torch.int64), kernel, stride, padding, [1, 1]).sum(dim=(-2, -1))
     valid = torch.ones((1, *input.shape[1:3], 1), dtype=torch.int64)
     count = patches(valid, kernel, stride, padding, [1, 1]).sum(dim=(-2, -1))
@@ -47,4 +56,4 @@ def avg_pool2d(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
         raise ValueError("a pooling window lies entirely in the padding")
     half = count // 2
     rounded = torch.where(total > 0, total + half, total - half)
-    return params.clamp(torch.div(rounded, count, rounding_mode="trunc"))
+    return params.clamp(torch.div(rounded, count, rounding_mode="trunc"), _dtype(input))

@@ -25,8 +25,8 @@ contributes nothing. The output size follows PyTorch:
 
 int16 activations are the other case (``arm_convolve_wrapper_s16``, which only calls
 ``arm_convolve_s16``): int16 input and output, zero points 0, an int64 bias, no groups, and
-the output stage ``arm_nn_requantize_s64`` (:meth:`ConvParams.check_s16` lists the bounds
-that make every ISA's sum exact). One configuration is refused: with more than 512 columns
+the output stage ``arm_nn_requantize_s64`` (:func:`check_s16` lists the bounds that make
+every ISA's sum exact). One configuration is refused: with more than 512 columns
 (``KH * KW * Cin``) not a multiple of 4, an odd ``Cout`` and two or more output pixels, the
 DSP kernel ``arm_nn_mat_mult_kernel_s16`` resets its odd-channel tail with the wrong count
 (``docs/int16.md``, hazard 2).
@@ -40,7 +40,7 @@ import torch
 
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
-from cortex_m_nn.ops.params import ConvParams, output_size
+from cortex_m_nn.ops.params import ConvParams, int16_sums_fit, output_size
 
 __all__ = ["conv2d", "groups_of", "output_size"]
 
@@ -91,8 +91,15 @@ def conv2d(
 
 def check_s16(params: ConvParams, input: torch.Tensor, weight: torch.Tensor) -> None:
     """The int16 case's bounds (:meth:`ConvParams.check_s16`, no groups, CMSIS-NN's DSP tail
-    defect avoided); ValueError."""
-    params.check_s16(weight)
+    defect avoided) and no output channel whose int32 partial sums could wrap: CMSIS-NN sums
+    the first 512 products of a window in int32 (the non-MVE single-pixel path all of them);
+    with ``sum |w| * 2^15 < 2^31`` every path's sum is the exact one. ValueError."""
+    params.check_s16()
+    if not int16_sums_fit(weight):
+        raise ValueError(
+            "an output channel's weights could wrap CMSIS-NN's int32 partial sums of int16 "
+            "inputs (sum |w| * 2^15 >= 2^31)"
+        )
     c_out, kh, kw, per_group = weight.shape
     if per_group != input.shape[3]:
         raise ValueError("the int16 convolution has no groups (arm_convolve_s16)")

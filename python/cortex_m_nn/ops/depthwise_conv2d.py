@@ -4,6 +4,12 @@ Reference for ``arm_depthwise_conv_wrapper_s8``. Weight layout is CMSIS-NN's
 ``[1, KH, KW, Cout]`` with ``Cout = Cin * depth_multiplier``; output channel ``c`` reads input
 channel ``c // depth_multiplier``. Offsets, padding, output size and requantization are as
 for :mod:`cortex_m_nn.ops.conv2d`.
+
+int16 activations are the other case (``arm_depthwise_conv_wrapper_s16``: its fast kernel for
+multiplier 1, no dilation and fewer than 512 taps sums a window in int32, at most 511
+products of at most 2^22, the generic one in int64: both exact), with zero points 0, an int64
+bias and ``arm_nn_requantize_s64`` (:meth:`ConvParams.check_s16`); the generic kernel counts
+dims in 16 bits, so each is below 32768. The 3x3 path's padding limit is the s8 kernel's.
 """
 
 from __future__ import annotations
@@ -15,6 +21,9 @@ import torch
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
 from cortex_m_nn.ops.params import ConvParams
+
+#: The largest dim the s16 generic kernel counts in 16 bits.
+S16_DIM_MAX = 32767
 
 
 def three_by_three_pads(params: ConvParams, kernel: tuple[int, int]) -> bool:
@@ -29,7 +38,8 @@ def three_by_three_pads(params: ConvParams, kernel: tuple[int, int]) -> bool:
 def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.Tensor:
     params = ConvParams.of("depthwise_conv2d", arguments)
     oh, ow = params.output_hw(input.shape[1:3], weight.shape[1:3])
-    return input.new_empty((input.shape[0], oh, ow, weight.shape[3]), dtype=torch.int8)
+    dtype = torch.int16 if input.dtype is torch.int16 else torch.int8
+    return input.new_empty((input.shape[0], oh, ow, weight.shape[3]), dtype=dtype)
 
 
 @define_operator(
@@ -49,7 +59,12 @@ def depthwise_conv2d(
     params.check(input, weight)
     _, kh, kw, c_out = weight.shape
     params.check_forward_window((kh, kw))
-    if not three_by_three_pads(params, (kh, kw)):
+    int16 = input.dtype is torch.int16
+    if int16:
+        params.check_s16()
+        if max(*input.shape, c_out) > S16_DIM_MAX:
+            raise ValueError(f"int16 depthwise dims above {S16_DIM_MAX} (CMSIS-NN's int16 counts)")
+    elif not three_by_three_pads(params, (kh, kw)):
         raise ValueError(
             f"padding {params.padding}: a 3x3 depthwise convolution pads each end by at most 1"
         )
@@ -63,4 +78,4 @@ def depthwise_conv2d(
     source = torch.arange(c_out) // depth_multiplier
     windows = windows.index_select(3, source)  # [N, OH, OW, Cout, KH, KW]
     kernel = weight[0].to(torch.int64).permute(2, 0, 1)  # [Cout, KH, KW]
-    return params.finish((windows * kernel).sum(dim=(-2, -1)), rounding)
+    return params.finish((windows * kernel).sum(dim=(-2, -1)), rounding, input.dtype)

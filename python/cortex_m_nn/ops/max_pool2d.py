@@ -6,6 +6,7 @@ Reference for ``arm_max_pool_s8``: each output is the largest in-bounds input of
 top/left offset ``[pad_h, pad_w]``; the output size follows PyTorch, floor mode or
 ``ceil_mode`` (which only makes the output larger: the last windows are clipped the same way).
 A window lying entirely in the padding leaves the C output undefined: an error here.
+int16 is the other case (``arm_max_pool_s16``, the same walk).
 
 C call (``ctx`` is unused: no scratch)::
 
@@ -31,8 +32,8 @@ import torch
 from cortex_m_nn.ops.library import define_operator
 from cortex_m_nn.ops.params import PoolParams
 
-#: Below every int8 value: marks padded positions, which never win the maximum.
-_PADDED = -129
+#: Below every int8 and int16 value: marks padded positions, which never win the maximum.
+_PADDED = -32769
 
 
 def pool_output_size(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> int:
@@ -57,7 +58,8 @@ def _output_hw(input: torch.Tensor, arguments: tuple[Any, ...]) -> tuple[PoolPar
 
 def _fake(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
     _, oh, ow = _output_hw(input, arguments)
-    return input.new_empty((input.shape[0], oh, ow, input.shape[3]), dtype=torch.int8)
+    dtype = torch.int16 if input.dtype is torch.int16 else torch.int8
+    return input.new_empty((input.shape[0], oh, ow, input.shape[3]), dtype=dtype)
 
 
 @define_operator(
@@ -76,9 +78,9 @@ def max_pool2d(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
     bottom = max(0, (oh - 1) * sh + kh - h - ph)
     right = max(0, (ow - 1) * sw + kw - w - pw)
     padded = torch.nn.functional.pad(
-        input.to(torch.int16), (0, 0, pw, right, ph, bottom), value=_PADDED
+        input.to(torch.int32), (0, 0, pw, right, ph, bottom), value=_PADDED
     )
     largest = padded.unfold(1, kh, sh).unfold(2, kw, sw)[:, :oh, :ow].amax(dim=(-2, -1))
     if bool((largest == _PADDED).any()):
         raise ValueError("a pooling window lies entirely in the padding")
-    return params.clamp(largest)
+    return params.clamp(largest, torch.int16 if input.dtype is torch.int16 else torch.int8)

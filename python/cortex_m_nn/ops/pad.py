@@ -1,4 +1,5 @@
-"""``cortex_m_nn::pad``: an int8 tensor extended by a constant on each side (``arm_pad_s8``).
+"""``cortex_m_nn::pad``: an int8 tensor extended by a constant on each side (``arm_pad_s8``);
+an int16 one (int16 activations) by our own loop, CMSIS-NN having no s16 pad.
 
 Reference: an output of shape ``pre_pad[i] + input.shape[i] + post_pad[i]`` filled with
 ``pad_value`` and the input copied at offset ``pre_pad``. ``pre_pad`` and ``post_pad`` have one
@@ -32,24 +33,27 @@ def _output_shape(
         raise ValueError(f"need {rank} pre and post pads, got {list(pre_pad)}, {list(post_pad)}")
     if min(*pre_pad, *post_pad) < 0:
         raise ValueError(f"negative padding {list(pre_pad)}, {list(post_pad)}")
-    if not -128 <= pad_value <= 127:
-        raise ValueError(f"pad value {pad_value} is not an int8")
+    low, high = (-32768, 32767) if input.dtype is torch.int16 else (-128, 127)
+    if not low <= pad_value <= high:
+        raise ValueError(f"pad value {pad_value} is not an {input.dtype}")
     return [p + d + q for p, d, q in zip(pre_pad, input.shape, post_pad, strict=True)]
 
 
 def _fake(
     input: torch.Tensor, pre_pad: list[int], post_pad: list[int], pad_value: int
 ) -> torch.Tensor:
-    return input.new_empty(_output_shape(input, pre_pad, post_pad, pad_value), dtype=torch.int8)
+    dtype = torch.int16 if input.dtype is torch.int16 else torch.int8
+    return input.new_empty(_output_shape(input, pre_pad, post_pad, pad_value), dtype=dtype)
 
 
 @define_operator("pad", "Tensor input, int[] pre_pad, int[] post_pad, int pad_value", _fake)
 def pad(
     input: torch.Tensor, pre_pad: list[int], post_pad: list[int], pad_value: int
 ) -> torch.Tensor:
-    """Reference ``arm_pad_s8``."""
+    """Reference ``arm_pad_s8`` (an int16 input: the same on int16)."""
     shape = _output_shape(input, pre_pad, post_pad, pad_value)
-    output = torch.full(shape, pad_value, dtype=torch.int8)
+    dtype = torch.int16 if input.dtype is torch.int16 else torch.int8
+    output = torch.full(shape, pad_value, dtype=dtype)
     inside = tuple(slice(p, p + d) for p, d in zip(pre_pad, input.shape, strict=True))
     output[inside] = input
     return output

@@ -221,12 +221,10 @@ class ConvParams:
         from int64 ones (:meth:`Requantization.apply`)."""
         return self.output.apply(acc + self.bias, rounding, dtype)
 
-    def check_s16(self, weight: torch.Tensor) -> None:
+    def check_s16(self) -> None:
         """The int16 case's arguments (CMSIS-NN's s16 kernels): offsets 0 (zero points 0),
-        an int64 bias, shifts at most 14 (``arm_nn_requantize_s64``), the range in int16, and
-        no output channel whose int32 partial sums could wrap: ``sum |w| * 2^15 < 2^31``.
-        CMSIS-NN sums the first 512 products of a window in int32 (the non-MVE single-pixel
-        path all of them); with this bound every path's sum is the exact one. ValueError."""
+        an int64 bias, shifts at most 14 (``arm_nn_requantize_s64``), the range in int16.
+        ValueError."""
         out = self.output
         if self.input_offset != 0 or out.output_offset != 0:
             raise ValueError("int16 activations have zero points 0: offsets must be 0")
@@ -236,11 +234,6 @@ class ConvParams:
             raise ValueError("the int16 case's activation range must lie in int16")
         if torch.any(torch.as_tensor(out.shifts) > 14):
             raise ValueError("the int16 case's shifts are at most 14 (arm_nn_requantize_s64)")
-        if not int16_sums_fit(weight):
-            raise ValueError(
-                "an output channel's weights could wrap CMSIS-NN's int32 partial sums of int16 "
-                "inputs (sum |w| * 2^15 >= 2^31)"
-            )
 
 
 @dataclass(frozen=True)
@@ -274,9 +267,15 @@ class PoolParams:
             values["activation_max"],
         )
 
-    def clamp(self, values: torch.Tensor) -> torch.Tensor:
-        """Clamp to the activation range, int8."""
-        return values.clamp(self.activation_min, self.activation_max).to(torch.int8)
+    def clamp(self, values: torch.Tensor, dtype: torch.dtype = torch.int8) -> torch.Tensor:
+        """Clamp to the activation range, as ``dtype`` (int8, or int16 for an int16 input,
+        whose range must then lie in int16: ValueError)."""
+        if (
+            dtype is torch.int16
+            and not -32768 <= self.activation_min <= self.activation_max <= 32767
+        ):
+            raise ValueError("the int16 case's activation range must lie in int16")
+        return values.clamp(self.activation_min, self.activation_max).to(dtype)
 
 
 @dataclass(frozen=True)

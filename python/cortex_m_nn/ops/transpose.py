@@ -1,4 +1,5 @@
-"""``cortex_m_nn::transpose``: an int8 tensor with its dimensions permuted (``arm_transpose_s8``).
+"""``cortex_m_nn::transpose``: an int8 tensor with its dimensions permuted (``arm_transpose_s8``);
+an int16 one (int16 activations) by our own loop, CMSIS-NN having no s16 transpose.
 
 Reference: ``input.permute(permutation)``, contiguous. ``output.shape[i] ==
 input.shape[permutation[i]]`` (NumPy/PyTorch convention, as CMSIS-NN's ``permutations``).
@@ -54,7 +55,8 @@ def check_transpose(shape: list[int] | tuple[int, ...], permutation: list[int]) 
 
 def _fake(input: torch.Tensor, permutation: list[int]) -> torch.Tensor:
     check_transpose(tuple(input.shape), permutation)
-    return input.new_empty([input.shape[d] for d in permutation], dtype=torch.int8)
+    dtype = torch.int16 if input.dtype is torch.int16 else torch.int8
+    return input.new_empty([input.shape[d] for d in permutation], dtype=dtype)
 
 
 @define_operator("transpose", "Tensor input, int[] permutation", _fake)

@@ -196,13 +196,15 @@ def only_reader(pattern: Pattern, dequantize: object = None) -> bool:
     return readers == [pattern.op]
 
 
-def moved_input(context: LoweringContext, pattern: Pattern, name: str) -> QValue:
-    """The int8 input of an op that only moves bytes (``name``: "a view", "pad"), which
-    can fuse no activation and must keep the input's quantization."""
-    x = context.input_value(pattern.op.args[0])
+def moved_input(
+    context: LoweringContext, pattern: Pattern, name: str, int16: bool = False
+) -> QValue:
+    """The int8 (``int16``: or int16) input of an op that only moves bytes (``name``: "a
+    view", "pad"), which can fuse no activation and must keep the input's quantization."""
+    x = context.input_value(pattern.op.args[0], int16=int16)
     if pattern.activation is not None:
         raise LoweringRefused(Refusal.ACTIVATION_AFTER, f"activation after {name}")
-    if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
+    if (x.scale, x.zero_point, x.dtype) != (pattern.scale, pattern.zero_point, pattern.dtype):
         raise LoweringRefused(
             Refusal.QPARAMS_CHANGE,
             f"{name.removeprefix('a ')} with different input and output quantization",
@@ -253,8 +255,6 @@ def permute(
         folded = [] if folded == sorted(folded) else folded  # identity: no permutation
         node = context.call("quantize", source, scale, zero_point, folded, dtype)
         return replace(result, node=node)
-    if x.dtype is not torch.int8:
-        raise LoweringRefused(Refusal.NOT_INT8, f"moving the bytes of a {x.dtype} tensor")
     source, (dims, collapsed) = x, collapse(x.stored_shape, physical)
     origin = context.origins.get(x.node)
     if origin is not None:  # one transpose from the origin instead of a second one

@@ -20,7 +20,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from cortex_m_nn.options import Activations, QuantizationOptions
-from cortex_m_nn.precision import has_int16_case, int16_case, sums_fit
+from cortex_m_nn.precision import SHARING_INT16, has_int16_case, int16_case, sums_fit
 from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
@@ -224,10 +224,9 @@ def swaps_last_two_dims(node: Node) -> bool:
     return dims == [*range(rank - 2), rank - 1, rank - 2]
 
 
-def _input_spec(source: Node, activation: QuantizationSpec) -> QuantizationSpecBase:
-    """How a data-movement op observes its input: a producer with fixed output quantization
-    (softmax) keeps it, so PT2E shares that instead of inserting a requantization; otherwise
-    ``activation``."""
+def _resolved_output(source: Node) -> QuantizationSpecBase | None:
+    """The spec that owns the observer of ``source``'s output (sharing followed back), None
+    when it is not annotated."""
     annotation = source.meta.get("quantization_annotation")
     output = getattr(annotation, "output_qspec", None)
     for _ in range(1000):  # follow sharing back to the spec that owns the observer
@@ -239,6 +238,14 @@ def _input_spec(source: Node, activation: QuantizationSpec) -> QuantizationSpecB
         else:
             producer, consumer = shared
             output = consumer.meta["quantization_annotation"].input_qspec_map.get(producer)
+    return output
+
+
+def _input_spec(source: Node, activation: QuantizationSpec) -> QuantizationSpecBase:
+    """How a data-movement op observes its input: a producer with fixed output quantization
+    (softmax) keeps it, so PT2E shares that instead of inserting a requantization; otherwise
+    ``activation``."""
+    output = _resolved_output(source)
     if isinstance(output, FixedQParamsQuantizationSpec):
         return output
     return activation
@@ -443,6 +450,12 @@ class CortexMQuantizer(Quantizer):
         within that case's int32 bound), else int8."""
         if self.options.activations is not Activations.INT16 or not has_int16_case(node.target):
             return self.activation
+        if node.target in SHARING_INT16:  # follows its input: never a requantization of its own
+            if not int16_case(node, None) or not isinstance(node.args[0], Node):
+                return self.activation
+            source = _resolved_output(node.args[0])  # None: a model input (or a float op)
+            int16 = source is None or source is config.ACTIVATION_INT16
+            return config.ACTIVATION_INT16 if int16 else self.activation
         weight = _constant(self.model, node.args[1]) if len(node.args) > 1 else None
         if not int16_case(node, weight):
             return self.activation

@@ -201,36 +201,51 @@ def transpose_cases(
 
 
 @st.composite
-def conv_s16_cases(draw: st.DrawFn) -> Case:
-    """conv2d's int16 case: int16 input, int64 bias, zero offsets, no groups, an int16 range;
-    more than 512 columns in one case of two (CMSIS-NN's sums then go on in int64), weights
-    within the int32 bound, not the DSP kernel's defective tail."""
+def conv_s16_cases(draw: st.DrawFn, depthwise: bool = False) -> Case:
+    """The int16 case of conv2d or depthwise_conv2d: int16 input, int64 bias, zero offsets,
+    an int16 range; a convolution has no groups and more than 512 columns in one case of two
+    (CMSIS-NN's sums then go on in int64), weights within the int32 bound, not the DSP
+    kernel's defective tail."""
     n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 7)), draw(st.integers(1, 7))
-    c_in = draw(st.integers(1, 6)) if draw(st.booleans()) else draw(st.integers(33, 60))
-    c_out = draw(st.integers(1, 5))
     kh, kw, stride, padding, dilation = _window(draw, h, w)
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
-    weight = torch.randint(-127, 128, (c_out, kh, kw, c_in), generator=gen, dtype=torch.int8)
-    assume(int16_sums_fit(weight))
     top, left, bottom, right = sides(padding)
     oh = output_size(h, kh, stride[0], top, dilation[0], bottom)
     ow = output_size(w, kw, stride[1], left, dilation[1], right)
-    assume(not dsp_tail_defect(kh * kw * c_in, c_out, oh * ow))
+    extra: Case = {}
+    if depthwise:
+        c_in, mult = draw(st.integers(2, 6)), draw(st.integers(1, 3))
+        c_out = c_in * mult
+        weight = torch.randint(-128, 128, (1, kh, kw, c_out), generator=gen, dtype=torch.int8)
+        extra = {"depth_multiplier": mult}
+    else:
+        c_in = draw(st.integers(1, 6)) if draw(st.booleans()) else draw(st.integers(33, 60))
+        c_out = draw(st.integers(1, 5))
+        weight = torch.randint(-127, 128, (c_out, kh, kw, c_in), generator=gen, dtype=torch.int8)
+        assume(int16_sums_fit(weight))
+        assume(not dsp_tail_defect(kh * kw * c_in, c_out, oh * ow))
     act_min = draw(st.integers(-32768, 0))
-    return {
-        "input": torch.randint(-32768, 32768, (n, h, w, c_in), generator=gen).to(torch.int16),
-        "weight": weight,
-        "bias": torch.randint(-(2**40), 2**40, (c_out,), generator=gen, dtype=torch.int64),
-        "multipliers": torch.randint(2**30, 2**31 - 1, (c_out,), generator=gen, dtype=torch.int32),
-        "shifts": torch.randint(-14, 2, (c_out,), generator=gen, dtype=torch.int32),
-        "stride": stride,
-        "padding": padding,
-        "dilation": dilation,
-        "input_offset": 0,
-        "output_offset": 0,
-        "activation_min": act_min,
-        "activation_max": draw(st.integers(act_min, 32767)),
-    }
+    return (
+        {
+            "input": torch.randint(-32768, 32768, (n, h, w, c_in), generator=gen).to(torch.int16),
+            "weight": weight,
+            "bias": torch.randint(-(2**40), 2**40, (c_out,), generator=gen, dtype=torch.int64),
+            "multipliers": torch.randint(
+                2**30, 2**31 - 1, (c_out,), generator=gen, dtype=torch.int32
+            ),
+            "shifts": torch.randint(-14, 2, (c_out,), generator=gen, dtype=torch.int32),
+            "stride": stride,
+            "padding": padding,
+            "dilation": dilation,
+        }
+        | extra
+        | {
+            "input_offset": 0,
+            "output_offset": 0,
+            "activation_min": act_min,
+            "activation_max": draw(st.integers(act_min, 32767)),
+        }
+    )
 
 
 # --- fixed cases ------------------------------------------------------------------------------
@@ -302,6 +317,25 @@ def conv_s16_fixed() -> Case:
     )
 
 
+def depthwise_s16_fixed() -> Case:
+    """depthwise_fixed's geometry in int16 (a 3x3 end padded by 2, which only the s8 3x3 path
+    cannot compute)."""
+    gen = torch.Generator().manual_seed(5)
+    geometry = {"stride": [1, 2], "padding": [1, 1, 2, 2], "dilation": [1, 1]}
+    return (
+        {
+            "input": torch.randint(-32768, 32768, (1, 5, 7, 4), generator=gen).to(torch.int16),
+            "weight": torch.randint(-128, 128, (1, 3, 3, 4), generator=gen, dtype=torch.int8),
+            "bias": torch.tensor([0, 10, -10, 2**40], dtype=torch.int64),
+            "multipliers": torch.tensor(MULTIPLIERS, dtype=torch.int32),
+            "shifts": torch.tensor([-7, -8, -9, 2], dtype=torch.int32),
+        }
+        | geometry
+        | {"depth_multiplier": 1}
+        | _fixed_offsets(0, 0, -32768, 32767)
+    )
+
+
 def transpose_fixed(**changes: object) -> Case:
     shapes = ((1, 3, 4, 2), (3, 3, 3, 2))
     bias, shifts = [0, 5000, -(2**20)], [-8, -9, 0]
@@ -351,7 +385,12 @@ CONV_S16 = Conv(
     "conv2d", conv_s16_cases, lambda case: conv2d(*case.values()), conv_accumulators,
     conv_s16_fixed, (320,),
 )  # fmt: skip
-FAMILY = [CONV, DEPTHWISE, TRANSPOSE, CONV_S16]
+DEPTHWISE_S16 = Conv(
+    "depthwise_conv2d", lambda: conv_s16_cases(depthwise=True),
+    lambda case: depthwise_conv2d(*case.values()), depthwise_accumulators, depthwise_s16_fixed,
+    (40,),
+)  # fmt: skip
+FAMILY = [CONV, DEPTHWISE, TRANSPOSE, CONV_S16, DEPTHWISE_S16]
 
 #: (operator, rounding, examples)
 RANDOM = [
@@ -362,7 +401,7 @@ RANDOM = [
 
 
 def _id(conv: Conv) -> str:
-    return f"{conv.name}-int16" if conv is CONV_S16 else conv.name
+    return f"{conv.name}-int16" if conv in (CONV_S16, DEPTHWISE_S16) else conv.name
 
 
 @pytest.mark.parametrize(
@@ -494,6 +533,8 @@ REFUSALS = [
         "could wrap",
     ),
     (CONV_S16, {"activation_max": 40000}, "int16"),
+    (DEPTHWISE_S16, {"bias": torch.zeros(4, dtype=torch.int32)}, "int64"),
+    (DEPTHWISE_S16, {"output_offset": -1}, "zero points"),
 ]
 
 

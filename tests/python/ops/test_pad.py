@@ -54,6 +54,9 @@ def cases(draw: st.DrawFn) -> tuple:
     pre = [draw(st.integers(0, 3)) for _ in range(rank)]
     post = [draw(st.integers(0, 3)) for _ in range(rank)]
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    if draw(st.booleans()):  # the int16 case: the same loops on int16
+        x = torch.randint(-32768, 32768, shape, generator=gen, dtype=torch.int32).to(torch.int16)
+        return x, pre, post, draw(st.integers(-32768, 32767))
     x = torch.randint(-128, 128, shape, generator=gen, dtype=torch.int8)
     return x, pre, post, draw(st.integers(-128, 127))
 
@@ -63,6 +66,7 @@ def cases(draw: st.DrawFn) -> tuple:
 def test_pad_matches_the_c_loops(case: tuple) -> None:
     x, pre, post, value = case
     got = pad(x, pre, post, value)
+    assert got.dtype == x.dtype
     assert list(got.shape) == [p + d + q for p, d, q in zip(pre, x.shape, post, strict=True)]
     size, pre4, post4 = as_c_call(list(x.shape), pre, post)
     assert got.reshape(-1).tolist() == arm_pad_s8(x.reshape(-1).tolist(), value, size, pre4, post4)

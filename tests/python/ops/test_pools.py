@@ -1,6 +1,6 @@
 """``cortex_m_nn::avg_pool2d`` and ``::max_pool2d`` against explicit loops transcribing
-arm_avgpool_s8 and arm_max_pool_s8 (and max pool against PyTorch's own): one table, a row
-per operator."""
+arm_avgpool_s8 and arm_max_pool_s8 (arm_avgpool_s16 and arm_max_pool_s16 compute the same on
+int16; and max pool against PyTorch's own): one table, a row per operator and dtype."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def pool_loop(
     oh = extent(h, kernel[0], stride[0], padding[0], ceil_mode)
     ow = extent(w, kernel[1], stride[1], padding[1], ceil_mode)
     data = x.tolist()
-    out = torch.empty((n, oh, ow, c), dtype=torch.int8)
+    out = torch.empty((n, oh, ow, c), dtype=x.dtype)
     for b in range(n):
         for oy in range(oh):
             for ox in range(ow):
@@ -99,6 +99,8 @@ class Pool:
     ceil_mode: bool
     #: the scratch bytes its functional form takes and returns (None: no scratch)
     scratch: int | None
+    #: the activations' dtype (int16: the ``_s16`` case)
+    dtype: torch.dtype = torch.int8
 
     @property
     def op(self) -> torch._ops.OpOverloadPacket:
@@ -116,8 +118,19 @@ MAX = Pool(
     "max_pool2d", max_pool2d, max_expected, 9, 6, ((-128, 128), (-128, -120), (120, 128), (-2, 3)),
     127, 100, True, None,
 )  # fmt: skip
-POOLS = [AVG, MAX]
-TABLE = pytest.mark.parametrize("pool", POOLS, ids=lambda pool: pool.name)
+AVG16 = Pool(
+    "avg_pool2d", avg_pool2d, avg_expected, 8, 5,
+    ((-32768, 32768), (-32768, -32000), (32000, 32768), (-3, 4)), -100, 80, False, 12, torch.int16,
+)  # fmt: skip
+MAX16 = Pool(
+    "max_pool2d", max_pool2d, max_expected, 9, 6,
+    ((-32768, 32768), (-32768, -32700), (32700, 32768), (-2, 3)), 32767, 100, True, None,
+    torch.int16,
+)  # fmt: skip
+POOLS = [AVG, MAX, AVG16, MAX16]
+TABLE = pytest.mark.parametrize(
+    "pool", POOLS, ids=lambda pool: pool.name + ("-int16" if pool.dtype is torch.int16 else "")
+)
 
 
 @st.composite
@@ -135,9 +148,10 @@ def cases(draw: st.DrawFn, pool: Pool) -> tuple:
     assume(h + 2 * padding[0] >= kernel[0] and w + 2 * padding[1] >= kernel[1])
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
     low, high = draw(st.sampled_from(pool.ranges))
-    x = torch.randint(low, high, (n, h, w, c), generator=gen, dtype=torch.int8)
-    act_min = draw(st.integers(-128, pool.act_min_high))
-    return x, kernel, stride, padding, *ceil_mode, act_min, draw(st.integers(act_min, 127))
+    x = torch.randint(low, high, (n, h, w, c), generator=gen, dtype=torch.int32).to(pool.dtype)
+    lowest, highest = torch.iinfo(pool.dtype).min, torch.iinfo(pool.dtype).max
+    act_min = draw(st.integers(lowest, pool.act_min_high))
+    return x, kernel, stride, padding, *ceil_mode, act_min, draw(st.integers(act_min, highest))
 
 
 @TABLE
@@ -152,7 +166,7 @@ def test_matches_independent(pool: Pool) -> None:
 
 @TABLE
 def test_all_padding_window_is_an_error(pool: Pool) -> None:
-    x = torch.zeros((1, 2, 2, 1), dtype=torch.int8)
+    x = torch.zeros((1, 2, 2, 1), dtype=pool.dtype)
     with pytest.raises(ValueError, match="padding"):
         pool.reference(x, [1, 1], [1, 1], [1, 1], *pool.geometry(False), -128, 127)
 

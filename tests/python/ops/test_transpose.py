@@ -42,7 +42,9 @@ def cases(draw: st.DrawFn) -> tuple[torch.Tensor, list[int]]:
     permutation = draw(st.permutations(list(range(rank))))
     assume(permutation != list(range(rank)))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
-    return torch.randint(-128, 128, shape, generator=gen, dtype=torch.int8), list(permutation)
+    dtype = draw(st.sampled_from([torch.int8, torch.int16]))  # int16: the int16 case
+    low, high = torch.iinfo(dtype).min, torch.iinfo(dtype).max
+    return torch.randint(low, high + 1, shape, generator=gen).to(dtype), list(permutation)
 
 
 @settings(max_examples=100, deadline=None)
@@ -50,6 +52,7 @@ def cases(draw: st.DrawFn) -> tuple[torch.Tensor, list[int]]:
 def test_transpose_matches_index_arithmetic(case: tuple[torch.Tensor, list[int]]) -> None:
     x, permutation = case
     got = transpose(x, permutation)
+    assert got.dtype == x.dtype
     assert list(got.shape) == [x.shape[p] for p in permutation]
     assert got.reshape(-1).tolist() == expected(x.reshape(-1).tolist(), list(x.shape), permutation)
 

@@ -71,7 +71,7 @@ def _variant(
     int16: bool = False,
 ) -> tuple[str, str, torch.Tensor, list[int], int]:
     """(operator, CMSIS-NN function, kernel in its layout, extra arguments, scratch bytes);
-    ``int16``: the int16-activation case (a convolution, ``arm_convolve_wrapper_s16``)."""
+    ``int16``: the operator's int16-activation case (``_s16`` functions)."""
     out_channels, in_channels = weight.shape[0], input_nhwc[3]
     if depthwise:
         kernel = weight.permute(1, 2, 3, 0)  # [1, KH, KW, C_out]
@@ -82,9 +82,11 @@ def _variant(
             output_nhwc,
             **common,
             depth_multiplier=out_channels // in_channels,
+            int16=int16,
         )
         extra = [out_channels // in_channels]
-        return "depthwise_conv2d", "arm_depthwise_conv_wrapper_s8", kernel, extra, scratch_bytes
+        function = f"arm_depthwise_conv_wrapper_s{16 if int16 else 8}"
+        return "depthwise_conv2d", function, kernel, extra, scratch_bytes
     kernel = weight.permute(0, 2, 3, 1)  # OHWI
     scratch_bytes = scratch.conv2d_scratch_bytes(
         context.target, input_nhwc, tuple(kernel.shape), output_nhwc, **common, int16=int16
@@ -175,15 +177,15 @@ def _fold(
     return unpadded, total
 
 
-def _input(context: LoweringContext, pattern: Pattern, source: object, groups: object) -> QValue:
-    """The input; int16 only with an int16 output and one group (``arm_convolve_s16``)."""
-    x = context.input_value(source, int16=True)
+def _check_dtype(x: QValue, pattern: Pattern, grouped: bool) -> bool:
+    """Whether the int16 case applies (int16 in and out, not grouped unless depthwise:
+    ``arm_convolve_s16`` has no groups); refused for an int16 value otherwise."""
     int16 = x.dtype is torch.int16
-    if int16 != (pattern.dtype is torch.int16) or (int16 and groups not in (None, 1)):
+    if int16 != (pattern.dtype is torch.int16) or (int16 and grouped):
         raise LoweringRefused(
-            Refusal.NOT_INT8, "an int16 convolution takes and gives int16, with one group"
+            Refusal.NOT_INT8, "an int16 convolution takes and gives int16, depthwise or ungrouped"
         )
-    return x
+    return int16
 
 
 @rule(aten.conv2d.default, aten.conv1d.default, aten.conv2d.padding, aten.conv1d.padding)
@@ -192,8 +194,7 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     one_d = node.target in _ONE_D
     args = list(node.args) + [None] * (7 - len(node.args))
     source, weight_node, bias_node, stride, padding, dilation, groups = args[:7]
-    x = _input(context, pattern, source, groups)
-    int16 = x.dtype is torch.int16
+    x = context.input_value(source, int16=True)
     if len(x.shape) != (3 if one_d else 4):
         raise LoweringRefused(
             Refusal.CONV_INPUT_RANK,
@@ -211,8 +212,9 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     kernel = (kernel_h, kernel_w)
     in_channels = x.shape[1]  # a pad in front leaves the channels
     depthwise = groups > 1 and groups == in_channels and in_per_group == 1
+    int16 = _check_dtype(x, pattern, groups > 1 and not depthwise)
     three_by_three = depthwise and kernel == (3, 3) and dilation == [1, 1]
-    three_by_three = three_by_three and out_channels == in_channels
+    three_by_three = three_by_three and out_channels == in_channels and not int16
     sides = _padding(padding, kernel, dilation, one_d)
     x, sides = _fold(context, x, pattern, sides, kernel, dilation, three_by_three)
     x = as_image(context, x, fold=only_reader(pattern))

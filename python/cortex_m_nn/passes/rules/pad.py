@@ -13,9 +13,12 @@ unpadded inner dims into their outer neighbour.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+
+import torch
 
 from cortex_m_nn.passes.context import LoweringContext
-from cortex_m_nn.passes.graph_values import QValue, quantize_value
+from cortex_m_nn.passes.graph_values import quantize_value
 from cortex_m_nn.passes.layout import (
     moved_input,
     relayout,
@@ -44,7 +47,7 @@ def _collapse(
 @rule(aten.constant_pad_nd.default, aten.pad.default)
 def lower_pad(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
-    x = moved_input(context, pattern, "pad")
+    x = moved_input(context, pattern, "pad", int16=True)
     pads = [int(p) for p in node.args[1]]
     if node.target is aten.pad.default:
         mode = node.args[2] if len(node.args) > 2 else node.kwargs.get("mode", "constant")
@@ -75,17 +78,17 @@ def lower_pad(context: LoweringContext, pattern: Pattern) -> Lowered:
     order = stored_order(rank, x.nhwc)
     shape = list(x.stored_shape)
     pre, post = [pre[d] for d in order], [post[d] for d in order]
-    result = QValue(x.node, x.scale, x.zero_point, pattern.shape, x.nhwc)
+    result = replace(x, shape=pattern.shape)
     if rank > 4:
         shape, pre, post = _collapse(shape, pre, post)
         if len(shape) > 4:
             raise LoweringRefused(
                 Refusal.PAD_DIMS, f"padding {len(shape)} separate dims (arm_pad_s8: at most 4)"
             )
-    pad_value = quantize_value(value, x.scale, x.zero_point)
+    pad_value = quantize_value(value, x.scale, x.zero_point, x.dtype)
     source = view(context, x.node, x.stored_shape, shape)
     out = context.call("pad", source, pre, post, pad_value)
     padded = [p + d + q for p, d, q in zip(pre, shape, post, strict=True)]
     node_out = view(context, out, padded, result.stored_shape)
-    value_out = QValue(node_out, x.scale, x.zero_point, pattern.shape, x.nhwc)
-    return Lowered(value_out, "pad", "arm_pad_s8")
+    value_out = replace(result, node=node_out)
+    return Lowered(value_out, "pad", "(int16 pad)" if x.dtype is torch.int16 else "arm_pad_s8")

@@ -1,4 +1,5 @@
-"""Pooling on int8 NHWC tensors; output quantization shared with the input, activation fused.
+"""Pooling on int8 (or int16: the ``_s16`` kernels) NHWC tensors; output quantization shared
+with the input, activation fused.
 
 * avg_pool2d, adaptive_avg_pool2d (uniform windows) and mean over H and W (a global average
   pool: the window is the whole H×W; this CMSIS-NN has no separate mean kernel)
@@ -10,6 +11,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import torch
 from torch.fx import Node
 
 from cortex_m_nn import scratch
@@ -56,12 +60,12 @@ def _window(node: Node, one_d: bool) -> tuple[list[int], list[int], list[int]]:
 def _pooled_input(context: LoweringContext, pattern: Pattern, what: str) -> QValue:
     """The pool's input, channels-last 4-D (a 3-D one with height 1), with the output's
     quantization."""
-    x = context.input_value(pattern.op.args[0])
+    x = context.input_value(pattern.op.args[0], int16=True)
     if len(x.shape) not in (3, 4):
         raise LoweringRefused(
             Refusal.POOL_INPUT_RANK, f"{what} input is not a 3-D or 4-D activation"
         )
-    if (x.scale, x.zero_point) != (pattern.scale, pattern.zero_point):
+    if (x.scale, x.zero_point, x.dtype) != (pattern.scale, pattern.zero_point, pattern.dtype):
         raise LoweringRefused(
             Refusal.QPARAMS_CHANGE, f"{what} would need requantization (output qparams differ)"
         )
@@ -76,17 +80,28 @@ def _pool(
     padding: list[int],
 ) -> Lowered:
     x = _pooled_input(context, pattern, "average pool")
-    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+    act_min, act_max = _range(pattern)
     n, channels = x.shape[0], x.shape[1]
     out_h = (x.shape[2] + 2 * padding[0] - kernel[0]) // stride[0] + 1
     out_w = (x.shape[3] + 2 * padding[1] - kernel[1]) // stride[1] + 1
     output_nhwc = (n, out_h, out_w, channels)
-    scratch_bytes = scratch.avg_pool2d_scratch_bytes(context.target, x.stored_shape, output_nhwc)
+    int16 = x.dtype is torch.int16
+    if int16 and kernel[0] * kernel[1] >= 65536:
+        raise LoweringRefused(Refusal.POOL_ARGUMENT, "an int16 pool of 65,536 elements or more")
+    scratch_bytes = scratch.avg_pool2d_scratch_bytes(
+        context.target, x.stored_shape, output_nhwc, int16
+    )
     out = context.call(
         "avg_pool2d", x.node, kernel, stride, padding, act_min, act_max, scratch_bytes
     )
-    value = QValue(out, x.scale, x.zero_point, (n, channels, out_h, out_w), nhwc=True)
-    return Lowered(_result(context, value, pattern), "avg_pool2d", "arm_avgpool_s8")
+    value = replace(x, node=out, shape=(n, channels, out_h, out_w), nhwc=True)
+    function = "arm_avgpool_s16" if int16 else "arm_avgpool_s8"
+    return Lowered(_result(context, value, pattern), "avg_pool2d", function)
+
+
+def _range(pattern: Pattern) -> tuple[int, int]:
+    """The fused activation's range in the output's dtype."""
+    return activation_range(pattern.activation, pattern.scale, pattern.zero_point, pattern.dtype)
 
 
 def _result(context: LoweringContext, value: QValue, pattern: Pattern) -> QValue:
@@ -124,7 +139,7 @@ def lower_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
 
 @rule(aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default)
 def lower_adaptive_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
-    x = context.input_value(pattern.op.args[0])
+    x = context.input_value(pattern.op.args[0], int16=True)
     one_d = pattern.op.target is aten.adaptive_avg_pool1d.default
     height, width = (1, x.shape[-1]) if one_d else x.shape[2:]
     out_h, out_w = _spatial(pattern.op.args[1], one_d, 1)
@@ -139,7 +154,7 @@ def lower_adaptive_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Low
 
 @rule(aten.mean.dim)
 def lower_mean(context: LoweringContext, pattern: Pattern) -> Lowered:
-    x = context.input_value(pattern.op.args[0])
+    x = context.input_value(pattern.op.args[0], int16=True)
     rank = len(x.shape)
     dims = sorted(int(d) % rank for d in pattern.op.args[1]) if rank else []
     if (rank, dims) not in ((4, [2, 3]), (3, [2])):
@@ -161,10 +176,11 @@ def lower_max_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
             f"max pool with dilation {dilation}: arm_max_pool_s8 has none; use dilation=1",
         )
     x = _pooled_input(context, pattern, "max pool")
-    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+    act_min, act_max = _range(pattern)
     n, channels, height, width = x.shape
     out_h = pool_output_size(height, kernel[0], stride[0], padding[0], ceil_mode)
     out_w = pool_output_size(width, kernel[1], stride[1], padding[1], ceil_mode)
     out = context.call("max_pool2d", x.node, kernel, stride, padding, ceil_mode, act_min, act_max)
-    value = QValue(out, x.scale, x.zero_point, (n, channels, out_h, out_w), nhwc=True)
-    return Lowered(_result(context, value, pattern), "max_pool2d", "arm_max_pool_s8")
+    value = replace(x, node=out, shape=(n, channels, out_h, out_w), nhwc=True)
+    function = "arm_max_pool_s16" if x.dtype is torch.int16 else "arm_max_pool_s8"
+    return Lowered(_result(context, value, pattern), "max_pool2d", function)

@@ -1,4 +1,4 @@
-"""reshape, view, flatten, squeeze, unsqueeze and dropout (eval) on int8 tensors.
+"""reshape, view, flatten, squeeze, unsqueeze and dropout (eval) on int8 or int16 tensors.
 
 A view is free when the stored bytes already are in the order the new shape needs. A 4-D
 result is kept channels-last when that is free too (or when a convolution or pool reads it).
@@ -31,15 +31,17 @@ from cortex_m_nn.quantizer.quantizer import VIEWS, aten
 def lower_dropout(context: LoweringContext, pattern: Pattern) -> Lowered:
     if pattern.op.args[2] if len(pattern.op.args) > 2 else pattern.op.kwargs.get("train"):
         raise LoweringRefused(Refusal.DROPOUT_TRAINING, "dropout in training mode")
-    x = context.input_value(pattern.op.args[0])
+    x = context.input_value(pattern.op.args[0], int16=True)
     if pattern.activation is not None:
         raise LoweringRefused(Refusal.ACTIVATION_AFTER, "activation after dropout")
+    if x.dtype is not pattern.dtype:
+        raise LoweringRefused(Refusal.QPARAMS_CHANGE, "dropout between int8 and int16")
     return Lowered(x, "view", "(identity)")
 
 
 @rule(*VIEWS)
 def lower_view(context: LoweringContext, pattern: Pattern) -> Lowered:
-    x = moved_input(context, pattern, "a view")
+    x = moved_input(context, pattern, "a view", int16=True)
     shape = pattern.shape
     # Free candidates first; a 4-D result prefers channels-last, as convolutions expect.
     channels_last = len(shape) == 4 and wants_channels_last(pattern)
