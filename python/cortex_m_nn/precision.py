@@ -29,10 +29,13 @@ INT16_OPS: frozenset[object] = frozenset(
         aten.conv2d.padding,
         aten.conv1d.default,
         aten.conv1d.padding,
+        # cortex_m_nn::softmax (arm_softmax_s16): rows of two or more
+        aten.softmax.int,
+        aten._softmax.default,
     }
 )
 #: The convolutions among them.
-CONVOLUTIONS = INT16_OPS - {aten.linear.default}
+CONVOLUTIONS = INT16_OPS - {aten.linear.default, aten.softmax.int, aten._softmax.default}
 #: Ops whose output shares their input's quantization (pools, views): int16 when their input
 #: is (``quantizer._spec``), never a requantization of their own. Pools: the ``_s16`` kernels
 #: (a mean only over H, W or L: other dims are cortex_m_nn::reduce, int8 only). Views and eval
@@ -87,6 +90,9 @@ def int16_case(node: Node, weight: torch.Tensor | None) -> bool:
         return False
     if node.target is aten.mean.dim:
         return _spatial_mean(node)
+    if node.target in (aten.softmax.int, aten._softmax.default):
+        value = node.meta.get("val")
+        return isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[-1] >= 2
     if node.target not in CONVOLUTIONS:
         return True
     groups = node.args[6] if len(node.args) > 6 else node.kwargs.get("groups", 1)

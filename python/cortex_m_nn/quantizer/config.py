@@ -131,6 +131,17 @@ SOFTMAX_OUTPUT = FixedQParamsQuantizationSpec(
 )
 
 
+#: arm_softmax_s16's output: scale 1/32768, zero point 0 (TFLite Micro's int16 softmax).
+SOFTMAX_OUTPUT_INT16 = FixedQParamsQuantizationSpec(
+    dtype=torch.int16,
+    scale=1.0 / 32768.0,
+    zero_point=0,
+    quant_min=INT16_MIN,
+    quant_max=INT16_MAX,
+    qscheme=torch.per_tensor_symmetric,
+)
+
+
 def _bias_qparams(
     observers: list[ObserverOrFakeQuantize],
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -348,7 +348,9 @@ class CortexMQuantizer(Quantizer):
                 if isinstance(source, Node):  # no fused activation: the kernel has no range
                     _annotate(node, {source: spec}, spec)
             elif target in SOFTMAX:
-                _annotate(node, {node.args[0]: spec}, config.SOFTMAX_OUTPUT)
+                int16 = spec is config.ACTIVATION_INT16
+                output = config.SOFTMAX_OUTPUT_INT16 if int16 else config.SOFTMAX_OUTPUT
+                _annotate(node, {node.args[0]: spec}, output)
             elif target in NORMS:
                 if isinstance(node.args[0], Node):
                     self._annotate_with_output(node, {node.args[0]: spec}, spec)

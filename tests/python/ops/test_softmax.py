@@ -12,7 +12,14 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
 from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
-from cortex_m_nn.ops.softmax import softmax, softmax_parameters
+from cortex_m_nn.ops.softmax import (
+    softmax,
+    softmax_parameters,
+    softmax_s16_parameters,
+    softmax_s16_tables,
+)
+
+from .independent import ref_requantize
 
 OP = torch.ops.cortex_m_nn.softmax
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -127,7 +134,7 @@ def test_softmax_matches_independent(
     gen = torch.Generator().manual_seed(data.draw(st.integers(0, 2**31)))
     x = torch.randint(-128, 128, (*lead, n), generator=gen, dtype=torch.int8)
     params = softmax_parameters(scale, beta)
-    got = softmax(x, *params)
+    got = softmax(x, None, None, *params)
     assert torch.equal(got, expected(x, *params))
     ideal = torch.softmax(beta * scale * x.double(), dim=-1) * 256 - 128
     assert (got.double() - ideal.clamp(-128, 127)).abs().max() <= 1
@@ -136,7 +143,7 @@ def test_softmax_matches_independent(
 def test_softmax_all_equal_rows() -> None:
     for n in (1, 2, 3, 4, 10, 12, 256):
         x = torch.full((2, n), 37, dtype=torch.int8)
-        got = softmax(x, *softmax_parameters(0.1))
+        got = softmax(x, None, None, *softmax_parameters(0.1))
         assert torch.equal(got, expected(x, *softmax_parameters(0.1)))
         assert (got == got[0, 0]).all()
         assert abs(got[0, 0].item() - min(256 / n - 128, 127)) <= 1
@@ -146,15 +153,17 @@ def test_softmax_diff_min_cutoff() -> None:
     mult, shift, _ = softmax_parameters(0.1)
     x = torch.tensor([[127, -128, 100, 20]], dtype=torch.int8)
     diff_min = -50  # -128 (diff -255) and 20 (diff -107) are cut off, 100 (diff -27) is kept
-    got = softmax(x, mult, shift, diff_min)
+    got = softmax(x, None, None, mult, shift, diff_min)
     assert torch.equal(got, expected(x, mult, shift, diff_min))
     assert got[0, 1] == -128 and got[0, 3] == -128
-    kept = softmax(torch.tensor([[127, 100]], dtype=torch.int8), mult, shift, diff_min)
+    kept = softmax(torch.tensor([[127, 100]], dtype=torch.int8), None, None, mult, shift, diff_min)
     assert got[0, [0, 2]].tolist() == kept[0].tolist()  # cut entries leave the sum
 
 
 def test_softmax_single_element_saturates() -> None:
-    got = softmax(torch.tensor([[-5], [127]], dtype=torch.int8), *softmax_parameters(0.05))
+    got = softmax(
+        torch.tensor([[-5], [127]], dtype=torch.int8), None, None, *softmax_parameters(0.05)
+    )
     assert got.tolist() == [[127], [127]]
 
 
@@ -185,12 +194,94 @@ def test_softmax_parameters_reject_huge_scale() -> None:
 def test_softmax_ignores_rounding_mode_and_has_out_and_fake() -> None:
     x = torch.randint(-128, 128, (3, 7), dtype=torch.int8)
     params = softmax_parameters(0.08)
-    out = OP(x, *params)
+    out = OP(x, None, None, *params)
     with use_rounding(Rounding.SINGLE):
-        assert torch.equal(OP(x, *params), out)
+        assert torch.equal(OP(x, None, None, *params), out)
     buffer = torch.empty_like(out)
-    assert torch.ops.cortex_m_nn.softmax.out(x, *params, out=buffer) is buffer
+    assert torch.ops.cortex_m_nn.softmax.out(x, None, None, *params, out=buffer) is buffer
     assert torch.equal(buffer, out)
     with FakeTensorMode():
-        fake = OP(torch.empty((2, 5, 12), dtype=torch.int8), *params)
+        fake = OP(torch.empty((2, 5, 12), dtype=torch.int8), None, None, *params)
     assert fake.shape == (2, 5, 12) and fake.dtype == torch.int8
+
+
+# --- the int16 case: arm_softmax_s16 ------------------------------------------------------
+
+
+def int16(value: int) -> int:
+    return (value + 2**15) % 2**16 - 2**15
+
+
+def lookup(table: list[int], value: int) -> int:
+    """arm_softmax_s16's interpolated read, C integer types spelled out."""
+    index = int16(256 + (value >> 7))
+    offset = int16(value & 0x7F)
+    base = table[index]
+    slope = int16(table[index + 1] - table[index])
+    delta = int16((slope * offset + 64) >> 7)
+    return int16(base + delta)
+
+
+def softmax_s16_row(
+    row: list[int], mult: int, shift: int, exp: list[int], recip: list[int], single: bool
+) -> list[int]:
+    """arm_softmax_s16 on one row, transcribed from its C loops in Python ints."""
+    top = max(row)
+    cached, total = [], 0
+    for v in row:
+        scaled = ref_requantize(v - top, mult, shift, single)
+        symmetric = min(max(scaled + 32767, -32768), 32767)
+        cached.append(lookup(exp, symmetric))
+        total = wrap32(total + cached[-1])
+    headroom = clz32(total)
+    shifted = wrap32(wrap32(total << (headroom - 1)) + (1 << 13)) >> 14
+    reciprocal = lookup(recip, int16(shifted - 98304))
+    right = int16(30 - headroom)
+    return [int16(((e * reciprocal) >> right) + 1 >> 1) for e in cached]
+
+
+def test_s16_tables_are_tflite_micros() -> None:
+    """The entries a host build of TFLite Micro's LUTPopulateInt16<float> gives
+    (docs/int16.md, section 3), at both ends and the middle."""
+    exp, recip = softmax_s16_tables()
+    assert exp.dtype == recip.dtype == torch.int16 and exp.shape == recip.shape == (513,)
+    assert [exp[i].item() for i in (0, 256, 511, 512)] == [2, 221, 32133, 32767]
+    assert [recip[i].item() for i in (0, 256, 511, 512)] == [32767, 21845, 16400, 16384]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(1, 3), min_size=0, max_size=2),
+    st.integers(2, 64),
+    st.floats(1e-4, 2e-3),
+    st.booleans(),
+    st.data(),
+)
+def test_s16_matches_independent(
+    lead: list[int], n: int, scale: float, single: bool, data: st.DataObject
+) -> None:
+    gen = torch.Generator().manual_seed(data.draw(st.integers(0, 2**31)))
+    x = torch.randint(-32768, 32768, (*lead, n), generator=gen, dtype=torch.int32).to(torch.int16)
+    mult, shift = softmax_s16_parameters(scale)
+    exp, recip = softmax_s16_tables()
+    rounding = Rounding.SINGLE if single else Rounding.DOUBLE
+    with use_rounding(rounding):
+        got = softmax(x, exp, recip, mult, shift, 0)
+    tables = exp.tolist(), recip.tolist()
+    rows = [softmax_s16_row(r, mult, shift, *tables, single) for r in x.reshape(-1, n).tolist()]
+    assert got.dtype == torch.int16 and got.reshape(-1, n).tolist() == rows
+    ideal = torch.softmax(scale * x.double(), dim=-1) * 32768
+    # the exp table bottoms out at 2 (exp(-10) in Q15): rows of near-zero entries each keep
+    # 2, so the result stays within 2^-8 of the probabilities
+    assert (got.double() - ideal).abs().max() <= 128
+
+
+def test_s16_refuses_rows_of_one_and_missing_tables() -> None:
+    exp, recip = softmax_s16_tables()
+    mult, shift = softmax_s16_parameters(1e-3)
+    with pytest.raises(ValueError, match="one entry"):
+        softmax(torch.zeros((2, 1), dtype=torch.int16), exp, recip, mult, shift, 0)
+    with pytest.raises(ValueError, match="tables"):
+        softmax(torch.zeros((2, 3), dtype=torch.int16), None, None, mult, shift, 0)
+    with pytest.raises(ValueError, match="no tables"):
+        softmax(torch.zeros((2, 3), dtype=torch.int8), exp, recip, mult, shift, 0)
