@@ -17,6 +17,7 @@ from torch.fx import GraphModule
 from cortex_m_nn.calibration import Calibration, synthetic
 from cortex_m_nn.compile import CompiledProgram, compile_quantized, quantize
 from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.options import QuantizationOptions
 from cortex_m_nn.target import Target
 
 #: Calibration samples of the shared compiles (the zoo's; verification runs each twice).
@@ -51,11 +52,15 @@ class QuantizedModels:
 
     done: dict[str, Quantized] = field(default_factory=dict)
 
-    def get(self, name: str, factory: Factory) -> Quantized:
-        if name not in self.done:
+    def get(
+        self, name: str, factory: Factory, options: QuantizationOptions | None = None
+    ) -> Quantized:
+        """``name`` quantized with ``options`` (default: the quantizer's defaults)."""
+        key = f"{name} {options}"
+        if key not in self.done:
             module, inputs = factory()
             source = ModelSource(name, module, inputs)
             calibration = synthetic(inputs, count=SAMPLES)
-            graphs = quantize(source, calibration, progress=False)
-            self.done[name] = Quantized(source, calibration, graphs)
-        return self.done[name]
+            graphs = quantize(source, calibration, progress=False, options=options)
+            self.done[key] = Quantized(source, calibration, graphs)
+        return self.done[key]

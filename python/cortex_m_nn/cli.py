@@ -305,10 +305,11 @@ def _compile_and_check(
     if not args.quiet:
         print(report.to_text(document), end="")
     if verification is not None and not verification.passed:
+        name, lsb = next(iter(verification.exceeding.items()), ("", verification.max_lsb))
+        allowed = verification.allowed.get(name, document["verify"]["max_lsb_allowed"])
         raise CompileError(
-            f"verification failed: an operator differs from the PT2E reference by "
-            f"{verification.max_lsb} LSB (allowed {document['verify']['max_lsb_allowed']}); "
-            "nothing written"
+            f"verification failed: an operator ({name}) differs from the PT2E reference by "
+            f"{lsb} LSB (allowed {allowed}); nothing written"
         )
     if budget is not None:
         fit.require_fit(document["fit"])

@@ -273,3 +273,35 @@ def test_a_cnn_is_int16_throughout(target: str) -> None:
         "arm_fully_connected_s16",
         "(boundary, int16 → float)",
     ]
+
+
+class Classifier(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(24, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(self.fc(x) * 4, dim=-1)
+
+
+def test_int16_softmax_is_allowed_its_tables_bound() -> None:
+    """arm_softmax_s16 approximates (interpolated tables): verify allows it 4 LSB per entry of
+    the row plus 4 (the bound tests/python/ops/test_softmax.py checks against float softmax),
+    every other operator 1, and says so in the report."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(6)
+        module = Classifier().eval()
+        example = (torch.randn(3, 24),)
+    options = QuantizationOptions(
+        activations=Activations.INT16, linear_weights=LinearWeights.PER_TENSOR
+    )
+    compiled, verification = check_dialect(module, example, options=options)
+    (softmax,) = [r for r in compiled.records if r.cmsis_function == "arm_softmax_s16"]
+    assert verification.allowed == {softmax.output_node: 4 * 16 + 4}
+    assert verification.passed and not verification.exceeding
+    others = {n: d for n, d in verification.per_node.items() if n != softmax.output_node}
+    assert max(others.values()) <= 1
+    from cortex_m_nn import report
+
+    line = report.verify_line(report.verify_dict(verification))
+    assert f"{softmax.output_node} ≤ 68" in line

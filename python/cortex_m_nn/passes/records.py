@@ -39,6 +39,9 @@ class OpRecord:
     source_line: str = ""
     #: the kind of ``fallback_reason`` (the rewrite advice is looked up by it)
     refusal: Refusal | None = None
+    #: how many LSB ``verify`` allows this op against the PT2E reference: None, its standard
+    #: bound (``verify.MAX_LSB``), or an approximating kernel's (the int16 softmax's tables)
+    allowed_lsb: int | None = None
 
     @property
     def lowered(self) -> bool:

@@ -26,6 +26,9 @@ class Lowered:
     cmsis_function: str
     macs: int = 0
     weight_bytes: int = 0
+    #: LSB ``verify`` allows against the PT2E reference: None, the standard bound, or an
+    #: approximating kernel's, which its rule derives
+    allowed_lsb: int | None = None
 
 
 @dataclass

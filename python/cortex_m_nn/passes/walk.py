@@ -142,6 +142,7 @@ def fill_lowered(record: OpRecord, lowered: Lowered) -> None:
     record.macs = lowered.macs
     record.weight_bytes = lowered.weight_bytes
     record.output_node = lowered.value.node.name
+    record.allowed_lsb = lowered.allowed_lsb
 
 
 def walk(context: LoweringContext, plan: Plan) -> None:

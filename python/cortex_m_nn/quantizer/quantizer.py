@@ -243,10 +243,10 @@ def _resolved_output(source: Node) -> QuantizationSpecBase | None:
 
 def _input_spec(source: Node, activation: QuantizationSpec) -> QuantizationSpecBase:
     """How a data-movement op observes its input: a producer with fixed output quantization
-    (softmax) keeps it, so PT2E shares that instead of inserting a requantization; otherwise
-    ``activation``."""
+    (softmax) of ``activation``'s dtype keeps it, so PT2E shares that instead of inserting a
+    requantization; otherwise ``activation`` (another dtype: PT2E requantizes)."""
     output = _resolved_output(source)
-    if isinstance(output, FixedQParamsQuantizationSpec):
+    if isinstance(output, FixedQParamsQuantizationSpec) and output.dtype == activation.dtype:
         return output
     return activation
 

@@ -271,9 +271,9 @@ def test_s16_matches_independent(
     rows = [softmax_s16_row(r, mult, shift, *tables, single) for r in x.reshape(-1, n).tolist()]
     assert got.dtype == torch.int16 and got.reshape(-1, n).tolist() == rows
     ideal = torch.softmax(scale * x.double(), dim=-1) * 32768
-    # the exp table bottoms out at 2 (exp(-10) in Q15): rows of near-zero entries each keep
-    # 2, so the result stays within 2^-8 of the probabilities
-    assert (got.double() - ideal).abs().max() <= 128
+    # within the bound the lowering lets verify allow (rules/softmax.py): 4 LSB per entry of
+    # the row (each exp within 2 of exact, the table's floor of 2 at exp(-10) included) and 4
+    assert (got.double() - ideal).abs().max() <= 4 * n + 4
 
 
 def test_s16_refuses_rows_of_one_and_missing_tables() -> None:
