@@ -32,10 +32,14 @@ INT16_OPS: frozenset[object] = frozenset(
         # cortex_m_nn::softmax (arm_softmax_s16): rows of two or more
         aten.softmax.int,
         aten._softmax.default,
+        # cortex_m_nn::add (arm_elementwise_add_s16; sub negates a multiplier), ::mul
+        aten.add.Tensor,
+        aten.sub.Tensor,
+        aten.mul.Tensor,
     }
 )
 #: The convolutions among them.
-CONVOLUTIONS = INT16_OPS - {aten.linear.default, aten.softmax.int, aten._softmax.default}
+CONVOLUTIONS = {aten.conv2d.default, aten.conv2d.padding, aten.conv1d.default, aten.conv1d.padding}
 #: Ops whose output shares their input's quantization (pools, views): int16 when their input
 #: is (``quantizer._spec``), never a requantization of their own. Pools: the ``_s16`` kernels
 #: (a mean only over H, W or L: other dims are cortex_m_nn::reduce, int8 only). Views and eval

@@ -216,6 +216,8 @@ _ADD_FIELDS = (
 
 
 def _add(call: Call, isa: Isa) -> dict[str, Initializer] | None:
+    if call.scalar_type("input1") == SHORT:
+        return None  # int16 activations: arm_elementwise_add_s16 runs unprepared
     shape = call.sizes("out")
     if call.sizes("input1") != shape or call.sizes("input2") != shape:
         return None  # broadcasting: the kernel runs it row by row, unprepared

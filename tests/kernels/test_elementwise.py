@@ -5,10 +5,11 @@ table, a row per operator."""
 
 from __future__ import annotations
 
+import torch
 from hypothesis import strategies as st
 from tests.python.ops.test_elementwise import ADD_NAMES, MUL_NAMES
 
-from cortex_m_nn.ops.add import add_parameters, sub_parameters
+from cortex_m_nn.ops.add import LEFT_SHIFT_INT16, add_parameters, sub_parameters
 from cortex_m_nn.ops.broadcast import cmsis_minmax_supported
 from cortex_m_nn.ops.mul import mul_parameters
 
@@ -16,12 +17,44 @@ from .harness import Call, CallTable, bit_exact_test
 from .strategies import activation_range, broadcast_shapes, generator, int8
 
 
-def _quantized_call(draw: st.DrawFn, op: str, parameters: dict, names: list[str]) -> Call:
+def _quantized_call(
+    draw: st.DrawFn, op: str, parameters: dict, names: list[str], int16: bool = False
+) -> Call:
     shape1, shape2 = broadcast_shapes(draw)
     gen = generator(draw)
     p = (parameters[n] for n in names)
+    if int16:
+        x1, x2 = (
+            torch.randint(-32768, 32768, s, generator=gen, dtype=torch.int32).to(torch.int16)
+            for s in (shape1, shape2)
+        )
+        low = draw(st.integers(-32768, 0))
+        return Call(op, (x1, x2, *p, low, draw(st.integers(low, 32767))), inputs=(0, 1))
     args = (int8(shape1, gen), int8(shape2, gen), *p, *activation_range(draw))
     return Call(op, args, inputs=(0, 1))
+
+
+_INT16_ZERO_POINTS = {"input1_zero_point": 0, "input2_zero_point": 0, "output_zero_point": 0}
+
+
+@st.composite
+def add_s16_calls(draw: st.DrawFn) -> Call:
+    """arm_elementwise_add_s16: left shift 15, zero points 0 (add and sub)."""
+    scales = st.floats(1e-5, 1e-2)
+    parameters = add_parameters if draw(st.booleans()) else sub_parameters
+    p = parameters(
+        draw(scales), draw(scales), draw(scales), left_shift=LEFT_SHIFT_INT16, **_INT16_ZERO_POINTS
+    )
+    return _quantized_call(draw, "add", p, ADD_NAMES, int16=True)
+
+
+@st.composite
+def mul_s16_calls(draw: st.DrawFn) -> Call:
+    """arm_elementwise_mul_s16: products up to 2^30, output shifts that keep them in int32."""
+    s1, s2 = draw(st.floats(1e-5, 1e-2)), draw(st.floats(1e-5, 1e-2))
+    so = s1 * s2 * draw(st.floats(4.0, 2.0**16))
+    p = mul_parameters(s1, s2, so, largest_product=2**30, **_INT16_ZERO_POINTS)
+    return _quantized_call(draw, "mul", p, MUL_NAMES, int16=True)
 
 
 def _zero_points(draw: st.DrawFn) -> dict[str, int]:
@@ -64,7 +97,9 @@ def minmax_calls(op: str) -> st.SearchStrategy[Call]:
 #: operator → its calls (none of these depends on the ISA)
 CALLS: CallTable = {
     "add": lambda isa: add_calls(),
+    "add[int16]": lambda isa: add_s16_calls(),
     "mul": lambda isa: mul_calls(),
+    "mul[int16]": lambda isa: mul_s16_calls(),
     "maximum": lambda isa: minmax_calls("maximum"),
     "minimum": lambda isa: minmax_calls("minimum"),
 }

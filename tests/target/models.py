@@ -266,6 +266,7 @@ INT16 = {
         ),
     ),
     "ds_cnn_int16": ("ds_cnn", QuantizationOptions(activations=Activations.INT16)),
+    "resnet8_int16": ("resnet8", QuantizationOptions(activations=Activations.INT16)),
     "precision_mix": (
         "precision_mix",
         QuantizationOptions(activations=Activations.INT16, equalize=False),

@@ -29,17 +29,18 @@ inline cmsis_nn_dims dims4(const Shape4& s) {
   return cmsis_nn_dims{s.d[0], s.d[1], s.d[2], s.d[3]};
 }
 
-// Inputs and out int8, ranks equal and <= 4, every input extent equal to out's or 1, out's
-// extents the broadcast of the inputs'. Fails the call otherwise.
+// Inputs and out of `type` (int8, or int16 for the s16 kernels), ranks equal and <= 4, every
+// input extent equal to out's or 1, out's extents the broadcast of the inputs'. Fails the call
+// otherwise.
 inline bool check_broadcast(
     CallContext& context,
     const char* op,
     const Tensor& a,
     const Tensor& b,
-    const Tensor& out) {
-  bool ok = is_type(a, ScalarType::Char) && is_type(b, ScalarType::Char) &&
-      is_type(out, ScalarType::Char) && out.dim() >= 1 && out.dim() <= 4 &&
-      a.dim() == out.dim() && b.dim() == out.dim();
+    const Tensor& out,
+    ScalarType type = ScalarType::Char) {
+  bool ok = is_type(a, type) && is_type(b, type) && is_type(out, type) && out.dim() >= 1 &&
+      out.dim() <= 4 && a.dim() == out.dim() && b.dim() == out.dim();
   for (ssize_t i = 0; ok && i < out.dim(); ++i) {
     const int64_t x = a.size(i), y = b.size(i), o = out.size(i);
     ok = (x == o || x == 1) && (y == o || y == 1) && o == (x > y ? x : y);
@@ -47,8 +48,8 @@ inline bool check_broadcast(
   if (!ok) {
     ET_LOG(
         Error,
-        "cortex_m_nn::%s: inputs and out must be int8 of one rank (<= 4) whose extents are the "
-        "output's or 1",
+        "cortex_m_nn::%s: inputs and out must be int8 (or all int16) of one rank (<= 4) whose "
+        "extents are the output's or 1",
         op);
     context.fail(Error::InvalidArgument);
   }
@@ -61,9 +62,9 @@ inline bool same_shape(const Shape4& x, const Shape4& y) {
 
 // Calls block(x, y, out, n) once over the whole output when neither input broadcasts, else over
 // every output row (the innermost dimension), replicating an input broadcast along that
-// dimension through a small buffer. block returns a CMSIS-NN status; the first failure fails
-// the call.
-template <typename Block>
+// dimension through a small buffer; elements of type T (int8_t, or int16_t for the s16
+// kernels). block returns a CMSIS-NN status; the first failure fails the call.
+template <typename T = int8_t, typename Block>
 void for_each_row(
     CallContext& context,
     const char* op,
@@ -76,8 +77,7 @@ void for_each_row(
     const int32_t n = so.d[0] * so.d[1] * so.d[2] * so.d[3];
     check_status(
         context, op,
-        block(a.const_data_ptr<int8_t>(), b.const_data_ptr<int8_t>(),
-              out.mutable_data_ptr<int8_t>(), n));
+        block(a.const_data_ptr<T>(), b.const_data_ptr<T>(), out.mutable_data_ptr<T>(), n));
     return;
   }
   int64_t stride_a[4], stride_b[4];
@@ -88,17 +88,17 @@ void for_each_row(
     step_a *= sa.d[d];
     step_b *= sb.d[d];
   }
-  const int8_t* pa = a.const_data_ptr<int8_t>();
-  const int8_t* pb = b.const_data_ptr<int8_t>();
-  int8_t* po = out.mutable_data_ptr<int8_t>();
+  const T* pa = a.const_data_ptr<T>();
+  const T* pb = b.const_data_ptr<T>();
+  T* po = out.mutable_data_ptr<T>();
   const int32_t row = so.d[3];
   constexpr int32_t kChunk = 64;
-  int8_t repeated[kChunk];
+  T repeated[kChunk];
   for (int32_t i0 = 0; i0 < so.d[0]; ++i0) {
     for (int32_t i1 = 0; i1 < so.d[1]; ++i1) {
       for (int32_t i2 = 0; i2 < so.d[2]; ++i2) {
-        const int8_t* ra = pa + i0 * stride_a[0] + i1 * stride_a[1] + i2 * stride_a[2];
-        const int8_t* rb = pb + i0 * stride_b[0] + i1 * stride_b[1] + i2 * stride_b[2];
+        const T* ra = pa + i0 * stride_a[0] + i1 * stride_a[1] + i2 * stride_a[2];
+        const T* rb = pb + i0 * stride_b[0] + i1 * stride_b[1] + i2 * stride_b[2];
         arm_cmsis_nn_status status = ARM_CMSIS_NN_SUCCESS;
         if (sa.d[3] == row && sb.d[3] == row) {
           status = block(ra, rb, po, row);

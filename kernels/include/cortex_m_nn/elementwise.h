@@ -1,7 +1,7 @@
 // What the requantizing element-wise kernels (add, mul) share: the broadcast check, the check
 // of their quantization parameters, and the row-by-row walk that calls CMSIS-NN on each
-// output row. Each kernel adds only which parameters it takes and its CMSIS-NN call. A new
-// dtype (int16) is a case in the same kernel: see docs/adding-an-operator.md.
+// output row. Each kernel adds only which parameters it takes and its CMSIS-NN call; int16 is a
+// case in the same kernel (the element type of the walk, the s16 function).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,12 @@ struct OutputQuant {
         is_int8_range(activation_min, activation_max);
   }
 
+  // In the s16 kernels' ranges: the offset 0 (they ignore it), an int16 range.
+  bool valid_s16() const {
+    return is_requantization(multiplier, shift) && offset == 0 &&
+        is_int16_range(activation_min, activation_max);
+  }
+
   Int32 int32() const {
     return Int32{
         static_cast<int32_t>(offset),
@@ -41,10 +47,11 @@ struct OutputQuant {
   }
 };
 
-// Checks that input1, input2 and out broadcast (broadcast.h) and that `parameters_valid`
-// (the kernel's quantization parameters are in CMSIS-NN's range), then calls
-// block(x, y, out, n) for every output row. Fails the call otherwise.
-template <typename Block>
+// Checks that input1, input2 and out broadcast (broadcast.h) as tensors of T (int8_t; int16_t
+// for the s16 kernels) and that `parameters_valid` (the kernel's quantization parameters are in
+// CMSIS-NN's range), then calls block(x, y, out, n) for every output row. Fails the call
+// otherwise.
+template <typename T = int8_t, typename Block>
 void elementwise_rows(
     CallContext& context,
     const char* op,
@@ -54,7 +61,8 @@ void elementwise_rows(
     bool parameters_valid,
     Block block) {
   if (context.checks()) {
-    if (!check_broadcast(context, op, input1, input2, out)) {
+    using executorch::runtime::CppTypeToScalarType;
+    if (!check_broadcast(context, op, input1, input2, out, CppTypeToScalarType<T>::value)) {
       return;
     }
     if (!parameters_valid) {
@@ -65,7 +73,7 @@ void elementwise_rows(
   if (!context.computes()) {
     return;
   }
-  for_each_row(context, op, input1, input2, out, block);
+  for_each_row<T>(context, op, input1, input2, out, block);
 }
 
 }  // namespace native

@@ -11,6 +11,8 @@ shift, negative = right shift. TFLite Micro passes its ``QuantizeMultiplierSmall
 exponents unchanged, so the input and output shifts are normally <= 0; ``left_shift`` is a
 plain (non-negative) left shift applied before requantization, 20 for int8.
 Offsets: ``inputN_offset = -inputN_zero_point``, ``output_offset = output_zero_point``.
+int16 is the other case (``arm_elementwise_add_s16``: the same arithmetic, ``left_shift``
+15, zero points 0; it ignores its offsets, so they must be 0).
 The DSP build masks each ``x + offset`` to 16 bits before shifting, which agrees with this
 only for ``left_shift >= 16``; :func:`add_parameters` always gives 20.
 
@@ -50,9 +52,13 @@ from cortex_m_nn.ops.params import ElementwiseParams, ElementwiseScales, named
 
 #: TFLite Micro's ``left_shift`` for int8 add (headroom for the rescaled inputs).
 LEFT_SHIFT_INT8 = 20
+#: ... and for int16 add (``arm_elementwise_add_s16``): an int16 shifted by 15 stays in int32.
+LEFT_SHIFT_INT16 = 15
 
 
-def add_parameters(*scales: float, **zero_points: int) -> dict[str, int]:
+def add_parameters(
+    *scales: float, left_shift: int = LEFT_SHIFT_INT8, **zero_points: int
+) -> dict[str, int]:
     """The integer arguments of :func:`add` (all but the activation range), TFLite Micro style.
 
     Takes ``input1_scale, input2_scale, output_scale`` and the zero points by name, as
@@ -66,7 +72,7 @@ def add_parameters(*scales: float, **zero_points: int) -> dict[str, int]:
     input1_multiplier, input1_shift = quantize_multiplier(q.input1_scale / twice_max_input_scale)
     input2_multiplier, input2_shift = quantize_multiplier(q.input2_scale / twice_max_input_scale)
     output_multiplier, output_shift = quantize_multiplier(
-        twice_max_input_scale / ((1 << LEFT_SHIFT_INT8) * q.output_scale)
+        twice_max_input_scale / ((1 << left_shift) * q.output_scale)
     )
     return {
         "input1_offset": input1_offset,
@@ -75,20 +81,22 @@ def add_parameters(*scales: float, **zero_points: int) -> dict[str, int]:
         "input2_offset": input2_offset,
         "input2_multiplier": input2_multiplier,
         "input2_shift": input2_shift,
-        "left_shift": LEFT_SHIFT_INT8,
+        "left_shift": left_shift,
         "output_offset": output_offset,
         "output_multiplier": output_multiplier,
         "output_shift": output_shift,
     }
 
 
-def sub_parameters(*scales: float, **zero_points: int) -> dict[str, int]:
+def sub_parameters(
+    *scales: float, left_shift: int = LEFT_SHIFT_INT8, **zero_points: int
+) -> dict[str, int]:
     """The arguments of :func:`add` computing ``input1 - input2``: input 2's multiplier negated
     (arguments as for :func:`add_parameters`).
 
     See the module docstring for why this is exact for every CMSIS-NN build.
     """
-    parameters = add_parameters(*scales, **zero_points)
+    parameters = add_parameters(*scales, left_shift=left_shift, **zero_points)
     parameters["input2_multiplier"] = -parameters["input2_multiplier"]
     return parameters
 
@@ -112,6 +120,7 @@ def add(
     ``arguments`` as the schema lists them after the inputs."""
     values = named("add", arguments, skip=2)
     params = ElementwiseParams.of(values)
+    params.check_dtype("add", input1, input2)
     a, b = params.operands("add", input1, input2)
     rescaled = [
         requantize(
@@ -122,4 +131,4 @@ def add(
         )
         for n, x in ((1, a), (2, b))
     ]
-    return params.output.apply(rescaled[0] + rescaled[1], rounding)
+    return params.output.apply(rescaled[0] + rescaled[1], rounding, input1.dtype, s64=False)

@@ -110,5 +110,7 @@ def cmsis_minmax_supported(shape1: Sequence[int], shape2: Sequence[int]) -> bool
 
 
 def fake_output(name: str, input1: torch.Tensor, input2: torch.Tensor) -> torch.Tensor:
-    """The fake (meta) result of a binary operator: int8 of the broadcast shape."""
-    return input1.new_empty(broadcast_shape(name, input1.shape, input2.shape), dtype=torch.int8)
+    """The fake (meta) result of a binary operator: int8 (int16 for int16 inputs) of the
+    broadcast shape."""
+    dtype = torch.int16 if input1.dtype is torch.int16 else torch.int8
+    return input1.new_empty(broadcast_shape(name, input1.shape, input2.shape), dtype=dtype)

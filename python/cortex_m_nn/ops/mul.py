@@ -13,6 +13,10 @@ the same value.
 With single rounding the MVE build shifts the product left by ``output_shift + 1`` in 32
 bits, so :func:`mul_parameters` refuses shifts above :data:`MAX_OUTPUT_SHIFT`.
 
+int16 is the other case (``arm_elementwise_mul_s16``): zero points 0 (its offsets are
+ignored), products up to 2^30; :func:`mul_parameters` keeps the largest product shifted left
+by ``output_shift + 1`` (MVE's single-rounding build) inside int32.
+
 Arguments map one to one onto ``arm_elementwise_mul_s8(input_1_vect, input_2_vect,
 input1_offset, input2_offset, output, output_offset, output_multiplier, output_shift,
 activation_min, activation_max, block_size)``. The inputs broadcast as
@@ -32,14 +36,22 @@ from cortex_m_nn.ops.params import ElementwiseParams, ElementwiseScales, named
 MAX_OUTPUT_SHIFT = 13
 
 
-def mul_parameters(*scales: float, **zero_points: int) -> dict[str, int]:
+def mul_parameters(
+    *scales: float, largest_product: int | None = None, **zero_points: int
+) -> dict[str, int]:
     """The integer arguments of :func:`mul` (all but the activation range), TFLite Micro style;
-    arguments as for :func:`cortex_m_nn.ops.add.add_parameters`."""
+    arguments as for :func:`cortex_m_nn.ops.add.add_parameters`. ``largest_product`` (the int16
+    case: the largest |x1 * x2| the operands allow) bounds the shift. ValueError for a
+    requantization the kernel cannot take."""
     q = ElementwiseScales(*scales, **zero_points)
     input1_offset, input2_offset, output_offset = q.offsets()
     output_multiplier, output_shift = quantize_multiplier(
         q.input1_scale * q.input2_scale / q.output_scale
     )
+    if largest_product is not None and largest_product << max(output_shift + 1, 0) >= 2**31:
+        raise ValueError(
+            f"int16 mul's output shift {output_shift} would take its products out of int32"
+        )
     if output_shift > MAX_OUTPUT_SHIFT:
         raise ValueError(
             f"mul output scale {q.output_scale} is over 2^{MAX_OUTPUT_SHIFT} times finer than "
@@ -70,5 +82,6 @@ def mul(
     """Reference ``arm_elementwise_mul_s8`` (see the module docstring for the conventions);
     ``arguments`` as the schema lists them after the inputs."""
     params = ElementwiseParams.of(named("mul", arguments, skip=2))
+    params.check_dtype("mul", input1, input2)
     a, b = params.operands("mul", input1, input2)
-    return params.output.apply(a * b, rounding)
+    return params.output.apply(a * b, rounding, input1.dtype, s64=False)

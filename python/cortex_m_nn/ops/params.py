@@ -75,12 +75,17 @@ class Requantization:
         )
 
     def apply(
-        self, acc: torch.Tensor, rounding: Rounding, dtype: torch.dtype = torch.int8
+        self,
+        acc: torch.Tensor,
+        rounding: Rounding,
+        dtype: torch.dtype = torch.int8,
+        s64: bool | None = None,
     ) -> torch.Tensor:
-        """Accumulators (bias added) → outputs of ``dtype``: int8 from int32 accumulators
-        (``arm_nn_requantize``, ``rounding``); int16 from int64 ones (``arm_nn_requantize_s64``
-        with the multiplier reduced to Q15, the s16 kernels' stage; no output offset there)."""
-        if dtype is torch.int16:
+        """Accumulators (bias added) → outputs of ``dtype``: from int32 accumulators with
+        ``arm_nn_requantize`` (``rounding``), or, with ``s64`` (default: for int16 outputs),
+        from int64 ones with ``arm_nn_requantize_s64`` and the multiplier reduced to Q15 (the
+        s16 matrix kernels' stage). The s16 element-wise kernels keep the int32 stage."""
+        if dtype is torch.int16 if s64 is None else s64:
             out = requantize_s64(acc, reduce_multiplier(self.multipliers), self.shifts)
         else:
             out = requantize(wrap_int32(acc), self.multipliers, self.shifts, rounding)
@@ -308,6 +313,19 @@ class ElementwiseParams:
     def of(cls, values: dict[str, Any]) -> ElementwiseParams:
         """From a call's arguments by name (:func:`named`)."""
         return cls(values["input1_offset"], values["input2_offset"], Requantization.of(values))
+
+    def check_dtype(self, operator: str, input1: torch.Tensor, input2: torch.Tensor) -> None:
+        """Both inputs int8, or both int16 with zero offsets and an int16 range (the s16
+        element-wise kernels ignore their offsets); ValueError otherwise."""
+        if input1.dtype is not input2.dtype or input1.dtype not in (torch.int8, torch.int16):
+            raise ValueError(f"{operator} takes two int8 or two int16 inputs")
+        if input1.dtype is torch.int16:
+            offsets = (self.input1_offset, self.input2_offset, self.output.output_offset)
+            if any(offsets):
+                raise ValueError(f"int16 {operator} has zero points 0: offsets must be 0")
+            out = self.output
+            if not -32768 <= out.activation_min <= out.activation_max <= 32767:
+                raise ValueError(f"int16 {operator}'s activation range must lie in int16")
 
     def operands(
         self, operator: str, input1: torch.Tensor, input2: torch.Tensor

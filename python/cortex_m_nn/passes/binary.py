@@ -26,6 +26,7 @@ from cortex_m_nn.passes.graph_values import (
     DEQUANTIZE,
     QValue,
     channels_last_order,
+    dtype_of,
     qparams_of,
 )
 from cortex_m_nn.passes.layout import noting_transposes, relayout
@@ -50,12 +51,14 @@ class Operands:
         """The op's output (computed at the collapsed shape) as a value of the lowered graph."""
         if tuple(self.collapsed_output) != self.stored_output:
             node = context.view(node, self.stored_output)
-        return QValue(node, pattern.scale, pattern.zero_point, pattern.shape, nhwc=self.nhwc)
+        shape, nhwc = pattern.shape, self.nhwc
+        return QValue(node, pattern.scale, pattern.zero_point, shape, nhwc, pattern.dtype)
 
 
 @dataclass(frozen=True)
 class _Constant:
-    """A quantized constant operand before it is laid out: int8 values in logical order."""
+    """A quantized constant operand before it is laid out: int8 (or int16) values in logical
+    order."""
 
     values: torch.Tensor
     scale: float
@@ -74,7 +77,7 @@ def _constant(context: LoweringContext, node: Node) -> _Constant | None:
     if not isinstance(source, Node) or source.op != "get_attr":
         return None
     scale, zero_point = qparams_of(node)
-    return _Constant(context.attribute(source).to(torch.int8), scale, zero_point)
+    return _Constant(context.attribute(source).to(dtype_of(node)), scale, zero_point)
 
 
 def _scalar(value: float) -> _Constant:
@@ -95,7 +98,7 @@ def _operand(context: LoweringContext, argument: object) -> QValue | _Constant:
     if not isinstance(argument, Node):
         return _scalar(float(argument))
     constant = _constant(context, argument)
-    return constant if constant is not None else context.input_value(argument)
+    return constant if constant is not None else context.input_value(argument, int16=True)
 
 
 def _padded(shape: tuple[int, ...], rank: int) -> list[int]:
@@ -134,14 +137,15 @@ def _materialise(
     rank: int,
     nhwc: bool,
     shape: list[int],
+    dtype: torch.dtype,
 ) -> tuple[QValue, Node]:
-    """(the operand as a value, its node viewed at the collapsed ``shape``)."""
+    """(the operand as a value of ``dtype``, its node viewed at the collapsed ``shape``)."""
     if isinstance(value, _Constant):
-        tensor = value.values.reshape(_padded(value.shape, rank))
+        tensor = value.values.reshape(_padded(value.shape, rank)).to(dtype)
         if nhwc:
             tensor = tensor.permute(*channels_last_order(rank))
         node = context.constant(tensor.reshape(shape), "operand")
-        return QValue(node, value.scale, value.zero_point, tuple(shape)), node
+        return QValue(node, value.scale, value.zero_point, tuple(shape), dtype=dtype), node
     node = value.node
     if list(value.stored_shape) != shape:
         node = context.view(node, tuple(shape))
@@ -169,6 +173,10 @@ def operands(context: LoweringContext, pattern: Pattern) -> Operands:
     values = [_operand(context, arg) for arg in pattern.op.args[:2]]
     if all(isinstance(v, _Constant) for v in values):
         raise LoweringRefused(Refusal.CONSTANT_OPERANDS, "both operands are constants")
+    if any(isinstance(v, QValue) and v.dtype is not pattern.dtype for v in values):
+        raise LoweringRefused(Refusal.NOT_INT8, "operands and output of different dtypes")
+    if pattern.dtype is torch.int16 and any(v.zero_point for v in values):
+        raise LoweringRefused(Refusal.NOT_INT8, "an int16 operand with a zero point")
     rank = len(pattern.shape)
     nhwc = output_layout(values, rank)
     values = [
@@ -183,12 +191,13 @@ def operands(context: LoweringContext, pattern: Pattern) -> Operands:
             f"{len(shape_out)} dimensions; CMSIS-NN takes at most {MAX_RANK}",
         )
     (first, input1), (second, input2) = (
-        _materialise(context, v, rank, nhwc, s)
+        _materialise(context, v, rank, nhwc, s, pattern.dtype)
         for v, s in zip(values, (shape1, shape2), strict=True)
     )
     order = channels_last_order(rank) if nhwc else range(rank)
     stored_output = tuple(pattern.shape[d] for d in order)
-    constant_bytes = sum(v.values.numel() for v in values if isinstance(v, _Constant))
+    size = pattern.dtype.itemsize
+    constant_bytes = sum(size * v.values.numel() for v in values if isinstance(v, _Constant))
     return Operands(first, second, input1, input2, shape_out, stored_output, nhwc, constant_bytes)
 
 
@@ -199,10 +208,10 @@ def same_quantization(first: QValue, second: QValue, pattern: Pattern) -> bool:
 
 
 def parameters_of(
-    function: Callable[..., dict[str, int]], inputs: Operands, pattern: Pattern
+    function: Callable[..., dict[str, int]], inputs: Operands, pattern: Pattern, **extra: object
 ) -> dict[str, int]:
     """``function`` (``add_parameters``, ``mul_parameters`` …) of both inputs' and the
-    output's quantization: the kernel's integer arguments by name."""
+    output's quantization (and ``extra`` keywords): the kernel's integer arguments by name."""
     a, b = inputs.first, inputs.second
     return function(
         a.scale,
@@ -211,6 +220,7 @@ def parameters_of(
         input1_zero_point=a.zero_point,
         input2_zero_point=b.zero_point,
         output_zero_point=pattern.zero_point,
+        **extra,
     )
 
 
@@ -230,7 +240,9 @@ def lower_binary(
     if parameters is not None:
         names = [argument.name for argument in cortex_op(kernel)._schema.arguments[2:-2]]
         arguments += [parameters[name] for name in names]
-        arguments += activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+        arguments += activation_range(
+            pattern.activation, pattern.scale, pattern.zero_point, pattern.dtype
+        )
     out = context.call(kernel, *arguments)
     value = inputs.result(context, out, pattern)
     function = noting_transposes(context, census_before, function)

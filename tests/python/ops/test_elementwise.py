@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn.ops.add import add, add_parameters, sub_parameters
+from cortex_m_nn.ops.add import LEFT_SHIFT_INT16, add, add_parameters, sub_parameters
 from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 from cortex_m_nn.ops.mul import MAX_OUTPUT_SHIFT, mul, mul_parameters
 
@@ -47,7 +47,7 @@ def c_loop(
     """A scalar C loop over element pairs broadcast independently; output offset, clamp."""
     pairs, shape = broadcast_pairs(x1, x2)
     out = [_clamp(element(a, b) + p["output_offset"], p) for a, b in pairs]
-    return torch.tensor(out, dtype=torch.int8).reshape(shape)
+    return torch.tensor(out, dtype=x1.dtype).reshape(shape)
 
 
 def c_add_loop(x1: torch.Tensor, x2: torch.Tensor, p: dict, single: bool) -> torch.Tensor:
@@ -113,6 +113,10 @@ class Binary:
     output_scales: st.SearchStrategy[float]
     #: further references the result must be within 1 LSB of
     within_one: tuple[Callable[..., torch.Tensor], ...] = ()
+    #: the activations' dtype (int16: the s16 kernels' case, zero points 0)
+    dtype: torch.dtype = torch.int8
+    #: the input scales drawn
+    input_scales: st.SearchStrategy[float] = st.floats(1e-3, 1.0)
 
     @property
     def reference(self) -> Callable[..., torch.Tensor]:
@@ -143,20 +147,44 @@ MUL = Binary(
     st.floats(2e-3, 1.0),
 )  # fmt: skip
 
+# The int16 cases (arm_elementwise_add_s16, arm_elementwise_mul_s16): int16 scales, left shift
+# 15, products up to 2^30 and an output coarse enough to keep them in int32.
+scales16 = st.floats(1e-5, 1e-2)
+ADD16 = Binary(
+    "add", "add", lambda *s, **z: add_parameters(*s, left_shift=LEFT_SHIFT_INT16, **z), ADD_NAMES,
+    c_add_loop, lambda s1, a, s2, b: s1 * a + s2 * b, scales16, (), torch.int16, scales16,
+)  # fmt: skip
+SUB16 = Binary(
+    "sub", "add", lambda *s, **z: sub_parameters(*s, left_shift=LEFT_SHIFT_INT16, **z), ADD_NAMES,
+    c_add_loop, lambda s1, a, s2, b: s1 * a - s2 * b, scales16, (), torch.int16, scales16,
+)  # fmt: skip
+MUL16 = Binary(
+    "mul", "mul", lambda *s, **z: mul_parameters(*s, largest_product=2**30, **z), MUL_NAMES,
+    c_mul_loop, lambda s1, a, s2, b: s1 * a * (s2 * b), st.floats(4e-10, 1e-4), (), torch.int16,
+    scales16,
+)  # fmt: skip
+
 
 @st.composite
 def quantized_cases(draw: st.DrawFn, binary: Binary) -> tuple:
-    s1, s2, so = draw(scales), draw(scales), draw(binary.output_scales)
-    z1, z2, zo = draw(zero_points), draw(zero_points), draw(zero_points)
+    s1, s2 = draw(binary.input_scales), draw(binary.input_scales)
+    so = draw(binary.output_scales)
+    if binary.dtype is torch.int16 and binary.kernel == "mul":
+        assume(s1 * s2 / so <= 0.25)  # the largest product stays in int32 (mul_parameters)
+    low, high = torch.iinfo(binary.dtype).min, torch.iinfo(binary.dtype).max
+    int8 = binary.dtype is torch.int8
+    z1, z2, zo = (draw(zero_points) if int8 else 0 for _ in range(3))
     params = binary.parameters(
         s1, s2, so, input1_zero_point=z1, input2_zero_point=z2, output_zero_point=zo
     )
-    act_min = draw(st.integers(-128, 0))
-    params.update(activation_min=act_min, activation_max=draw(st.integers(act_min, 127)))
+    act_min = draw(st.integers(low, 0))
+    params.update(activation_min=act_min, activation_max=draw(st.integers(act_min, high)))
     shape1, shape2 = draw(shape_pairs())  # same shapes and broadcasting ones
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
-    x1 = torch.randint(-128, 128, shape1, generator=gen, dtype=torch.int8)
-    x2 = torch.randint(-128, 128, shape2, generator=gen, dtype=torch.int8)
+    x1, x2 = (
+        torch.randint(low, high + 1, s, generator=gen, dtype=torch.int32).to(binary.dtype)
+        for s in (shape1, shape2)
+    )
     return x1, x2, params, (s1, z1, s2, z2, so, zo)
 
 
@@ -181,6 +209,9 @@ QUANTIZED = [
     Row(SUB, EITHER, 80, id="sub-either"),
     Row(MUL, DOUBLE, 80, id="mul-double"),
     Row(MUL, SINGLE, 40, against_real=False, id="mul-single"),
+    Row(ADD16, EITHER, 60, id="add-int16"),
+    Row(SUB16, EITHER, 40, id="sub-int16"),
+    Row(MUL16, EITHER, 60, id="mul-int16"),
 ]
 
 

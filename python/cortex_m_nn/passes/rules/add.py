@@ -1,4 +1,5 @@
-"""aten.add.Tensor / aten.sub.Tensor → cortex_m_nn::add (arm_elementwise_add_s8).
+"""aten.add.Tensor / aten.sub.Tensor → cortex_m_nn::add (arm_elementwise_add_s8; int16:
+arm_elementwise_add_s16).
 
 Subtraction is the same kernel with input 2's multiplier negated (see
 :mod:`cortex_m_nn.ops.add` for why that is exact). Broadcasting, constants and numbers as
@@ -7,7 +8,9 @@ operands: :mod:`cortex_m_nn.passes.binary`.
 
 from __future__ import annotations
 
-from cortex_m_nn.ops.add import add_parameters, sub_parameters
+import torch
+
+from cortex_m_nn.ops.add import LEFT_SHIFT_INT8, LEFT_SHIFT_INT16, add_parameters, sub_parameters
 from cortex_m_nn.passes.binary import lower_binary, operands, parameters_of
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.layout import census
@@ -21,8 +24,12 @@ def _lower(context: LoweringContext, pattern: Pattern, subtract: bool) -> Lowere
         raise LoweringRefused(Refusal.ALPHA, f"{'sub' if subtract else 'add'} with alpha != 1")
     before = census(context)
     inputs = operands(context, pattern)
-    p = parameters_of(sub_parameters if subtract else add_parameters, inputs, pattern)
-    return lower_binary(context, pattern, inputs, before, "add", "arm_elementwise_add_s8", p)
+    int16 = pattern.dtype is torch.int16
+    shift = LEFT_SHIFT_INT16 if int16 else LEFT_SHIFT_INT8
+    function = sub_parameters if subtract else add_parameters
+    p = parameters_of(function, inputs, pattern, left_shift=shift)
+    name = "arm_elementwise_add_s16" if int16 else "arm_elementwise_add_s8"
+    return lower_binary(context, pattern, inputs, before, "add", name, p)
 
 
 @rule(aten.add.Tensor)

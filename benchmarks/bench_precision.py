@@ -1,0 +1,144 @@
+"""int8 against int16 activations (``--activations``) on the model zoo: accuracy, memory, size.
+
+Usage::
+
+    PYTHONPATH=python:. python benchmarks/bench_precision.py [MODEL ...] [--samples N]
+        [--target CORE] [--json FILE]
+
+Each model of ``tests/zoo`` (or the ones named) is compiled for ``--target`` (default
+``cortex-m55``) twice from the same float model and the same synthetic calibration set
+(``--samples`` draws of N(0, 1), seed 0): with int8 activations and with int16 activations
+(every op with an int16 case, ``cortex_m_nn.precision``). It prints, per model and precision:
+
+* **SNR** of the model outputs against the float model, in dB: the lowered program run on its
+  bit-exact references over ``--samples`` *other* seeded inputs (seed 1), 10·log10(Σ float² /
+  Σ (float − program)²): what the device computes, on inputs the calibration did not see;
+* the ops that compute in int16 and the requantizations between int8 and int16 regions;
+* the **planned arena** (activations and CMSIS-NN scratch) and the **``.pte``** bytes.
+
+The zoo's weights are seeded random ones (``tests/zoo``), not trained: the SNR says how much
+of the float model's function each precision keeps, not an accuracy. Instructions on the
+device come from ``benchmarks/bench_target.py``, which runs the target zoo's int16 variants
+(``tests/target/models.py``, ``INT16``) next to the int8 ones. Mixed precision chosen per
+layer against an SNR target (``--precision auto``) is not built yet; its column is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _snr(program: Any, module: torch.nn.Module, inputs: list[tuple[torch.Tensor, ...]]) -> float:
+    """SNR (dB) of the lowered program's outputs against the float model's."""
+    from torch.utils._pytree import tree_leaves
+
+    from cortex_m_nn.ops.library import run_references
+
+    signal = noise = 0.0
+    with torch.no_grad():
+        for sample in inputs:
+            ours = run_references(program.lowered, sample, program.abi.rounding)
+            floats = tree_leaves(module(*[x.clone() for x in sample]))
+            for mine, real in zip(ours, floats, strict=True):
+                signal += float(real.double().pow(2).sum())
+                noise += float((real.double() - mine.double()).pow(2).sum())
+    return math.inf if noise == 0 else 10 * math.log10(signal / noise)
+
+
+def measure(name: str, samples: int, target: str) -> dict[str, dict[str, Any]]:
+    """Both precisions of one zoo model: SNR, int16 ops, requantizations, arena, .pte."""
+    from tests.zoo import ZOO
+
+    from cortex_m_nn.calibration import synthetic
+    from cortex_m_nn.compile import compile_model
+    from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.options import Activations, QuantizationOptions
+    from cortex_m_nn.target import Target
+
+    module, example = ZOO[name]()
+    source = ModelSource(name, module, example)
+    calibration = synthetic(example, count=samples)
+    generator = torch.Generator().manual_seed(1)
+    held_out = [
+        tuple(torch.randn(x.shape, generator=generator) for x in example) for _ in range(samples)
+    ]
+    rows = {}
+    for activations in Activations:
+        program = compile_model(
+            source,
+            Target.parse(target),
+            calibration,
+            progress=False,
+            options=QuantizationOptions(activations=activations),
+        )
+        functions = [r.cmsis_function or "" for r in program.records if r.lowered]
+        rows[activations.value] = {
+            "snr_db": _snr(program, module, held_out),
+            "int16_ops": sum("_s16" in f for f in functions),
+            "requantizations": sum(f.startswith("(int") for f in functions),
+            "arena_bytes": program.arena_bytes,
+            "pte_bytes": len(program.pte),
+        }
+    return rows
+
+
+def table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """The printed table: a row per model, int8 then int16 columns and the differences."""
+    lines = [
+        f"{'model':<22} {'SNR dB':>15} {'Δ dB':>6} {'int16 ops':>9} {'requant':>7} "
+        f"{'arena B':>17} {'ratio':>6} {'.pte B':>17} {'ratio':>6}",
+        f"{'':<22} {'int8':>7} {'int16':>7} {'':>6} {'':>9} {'':>7} {'int8':>8} {'int16':>8} "
+        f"{'':>6} {'int8':>8} {'int16':>8} {'':>6}",
+    ]
+    for name, rows in results.items():
+        a, b = rows["int8"], rows["int16"]
+        lines.append(
+            f"{name:<22} {a['snr_db']:>7.1f} {b['snr_db']:>7.1f} "
+            f"{b['snr_db'] - a['snr_db']:>+6.1f} {b['int16_ops']:>9} {b['requantizations']:>7} "
+            f"{a['arena_bytes']:>8,} {b['arena_bytes']:>8,} "
+            f"{b['arena_bytes'] / a['arena_bytes']:>6.2f} {a['pte_bytes']:>8,} "
+            f"{b['pte_bytes']:>8,} {b['pte_bytes'] / a['pte_bytes']:>6.2f}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tests.zoo import ZOO
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("models", nargs="*", help=f"zoo models (default all: {', '.join(ZOO)})")
+    parser.add_argument("--samples", type=int, default=32, help="calibration and test samples")
+    parser.add_argument("--target", default="cortex-m55")
+    parser.add_argument("--json", type=Path, help="also write the numbers as JSON")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.models if m not in ZOO]
+    if unknown:
+        parser.error(f"unknown zoo models {unknown}; known: {', '.join(ZOO)}")
+    warnings.filterwarnings("ignore")
+    results = {}
+    for name in args.models or list(ZOO):
+        results[name] = measure(name, args.samples, args.target)
+        print(f"{name}: measured", file=sys.stderr, flush=True)
+    print(
+        f"int8 vs int16 activations, {args.target}, {args.samples} synthetic calibration "
+        "samples, SNR of the lowered program vs float on as many other samples"
+    )
+    print(table(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
