@@ -267,6 +267,11 @@ INT16 = {
     ),
     "ds_cnn_int16": ("ds_cnn", QuantizationOptions(activations=Activations.INT16)),
     "resnet8_int16": ("resnet8", QuantizationOptions(activations=Activations.INT16)),
+    # benchmarks/bench_target.py only (not in harness.MODEL_NAMES)
+    "mobilenet_v1_025_int16": (
+        "mobilenet_v1_025",
+        QuantizationOptions(activations=Activations.INT16),
+    ),
     "precision_mix": (
         "precision_mix",
         QuantizationOptions(activations=Activations.INT16, equalize=False),
