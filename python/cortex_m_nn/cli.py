@@ -9,6 +9,7 @@ to embed a ``.pte`` (a model file literally named ``inspect`` or ``embed`` is gi
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -29,9 +30,11 @@ from cortex_m_nn.target import DEFAULT_TARGET, Target
 
 if TYPE_CHECKING:
     from cortex_m_nn import fit
+    from cortex_m_nn.abi import KernelAbi
     from cortex_m_nn.boards import Board
     from cortex_m_nn.calibration import Calibration
     from cortex_m_nn.compile import CompiledProgram
+    from cortex_m_nn.mixed_precision import PrecisionPlan
     from cortex_m_nn.model_source import ModelSource
 
 DESCRIPTION = (
@@ -113,6 +116,20 @@ def _add_quantizer_arguments(parser: argparse.ArgumentParser) -> None:
         help="scale each linear layer's int8 weights per-tensor, per-channel, or auto: per "
         "channel where that takes at least 3 dB off the weights' rounding noise "
         "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=["uniform", "auto"],
+        default="uniform",
+        help="uniform: every layer as --activations says; auto: each layer with an int16 case "
+        "int8 or int16, measured, so that the model's output SNR against the float model on "
+        "the calibration samples reaches --min-snr-db with the least int16 (the report lists "
+        "each layer's precision and why) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--min-snr-db",
+        type=float,
+        help="with --precision auto: the output SNR (dB) against the float model to reach",
     )
     parser.add_argument(
         "--activations",
@@ -209,6 +226,20 @@ def resolve_target(text: str | None, board: Board | None) -> Target:
     return target
 
 
+def _check_precision(args: argparse.Namespace) -> None:
+    """``--precision auto`` takes ``--min-snr-db`` and chooses between int8 and int16 itself."""
+    if args.precision == "auto" and args.min_snr_db is None:
+        raise CompileError("--precision auto needs --min-snr-db (the output SNR to reach, in dB)")
+    if args.precision == "auto" and args.activations != "int8":
+        raise CompileError(
+            "--precision auto chooses int8 or int16 per layer: leave --activations at int8"
+        )
+    if args.precision != "auto" and args.min_snr_db is not None:
+        raise CompileError("--min-snr-db is the target of --precision auto: add that option")
+    if args.min_snr_db is not None and not math.isfinite(args.min_snr_db):
+        raise CompileError(f"--min-snr-db {args.min_snr_db} is not a finite number of dB")
+
+
 def compile_from_args(args: argparse.Namespace) -> int:
     """Compile, check and write what ``args`` ask for; nothing is written unless all passes."""
     from cortex_m_nn import fit
@@ -221,6 +252,7 @@ def compile_from_args(args: argparse.Namespace) -> int:
     budget = fit.budget(args.board, args.flash, args.ram)
     target = resolve_target(args.target, budget.board if budget else None)
     _check_output_paths(args)
+    _check_precision(args)
     compiled, document = _compile_and_check(args, target, budget)
     with stage("outputs"):
         outputs = _outputs(args, compiled, document)  # every byte made before the first write
@@ -271,19 +303,15 @@ def _compile_and_check(
     from cortex_m_nn.pte import load_temp_bytes, runtime_overhead
     from cortex_m_nn.verify import verify_program
 
+    abi = KernelAbi.for_target(target, Rounding(args.rounding))
+    options, plan = _options(args, source, abi, calibration)
     compiled = compile_model(
         source,
-        KernelAbi.for_target(target, Rounding(args.rounding)),
+        abi,
         calibration,
         allow_fallback=args.allow_fallback,
         progress=not args.quiet,
-        options=QuantizationOptions(
-            ranges=RangeMethod(args.calibration_method),
-            equalize=args.equalize,
-            bias_correction=args.bias_correction,
-            linear_weights=LinearWeights(args.linear_weights),
-            activations=Activations(args.activations),
-        ),
+        options=options,
         io=IoType(args.io),
     )
     with stage("verify"):
@@ -293,6 +321,7 @@ def _compile_and_check(
         layers = layer_snr(stages.exported, stages.quantized, compiled.calibration.samples)
     with stage("report"):
         document = report.as_dict(compiled, verification, layers)
+        document["precision"] = None if plan is None else plan.as_dict()
     if budget is not None:
         document["fit"] = fit.check(
             budget,
@@ -314,6 +343,27 @@ def _compile_and_check(
     if budget is not None:
         fit.require_fit(document["fit"])
     return compiled, document
+
+
+def _options(
+    args: argparse.Namespace, source: ModelSource, abi: KernelAbi, calibration: Calibration
+) -> tuple[QuantizationOptions, PrecisionPlan | None]:
+    """The quantizer's options the arguments give; with ``--precision auto``, the int16 layers
+    the search chooses, and its plan for the report."""
+    options = QuantizationOptions(
+        ranges=RangeMethod(args.calibration_method),
+        equalize=args.equalize,
+        bias_correction=args.bias_correction,
+        linear_weights=LinearWeights(args.linear_weights),
+        activations=Activations(args.activations),
+    )
+    if args.precision != "auto":
+        return options, None
+    from cortex_m_nn.mixed_precision import choose
+
+    with stage("precision per layer"):
+        say = None if args.quiet else lambda message: print(message, file=sys.stderr)
+        return choose(source, abi, calibration, options, args.min_snr_db, say)
 
 
 def _model_and_calibration(args: argparse.Namespace) -> tuple[ModelSource, Calibration]:

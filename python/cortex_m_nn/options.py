@@ -71,7 +71,13 @@ class QuantizationOptions:
     linear_weights: LinearWeights = LinearWeights.AUTO
     #: int8 or int16 activations
     activations: Activations = Activations.INT8
+    #: with int8 activations, the ops (exported-graph node names) that compute in int16 all
+    #: the same: the per-layer choice of ``--precision auto`` (``cortex_m_nn.mixed_precision``)
+    int16_layers: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: enums as their values."""
-        return {k: v.value if isinstance(v, Enum) else v for k, v in asdict(self).items()}
+        return {
+            k: v.value if isinstance(v, Enum) else list(v) if isinstance(v, tuple) else v
+            for k, v in asdict(self).items()
+        }

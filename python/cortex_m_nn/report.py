@@ -120,6 +120,23 @@ def verify_dict(verification: Verification) -> dict[str, Any]:
     }
 
 
+def precision_lines(plan: dict[str, Any]) -> list[str]:
+    """``--precision auto``: the layers with an int16 case, the precision chosen and why."""
+    lines = [
+        "",
+        f"precision per layer (--precision auto): output SNR vs float {plan['snr_db']:.1f} dB "
+        f"(target {plan['min_snr_db']:g}; all int8 {plan['int8_snr_db']:.1f}, all int16 "
+        f"{plan['int16_snr_db']:.1f}), {plan['compiles']} compiles measured",
+        f"  {'layer':<18} {'op':<22} {'precision':<9} {'alone':>8}  why",
+    ]
+    for layer in plan["layers"]:
+        lines.append(
+            f"  {layer['name'][:18]:<18} {layer['op'][:22]:<22} {layer['precision']:<9} "
+            f"{layer['gain_db_alone']:>+7.1f}  {layer['why']}"
+        )
+    return lines
+
+
 def _wider(verification: dict[str, Any]) -> str:
     """``; int16 softmax ≤ N``-style note for operators allowed more than 1 LSB."""
     wider = verification.get("max_lsb_allowed_by_operator") or {}
@@ -253,6 +270,8 @@ def to_text(report: dict[str, Any]) -> str:
     lines += memory_lines(report["memory"])
     if report.get("layers"):
         lines += layer_lines(report["layers"], report["calibration"]["samples"])
+    if report.get("precision"):
+        lines += precision_lines(report["precision"])
     if report.get("fit") is not None:
         lines += fit_lines(report["fit"])
     if report["verify"] is not None:

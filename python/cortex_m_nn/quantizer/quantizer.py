@@ -450,14 +450,17 @@ class CortexMQuantizer(Quantizer):
         for int16 and its lowering has an int16 case for it (``precision.int16_case``; a
         linear layer with per-channel weights, which runs as an int16 1x1 convolution, also
         within that case's int32 bound), else int8."""
-        if self.options.activations is not Activations.INT16 or not has_int16_case(node.target):
+        everywhere = self.options.activations is Activations.INT16
+        if not has_int16_case(node.target):
             return self.activation
         if node.target in SHARING_INT16:  # follows its input: never a requantization of its own
             if not int16_case(node, None) or not isinstance(node.args[0], Node):
                 return self.activation
             source = _resolved_output(node.args[0])  # None: a model input (or a float op)
-            int16 = source is None or source is config.ACTIVATION_INT16
+            int16 = (source is None and everywhere) or source is config.ACTIVATION_INT16
             return config.ACTIVATION_INT16 if int16 else self.activation
+        if not everywhere and node.name not in self.options.int16_layers:
+            return self.activation
         weight = _constant(self.model, node.args[1]) if len(node.args) > 1 else None
         if not int16_case(node, weight):
             return self.activation

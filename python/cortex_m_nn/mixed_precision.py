@@ -1,0 +1,223 @@
+"""``--precision auto --min-snr-db X``: int8 or int16 activations per layer, measured.
+
+The model's output SNR against the float model, on the calibration samples, of the lowered
+program (its bit-exact references: what the device computes) is the criterion. The search:
+
+1. compile all int8; if that reaches X, every layer stays int8;
+2. compile every op that has an int16 case in int16 (``--activations int16``); if that does
+   not reach X, no choice does: refused with both numbers;
+3. measure each such layer's sensitivity: the SNR with that layer alone in int16;
+4. add layers in order of measured gain per byte of their activations (what int16 doubles in
+   the arena), recompiling after each, until the SNR reaches X;
+5. take back any chosen layer (least gain per byte first) the target holds without.
+
+Greedy, so the smallest arena is not guaranteed, but every number it decides on is measured
+on the program itself, not estimated. ``QuantizationOptions.int16_layers`` records the
+choice; the report lists each layer with its precision, its measured gain and why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import torch
+from torch.fx import GraphModule
+
+from cortex_m_nn.abi import KernelAbi
+from cortex_m_nn.calibration import Calibration
+from cortex_m_nn.errors import CompileError
+from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.options import Activations, QuantizationOptions
+
+
+@dataclass
+class LayerChoice:
+    """One layer with an int16 case: what the search measured and chose."""
+
+    name: str
+    op: str
+    #: bytes of its input and output activations (what int16 doubles)
+    activation_bytes: int
+    #: SNR gain (dB) with this layer alone in int16
+    gain_db: float = 0.0
+    int16: bool = False
+    why: str = ""
+
+
+@dataclass
+class PrecisionPlan:
+    """The search's outcome, for the report."""
+
+    min_snr_db: float
+    int8_snr_db: float
+    int16_snr_db: float
+    snr_db: float
+    layers: list[LayerChoice] = field(default_factory=list)
+    compiles: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "min_snr_db": self.min_snr_db,
+            "snr_db": self.snr_db,
+            "int8_snr_db": self.int8_snr_db,
+            "int16_snr_db": self.int16_snr_db,
+            "compiles": self.compiles,
+            "layers": [
+                {
+                    "name": c.name,
+                    "op": c.op,
+                    "precision": "int16" if c.int16 else "int8",
+                    "gain_db_alone": c.gain_db,
+                    "activation_bytes": c.activation_bytes,
+                    "why": c.why,
+                }
+                for c in self.layers
+            ],
+        }
+
+
+def output_snr(lowered: GraphModule, abi: KernelAbi, module: torch.nn.Module, samples) -> float:
+    """SNR (dB) of the lowered graph's outputs (its references, the ABI's rounding) against
+    the float model's, over ``samples``."""
+    from torch.utils._pytree import tree_leaves
+
+    from cortex_m_nn.ops.library import run_references
+
+    signal = noise = 0.0
+    with torch.no_grad():
+        for sample in samples:
+            ours = run_references(lowered, sample, abi.rounding)
+            floats = tree_leaves(module(*[x.clone() for x in sample]))
+            for mine, real in zip(ours, floats, strict=True):
+                signal += float(real.double().pow(2).sum())
+                noise += float((real.double() - mine.double()).pow(2).sum())
+    if noise == 0:
+        return math.inf
+    return 10 * math.log10(signal / noise) if signal else -math.inf
+
+
+class _Search:
+    """Compiles (quantize and lower, no serialisation) and measures one layer set."""
+
+    def __init__(
+        self,
+        source: ModelSource,
+        abi: KernelAbi,
+        calibration: Calibration,
+        options: QuantizationOptions,
+    ) -> None:
+        self.source, self.abi, self.calibration, self.options = source, abi, calibration, options
+        self.compiles = 0
+        self.measured: dict[frozenset[str], float] = {}
+
+    def compile(self, options: QuantizationOptions):
+        from cortex_m_nn.compile import compile_model
+
+        self.compiles += 1
+        return compile_model(
+            self.source, self.abi, self.calibration, progress=False, options=options,
+            serialise=False,
+        )  # fmt: skip
+
+    def snr(self, layers: frozenset[str]) -> float:
+        if layers not in self.measured:
+            options = replace(self.options, int16_layers=tuple(sorted(layers)))
+            program = self.compile(options)
+            samples = self.calibration.samples
+            self.measured[layers] = output_snr(
+                program.lowered, self.abi, self.source.module, samples
+            )
+        return self.measured[layers]
+
+
+def _candidates(program) -> list[LayerChoice]:
+    """The layers an all-int16 compile computes in int16 by their own choice (convolutions,
+    linear layers, softmax, element-wise ops; pools and views follow their inputs)."""
+    exported = program.stages.exported
+    nodes = {n.name: n for n in exported.graph.nodes}
+    found = []
+    for record in program.records:
+        function = record.cmsis_function or ""
+        node = nodes.get(record.name)
+        if "_s16" not in function or node is None or not _computes(node):
+            continue
+        found.append(LayerChoice(record.name, record.source_op, _activation_bytes(node)))
+    return found
+
+
+def _computes(node: torch.fx.Node) -> bool:
+    from cortex_m_nn.precision import SHARING_INT16
+
+    return node.op == "call_function" and node.target not in SHARING_INT16
+
+
+def _activation_bytes(node: torch.fx.Node) -> int:
+    """Elements of the node's tensor inputs and output (one more byte each in int16)."""
+    total = 0
+    values = [node.meta.get("val")]
+    values += [a.meta.get("val") for a in node.args if isinstance(a, torch.fx.Node)]
+    for value in values:
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            total += value.numel()
+    return total
+
+
+def choose(
+    source: ModelSource,
+    abi: KernelAbi,
+    calibration: Calibration,
+    options: QuantizationOptions,
+    min_snr_db: float,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[QuantizationOptions, PrecisionPlan]:
+    """The int16 layers (``options.int16_layers``) that reach ``min_snr_db`` (see the module
+    docstring); CompileError when even all int16 does not."""
+    say = progress or (lambda message: None)
+    base = replace(options, activations=Activations.INT8, int16_layers=())
+    search = _Search(source, abi, calibration, base)
+    int8 = search.snr(frozenset())
+    everywhere = search.compile(replace(base, activations=Activations.INT16))
+    samples = calibration.samples
+    int16 = output_snr(everywhere.lowered, abi, source.module, samples)
+    layers = _candidates(everywhere)
+    plan = PrecisionPlan(min_snr_db, int8, int16, int8, layers)
+    say(f"precision: int8 {int8:.1f} dB, int16 {int16:.1f} dB, target {min_snr_db:.1f} dB")
+    if int8 >= min_snr_db:
+        for layer in layers:
+            layer.why = "int8 reaches the target"
+        return _done(base, plan, search, frozenset())
+    if int16 < min_snr_db:
+        raise CompileError(
+            f"--min-snr-db {min_snr_db:g} cannot be reached: every layer in int16 gives "
+            f"{int16:.1f} dB against the float model on the calibration samples (int8: "
+            f"{int8:.1f} dB); lower the target or use --activations int16"
+        )
+    for layer in layers:
+        layer.gain_db = search.snr(frozenset({layer.name})) - int8
+    ranked = sorted(layers, key=lambda c: (-c.gain_db / max(c.activation_bytes, 1), c.name))
+    chosen: set[str] = set()
+    for layer in ranked:
+        if search.snr(frozenset(chosen)) >= min_snr_db:
+            break
+        chosen.add(layer.name)
+    for layer in reversed(ranked):  # least gain per byte first
+        if layer.name in chosen and search.snr(frozenset(chosen - {layer.name})) >= min_snr_db:
+            chosen.discard(layer.name)
+    for layer in layers:
+        layer.int16 = layer.name in chosen
+        layer.why = (
+            f"needed: {layer.gain_db:+.1f} dB alone, per {layer.activation_bytes:,} activations"
+            if layer.int16
+            else "the target holds without it"
+        )
+    return _done(base, plan, search, frozenset(chosen))
+
+
+def _done(
+    base: QuantizationOptions, plan: PrecisionPlan, search: _Search, chosen: frozenset[str]
+) -> tuple[QuantizationOptions, PrecisionPlan]:
+    plan.snr_db = search.snr(chosen)
+    plan.compiles = search.compiles
+    return replace(base, int16_layers=tuple(sorted(chosen))), plan

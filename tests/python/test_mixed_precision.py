@@ -1,0 +1,114 @@
+"""``--precision auto --min-snr-db X``: int8 or int16 per layer, chosen by measurement.
+
+The search's promises, checked on a small classifier whose softmax and convolutions gain from
+int16: the program reaches the target; every layer it puts in int16 is needed (without any
+one of them the SNR falls below the target, measured again here); a target int8 meets keeps
+everything int8; an unreachable one is refused naming both bounds; the CLI refuses the
+option combinations that mean nothing, in one line."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+from torch import nn
+
+from cortex_m_nn import mixed_precision
+from cortex_m_nn.abi import KernelAbi, Rounding
+from cortex_m_nn.calibration import synthetic
+from cortex_m_nn.compile import compile_model
+from cortex_m_nn.errors import CompileError
+from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.options import QuantizationOptions
+from cortex_m_nn.target import Target
+from cortex_m_nn.verify import verify_program
+
+from .test_cli import error_line, run
+
+
+class Classifier(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pointwise = nn.Conv2d(8, 12, 1)
+        self.head = nn.Linear(12, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.pointwise(torch.relu(self.depthwise(torch.relu(self.conv(x))))))
+        return torch.softmax(self.head(y.mean(dim=(2, 3))) * 3, dim=-1)
+
+
+@pytest.fixture(scope="module")
+def setting() -> tuple[ModelSource, KernelAbi, object]:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(11)
+        module = Classifier().eval()
+        example = (torch.randn(1, 1, 10, 8),)
+    source = ModelSource("classifier", module, example)
+    abi = KernelAbi.for_target(Target.parse("cortex-m55"), Rounding.DOUBLE)
+    return source, abi, synthetic(example, count=8)
+
+
+def _snr(setting: tuple, layers: tuple[str, ...]) -> float:
+    source, abi, calibration = setting
+    options = QuantizationOptions(int16_layers=layers)
+    program = compile_model(
+        source, abi, calibration, progress=False, options=options, serialise=False
+    )
+    return mixed_precision.output_snr(program.lowered, abi, source.module, calibration.samples)
+
+
+def test_bounds_are_the_uniform_programs(setting: tuple) -> None:
+    source, abi, calibration = setting
+    _, plan = mixed_precision.choose(source, abi, calibration, QuantizationOptions(), -100.0)
+    assert plan.int8_snr_db < plan.int16_snr_db  # int16 keeps more of the float function
+    assert plan.snr_db == pytest.approx(plan.int8_snr_db)
+    assert all(not layer.int16 for layer in plan.layers)
+    names = {layer.name for layer in plan.layers}
+    assert {"conv2d", "conv2d_1", "conv2d_2", "linear", "softmax"} <= names
+
+
+def test_the_target_is_reached_with_needed_layers_only(setting: tuple) -> None:
+    source, abi, calibration = setting
+    _, bounds = mixed_precision.choose(source, abi, calibration, QuantizationOptions(), -100.0)
+    target = (bounds.int8_snr_db + bounds.int16_snr_db) / 2
+    options, plan = mixed_precision.choose(source, abi, calibration, QuantizationOptions(), target)
+    chosen = options.int16_layers
+    assert chosen and plan.snr_db >= target
+    assert _snr(setting, chosen) == pytest.approx(plan.snr_db)  # the program's own number
+    for name in chosen:  # each chosen layer is needed
+        assert _snr(setting, tuple(n for n in chosen if n != name)) < target
+    program = compile_model(source, abi, calibration, progress=False, options=options)
+    assert verify_program(program).passed
+    int16 = {r.name for r in program.records if "_s16" in (r.cmsis_function or "")}
+    assert set(chosen) <= int16
+    report = plan.as_dict()
+    assert {row["name"] for row in report["layers"] if row["precision"] == "int16"} == set(chosen)
+
+
+def test_an_unreachable_target_is_refused(setting: tuple) -> None:
+    source, abi, calibration = setting
+    with pytest.raises(CompileError, match=r"cannot be reached: .* \(int8: "):
+        mixed_precision.choose(source, abi, calibration, QuantizationOptions(), 500.0)
+
+
+def test_options_record_the_choice() -> None:
+    options = replace(QuantizationOptions(), int16_layers=("conv2d", "softmax"))
+    assert options.as_dict()["int16_layers"] == ["conv2d", "softmax"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        (["--precision", "auto"], "needs --min-snr-db"),
+        (["--min-snr-db", "40"], "--precision auto"),
+        (["--precision", "auto", "--min-snr-db", "40", "--activations", "int16"], "int8"),
+        (["--precision", "auto", "--min-snr-db", "nan"], "finite"),
+    ],
+)
+def test_cli_refuses_meaningless_combinations(capsys, tmp_path, arguments, words) -> None:
+    result = run(capsys, *arguments, "-o", tmp_path / "x.pte")
+    assert words in error_line(result)
+    assert list(tmp_path.iterdir()) == []
