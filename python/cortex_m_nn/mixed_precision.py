@@ -160,7 +160,7 @@ def _activation_bytes(node: torch.fx.Node) -> int:
     values += [a.meta.get("val") for a in node.args if isinstance(a, torch.fx.Node)]
     for value in values:
         if isinstance(value, torch.Tensor) and value.is_floating_point():
-            total += value.numel()
+            total += int(value.numel())  # a SymInt where the export kept a dim symbolic
     return total
 
 

@@ -112,3 +112,18 @@ def test_cli_refuses_meaningless_combinations(capsys, tmp_path, arguments, words
     result = run(capsys, *arguments, "-o", tmp_path / "x.pte")
     assert words in error_line(result)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_1d_model_whose_export_keeps_symbolic_sizes() -> None:
+    """The zoo's 1-D audio model: its graph's sizes are SymInts; the search still counts them."""
+    from tests.zoo import ZOO
+
+    module, example = ZOO["audio1d"]()
+    source = ModelSource("audio1d", module, example)
+    abi = KernelAbi.for_target(Target.parse("cortex-m55"), Rounding.DOUBLE)
+    calibration = synthetic(example, count=4)
+    _, bounds = mixed_precision.choose(source, abi, calibration, QuantizationOptions(), -100.0)
+    assert all(isinstance(layer.activation_bytes, int) for layer in bounds.layers)
+    target = (bounds.int8_snr_db + bounds.int16_snr_db) / 2
+    options, plan = mixed_precision.choose(source, abi, calibration, QuantizationOptions(), target)
+    assert options.int16_layers and plan.snr_db >= target
