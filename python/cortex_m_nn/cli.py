@@ -123,7 +123,8 @@ def _add_quantizer_arguments(parser: argparse.ArgumentParser) -> None:
         default="uniform",
         help="uniform: every layer as --activations says; auto: each layer with an int16 case "
         "int8 or int16, measured, so that the model's output SNR against the float model on "
-        "the calibration samples reaches --min-snr-db with the least int16 (the report lists "
+        "calibration samples its ranges were not fitted to (half of them) reaches --min-snr-db "
+        "with the least int16 (the report lists "
         "each layer's precision and why) (default: %(default)s)",
     )
     parser.add_argument(

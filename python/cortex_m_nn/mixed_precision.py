@@ -1,7 +1,11 @@
 """``--precision auto --min-snr-db X``: int8 or int16 activations per layer, measured.
 
-The model's output SNR against the float model, on the calibration samples, of the lowered
-program (its bit-exact references: what the device computes) is the criterion. The search:
+The criterion is the model's output SNR against the float model of the lowered program (its
+bit-exact references: what the device computes) on calibration samples its ranges were not
+fitted to: the search calibrates every program it measures on the even-numbered calibration
+samples and measures on the odd-numbered ones (with fewer than 4 samples, on all of them), so
+a layer is not chosen for a gain that only the fitted samples show. The program itself is
+then calibrated on all the samples. The search:
 
 1. compile all int8; if that reaches X, every layer stays int8;
 2. compile every op that has an int16 case in int16 (``--activations int16``); if that does
@@ -98,6 +102,15 @@ def output_snr(lowered: GraphModule, abi: KernelAbi, module: torch.nn.Module, sa
     return 10 * math.log10(signal / noise) if signal else -math.inf
 
 
+def split(calibration: Calibration) -> tuple[Calibration, list]:
+    """(the calibration the search fits ranges on, the samples it measures on): even- and
+    odd-numbered samples; all of them for both below 4 samples."""
+    samples = calibration.samples
+    if len(samples) < 4:
+        return calibration, samples
+    return replace(calibration, samples=samples[0::2]), samples[1::2]
+
+
 class _Search:
     """Compiles (quantize and lower, no serialisation) and measures one layer set."""
 
@@ -108,7 +121,8 @@ class _Search:
         calibration: Calibration,
         options: QuantizationOptions,
     ) -> None:
-        self.source, self.abi, self.calibration, self.options = source, abi, calibration, options
+        self.source, self.abi, self.options = source, abi, options
+        self.fit, self.samples = split(calibration)
         self.compiles = 0
         self.measured: dict[frozenset[str], float] = {}
 
@@ -117,18 +131,16 @@ class _Search:
 
         self.compiles += 1
         return compile_model(
-            self.source, self.abi, self.calibration, progress=False, options=options,
-            serialise=False,
-        )  # fmt: skip
+            self.source, self.abi, self.fit, progress=False, options=options, serialise=False
+        )
+
+    def measure(self, program) -> float:
+        return output_snr(program.lowered, self.abi, self.source.module, self.samples)
 
     def snr(self, layers: frozenset[str]) -> float:
         if layers not in self.measured:
             options = replace(self.options, int16_layers=tuple(sorted(layers)))
-            program = self.compile(options)
-            samples = self.calibration.samples
-            self.measured[layers] = output_snr(
-                program.lowered, self.abi, self.source.module, samples
-            )
+            self.measured[layers] = self.measure(self.compile(options))
         return self.measured[layers]
 
 
@@ -179,8 +191,7 @@ def choose(
     search = _Search(source, abi, calibration, base)
     int8 = search.snr(frozenset())
     everywhere = search.compile(replace(base, activations=Activations.INT16))
-    samples = calibration.samples
-    int16 = output_snr(everywhere.lowered, abi, source.module, samples)
+    int16 = search.measure(everywhere)
     layers = _candidates(everywhere)
     plan = PrecisionPlan(min_snr_db, int8, int16, int8, layers)
     say(f"precision: int8 {int8:.1f} dB, int16 {int16:.1f} dB, target {min_snr_db:.1f} dB")
@@ -191,8 +202,8 @@ def choose(
     if int16 < min_snr_db:
         raise CompileError(
             f"--min-snr-db {min_snr_db:g} cannot be reached: every layer in int16 gives "
-            f"{int16:.1f} dB against the float model on the calibration samples (int8: "
-            f"{int8:.1f} dB); lower the target or use --activations int16"
+            f"{int16:.1f} dB against the float model on calibration samples its ranges were "
+            f"not fitted to (int8: {int8:.1f} dB); lower the target or use --activations int16"
         )
     for layer in layers:
         layer.gain_db = search.snr(frozenset({layer.name})) - int8
@@ -207,11 +218,7 @@ def choose(
             chosen.discard(layer.name)
     for layer in layers:
         layer.int16 = layer.name in chosen
-        layer.why = (
-            f"needed: {layer.gain_db:+.1f} dB alone, per {layer.activation_bytes:,} activations"
-            if layer.int16
-            else "the target holds without it"
-        )
+        layer.why = "the target fails without it" if layer.int16 else "the target holds without it"
     return _done(base, plan, search, frozenset(chosen))
 
 

@@ -126,7 +126,8 @@ def precision_lines(plan: dict[str, Any]) -> list[str]:
         "",
         f"precision per layer (--precision auto): output SNR vs float {plan['snr_db']:.1f} dB "
         f"(target {plan['min_snr_db']:g}; all int8 {plan['int8_snr_db']:.1f}, all int16 "
-        f"{plan['int16_snr_db']:.1f}), {plan['compiles']} compiles measured",
+        f"{plan['int16_snr_db']:.1f}), {plan['compiles']} compiles measured on calibration "
+        "samples their ranges were not fitted to",
         f"  {'layer':<18} {'op':<22} {'precision':<9} {'alone':>8}  why",
     ]
     for layer in plan["layers"]:

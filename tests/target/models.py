@@ -267,8 +267,8 @@ INT16 = {
     ),
     "ds_cnn_int16": ("ds_cnn", QuantizationOptions(activations=Activations.INT16)),
     "resnet8_int16": ("resnet8", QuantizationOptions(activations=Activations.INT16)),
-    # mixed precision as --precision auto chose it (measured, 8 synthetic samples): DS-CNN at
-    # 45 dB, the autoencoder at its int8 SNR + 3 dB
+    # mixed precision as --precision auto chose it on commit 68b9b0d (8 synthetic samples):
+    # DS-CNN at 45 dB, the autoencoder at its int8 SNR + 3 dB
     "ds_cnn_mixed": ("ds_cnn", QuantizationOptions(int16_layers=("conv2d_8", "softmax"))),
     "autoencoder_mixed": ("autoencoder", QuantizationOptions(int16_layers=("linear_9",))),
     # benchmarks/bench_target.py only (not in harness.MODEL_NAMES)
