@@ -17,9 +17,10 @@ Each model of ``tests/zoo`` (or the ones named) is compiled for ``--target`` (de
 * the **planned arena** (activations and CMSIS-NN scratch) and the **``.pte``** bytes.
 
 A third program is ``--precision auto``: int8 or int16 per layer, searched by
-``cortex_m_nn.mixed_precision`` against a target it states, **X = the int8 program's SNR on the
-calibration samples + ``--auto-gain`` dB** (default 3), when the all-int16 program reaches X
-on them (else "unreachable"). The search compiles each layer alone in int16, so it is skipped
+``cortex_m_nn.mixed_precision`` against a target it states, **X = the int8 program's SNR as the
+search measures it (on the calibration samples its ranges were not fitted to) +
+``--auto-gain`` dB** (default 3), when the all-int16 program reaches X there (else
+"unreachable"). The search compiles each layer alone in int16, so it is skipped
 ("skipped") for models with more than ``--auto-max-layers`` such layers (default 24).
 
 The zoo's weights are seeded random ones (``tests/zoo``), not trained: the SNR says how much
@@ -111,21 +112,20 @@ def measure(
 def _auto(
     source: Any, target: str, calibration: Any, programs: dict, gain: float, max_layers: int
 ) -> dict[str, Any]:
-    """``--precision auto`` at X = the int8 program's calibration SNR + ``gain``: the chosen
-    layers and X, or why there is no such program."""
+    """``--precision auto`` at X = the int8 program's SNR as the search measures it (on the
+    calibration samples its ranges were not fitted to) + ``gain``: the chosen layers and X, or
+    why there is no such program."""
     from cortex_m_nn import mixed_precision
     from cortex_m_nn.abi import KernelAbi, Rounding
     from cortex_m_nn.options import QuantizationOptions
     from cortex_m_nn.target import Target
 
     abi = KernelAbi.for_target(Target.parse(target), Rounding.DOUBLE)
-    samples = calibration.samples
-    snr8, snr16 = (
-        mixed_precision.output_snr(programs[k].lowered, abi, source.module, samples)
-        for k in ("int8", "int16")
-    )
-    goal = snr8 + gain
-    if snr16 < goal:
+    _, bounds = mixed_precision.choose(
+        source, abi, calibration, QuantizationOptions(), -math.inf
+    )  # int8 meets any target: the two uniform programs, measured as the search does
+    goal = bounds.int8_snr_db + gain
+    if bounds.int16_snr_db < goal:
         return {"status": "unreachable", "target_db": goal}
     layers = sum("_s16" in (r.cmsis_function or "") for r in programs["int16"].records)
     if layers > max_layers:
@@ -143,7 +143,7 @@ def auto_table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     """The ``--precision auto`` table: X, the layers chosen, SNR, arena and .pte."""
     lines = [
         f"{'model':<22} {'target X dB':>11} {'int16 layers':>12} {'SNR dB':>7} {'arena B':>8} "
-        f"{'.pte B':>8}  (calibration SNR + gain; SNR on held-out samples)"
+        f"{'.pte B':>8}  (X on the unfitted calibration samples; SNR on held-out samples)"
     ]
     for name, rows in results.items():
         auto = rows["auto"]
@@ -204,7 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(table(results))
     print()
-    print(f"--precision auto, X = the int8 program's calibration SNR + {args.auto_gain:g} dB")
+    print(
+        f"--precision auto, X = the int8 program's SNR on the unfitted calibration samples + "
+        f"{args.auto_gain:g} dB"
+    )
     print(auto_table(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
