@@ -85,7 +85,8 @@ class Requantization:
         ``arm_nn_requantize`` (``rounding``), or, with ``s64`` (default: for int16 outputs),
         from int64 ones with ``arm_nn_requantize_s64`` and the multiplier reduced to Q15 (the
         s16 matrix kernels' stage). The s16 element-wise kernels keep the int32 stage."""
-        if dtype is torch.int16 if s64 is None else s64:
+        wide = dtype is torch.int16 if s64 is None else s64
+        if wide:
             out = requantize_s64(acc, reduce_multiplier(self.multipliers), self.shifts)
         else:
             out = requantize(wrap_int32(acc), self.multipliers, self.shifts, rounding)
