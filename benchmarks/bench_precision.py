@@ -3,7 +3,7 @@
 Usage::
 
     PYTHONPATH=python:. python benchmarks/bench_precision.py [MODEL ...] [--samples N]
-        [--target CORE] [--json FILE]
+        [--target CORE] [--auto-share F | --auto-gain DB] [--no-device] [--json FILE]
 
 Each model of ``tests/zoo`` (or the ones named) is compiled for ``--target`` (default
 ``cortex-m55``) twice from the same float model and the same synthetic calibration set
@@ -17,16 +17,22 @@ Each model of ``tests/zoo`` (or the ones named) is compiled for ``--target`` (de
 * the **planned arena** (activations and CMSIS-NN scratch) and the **``.pte``** bytes.
 
 A third program is ``--precision auto``: int8 or int16 per layer, searched by
-``cortex_m_nn.mixed_precision`` against a target it states, **X = the int8 program's SNR as the
-search measures it (on the calibration samples its ranges were not fitted to) +
-``--auto-gain`` dB** (default 3), when the all-int16 program reaches X there (else
-"unreachable"). The search compiles each layer alone in int16, so it is skipped
-("skipped") for models with more than ``--auto-max-layers`` such layers (default 24).
+``cortex_m_nn.mixed_precision`` against a target it states, **X = the int8 program's SNR +
+``--auto-share`` of the way to the int16 program's** (default 0.5: midway), both as the search
+measures them (on the calibration samples their ranges were not fitted to); with
+``--auto-gain G``, X = int8 + G dB instead ("unreachable" when all-int16 misses it). The
+search compiles each layer alone in int16, so it is skipped ("skipped") for models with more
+than ``--auto-max-layers`` such layers (default 24).
+
+**On the device** (with what ``tests/target`` needs: ``EXECUTORCH_ROOT``, ``CMSIS_NN_PATH``,
+``arm-none-eabi-gcc``, ``qemu-system-arm``; else the column says what is missing): the three
+programs of each model are embedded in the bare-metal runner for ``--target`` (tests/target)
+and run once under QEMU with the exact instruction-count plugin, as
+``benchmarks/bench_target.py`` measures: instructions per inference, and whether the device's
+outputs equal the Python reference's byte for byte.
 
 The zoo's weights are seeded random ones (``tests/zoo``), not trained: the SNR says how much
-of the float model's function each precision keeps, not an accuracy. Instructions on the
-device come from ``benchmarks/bench_target.py``, which runs the target zoo's int16 variants
-(``tests/target/models.py``, ``INT16``) next to the int8 ones.
+of the float model's function each precision keeps, not an accuracy.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import json
 import math
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +80,10 @@ def _row(program: Any, module: torch.nn.Module, held_out: list) -> dict[str, Any
 
 
 def measure(
-    name: str, samples: int, target: str, auto_gain: float, auto_max_layers: int
-) -> dict[str, dict[str, Any]]:
-    """The three programs of one zoo model: SNR, int16 ops, requantizations, arena, .pte."""
+    name: str, samples: int, target: str, goal: Goal, auto_max_layers: int
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The three programs of one zoo model (rows: SNR, int16 ops, requantizations, arena,
+    .pte; and the programs, by precision)."""
     from tests.zoo import ZOO
 
     from cortex_m_nn.calibration import synthetic
@@ -99,22 +107,42 @@ def measure(
                                 options=options)  # fmt: skip
         programs[activations.value] = program
         rows[activations.value] = _row(program, module, held_out)
-    rows["auto"] = _auto(source, target, calibration, programs, auto_gain, auto_max_layers)
+    rows["auto"] = _auto(source, target, calibration, programs, goal, auto_max_layers)
     if rows["auto"]["status"] != "ok":
-        return rows
+        return rows, programs
     options = QuantizationOptions(int16_layers=tuple(rows["auto"]["int16_layers"]))
     program = compile_model(source, Target.parse(target), calibration, progress=False,
                             options=options)  # fmt: skip
+    programs["auto"] = program
     rows["auto"] |= _row(program, module, held_out)
-    return rows
+    return rows, programs
+
+
+@dataclass(frozen=True)
+class Goal:
+    """Auto's target X: int8 + ``share`` of the way to int16, or int8 + ``gain`` dB."""
+
+    share: float | None = 0.5
+    gain: float | None = None
+
+    def of(self, int8_db: float, int16_db: float) -> float:
+        if self.gain is not None:
+            return int8_db + self.gain
+        assert self.share is not None
+        return int8_db + self.share * (int16_db - int8_db)
+
+    def describe(self) -> str:
+        if self.gain is not None:
+            return f"the int8 program's SNR + {self.gain:g} dB"
+        return f"the int8 program's SNR + {self.share:g} of the way to the int16 program's"
 
 
 def _auto(
-    source: Any, target: str, calibration: Any, programs: dict, gain: float, max_layers: int
+    source: Any, target: str, calibration: Any, programs: dict, goal: Goal, max_layers: int
 ) -> dict[str, Any]:
-    """``--precision auto`` at X = the int8 program's SNR as the search measures it (on the
-    calibration samples its ranges were not fitted to) + ``gain``: the chosen layers and X, or
-    why there is no such program."""
+    """``--precision auto`` at X (``goal``, from the uniform programs' SNR as the search
+    measures it, on the calibration samples their ranges were not fitted to): the chosen
+    layers and X, or why there is no such program."""
     from cortex_m_nn import mixed_precision
     from cortex_m_nn.abi import KernelAbi, Rounding
     from cortex_m_nn.options import QuantizationOptions
@@ -124,19 +152,89 @@ def _auto(
     _, bounds = mixed_precision.choose(
         source, abi, calibration, QuantizationOptions(), -math.inf
     )  # int8 meets any target: the two uniform programs, measured as the search does
-    goal = bounds.int8_snr_db + gain
-    if bounds.int16_snr_db < goal:
-        return {"status": "unreachable", "target_db": goal}
+    x = goal.of(bounds.int8_snr_db, bounds.int16_snr_db)
+    if bounds.int16_snr_db < x:
+        return {"status": "unreachable", "target_db": x}
     layers = sum("_s16" in (r.cmsis_function or "") for r in programs["int16"].records)
     if layers > max_layers:
-        return {"status": "skipped", "target_db": goal, "int16_layers_possible": layers}
-    options, plan = mixed_precision.choose(source, abi, calibration, QuantizationOptions(), goal)
+        return {"status": "skipped", "target_db": x, "int16_layers_possible": layers}
+    options, plan = mixed_precision.choose(source, abi, calibration, QuantizationOptions(), x)
     return {
         "status": "ok",
-        "target_db": goal,
+        "target_db": x,
         "int16_layers": list(options.int16_layers),
         "compiles": plan.compiles,
     }
+
+
+PRECISIONS = ("int8", "int16", "auto")
+
+
+def on_device(
+    programs: dict[str, dict[str, Any]], target: str, build_dir: Path
+) -> dict[str, dict[str, dict[str, Any]]] | str:
+    """Instructions per inference and bit-exactness of every program on ``target``'s emulated
+    core (model → precision → row), or the one line saying why they cannot be measured here."""
+    from tests.target import harness
+
+    from cortex_m_nn.ops.library import run_references
+
+    reason = harness.missing()
+    cores = [c for c in harness.CORES.values() if c.target == target]
+    if reason or not cores:
+        return reason or f"no emulated core for {target} (tests/target: {list(harness.CORES)})"
+    import bench_target  # benchmarks/: the same measurement as the target benchmark
+
+    core, root = cores[0], build_dir / f"precision-{cores[0].name}"
+    plugin = harness.build_plugin(build_dir / "plugin")
+    models_dir = root / "models"
+    models_dir.mkdir(parents=True, exist_ok=True)
+    for stale in models_dir.glob("*"):
+        stale.unlink()
+    runs = {}
+    for model, by_precision in programs.items():
+        for precision, program in by_precision.items():
+            generator = torch.Generator().manual_seed(3)
+            inputs = program.io.program_inputs(
+                tuple(
+                    torch.randn(x.shape, generator=generator) for x in program.model.example_inputs
+                )
+            )
+            expected = run_references(program.io.graph, inputs, program.abi.rounding)
+            run = harness.ModelRun(f"{model}_{precision}", program, inputs, list(expected))
+            harness.write_model(run, models_dir)
+            runs[model, precision] = run
+    harness.build(core, models_dir, root / "build")
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for (model, precision), run in runs.items():
+        row = bench_target.measure(run, core, root / "build", plugin)
+        rows.setdefault(model, {})[precision] = {
+            "instructions": row["instructions"],
+            "bit_exact": row["bit_exact"],
+        }
+    return rows
+
+
+def device_table(device: dict[str, dict[str, dict[str, Any]]], core: str) -> str:
+    """Instructions per inference on the device, int8 / int16 / auto, and the ratios to int8."""
+    lines = [
+        f"{core}: instructions per inference (QEMU, exact count), outputs bit-exact with the "
+        "Python reference",
+        f"{'model':<22} {'int8':>12} {'int16':>12} {'auto':>12} {'int16/int8':>10} "
+        f"{'auto/int8':>9}  bit-exact",
+    ]
+    for model, rows in device.items():
+        counts = [rows.get(p, {}).get("instructions") for p in PRECISIONS]
+        cells = [f"{n:>12,}" if n else f"{'-':>12}" for n in counts]
+        ratios = [
+            f"{n / counts[0]:>{w}.2f}" if n and counts[0] else f"{'-':>{w}}"
+            for n, w in zip(counts[1:], (10, 9), strict=True)
+        ]
+        exact = all(r["bit_exact"] for r in rows.values())
+        lines.append(
+            f"{model:<22} {' '.join(cells)} {' '.join(ratios)}  {'yes' if exact else 'NO'}"
+        )
+    return "\n".join(lines)
 
 
 def auto_table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
@@ -184,34 +282,53 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("models", nargs="*", help=f"zoo models (default all: {', '.join(ZOO)})")
     parser.add_argument("--samples", type=int, default=32, help="calibration and test samples")
     parser.add_argument("--target", default="cortex-m55")
-    parser.add_argument("--auto-gain", type=float, default=3.0, help="auto's X over int8, dB")
+    goal = parser.add_mutually_exclusive_group()
+    goal.add_argument("--auto-share", type=float, default=0.5, help="auto's X: int8 + this "
+                      "share of the way to int16 (default %(default)s)")  # fmt: skip
+    goal.add_argument("--auto-gain", type=float, help="auto's X: int8 + this many dB instead")
     parser.add_argument("--auto-max-layers", type=int, default=24)
+    parser.add_argument("--no-device", action="store_true", help="skip the on-device column")
+    parser.add_argument("--build-dir", type=Path, default=ROOT / "build" / "bench-precision")
     parser.add_argument("--json", type=Path, help="also write the numbers as JSON")
     args = parser.parse_args(argv)
     unknown = [m for m in args.models if m not in ZOO]
     if unknown:
         parser.error(f"unknown zoo models {unknown}; known: {', '.join(ZOO)}")
     warnings.filterwarnings("ignore")
-    results = {}
+    target = (
+        Goal(share=None, gain=args.auto_gain)
+        if args.auto_gain is not None
+        else Goal(share=args.auto_share)
+    )
+    results, programs = {}, {}
     for name in args.models or list(ZOO):
-        results[name] = measure(
-            name, args.samples, args.target, args.auto_gain, args.auto_max_layers
+        results[name], programs[name] = measure(
+            name, args.samples, args.target, target, args.auto_max_layers
         )
         print(f"{name}: measured", file=sys.stderr, flush=True)
+    device = "--no-device" if args.no_device else on_device(programs, args.target, args.build_dir)
     print(
         f"int8 vs int16 activations, {args.target}, {args.samples} synthetic calibration "
         "samples, SNR of the lowered program vs float on as many other samples"
     )
     print(table(results))
     print()
-    print(
-        f"--precision auto, X = the int8 program's SNR on the unfitted calibration samples + "
-        f"{args.auto_gain:g} dB"
-    )
+    print(f"--precision auto, X = {target.describe()}, both on the unfitted calibration samples")
     print(auto_table(results))
+    print()
+    if isinstance(device, str):
+        print(f"on the device: not measured ({device})")
+    else:
+        print(device_table(device, args.target))
+        for name, rows in device.items():
+            for precision, row in rows.items():
+                results[name][precision]["device"] = row
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
-    return 0
+    exact = isinstance(device, str) or all(
+        r["bit_exact"] for rows in device.values() for r in rows.values()
+    )
+    return 0 if exact else 1
 
 
 if __name__ == "__main__":

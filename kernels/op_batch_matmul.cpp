@@ -1,5 +1,6 @@
 // cortex_m_nn::batch_matmul.out → arm_batch_matmul_s8 (right operand given transposed,
-// per-tensor requantization, up to two broadcast batch dimensions).
+// per-tensor requantization, up to two broadcast batch dimensions); int16 operands →
+// arm_batch_matmul_s16 (offsets 0, no scratch).
 // Quantization checks and params: cortex_m_nn/fc_common.h.
 // Reference: python/cortex_m_nn/ops/batch_matmul.py.
 #include "cortex_m_nn/broadcast.h"
@@ -14,6 +15,37 @@ constexpr const char* kOp = "batch_matmul";
 
 bool broadcasts(int32_t a, int32_t b, int32_t out) {
   return (a == b && out == a) || (a == 1 && out == b) || (b == 1 && out == a);
+}
+
+void batch_matmul_s16(
+    CallContext& context,
+    const Tensor& lhs,
+    const Tensor& rhs_transposed,
+    const FcQuant& q,
+    int64_t scratch_bytes,
+    const cmsis_nn_dims& lhs_dims,
+    const cmsis_nn_dims& rhs_dims,
+    const cmsis_nn_dims& output_dims,
+    Tensor& out) {
+  CORTEX_M_NN_CHECK(
+      context,
+      is_type(rhs_transposed, ScalarType::Short) && is_type(out, ScalarType::Short) &&
+          is_fc_quant_s16(q) && scratch_bytes == 0,
+      "batch_matmul",
+      "int16 batch_matmul takes int16 operands and out, zero offsets, a shift in [-31, 14], an "
+      "int16 activation range and no scratch");
+  if (!context.computes()) {
+    return;
+  }
+  const cmsis_nn_context buffer{};  // unused by arm_batch_matmul_s16
+  const cmsis_nn_bmm_params params{false, false, q.params()};
+  const cmsis_nn_per_tensor_quant_params quant = q.quant();
+  check_status(
+      context,
+      kOp,
+      arm_batch_matmul_s16(
+          &buffer, &params, &quant, &lhs_dims, lhs.const_data_ptr<int16_t>(), &rhs_dims,
+          rhs_transposed.const_data_ptr<int16_t>(), &output_dims, out.mutable_data_ptr<int16_t>()));
 }
 }  // namespace
 
@@ -31,15 +63,13 @@ void batch_matmul_out(
     int64_t scratch_bytes,
     Tensor& out,
     Tensor& scratch) {
-  (void)scratch_bytes;
+  const ScalarType type = is_type(lhs, ScalarType::Short) ? ScalarType::Short : ScalarType::Char;
   CORTEX_M_NN_CHECK(
       context,
-      is_type(lhs, ScalarType::Char) && is_type(rhs_transposed, ScalarType::Char) &&
-          is_type(out, ScalarType::Char) && lhs.dim() >= 2 && lhs.dim() <= 4 &&
-          rhs_transposed.dim() >= 2 && rhs_transposed.dim() <= 4 && out.dim() >= 2 &&
-          out.dim() <= 4,
+      is_type(lhs, type) && lhs.dim() >= 2 && lhs.dim() <= 4 && rhs_transposed.dim() >= 2 &&
+          rhs_transposed.dim() <= 4 && out.dim() >= 2 && out.dim() <= 4,
       "batch_matmul",
-      "operands and out must be 2-D to 4-D int8 tensors");
+      "operands and out must be 2-D to 4-D int8 (or int16) tensors");
   const cmsis_nn_dims lhs_dims = dims4(shape4(lhs));
   const cmsis_nn_dims rhs_dims = dims4(shape4(rhs_transposed));
   const cmsis_nn_dims output_dims = dims4(shape4(out));
@@ -54,6 +84,16 @@ void batch_matmul_out(
       (int)output_dims.c);
   const FcQuant q{
       lhs_offset, rhs_offset, output_offset, multiplier, shift, activation_min, activation_max};
+  if (type == ScalarType::Short) {
+    batch_matmul_s16(
+        context, lhs, rhs_transposed, q, scratch_bytes, lhs_dims, rhs_dims, output_dims, out);
+    return;
+  }
+  CORTEX_M_NN_CHECK(
+      context,
+      is_type(rhs_transposed, ScalarType::Char) && is_type(out, ScalarType::Char),
+      "batch_matmul",
+      "int8 operands need an int8 rhs and out");
   if (!check_fc_quant(context, kOp, q)) {
     return;
   }

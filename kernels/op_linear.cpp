@@ -146,13 +146,10 @@ bool check_s16(
     const std::optional<Tensor>& multipliers,
     const std::optional<Tensor>& shifts,
     const FcQuant& q) {
-  const bool ok = q.input_offset == 0 && q.output_offset == 0 && !kernel_sums.has_value() &&
-      !multipliers.has_value() && !shifts.has_value() &&
+  const bool ok = is_fc_quant_s16(q) && !kernel_sums.has_value() && !multipliers.has_value() &&
+      !shifts.has_value() &&
       (!bias.has_value() || (has_layout(bias.value(), ScalarType::Long, 1) &&
-                             bias.value().size(0) == shape.out_features)) &&
-      q.multiplier >= 0 && q.multiplier <= INT32_MAX && q.shift >= -31 && q.shift <= 14 &&
-      q.activation_min >= INT16_MIN && q.activation_min <= q.activation_max &&
-      q.activation_max <= INT16_MAX;
+                             bias.value().size(0) == shape.out_features));
   return ok ||
       refuse(context, "linear",
              "int16 linear takes zero offsets, an int64 bias [out], one multiplier with a shift "

@@ -23,6 +23,10 @@ aten = torch.ops.aten
 INT16_OPS: frozenset[object] = frozenset(
     {
         aten.linear.default,  # cortex_m_nn::linear, arm_fully_connected_s16
+        # cortex_m_nn::batch_matmul, arm_batch_matmul_s16 (16x16: both operands int16)
+        aten.matmul.default,
+        aten.bmm.default,
+        aten.mm.default,
         # cortex_m_nn::conv2d (arm_convolve_wrapper_s16: groups 1 only) and
         # cortex_m_nn::depthwise_conv2d (arm_depthwise_conv_wrapper_s16)
         aten.conv2d.default,
@@ -38,6 +42,53 @@ INT16_OPS: frozenset[object] = frozenset(
         aten.mul.Tensor,
     }
 )
+#: Element-wise functions whose int16 case is ``cortex_m_nn::lut``'s 513-knot interpolated
+#: table (``ops/lut.py``): the smooth ones, and relu, leaky relu and abs, whose one kink, at
+#: 0, is a knot. Not sqrt, rsqrt, log, reciprocal or a power: their slope is unbounded near 0;
+#: nor relu6, hardtanh, clamp or hardsigmoid: kinks between knots. Straight lines between
+#: knots err there by more than an int8 table would (measured on a hardtanh: up to 451 LSB
+#: with 513 knots, 60 with 4,097). PReLU stays int8 (one table per channel).
+INT16_TABLES: frozenset[object] = frozenset(
+    {
+        aten.sigmoid.default,
+        aten.sigmoid_.default,
+        aten.tanh.default,
+        aten.tanh_.default,
+        aten.hardswish.default,
+        aten.hardswish_.default,
+        aten.gelu.default,
+        aten.silu.default,
+        aten.silu_.default,
+        aten.leaky_relu.default,
+        aten.leaky_relu_.default,
+        aten.elu.default,
+        aten.elu_.default,
+        aten.mish.default,
+        aten.mish_.default,
+        aten.softplus.default,
+        aten.celu.default,
+        aten.celu_.default,
+        aten.selu.default,
+        aten.selu_.default,
+        aten.log_sigmoid.default,
+        aten.softshrink.default,
+        aten.abs.default,
+        aten.abs_.default,
+        aten.neg.default,
+        aten.neg_.default,
+        aten.square.default,
+        aten.exp.default,
+        aten.exp_.default,
+        aten.erf.default,
+        aten.div.Tensor,
+        aten.div_.Tensor,
+        aten.div.Scalar,
+        aten.rsub.Scalar,
+        aten.relu.default,
+        aten.relu_.default,
+    }
+)
+INT16_OPS = INT16_OPS | INT16_TABLES
 #: The convolutions among them.
 CONVOLUTIONS = {aten.conv2d.default, aten.conv2d.padding, aten.conv1d.default, aten.conv1d.padding}
 #: Ops whose output shares their input's quantization (pools, views): int16 when their input
@@ -64,6 +115,9 @@ SHARING_INT16: frozenset[object] = frozenset(
         aten.squeeze.dim,
         aten.squeeze.dims,
         aten.unsqueeze.default,
+        aten.transpose.int,  # cortex_m_nn::transpose's int16 case (our loop)
+        aten.permute.default,
+        aten.t.default,
     }
 )
 INT16_OPS = INT16_OPS | SHARING_INT16

@@ -1,14 +1,15 @@
-"""cortex_m_nn::lut on the host runtime (a table lookup) against its reference."""
+"""cortex_m_nn::lut on the host runtime against its reference: the int8 table lookup, and the
+int16 case's interpolation between the knots of a table of each length it takes."""
 
 from __future__ import annotations
 
-from hypothesis import given
+import torch
 from hypothesis import strategies as st
 
-from cortex_m_nn.host_kernels import KernelAbi
+from cortex_m_nn.ops.lut import INT16_STEP_BITS, int16_table_size
 
-from .harness import Call, check_calls
-from .strategies import KERNEL_SETTINGS, generator, int8
+from .harness import Call, CallTable, bit_exact_test
+from .strategies import generator, int8
 
 
 @st.composite
@@ -18,7 +19,23 @@ def lut_calls(draw: st.DrawFn) -> Call:
     return Call("lut", (int8(shape, gen), int8((256,), gen)))
 
 
-@KERNEL_SETTINGS
-@given(st.lists(lut_calls(), min_size=25, max_size=25))
-def test_lut_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
-    check_calls(calls, kernels)
+@st.composite
+def lut_s16_calls(draw: st.DrawFn) -> Call:
+    """Any int16 input (its extremes included), a random int16 table of a drawn length."""
+    shape = tuple(draw(st.lists(st.integers(1, 9), min_size=1, max_size=4)))
+    gen = generator(draw)
+    x = torch.randint(-32768, 32768, shape, generator=gen, dtype=torch.int32).to(torch.int16)
+    x.reshape(-1)[:2] = torch.tensor([-32768, 32767], dtype=torch.int16)[: x.numel()]
+    size = int16_table_size(draw(st.sampled_from(INT16_STEP_BITS)))
+    table = torch.randint(-32768, 32768, (size,), generator=gen, dtype=torch.int32)
+    return Call("lut", (x, table.to(torch.int16)))
+
+
+#: operator → its calls (a lookup does not depend on the ISA)
+CALLS: CallTable = {
+    "lut": lambda isa: lut_calls(),
+    "lut[int16]": lambda isa: lut_s16_calls(),
+}
+
+
+test_bit_exact = bit_exact_test(CALLS)

@@ -104,16 +104,22 @@ def test_requantize_refuses_what_it_cannot_compute(source, target, in_offset, ou
 
 class Mlp(nn.Module):
     """Three linear layers; ``spread`` scales the middle layer's rows 1/spread..1, ``middle``
-    is the function after it (a ReLU fuses; a sigmoid is an int8 table)."""
+    is the function after it (a ReLU fuses; a sigmoid is an int16 table; the square root of
+    a ReLU an int8 one: sqrt's int16 table would err too much near 0)."""
 
     def __init__(self, spread: float, middle: str = "relu") -> None:
         super().__init__()
         self.a, self.b, self.c = nn.Linear(20, 16), nn.Linear(16, 12), nn.Linear(12, 6)
-        self.middle = torch.sigmoid if middle == "sigmoid" else torch.relu
+        functions = {"relu": torch.relu, "sigmoid": torch.sigmoid, "sqrt": self._sqrt_relu}
+        self.middle = functions[middle]
         with torch.no_grad():
             for layer in (self.a, self.c):  # every row's peak the same: per tensor fits
                 layer.weight.div_(layer.weight.abs().amax(dim=1, keepdim=True) * 4)
             self.b.weight.mul_(torch.logspace(-torch.log10(torch.tensor(spread)), 0, 12)[:, None])
+
+    @staticmethod
+    def _sqrt_relu(x: torch.Tensor) -> torch.Tensor:
+        return torch.sqrt(torch.relu(x))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.c(self.middle(self.b(torch.relu(self.a(x)))))
@@ -156,11 +162,20 @@ CASES = [
         LinearWeights.PER_TENSOR,
         [S16, S16, S16, OUT16],
     ),
-    # the sigmoid is a table, int8 only: a requantization on each side
+    # the sigmoid is an int16 table: no requantization
+    (
+        "int16-table",
+        1.0,
+        "sigmoid",
+        Activations.INT16,
+        LinearWeights.AUTO,
+        [S16, S16, "(interpolated table, 513 knots)", S16, OUT16],
+    ),
+    # sqrt is an int8 table only: a requantization on each side
     (
         "mixed",
         1.0,
-        "sigmoid",
+        "sqrt",
         Activations.INT16,
         LinearWeights.AUTO,
         [S16, S16, "(int16 → int8)", "(256-entry table lookup)", "(int8 → int16)", S16, OUT16],
@@ -305,3 +320,48 @@ def test_int16_softmax_is_allowed_its_tables_bound() -> None:
 
     line = report.verify_line(report.verify_dict(verification))
     assert f"{softmax.output_node} ≤ 68" in line
+
+
+class Attention(nn.Module):
+    """One attention head: q @ k^T (read through the transpose), a softmax, @ v (v transposed
+    by a kernel), a product with a constant matrix, a sigmoid gate: every op int16."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+        self.mix = nn.Parameter(torch.randn(8, 6) / 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scores = self.q(x) @ self.k(x).transpose(-2, -1)
+        attended = torch.softmax(scores, dim=-1) @ self.v(x)
+        return torch.sigmoid(attended @ self.mix)
+
+
+@pytest.mark.parametrize("target", ["cortex-m55", "cortex-m33", "cortex-m0plus"])
+def test_attention_is_int16_throughout(target: str) -> None:
+    """arm_batch_matmul_s16 for both activation products and the constant one, the sigmoid an
+    interpolated int16 table: no requantization, and ``verify`` holds within each bound."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(7)
+        module = Attention().eval()
+        example = (torch.randn(2, 5, 8),)
+    options = QuantizationOptions(
+        activations=Activations.INT16, linear_weights=LinearWeights.PER_TENSOR
+    )
+    compiled, verification = check_dialect(
+        module, example, target=Target.parse(target), options=options
+    )
+    assert verification.passed and not verification.exceeding
+    functions = [r.cmsis_function for r in compiled.records]
+    assert functions.count("arm_fully_connected_s16") == 3
+    products = [f for f in functions if f.startswith("arm_batch_matmul")]
+    assert products == [
+        "arm_batch_matmul_s16",
+        "arm_batch_matmul_s16 after (int16 transpose loop)",
+        "arm_batch_matmul_s16",
+    ]
+    assert "arm_softmax_s16" in functions
+    assert any(f.startswith("(interpolated table") for f in functions)
+    assert not any("→ int8" in f or "int8 →" in f for f in functions)
+    (table,) = [r for r in compiled.records if r.kernel == "cortex_m_nn::lut"]
+    assert 1 <= verification.allowed[table.output_node] <= 16

@@ -135,6 +135,8 @@ MODEL_NAMES += ["ds_cnn_int8_io", "upsampling_decoder_int8_io"]
 # int16 activations, alone and mixed with int8 (--activations int16; models.py INT16)
 MODEL_NAMES += ["autoencoder_int16", "autoencoder_int16_per_channel", "precision_mix"]
 MODEL_NAMES += ["ds_cnn_int16", "resnet8_int16", "ds_cnn_mixed", "autoencoder_mixed"]
+# int16 batch matmuls, transposes and interpolated tables (an attention block)
+MODEL_NAMES += ["attention_int16"]
 
 
 @dataclass

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from cortex_m_nn.options import Activations, LinearWeights, QuantizationOptions
 
@@ -236,7 +237,7 @@ INT8_IO = {"ds_cnn_int8_io": "ds_cnn", "upsampling_decoder_int8_io": "upsampling
 
 
 class PrecisionMix(nn.Module):
-    """Three linear layers, a sigmoid (a table, int8 only) after the second: with
+    """Three linear layers, a square root (a table, int8 only) of the second's ReLU: with
     ``--activations int16``, int16 → int8 → int16 requantizations around it; the second
     layer's rows spread 100x, so its int16 case is the per-channel 1x1 convolution."""
 
@@ -249,7 +250,25 @@ class PrecisionMix(nn.Module):
             self.b.weight.mul_(torch.logspace(-2, 0, 12)[:, None])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.c(torch.sigmoid(self.b(torch.relu(self.a(x)))))
+        return self.c(torch.sqrt(torch.relu(self.b(torch.relu(self.a(x))))))
+
+
+class AttentionInt16(nn.Module):
+    """A transformer block for int16 activations: q @ k^T read through the transpose, a
+    softmax, @ v (v transposed by the int16 transpose loop), a GELU MLP, a sigmoid gate and a
+    product with a constant matrix: arm_batch_matmul_s16 and the interpolated int16 tables."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 16)
+        self.up, self.down = nn.Linear(16, 32), nn.Linear(32, 16)
+        self.mix = nn.Parameter(torch.randn(16, 10) / 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scores = self.q(x) @ self.k(x).transpose(-2, -1) * 0.25
+        x = x + torch.softmax(scores, dim=-1) @ self.v(x)
+        x = x + self.down(F.gelu(self.up(x)))
+        return torch.tanh(x * torch.sigmoid(x)) @ self.mix
 
 
 #: name → (the model it compiles, the quantizer's options): int16 activations everywhere an
@@ -280,12 +299,17 @@ INT16 = {
         "precision_mix",
         QuantizationOptions(activations=Activations.INT16, equalize=False),
     ),
+    "attention_int16": (
+        "attention_int16",
+        QuantizationOptions(activations=Activations.INT16, linear_weights=LinearWeights.PER_TENSOR),
+    ),
 }
 
 
 #: name → (module, example inputs) factory
 MODELS = {
     "precision_mix": lambda: seeded(PrecisionMix, 2, 20),
+    "attention_int16": lambda: seeded(AttentionInt16, 1, 6, 16),
     "boundary": lambda: seeded(Boundary, 1, 5, 7, 9),
     "resnet8": lambda: seeded(ResNet8, 1, 3, 32, 32),
     "mobilenet_v1_025": lambda: seeded(MobileNetV1, 1, 3, 96, 96),

@@ -50,5 +50,14 @@ inline bool check_fc_quant(CallContext& context, const char* op, const FcQuant& 
   return ok || refuse(context, op, "multiplier, shift, offsets or activation range out of range");
 }
 
+// The int16 case (arm_fully_connected_s16, arm_batch_matmul_s16): offsets 0 (the kernels ignore
+// them), a multiplier in [0, 2^31) with a shift in [-31, 14] (arm_nn_requantize_s64's Q15
+// stage), an int16 activation range. A check only: the caller refuses with its own message.
+inline bool is_fc_quant_s16(const FcQuant& q) {
+  return q.input_offset == 0 && q.filter_offset == 0 && q.output_offset == 0 &&
+      q.multiplier >= 0 && q.multiplier <= INT32_MAX && q.shift >= -31 && q.shift <= 14 &&
+      is_int16_range(q.activation_min, q.activation_max);
+}
+
 }  // namespace native
 }  // namespace cortex_m_nn

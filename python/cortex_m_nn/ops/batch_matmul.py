@@ -20,6 +20,12 @@ C++ kernel mapping (``arm_batch_matmul_s8``): pad both operand shapes on the lef
 * ``quant_params = {multiplier, shift}`` (``cmsis_nn_per_tensor_quant_params``).
 * ``ctx = {scratch, scratch_bytes}``: the MVE build keeps one int32 kernel sum per rhs row
   there (``4 * N`` bytes) and rejects a NULL buffer; DSP and scalar builds need none.
+
+int16 activations are the other case (``arm_batch_matmul_s16``): both operands and the result
+int16, every offset 0 (the kernel ignores them), no scratch. Each sum of products is exact in
+int64 on every ISA (``SMLALD``, MVE's ``VMLALDAVA`` or the C loop), and the output stage is
+``arm_nn_requantize_s64`` with the multiplier reduced to Q15 (:meth:`Requantization.apply` with
+``torch.int16``), so the shift is at most 14.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ def output_shape(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...]) -> tupl
 
 def _fake(lhs: torch.Tensor, rhs_transposed: torch.Tensor, *arguments: Any) -> torch.Tensor:
     shape = output_shape(tuple(lhs.shape), tuple(rhs_transposed.shape))
-    return lhs.new_empty(shape, dtype=torch.int8)
+    return lhs.new_empty(shape, dtype=torch.int16 if lhs.dtype is torch.int16 else torch.int8)
 
 
 @define_operator(
@@ -73,7 +79,26 @@ def batch_matmul(
     ``arguments`` as the schema lists them after the operands."""
     values = named("batch_matmul", arguments, skip=2)
     output_shape(tuple(lhs.shape), tuple(rhs_transposed.shape))
+    if torch.int16 in (lhs.dtype, rhs_transposed.dtype):
+        return _batch_matmul_s16(lhs, rhs_transposed, values)
     left = lhs.to(torch.int64) + values["lhs_offset"]
     right = rhs_transposed.to(torch.int64) + values["rhs_offset"]
     acc = torch.matmul(left, right.transpose(-2, -1))
     return Requantization.of(values).apply(acc, rounding)
+
+
+def _batch_matmul_s16(
+    lhs: torch.Tensor, rhs_transposed: torch.Tensor, values: dict[str, Any]
+) -> torch.Tensor:
+    """``arm_batch_matmul_s16``; ValueError for arguments it does not take."""
+    if lhs.dtype is not torch.int16 or rhs_transposed.dtype is not torch.int16:
+        raise ValueError("int16 batch_matmul takes two int16 operands")
+    offsets = values["lhs_offset"], values["rhs_offset"], values["output_offset"]
+    if offsets != (0, 0, 0):
+        raise ValueError("int16 batch_matmul has zero points 0: every offset must be 0")
+    if not (0 <= values["multiplier"] <= 2**31 - 1 and -31 <= values["shift"] <= 14):
+        raise ValueError("int16 batch_matmul's multiplier is in [0, 2^31), its shift in [-31, 14]")
+    if not -32768 <= values["activation_min"] <= values["activation_max"] <= 32767:
+        raise ValueError("int16 batch_matmul's activation range must lie in int16")
+    acc = torch.matmul(lhs.to(torch.int64), rhs_transposed.to(torch.int64).transpose(-2, -1))
+    return Requantization.of(values).apply(acc, Rounding.DOUBLE, torch.int16)

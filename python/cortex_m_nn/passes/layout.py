@@ -298,19 +298,32 @@ def census(context: LoweringContext) -> tuple[int, int]:
     return targets.count(cortex_op("transpose")), targets.count(cortex_op("quantize"))
 
 
-def movement(context: LoweringContext, before: tuple[int, int]) -> tuple[str, str]:
+#: What the report names a transpose of each dtype (CMSIS-NN has no s16 transpose: our loop).
+TRANSPOSE_FUNCTIONS = {torch.int8: "arm_transpose_s8", torch.int16: "(int16 transpose loop)"}
+
+
+def movement(
+    context: LoweringContext, before: tuple[int, int], dtype: torch.dtype = torch.int8
+) -> tuple[str, str]:
     """(kernel, CMSIS-NN function) for the report: what a rule emitted since ``before``."""
     transposes, quantizes = census(context)
     if transposes > before[0]:
-        return "transpose", "arm_transpose_s8"
+        return "transpose", TRANSPOSE_FUNCTIONS[dtype]
     if quantizes > before[1]:
         return "view", "(folded into the input quantize)"
     return "view", "(view)"
 
 
-def noting_transposes(context: LoweringContext, before: tuple[int, int], function: str) -> str:
+def noting_transposes(
+    context: LoweringContext,
+    before: tuple[int, int],
+    function: str,
+    dtype: torch.dtype = torch.int8,
+) -> str:
     """The report's CMSIS-NN function of a rule that may have transposed an input first."""
-    return f"{function} after arm_transpose_s8" if census(context)[0] > before[0] else function
+    if census(context)[0] > before[0]:
+        return f"{function} after {TRANSPOSE_FUNCTIONS[dtype]}"
+    return function
 
 
 def consumers(pattern: Pattern) -> list[Node]:

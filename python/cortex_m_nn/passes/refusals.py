@@ -80,6 +80,8 @@ class Refusal(Enum):
     LINEAR_SCRATCH = "linear_scratch"
     #: int16 requantization beyond what the s16 kernels' Q15 output stage takes (shift > 14)
     INT16_REQUANTIZATION = "int16_requantization"
+    #: an int16 interpolated table erring by more than an int8 table would (ops/lut.py)
+    INT16_TABLE_ERROR = "int16_table_error"
     OPERAND_RANK = "operand_rank"
     MATMUL_INNER_DIMENSION = "matmul_inner_dimension"
     MATMUL_BATCH_BROADCAST = "matmul_batch_broadcast"

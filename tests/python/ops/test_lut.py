@@ -313,3 +313,132 @@ def test_per_channel_prelu_tables_are_pt2e_and_the_function(
             v = (index - 128 - in_zp) * in_scale
             want = min(max(round((v if v > 0 else slope * v) / out_scale) + out_zp, -128), 127)
             assert abs(got - want) <= 1
+
+
+# --- int16: interpolated tables -----------------------------------------------------------
+
+from cortex_m_nn.ops.lut import (  # noqa: E402
+    INT16_STEP_BITS,
+    INT16_TARGET_ERROR,
+    int16_table,
+    int16_table_size,
+    interpolated_table,
+    interpolation_error,
+)
+from cortex_m_nn.precision import INT16_TABLES  # noqa: E402
+
+#: The functions of FUNCTIONS with an int16 case (``precision.INT16_TABLES``).
+INT16_FUNCTIONS = [
+    "sigmoid", "tanh", "hardswish", "gelu", "gelu_tanh", "silu", "relu", "mish", "softplus",
+    "softplus_beta", "leaky_relu", "elu", "celu", "selu", "log_sigmoid", "softshrink", "abs",
+    "neg", "square", "exp", "erf", "div", "one_minus",
+]  # fmt: skip
+
+
+def _interpolated_by_hand(values: list[int], table: list[int], bits: int) -> list[int]:
+    """The kernel's integer formula in Python ints (``//`` floors like ``>>``)."""
+    out = []
+    for q in values:
+        u = q + 32768
+        j, fraction = u // 2**bits, u % 2**bits
+        out.append(table[j] + ((table[j + 1] - table[j]) * fraction + 2 ** (bits - 1)) // 2**bits)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    bits=st.sampled_from(INT16_STEP_BITS),
+    shape=st.lists(st.integers(1, 6), min_size=0, max_size=4),
+    seed=st.integers(0, 2**31),
+)
+def test_int16_lut_interpolates_between_knots(bits: int, shape: list[int], seed: int) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(-32768, 32768, shape, generator=generator, dtype=torch.int32).to(torch.int16)
+    x.reshape(-1)[:2] = torch.tensor([-32768, 32767], dtype=torch.int16)[: x.numel()]
+    size = int16_table_size(bits)
+    table = torch.randint(-32768, 32768, (size,), generator=generator, dtype=torch.int32)
+    table = table.to(torch.int16)
+    got = OP(x, table)
+    assert got.dtype == torch.int16 and tuple(got.shape) == tuple(shape)
+    want = _interpolated_by_hand(x.reshape(-1).tolist(), table.tolist(), bits)
+    assert got.reshape(-1).tolist() == want
+
+
+def test_int16_table_lengths_and_dtypes_are_checked() -> None:
+    x = torch.zeros(4, dtype=torch.int16)
+    with pytest.raises(ValueError, match="513, 1025, 2049, 4097 knots"):
+        lut(x, torch.zeros(512, dtype=torch.int16))
+    with pytest.raises(ValueError, match="must be int16"):
+        lut(x, torch.zeros(513, dtype=torch.int8))
+    with FakeTensorMode() as mode:
+        fake = OP(mode.from_tensor(x), mode.from_tensor(torch.zeros(513, dtype=torch.int16)))
+    assert fake.dtype == torch.int16
+
+
+def _exact_float64(name: str, q: list[int], in_scale: float, out_scale: float) -> list[int]:
+    """round(f(q * in_scale) / out_scale) clamped to int16, f in float64 Python."""
+    _, exact = FUNCTIONS[name]
+    return [
+        min(max(round(max(min(exact(v * in_scale) / out_scale, 1e9), -1e9)), -32768), 32767)
+        for v in q
+    ]
+
+
+@pytest.mark.parametrize("name", INT16_FUNCTIONS)
+@settings(max_examples=8, deadline=None)
+@given(peak=st.floats(1.0, 16.0), seed=st.integers(0, 2**31))
+def test_int16_tables_compute_the_function_within_their_measured_error(
+    name: str, peak: float, seed: int
+) -> None:
+    """Inputs in ±peak, the output scale what a min/max observer gives: the table chosen errs by
+    at most its measured error from the exact PT2E values, is the smallest within 16 LSB when
+    one is (else of least error), and agrees with the float64 function within that error + 1
+    on 2,000 inputs."""
+    function, _ = FUNCTIONS[name]
+    in_scale = float(torch.tensor(peak / 32768, dtype=torch.float32))
+    grid = torch.arange(-32768, 32768, dtype=torch.float32) * in_scale
+    out_scale = float(function(grid).abs().max()) / 32767
+    table, error = int16_table([function], in_scale, out_scale)
+    assert error == interpolation_error([function], in_scale, out_scale, table)
+    tables = [interpolated_table([function], in_scale, out_scale, b) for b in INT16_STEP_BITS]
+    errors = {t.numel(): interpolation_error([function], in_scale, out_scale, t) for t in tables}
+    assert errors[table.numel()] == error
+    if error > INT16_TARGET_ERROR:  # then no size is within the target: the least error
+        assert min(errors.values()) == error > INT16_TARGET_ERROR
+    else:  # the smallest size within it
+        assert all(e > INT16_TARGET_ERROR for n, e in errors.items() if n < table.numel())
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randint(-32768, 32768, (2000,), generator=generator, dtype=torch.int32)
+    got = lut(q.to(torch.int16), table).tolist()
+    want = _exact_float64(name, q.tolist(), in_scale, out_scale)
+    assert max(abs(a - b) for a, b in zip(got, want, strict=True)) <= error + 1
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "tanh", "gelu", "silu", "hardswish"])
+def test_int16_tables_of_common_activations_stay_within_a_few_lsb(name: str) -> None:
+    """The activations of the zoo, inputs within ±8: 16 LSB at most (a sixteenth of an int8
+    step), from an exhaustive comparison with the exact values."""
+    function, _ = FUNCTIONS[name]
+    for peak in (1.0, 3.0, 8.0):
+        in_scale = peak / 32768
+        grid = torch.arange(-32768, 32768, dtype=torch.float32) * in_scale
+        out_scale = float(function(grid).abs().max()) / 32767
+        table, error = int16_table([function], in_scale, out_scale)
+        exact = torch.tensor(_exact_float64(name, list(range(-32768, 32768)), in_scale, out_scale))
+        interpolated = lut(torch.arange(-32768, 32768).to(torch.int16), table).to(torch.int64)
+        assert int((interpolated - exact).abs().max()) <= INT16_TARGET_ERROR + 1, peak
+        assert error <= INT16_TARGET_ERROR
+
+
+def test_functions_without_an_int16_case_err_too_much_interpolated() -> None:
+    """Why sqrt and hardtanh stay int8: sqrt's best table errs by more than an int8 table's
+    rounding (128 LSB); hardtanh's kinks between knots need the largest table (4,097 knots,
+    8 KB) and still miss the 16-LSB target."""
+    sqrt = lambda x: torch.sqrt(torch.relu(x))  # noqa: E731
+    _, error = int16_table([sqrt], 2.0 / 32768, 2**0.5 / 32767)
+    assert error > 128 and aten.sqrt.default not in INT16_TABLES
+    hardtanh, _ = FUNCTIONS["hardtanh"]  # kinks at -0.5 and 2.0
+    table, error = int16_table([hardtanh], 10.3 / 32768, 2.0 / 32767)
+    assert table.numel() == 4097 and error > INT16_TARGET_ERROR
+    assert aten.hardtanh.default not in INT16_TABLES
+    assert {aten.sigmoid.default, aten.tanh.default} <= INT16_TABLES

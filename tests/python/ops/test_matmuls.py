@@ -1,6 +1,6 @@
 """``cortex_m_nn::batch_matmul`` and ``::linear`` against Python-int transcriptions of
-arm_batch_matmul_s8 and arm_fully_connected_s8: the random cases are one table, a row per
-operator and rounding; each operator's own shapes and forms follow."""
+arm_batch_matmul_s8 and arm_fully_connected_s8 (and their s16 cases): the random cases are
+one table, a row per operator and rounding; each operator's own shapes and forms follow."""
 
 from __future__ import annotations
 
@@ -42,11 +42,14 @@ def batch_matmul_expected(case: dict, single: bool = False) -> torch.Tensor:
                 (x + case["lhs_offset"]) * (y + case["rhs_offset"])
                 for x, y in zip(a[m], b[n], strict=True)
             )
-            y = ref_requantize(wrap32(acc), case["multiplier"], case["shift"], single)
+            if lhs.dtype == torch.int16:  # the exact int64 sum, arm_nn_requantize_s64
+                y = ref_requantize_s64(acc, case["multiplier"], case["shift"])
+            else:
+                y = ref_requantize(wrap32(acc), case["multiplier"], case["shift"], single)
             y += case["output_offset"]
             out.append(min(max(y, case["activation_min"]), case["activation_max"]))
     batch = torch.broadcast_shapes(lhs.shape[:-2], rhs.shape[:-2])
-    return torch.tensor(out, dtype=torch.int8).reshape(*batch, rows, cols)
+    return torch.tensor(out, dtype=lhs.dtype).reshape(*batch, rows, cols)
 
 
 def _output_stage(draw: st.DrawFn, shift_low: int) -> dict:
@@ -74,14 +77,30 @@ def batch_matmul_cases(draw: st.DrawFn) -> dict:
 
     m, n, k = draw(st.integers(1, 5)), draw(st.integers(1, 6)), draw(st.integers(1, 40))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    lhs_shape, rhs_shape = (*operand_batch(), m, k), (*operand_batch(), n, k)
+    if draw(st.sampled_from([False, False, True])):  # int16 activations: arm_batch_matmul_s16
+        act_min = draw(st.integers(-32768, 0))
+        return {
+            "lhs": _int16(lhs_shape, gen),
+            "rhs_transposed": _int16(rhs_shape, gen),
+            "lhs_offset": 0,
+            "rhs_offset": 0,
+            "output_offset": 0,
+            "multiplier": draw(st.integers(2**30, 2**31 - 1)),
+            "shift": draw(st.integers(-30, 1)),
+            "activation_min": act_min,
+            "activation_max": draw(st.integers(act_min, 32767)),
+        }
     return {
-        "lhs": torch.randint(-128, 128, (*operand_batch(), m, k), generator=gen, dtype=torch.int8),
-        "rhs_transposed": torch.randint(
-            -128, 128, (*operand_batch(), n, k), generator=gen, dtype=torch.int8
-        ),
+        "lhs": torch.randint(-128, 128, lhs_shape, generator=gen, dtype=torch.int8),
+        "rhs_transposed": torch.randint(-128, 128, rhs_shape, generator=gen, dtype=torch.int8),
         "lhs_offset": -draw(st.integers(-128, 127)),
         "rhs_offset": -draw(st.integers(-128, 127)),
     } | _output_stage(draw, shift_low=-16)
+
+
+def _int16(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    return torch.randint(-32768, 32768, shape, generator=gen, dtype=torch.int32).to(torch.int16)
 
 
 def linear_expected(case: dict, single: bool = False) -> torch.Tensor:
@@ -209,6 +228,41 @@ def batch_matmul_fixed(**changes: object) -> dict:
     }
     case.update(changes)
     return case
+
+
+def batch_matmul_s16_fixed(**changes: object) -> dict:
+    gen = torch.Generator().manual_seed(6)
+    case = {
+        "lhs": _int16((2, 1, 3, 16), gen),
+        "rhs_transposed": _int16((1, 4, 5, 16), gen),
+        "lhs_offset": 0,
+        "rhs_offset": 0,
+        "output_offset": 0,
+        "multiplier": 1717986918,
+        "shift": -20,
+        "activation_min": -32768,
+        "activation_max": 32767,
+    }
+    case.update(changes)
+    return case
+
+
+def test_batch_matmul_s16_gives_int16_and_saturates() -> None:
+    case = batch_matmul_s16_fixed(shift=-10)
+    out = batch_matmul(*case.values())
+    assert out.dtype == torch.int16 and out.shape == (2, 4, 3, 5)
+    assert torch.equal(out, batch_matmul_expected(case))
+    assert {-32768, 32767} <= set(out.reshape(-1).tolist())  # products of 2^30 at shift -10
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"lhs_offset": 1}, {"rhs_offset": -1}, {"output_offset": 2}, {"shift": 15},
+     {"activation_max": 40000}, {"rhs_transposed": torch.zeros(1, 4, 5, 16, dtype=torch.int8)}],
+)  # fmt: skip
+def test_batch_matmul_s16_refuses(changes: dict) -> None:
+    with pytest.raises(ValueError):
+        batch_matmul(*batch_matmul_s16_fixed(**changes).values())
 
 
 def test_batch_matmul_broadcasts_both_batch_dimensions_and_clamps() -> None:

@@ -1,4 +1,5 @@
-"""aten.matmul / bmm / mm → cortex_m_nn::batch_matmul (arm_batch_matmul_s8).
+"""aten.matmul / bmm / mm → cortex_m_nn::batch_matmul (arm_batch_matmul_s8; int16 activations:
+arm_batch_matmul_s16, both operands int16, a constant one too).
 
 CMSIS-NN takes the right operand transposed (``[..., N, K]``). ``a @ b.transpose(-2, -1)``
 (attention's ``q @ k^T``) therefore lowers onto ``b`` itself: the rule reads through the
@@ -112,7 +113,7 @@ def is_constant(node: object) -> bool:
 
 
 def _constant_rhs(
-    context: LoweringContext, rhs: Node, transpose: bool
+    context: LoweringContext, rhs: Node, transpose: bool, dtype: torch.dtype
 ) -> tuple[Node, tuple[int, ...], float, int]:
     """A quantized constant right operand as [..., N, K]: (node, shape, scale, zero point)."""
     scale, zero_point = qparams_of(rhs)
@@ -123,7 +124,7 @@ def _constant_rhs(
         )
     if transpose:
         tensor = tensor.transpose(-2, -1)
-    node = context.constant(tensor.contiguous().to(torch.int8), f"{rhs.name}_rows")
+    node = context.constant(tensor.contiguous().to(dtype), f"{rhs.name}_rows")
     return node, tuple(tensor.shape), scale, zero_point
 
 
@@ -136,32 +137,41 @@ def _shape_refusal(lhs_shape: tuple[int, ...], rhs_shape: tuple[int, ...]) -> Re
     return Refusal.MATMUL_BATCH_BROADCAST
 
 
-@rule(*MATMULS)
-def lower_batch_matmul(context: LoweringContext, pattern: Pattern) -> Lowered:
+def _right_operand(
+    context: LoweringContext, pattern: Pattern, int16: bool
+) -> tuple[Node, tuple[int, ...], float, int, int]:
+    """The right operand as CMSIS-NN's ``[..., N, K]``: (node, shape, scale, zero point, its
+    constant bytes): a constant transposed at compile time, an activation read through the
+    model's transpose, or transposed by a kernel."""
     node = pattern.op
-    lhs_source, rhs_source = node.args[:2]
-    before = census(context)
-    lhs = context.input_value(lhs_source)
-    lhs_node = _logical(context, lhs, "left", only_reader(pattern, lhs_source))
+    rhs_source = node.args[1]
     inner = transposed_source(rhs_source)
     if is_constant(rhs_source) or is_constant(inner):
         constant = inner if inner is not None else rhs_source
-        rhs_node, rhs_shape, rhs_scale, rhs_zero_point = _constant_rhs(
-            context, constant, transpose=inner is None
+        rhs_node, rhs_shape, scale, zero_point = _constant_rhs(
+            context, constant, transpose=inner is None, dtype=pattern.dtype
         )
-        weight_bytes = math.prod(rhs_shape)
-    elif inner is not None:
-        rhs = context.input_value(inner)
+        return rhs_node, rhs_shape, scale, zero_point, math.prod(rhs_shape) * pattern.dtype.itemsize
+    if inner is not None:
+        rhs = context.input_value(inner, int16=int16)
         transpose = rhs_source.args[0].args[0]  # read through: dequantize(quantize(k^T))
         fold = _read_only_by(inner, transpose) and _read_only_by(rhs_source, node)
-        rhs_node, rhs_shape = _logical(context, rhs, "right", fold), rhs.shape
-        rhs_scale, rhs_zero_point = rhs.scale, rhs.zero_point
-        weight_bytes = 0
-    else:
-        rhs = context.input_value(rhs_source)
-        rhs_node, rhs_shape = _transposed(context, rhs, only_reader(pattern, rhs_source))
-        rhs_scale, rhs_zero_point = rhs.scale, rhs.zero_point
-        weight_bytes = 0
+        return _logical(context, rhs, "right", fold), rhs.shape, rhs.scale, rhs.zero_point, 0
+    rhs = context.input_value(rhs_source, int16=int16)
+    rhs_node, rhs_shape = _transposed(context, rhs, only_reader(pattern, rhs_source))
+    return rhs_node, rhs_shape, rhs.scale, rhs.zero_point, 0
+
+
+@rule(*MATMULS)
+def lower_batch_matmul(context: LoweringContext, pattern: Pattern) -> Lowered:
+    lhs_source = pattern.op.args[0]
+    before = census(context)
+    int16 = pattern.dtype is torch.int16
+    lhs = context.input_value(lhs_source, int16=int16)
+    lhs_node = _logical(context, lhs, "left", only_reader(pattern, lhs_source))
+    rhs_node, rhs_shape, rhs_scale, rhs_zero_point, weight_bytes = _right_operand(
+        context, pattern, int16
+    )
     try:
         shape = output_shape(lhs.shape, rhs_shape)
     except ValueError as error:
@@ -172,7 +182,14 @@ def lower_batch_matmul(context: LoweringContext, pattern: Pattern) -> Lowered:
         )
 
     multiplier, shift = quantize_multiplier(lhs.scale * rhs_scale / pattern.scale)
-    act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
+    if int16 and shift > 14:
+        raise LoweringRefused(
+            Refusal.INT16_REQUANTIZATION, f"int16 batch matmul's shift {shift} exceeds 14"
+        )
+    act_min, act_max = activation_range(
+        pattern.activation, pattern.scale, pattern.zero_point, pattern.dtype
+    )
+    scratch_bytes = 0 if int16 else scratch.batch_matmul_scratch_bytes(context.target, rhs_shape)
     out = context.call(
         "batch_matmul",
         lhs_node,
@@ -184,9 +201,10 @@ def lower_batch_matmul(context: LoweringContext, pattern: Pattern) -> Lowered:
         shift,
         act_min,
         act_max,
-        scratch.batch_matmul_scratch_bytes(context.target, rhs_shape),
+        scratch_bytes,
     )
-    value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape)
+    value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape, dtype=pattern.dtype)
     macs = math.prod(shape) * lhs.shape[-1]
-    function = noting_transposes(context, before, "arm_batch_matmul_s8")
+    cmsis = "arm_batch_matmul_s16" if int16 else "arm_batch_matmul_s8"
+    function = noting_transposes(context, before, cmsis, pattern.dtype)
     return Lowered(value, "batch_matmul", function, macs, weight_bytes)

@@ -18,7 +18,15 @@ from __future__ import annotations
 import torch
 from torch.fx import Node
 
-from cortex_m_nn.ops.lut import INDEX_OFFSET, TABLE_SIZE, FloatFunction, lookup_table
+from cortex_m_nn.ops.lut import (
+    INDEX_OFFSET,
+    INT16_MAX_ERROR,
+    TABLE_SIZE,
+    FloatFunction,
+    int16_table,
+    lookup_table,
+    lut,
+)
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import relayout
@@ -28,6 +36,7 @@ from cortex_m_nn.quantizer.quantizer import ACTIVATIONS, LOOKUP, PRELU, aten, co
 
 #: What the report shows in place of a CMSIS-NN function.
 TABLE_LOOKUP = "(256-entry table lookup)"
+INTERPOLATED_LOOKUP = "(interpolated table, {} knots)"
 
 
 def float_function(node: Node) -> FloatFunction:
@@ -52,6 +61,10 @@ def lower_table(
     innermost stored dim), or a view when the table is the identity."""
     if pattern.activation is not None:
         functions = [*functions, float_function(pattern.activation)]
+    if x.dtype is torch.int16:
+        if channels:
+            raise LoweringRefused(Refusal.NOT_INT8, "per-channel tables are int8 only")
+        return _lower_int16_table(context, pattern, x, functions)
     try:
         table = lookup_table(
             functions, x.scale, x.zero_point, pattern.scale, pattern.zero_point, channels
@@ -68,8 +81,35 @@ def lower_table(
     return Lowered(value, "lut", TABLE_LOOKUP, weight_bytes=table.numel())
 
 
+def _lower_int16_table(
+    context: LoweringContext, pattern: Pattern, x: QValue, functions: list[FloatFunction]
+) -> Lowered:
+    """The int16 case: an interpolated table (``ops.lut.int16_table``), its error measured over
+    all 65,536 inputs and allowed to ``verify``; refused when larger than an int8 table's."""
+    try:
+        table, error = int16_table(functions, x.scale, pattern.scale)
+    except ValueError as error:
+        raise LoweringRefused(Refusal.UNDEFINED_VALUES, f"{pattern.op.target}: {error}") from error
+    if error > INT16_MAX_ERROR:
+        raise LoweringRefused(
+            Refusal.INT16_TABLE_ERROR,
+            f"{pattern.op.target}'s int16 table errs by up to {error} LSB (an int8 table's "
+            f"rounding is {INT16_MAX_ERROR}): keep this layer int8 (--precision auto chooses)",
+        )
+    value = QValue(x.node, pattern.scale, pattern.zero_point, x.shape, x.nhwc, dtype=x.dtype)
+    every = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16)
+    if error == 0 and torch.equal(lut(every, table), every):  # each input maps to itself
+        return Lowered(value, "view", "(identity)")
+    out = context.call("lut", x.node, context.constant(table, f"{pattern.op.name}_table"))
+    value = QValue(out, pattern.scale, pattern.zero_point, x.shape, nhwc=x.nhwc, dtype=x.dtype)
+    function = INTERPOLATED_LOOKUP.format(f"{table.numel():,}")
+    return Lowered(
+        value, "lut", function, weight_bytes=2 * table.numel(), allowed_lsb=max(1, error)
+    )
+
+
 def _elementwise_input(context: LoweringContext, pattern: Pattern) -> QValue:
-    x = context.input_value(pattern.op.args[0])
+    x = context.input_value(pattern.op.args[0], int16=pattern.dtype is torch.int16)
     if pattern.shape != x.shape:
         raise LoweringRefused(
             Refusal.ELEMENTWISE_SHAPE, f"element-wise op {list(x.shape)} → {list(pattern.shape)}"

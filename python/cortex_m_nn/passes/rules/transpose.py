@@ -1,15 +1,17 @@
-"""permute, transpose, t, numpy_T, mT, swapaxes on int8 tensors → cortex_m_nn::transpose.
+"""permute, transpose, t, numpy_T, mT, swapaxes on int8 or int16 tensors → cortex_m_nn::transpose.
 
 The logical permutation is composed with the input's and output's storage orders; when the
 stored bytes need not move (e.g. ``permute(0, 2, 3, 1)`` of a tensor held channels-last) no
 operator is emitted, and a permute of the graph input is folded into the input quantize.
 A 4-D result is stored channels-last when a convolution or pool reads it, else in whichever
 layout is free, else like the input. A permutation moving more than four dims after
-collapsing (more than ``arm_transpose_s8`` takes) is one ``cortex_m_nn::strided_copy``.
+collapsing (more than ``arm_transpose_s8`` takes) is one ``cortex_m_nn::strided_copy``
+(int8 only: an int16 one is refused).
 """
 
 from __future__ import annotations
 
+import torch
 from torch.fx import Node
 
 from cortex_m_nn.passes.context import LoweringContext
@@ -56,7 +58,8 @@ def logical_permutation(node: Node, rank: int) -> list[int]:
 
 @rule(*TRANSPOSES)
 def lower_transpose(context: LoweringContext, pattern: Pattern) -> Lowered:
-    x = moved_input(context, pattern, "a transpose")
+    x = moved_input(context, pattern, "a transpose", int16=True)
+    int16 = x.dtype is torch.int16
     permutation = logical_permutation(pattern.op, len(x.shape))
     layouts = (True, False) if len(permutation) == 4 else (False,)
     free = [nhwc for nhwc in layouts if is_free(context, x, permutation, nhwc)]
@@ -67,14 +70,19 @@ def lower_transpose(context: LoweringContext, pattern: Pattern) -> Lowered:
     else:
         nhwc = len(permutation) == 4 and x.nhwc
     before = census(context)
-    result = QValue(x.node, x.scale, x.zero_point, tuple(pattern.shape), nhwc)
+    result = QValue(x.node, x.scale, x.zero_point, tuple(pattern.shape), nhwc, x.dtype)
     stored = _stored(positions(x).permute(permutation), nhwc)
-    if gathered(context, x):  # a slice of a slice's origin: one strided copy of the origin
+    # a slice of a slice's origin: one strided copy of the origin (int8 only)
+    if gathered(context, x) and not int16:
         return Lowered(*gather(context, x, result, stored))
     try:
         value = permute(context, x, permutation, nhwc, fold=only_reader(pattern))
     except LoweringRefused as refused:  # more than 4 dims move: one strided copy instead
         if refused.kind is not Refusal.TRANSPOSE_DIMS:
             raise
+        if int16:
+            raise LoweringRefused(
+                Refusal.NOT_INT8, f"{refused}; the strided copy instead is int8 only"
+            ) from refused
         return Lowered(*gather(context, x, result, stored))
-    return Lowered(value, *movement(context, before))
+    return Lowered(value, *movement(context, before, x.dtype))
