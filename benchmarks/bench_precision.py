@@ -153,7 +153,7 @@ def _auto(
         source, abi, calibration, QuantizationOptions(), -math.inf
     )  # int8 meets any target: the two uniform programs, measured as the search does
     x = goal.of(bounds.int8_snr_db, bounds.int16_snr_db)
-    if bounds.int16_snr_db < x:
+    if bounds.int16_snr_db < x and bounds.int8_snr_db < x:
         return {"status": "unreachable", "target_db": x}
     layers = sum("_s16" in (r.cmsis_function or "") for r in programs["int16"].records)
     if layers > max_layers:

@@ -13,11 +13,16 @@ then calibrated on all the samples. The search:
 3. measure each such layer's sensitivity: the SNR with that layer alone in int16;
 4. add layers in order of measured gain per byte of their activations (what int16 doubles in
    the arena), recompiling after each, until the SNR reaches X;
-5. take back any chosen layer (least gain per byte first) the target holds without.
+5. take back any chosen layer (least gain per byte first) the target holds without;
+6. measure the candidates' full set too (every layer in int16), and keep, of every program
+   measured that reaches X, the one of smallest planned arena (then fewest int16 layers: the
+   s16 kernels take about twice the instructions).
 
-Greedy, so the smallest arena is not guaranteed, but every number it decides on is measured
-on the program itself, not estimated. ``QuantizationOptions.int16_layers`` records the
-choice; the report lists each layer with its precision, its measured gain and why.
+Greedy, so the smallest arena over all layer sets is not guaranteed, but the program kept
+has the smallest arena of those measured, never more than all int16's, and every number it
+decides on is measured on the program itself, not estimated.
+``QuantizationOptions.int16_layers`` records the choice; the report lists each layer with its
+precision, its measured gain and why.
 """
 
 from __future__ import annotations
@@ -60,6 +65,11 @@ class PrecisionPlan:
     snr_db: float
     layers: list[LayerChoice] = field(default_factory=list)
     compiles: int = 0
+    #: the chosen program's planned arena as the search compiled it (fitted on half the
+    #: samples: the final program's may differ by a few bytes of scratch)
+    arena_bytes: int = 0
+    #: every program the search measured: (its int16 layers, SNR dB, planned arena bytes)
+    measured: list[tuple[tuple[str, ...], float, int]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -68,6 +78,7 @@ class PrecisionPlan:
             "int8_snr_db": self.int8_snr_db,
             "int16_snr_db": self.int16_snr_db,
             "compiles": self.compiles,
+            "arena_bytes": self.arena_bytes,
             "layers": [
                 {
                     "name": c.name,
@@ -125,6 +136,7 @@ class _Search:
         self.fit, self.samples = split(calibration)
         self.compiles = 0
         self.measured: dict[frozenset[str], float] = {}
+        self.arenas: dict[frozenset[str], int] = {}
 
     def compile(self, options: QuantizationOptions):
         from cortex_m_nn.compile import compile_model
@@ -140,8 +152,16 @@ class _Search:
     def snr(self, layers: frozenset[str]) -> float:
         if layers not in self.measured:
             options = replace(self.options, int16_layers=tuple(sorted(layers)))
-            self.measured[layers] = self.measure(self.compile(options))
+            program = self.compile(options)
+            self.measured[layers] = self.measure(program)
+            self.arenas[layers] = program.arena_bytes
         return self.measured[layers]
+
+    def smallest(self, min_snr_db: float) -> frozenset[str]:
+        """Of the layer sets measured that reach ``min_snr_db``: the smallest arena, then the
+        fewest int16 layers, then by name (deterministic)."""
+        meeting = [s for s, snr in self.measured.items() if snr >= min_snr_db]
+        return min(meeting, key=lambda s: (self.arenas[s], len(s), sorted(s)))
 
 
 def _candidates(program) -> list[LayerChoice]:
@@ -216,15 +236,28 @@ def choose(
     for layer in reversed(ranked):  # least gain per byte first
         if layer.name in chosen and search.snr(frozenset(chosen - {layer.name})) >= min_snr_db:
             chosen.discard(layer.name)
+    greedy = frozenset(chosen)
+    search.snr(frozenset(layer.name for layer in layers))
+    best = search.smallest(min_snr_db)
     for layer in layers:
-        layer.int16 = layer.name in chosen
-        layer.why = "the target fails without it" if layer.int16 else "the target holds without it"
-    return _done(base, plan, search, frozenset(chosen))
+        layer.int16 = layer.name in best
+        if best != greedy:
+            layer.why = f"{'int16' if layer.int16 else 'int8'} in the smallest arena reaching it"
+        elif layer.int16:
+            layer.why = "the target fails without it"
+        else:
+            layer.why = "the target holds without it"
+    return _done(base, plan, search, best)
 
 
 def _done(
     base: QuantizationOptions, plan: PrecisionPlan, search: _Search, chosen: frozenset[str]
 ) -> tuple[QuantizationOptions, PrecisionPlan]:
     plan.snr_db = search.snr(chosen)
+    plan.arena_bytes = search.arenas[chosen]
+    plan.measured = [
+        (tuple(sorted(layers)), snr, search.arenas[layers])
+        for layers, snr in search.measured.items()
+    ]
     plan.compiles = search.compiles
     return replace(base, int16_layers=tuple(sorted(chosen))), plan

@@ -82,8 +82,16 @@ def test_the_target_is_reached_with_needed_layers_only(setting: tuple) -> None:
     chosen = options.int16_layers
     assert chosen and plan.snr_db >= target
     assert _snr(setting, chosen) == pytest.approx(plan.snr_db)  # the program's own number
-    for name in chosen:  # each chosen layer is needed
-        assert _snr(setting, tuple(n for n in chosen if n != name)) < target
+    # the kept program: the smallest arena of those measured that reach the target, no more
+    # than every candidate in int16 (measured too)
+    meeting = [(arena, len(layers)) for layers, snr, arena in plan.measured if snr >= target]
+    assert (plan.arena_bytes, len(chosen)) == min(meeting)
+    everything = {row["name"] for row in plan.as_dict()["layers"]}
+    (full,) = [arena for layers, _, arena in plan.measured if set(layers) == everything]
+    assert plan.arena_bytes <= full
+    if all(c.why == "the target fails without it" for c in plan.layers if c.int16):
+        for name in chosen:  # the greedy set kept: each chosen layer is needed
+            assert _snr(setting, tuple(n for n in chosen if n != name)) < target
     program = compile_model(source, abi, calibration, progress=False, options=options)
     assert verify_program(program).passed
     int16 = {r.name for r in program.records if "_s16" in (r.cmsis_function or "")}
