@@ -1,4 +1,5 @@
-"""int8 against int16 activations (``--activations``) on the model zoo: accuracy, memory, size.
+"""int8 against int16 activations (``--activations``) and int4 weights (``--weights``) on the
+model zoo: accuracy, memory, size, instructions.
 
 Usage::
 
@@ -16,7 +17,12 @@ Each model of ``tests/zoo`` (or the ones named) is compiled for ``--target`` (de
 * the ops that compute in int16 and the requantizations between int8 and int16 regions;
 * the **planned arena** (activations and CMSIS-NN scratch) and the **``.pte``** bytes.
 
-A third program is ``--precision auto``: int8 or int16 per layer, searched by
+A third program has int4 weights (``--weights int4``, int8 activations): its SNR, the layers
+that run an ``_s4`` kernel, the bytes of the weight tensors alone (what packing halves), the
+weights with their per-channel biases, multipliers and shifts (the report's weight bytes),
+and the ``.pte``.
+
+A fourth program is ``--precision auto``: int8 or int16 per layer, searched by
 ``cortex_m_nn.mixed_precision`` against a target it states, **X = the int8 program's SNR +
 ``--auto-share`` of the way to the int16 program's** (default 0.5: midway), both as the search
 measures them (on the calibration samples their ranges were not fitted to); with
@@ -25,7 +31,7 @@ search compiles each layer alone in int16, so it is skipped ("skipped") for mode
 than ``--auto-max-layers`` such layers (default 24).
 
 **On the device** (with what ``tests/target`` needs: ``EXECUTORCH_ROOT``, ``CMSIS_NN_PATH``,
-``arm-none-eabi-gcc``, ``qemu-system-arm``; else the column says what is missing): the three
+``arm-none-eabi-gcc``, ``qemu-system-arm``; else the column says what is missing): the four
 programs of each model are embedded in the bare-metal runner for ``--target`` (tests/target)
 and run once under QEMU with the exact instruction-count plugin, as
 ``benchmarks/bench_target.py`` measures: instructions per inference, and whether the device's
@@ -68,28 +74,47 @@ def _snr(program: Any, module: torch.nn.Module, inputs: list[tuple[torch.Tensor,
     return math.inf if noise == 0 else 10 * math.log10(signal / noise)
 
 
+#: The lowered operators whose second argument is a layer's weight constant.
+WEIGHTED = ("conv2d", "depthwise_conv2d", "transpose_conv2d", "linear")
+
+
+def weight_tensor_bytes(program: Any) -> int:
+    """Bytes of the weight constants of the program's convolutions and linear layers (not
+    their biases, multipliers or shifts): what int4 packing halves."""
+    total = 0
+    for node in program.lowered.graph.nodes:
+        name = str(node.target)
+        if name.startswith("cortex_m_nn.") and name.split(".")[1] in WEIGHTED:
+            weight = getattr(program.lowered, node.args[1].target)
+            total += weight.numel() * weight.element_size()
+    return total
+
+
 def _row(program: Any, module: torch.nn.Module, held_out: list) -> dict[str, Any]:
     functions = [r.cmsis_function or "" for r in program.records if r.lowered]
     return {
         "snr_db": _snr(program, module, held_out),
         "int16_ops": sum("_s16" in f for f in functions),
+        "int4_layers": sum("_s4" in f for f in functions),
         "requantizations": sum(f.startswith("(int") for f in functions),
         "arena_bytes": program.arena_bytes,
         "pte_bytes": len(program.pte),
+        "weight_tensor_bytes": weight_tensor_bytes(program),
+        "weight_bytes": sum(r.weight_bytes for r in program.records),
     }
 
 
 def measure(
     name: str, samples: int, target: str, goal: Goal, auto_max_layers: int
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """The three programs of one zoo model (rows: SNR, int16 ops, requantizations, arena,
-    .pte; and the programs, by precision)."""
+    """The four programs of one zoo model, int8, int16, int4 weights and auto (rows: SNR, int16
+    ops, int4 layers, requantizations, arena, .pte, weights; and the programs, by name)."""
     from tests.zoo import ZOO
 
     from cortex_m_nn.calibration import synthetic
     from cortex_m_nn.compile import compile_model
     from cortex_m_nn.model_source import ModelSource
-    from cortex_m_nn.options import Activations, QuantizationOptions
+    from cortex_m_nn.options import Activations, QuantizationOptions, Weights
     from cortex_m_nn.target import Target
 
     module, example = ZOO[name]()
@@ -107,6 +132,10 @@ def measure(
                                 options=options)  # fmt: skip
         programs[activations.value] = program
         rows[activations.value] = _row(program, module, held_out)
+    program = compile_model(source, Target.parse(target), calibration, progress=False,
+                            options=QuantizationOptions(weights=Weights.INT4))  # fmt: skip
+    programs["int4w"] = program
+    rows["int4w"] = _row(program, module, held_out)
     rows["auto"] = _auto(source, target, calibration, programs, goal, auto_max_layers)
     if rows["auto"]["status"] != "ok":
         return rows, programs
@@ -167,7 +196,9 @@ def _auto(
     }
 
 
-PRECISIONS = ("int8", "int16", "auto")
+#: The programs of a model: int8, int16 activations, auto (int8 or int16 per layer), int4
+#: weights with int8 activations.
+PRECISIONS = ("int8", "int16", "auto", "int4w")
 
 
 def on_device(
@@ -216,23 +247,47 @@ def on_device(
 
 
 def device_table(device: dict[str, dict[str, dict[str, Any]]], core: str) -> str:
-    """Instructions per inference on the device, int8 / int16 / auto, and the ratios to int8."""
+    """Instructions per inference on the device per program, and the ratios to int8."""
     lines = [
         f"{core}: instructions per inference (QEMU, exact count), outputs bit-exact with the "
         "Python reference",
-        f"{'model':<22} {'int8':>12} {'int16':>12} {'auto':>12} {'int16/int8':>10} "
-        f"{'auto/int8':>9}  bit-exact",
+        f"{'model':<22} "
+        + " ".join(f"{p:>12}" for p in PRECISIONS)
+        + " "
+        + " ".join(f"{p + '/int8':>10}" for p in PRECISIONS[1:])
+        + "  bit-exact",
     ]
     for model, rows in device.items():
         counts = [rows.get(p, {}).get("instructions") for p in PRECISIONS]
         cells = [f"{n:>12,}" if n else f"{'-':>12}" for n in counts]
         ratios = [
-            f"{n / counts[0]:>{w}.2f}" if n and counts[0] else f"{'-':>{w}}"
-            for n, w in zip(counts[1:], (10, 9), strict=True)
+            f"{n / counts[0]:>10.2f}" if n and counts[0] else f"{'-':>10}" for n in counts[1:]
         ]
         exact = all(r["bit_exact"] for r in rows.values())
         lines.append(
             f"{model:<22} {' '.join(cells)} {' '.join(ratios)}  {'yes' if exact else 'NO'}"
+        )
+    return "\n".join(lines)
+
+
+def weights_table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """int8 against int4 weights (int8 activations): SNR, layers packed, weight bytes, .pte."""
+    lines = [
+        f"{'model':<22} {'SNR dB':>13} {'Δ dB':>6} {'s4':>3} {'weight tensors B':>18} "
+        f"{'ratio':>6} {'weights+params B':>18} {'ratio':>6} {'.pte B':>17} {'ratio':>6}",
+        f"{'':<22} {'int8':>6} {'int4':>6} {'':>6} {'':>3} {'int8':>9} {'int4':>8} {'':>6} "
+        f"{'int8':>9} {'int4':>8} {'':>6} {'int8':>8} {'int4':>8} {'':>6}",
+    ]
+    for name, rows in results.items():
+        a, b = rows["int8"], rows["int4w"]
+        tensors = b["weight_tensor_bytes"] / a["weight_tensor_bytes"]
+        lines.append(
+            f"{name:<22} {a['snr_db']:>6.1f} {b['snr_db']:>6.1f} "
+            f"{b['snr_db'] - a['snr_db']:>+6.1f} {b['int4_layers']:>3} "
+            f"{a['weight_tensor_bytes']:>9,} {b['weight_tensor_bytes']:>8,} {tensors:>6.3f} "
+            f"{a['weight_bytes']:>9,} {b['weight_bytes']:>8,} "
+            f"{b['weight_bytes'] / a['weight_bytes']:>6.3f} "
+            f"{a['pte_bytes']:>8,} {b['pte_bytes']:>8,} {b['pte_bytes'] / a['pte_bytes']:>6.3f}"
         )
     return "\n".join(lines)
 
@@ -315,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"--precision auto, X = {target.describe()}, both on the unfitted calibration samples")
     print(auto_table(results))
+    print()
+    print("int8 vs int4 weights (--weights int4; int8 activations), SNR on the same samples")
+    print(weights_table(results))
     print()
     if isinstance(device, str):
         print(f"on the device: not measured ({device})")

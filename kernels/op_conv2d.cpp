@@ -1,5 +1,7 @@
 // cortex_m_nn::conv2d.out → arm_convolve_wrapper_s8 (NHWC int8, OHWI weights, per-channel
-// requantization); int16 activations (an int16 input) → arm_convolve_wrapper_s16, int64 bias. Grouped when the weight has fewer channels than the input (CMSIS-NN's
+// requantization); int16 activations (an int16 input) → arm_convolve_wrapper_s16, int64 bias;
+// int4 weights (uint8, packed pairs) → arm_convolve_wrapper_s4. Grouped when the weight has
+// fewer channels than the input (CMSIS-NN's
 // convention: groups = input channels / weight channels); the wrapper then calls
 // arm_convolve_s8, which computes groups on every ISA. Checks and arguments: cortex_m_nn/conv_common.h.
 // Reference: python/cortex_m_nn/ops/conv2d.py.
@@ -106,6 +108,64 @@ void conv2d_s16(CallContext& context, ConvArgs& args, Tensor& scratch) {
           &args.output_dims, t.out.mutable_data_ptr<int16_t>()));
 }
 
+// What the s4 wrapper calls for a convolution that is neither 1x1 nor 1xN: on MVE
+// arm_convolve_even_s4 when KH * KW * Cin is even (always here: int4 weights have an even Cin),
+// else arm_convolve_s4: the wrapper's own choice for such a convolution, and its buffer.
+arm_cmsis_nn_status convolve_s4(
+    const cmsis_nn_context* ctx,
+    const cmsis_nn_conv_params* params,
+    const cmsis_nn_per_channel_quant_params* quant,
+    const cmsis_nn_dims* input_dims,
+    const int8_t* input,
+    const cmsis_nn_dims* filter_dims,
+    const int8_t* filter,
+    const cmsis_nn_dims* bias_dims,
+    const int32_t* bias,
+    const cmsis_nn_dims* output_dims,
+    int8_t* output) {
+#if defined(ARM_MATH_MVEI)
+  if ((filter_dims->h * filter_dims->w * input_dims->c) % 2 == 0) {
+    return arm_convolve_even_s4(
+        ctx, params, quant, input_dims, input, filter_dims, filter, bias_dims, bias, output_dims,
+        output);
+  }
+#endif
+  return arm_convolve_s4(
+      ctx, params, quant, input_dims, input, filter_dims, filter, bias_dims, bias, output_dims,
+      output);
+}
+
+// The int4 case (packed weights, int8 activations), unprepared: arm_convolve_wrapper_s4, but a
+// 1xN convolution calls arm_convolve_s4 itself. The wrapper's 1xN path is
+// arm_convolve_1_x_n_s4, whose MVE code returns a failure for some shapes it does not compute
+// and never falls back (docs/int4.md); off MVE it only calls arm_convolve_s4. So a 1xN one
+// takes the wrapper's general path (convolve_s4) here. Mirrored by
+// python/cortex_m_nn/scratch.py.
+void conv2d_s4(CallContext& context, ConvArgs& args, Tensor& scratch) {
+  const auto params = args.params<cmsis_nn_conv_params>();
+  if (context.checks() &&
+      !context.prepared_agrees("conv2d", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
+    return;
+  }
+  const bool direct = !arm_nn_is_convolve_1x1(&params, &args.input_dims, &args.filter_dims) &&
+      arm_nn_is_convolve_1_x_n(&params, &args.input_dims, &args.filter_dims);
+  cmsis_nn_context buffer;
+  const auto required = [&] {
+    // the general path's size, asked of the wrapper with a dilation that steers it there (the
+    // getter reads no dilation)
+    cmsis_nn_conv_params sizing = params;
+    sizing.dilation.w = direct ? 2 : sizing.dilation.w;
+    return arm_convolve_wrapper_s4_get_buffer_size(
+        &sizing, &args.input_dims, &args.filter_dims, &args.output_dims);
+  };
+  if (scratch_context(context, "conv2d", scratch, required, &buffer) && context.computes()) {
+    check_status(
+        context, "conv2d",
+        direct ? call_conv_s8(convolve_s4, args, params, &buffer)
+               : call_conv_s8(arm_convolve_wrapper_s4, args, params, &buffer));
+  }
+}
+
 }  // namespace
 
 void conv2d_out(
@@ -135,6 +195,10 @@ void conv2d_out(
   }
   if (is_type(input, ScalarType::Short)) {
     conv2d_s16(context, args, scratch);
+    return;
+  }
+  if (is_int4_weight(weight)) {
+    conv2d_s4(context, args, scratch);
     return;
   }
   const auto params = args.params<cmsis_nn_conv_params>();

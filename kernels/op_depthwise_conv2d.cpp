@@ -1,6 +1,7 @@
 // cortex_m_nn::depthwise_conv2d.out → arm_depthwise_conv_wrapper_s8 (NHWC int8, weights
 // [1, KH, KW, Cout], per-channel requantization); int16 activations (an int16 input) →
-// arm_depthwise_conv_wrapper_s16, int64 bias. Checks and arguments:
+// arm_depthwise_conv_wrapper_s16, int64 bias; int4 weights (uint8, packed pairs) →
+// arm_depthwise_conv_wrapper_s4. Checks and arguments:
 // cortex_m_nn/conv_common.h. Reference: python/cortex_m_nn/ops/depthwise_conv2d.py.
 #include "cortex_m_nn/conv_common.h"
 #include "cortex_m_nn_operators.h"
@@ -25,10 +26,10 @@ bool check_depthwise(
     ConvArgs* args) {
   if (context.checks() &&
       !(weight.size(0) == 1 && depth_multiplier >= 1 && input.size(3) >= 2 &&
-        input.size(3) * depth_multiplier == weight.size(3))) {
+        input.size(3) * depth_multiplier == weight_channels(weight, input))) {
     ET_LOG(Error, "cortex_m_nn::depthwise_conv2d: shapes disagree: input channels %d (at least "
                   "2) x multiplier %d, weight channels %d",
-           (int)input.size(3), (int)depth_multiplier, (int)weight.size(3));
+           (int)input.size(3), (int)depth_multiplier, (int)weight_channels(weight, input));
     context.fail(Error::InvalidArgument);
     return false;
   }
@@ -37,7 +38,7 @@ bool check_depthwise(
   }
   const bool three_by_three = args->filter_dims.h == 3 && args->filter_dims.w == 3 &&
       depth_multiplier == 1 && dilation[0] == 1 && dilation[1] == 1 &&
-      !is_type(input, ScalarType::Short);  // the 3x3 path is the s8 kernel's
+      !is_type(input, ScalarType::Short) && !is_int4_weight(weight);  // the s8 kernel's path
   if (context.checks() && padding.size() == 4 && three_by_three &&
       (padding[2] > 1 || padding[3] > 1)) {
     return refuse(
@@ -69,6 +70,42 @@ void depthwise_s16(CallContext& context, const ConvArgs& args,
           &buffer, &params, &args.quant, &args.input_dims, t.input.const_data_ptr<int16_t>(),
           &args.filter_dims, t.weight.const_data_ptr<int8_t>(), &args.bias_dims,
           t.bias.const_data_ptr<int64_t>(), &args.output_dims, t.out.mutable_data_ptr<int16_t>()));
+}
+
+// On MVE the wrapper's fast path (arm_depthwise_conv_s4_opt) decodes weight nibbles with the
+// MVE predicate constant 0x0F0F, which arm-none-eabi-gcc 12.2 compiles as 0xFFFF: every odd
+// channel then reads its even neighbour's nibble (docs/int4.md, defect 5). So an MVE build
+// calls the generic kernel, arm_depthwise_conv_s4 (one C loop for every ISA, no buffer; exact
+// for an even channel count, which check_conv_s4 requires). Mirrored by
+// python/cortex_m_nn/scratch.py.
+#if defined(ARM_MATH_MVEI)
+constexpr bool kGenericS4Depthwise = true;
+#else
+constexpr bool kGenericS4Depthwise = false;
+#endif
+
+// The int4 case: arm_depthwise_conv_wrapper_s4 (packed weights), unprepared; the checks are
+// check_conv's.
+void depthwise_s4(CallContext& context, const ConvArgs& args,
+                  const cmsis_nn_dw_conv_params& params, Tensor& scratch) {
+  if (context.checks() &&
+      !context.prepared_agrees("depthwise_conv2d", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
+    return;
+  }
+  cmsis_nn_context buffer;
+  const auto required = [&] {
+    return kGenericS4Depthwise ? 0
+                               : arm_depthwise_conv_wrapper_s4_get_buffer_size(
+                                     &params, &args.input_dims, &args.filter_dims,
+                                     &args.output_dims);
+  };
+  if (scratch_context(context, "depthwise_conv2d", scratch, required, &buffer) &&
+      context.computes()) {
+    check_status(context, "depthwise_conv2d",
+                 kGenericS4Depthwise
+                     ? call_conv_s8(arm_depthwise_conv_s4, args, params, &buffer)
+                     : call_conv_s8(arm_depthwise_conv_wrapper_s4, args, params, &buffer));
+  }
 }
 
 }  // namespace
@@ -104,8 +141,8 @@ void depthwise_conv2d_out(
   }
   auto params = args.params<cmsis_nn_dw_conv_params>();
   params.ch_mult = static_cast<int32_t>(depth_multiplier);
-  if (is_type(input, ScalarType::Short)) {
-    depthwise_s16(context, args, params, scratch);
+  if (is_type(input, ScalarType::Short) || is_int4_weight(weight)) {  // unprepared cases
+    (is_int4_weight(weight) ? depthwise_s4 : depthwise_s16)(context, args, params, scratch);
     return;
   }
   if (context.checks()) {

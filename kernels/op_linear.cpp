@@ -3,7 +3,8 @@
 // multipliers and shifts tensors, the numbers 0). On MVE the program passes the compile-time
 // kernel sums (bias folded in) as CMSIS-NN's context buffer; elsewhere it passes the bias.
 // int16 activations (an int16 input) → arm_fully_connected_s16: zero points 0, int64 bias,
-// per tensor, no kernel sums, no prepared entry. Quantization checks and params:
+// per tensor, no kernel sums, no prepared entry. int4 weights (uint8 [out, in / 2], packed
+// pairs) → arm_fully_connected_s4, per tensor, no kernel sums. Quantization checks and params:
 // cortex_m_nn/fc_common.h. Reference: python/cortex_m_nn/ops/linear.py.
 #include "cortex_m_nn/fc_common.h"
 #include "cortex_m_nn_operators.h"
@@ -108,7 +109,9 @@ bool check_shapes(
     ScalarType activations,
     LinearShape* shape) {
   // Sizes and element counts are 32-bit in ExecuTorch's runtime: no 64-bit division per call.
-  const int32_t in_features = weight.dim() == 2 ? weight.size(1) : 0;
+  // int4 weights (uint8 [out, in / 2], packed pairs) hold two features per byte.
+  const bool s4 = is_type(weight, ScalarType::Byte);
+  const int32_t in_features = weight.dim() == 2 ? weight.size(1) * (s4 ? 2 : 1) : 0;
   const int32_t out_features = weight.dim() == 2 ? weight.size(0) : 0;
   const int32_t batches = in_features ? static_cast<int32_t>(input.numel()) / in_features : 0;
   *shape = LinearShape{in_features, out_features, batches};
@@ -116,12 +119,13 @@ bool check_shapes(
     return true;
   }
   const bool types = is_type(input, activations) && input.dim() >= 1 &&
-      has_layout(weight, ScalarType::Char, 2) && is_type(out, activations) &&
-      out.dim() == input.dim();
+      (has_layout(weight, ScalarType::Char, 2) ||
+       (s4 && activations == ScalarType::Char && has_layout(weight, ScalarType::Byte, 2))) &&
+      is_type(out, activations) && out.dim() == input.dim();
   if (!types) {
     return refuse(
         context, "linear", "input and out must be int8 or int16 [..., features], weight int8 "
-        "[out, in]");
+        "[out, in] (or, with int8 activations, uint8 [out, in / 2]: int4 pairs)");
   }
   if (input.size(input.dim() - 1) != in_features || out.size(out.dim() - 1) != out_features ||
       static_cast<int64_t>(input.numel()) != static_cast<int64_t>(batches) * in_features ||
@@ -189,6 +193,50 @@ void linear_s16(
           bias.has_value() ? bias.value().const_data_ptr<int64_t>() : nullptr, &output_dims,
           out.mutable_data_ptr<int16_t>()));
 }
+// The int4 case (uint8 weight of packed pairs): arm_fully_connected_s4, per tensor (CMSIS-NN
+// has no per-channel s4 fully connected), an int32 bias or none, no kernel sums (its MVE code
+// sums the weights itself), unprepared.
+void linear_s4(
+    CallContext& context,
+    const Tensor& input,
+    const Tensor& weight,
+    const std::optional<Tensor>& bias,
+    const std::optional<Tensor>& kernel_sums,
+    const std::optional<Tensor>& multipliers,
+    const std::optional<Tensor>& shifts,
+    const FcQuant& q,
+    Tensor& out) {
+  LinearShape shape{};
+  if (!check_shapes(context, input, weight, out, ScalarType::Char, &shape)) {
+    return;
+  }
+  if (context.checks() &&
+      (!check_vectors(context, shape.out_features, bias, kernel_sums, multipliers, shifts, q) ||
+       kernel_sums.has_value() || multipliers.has_value())) {
+    refuse(context, "linear", "int4 weights take a bias, no kernel sums and one multiplier");
+    return;
+  }
+  if (!check_fc_quant(context, "linear", q) ||
+      (context.checks() &&
+       !context.prepared_agrees("linear", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) ||
+      !context.computes()) {
+    return;
+  }
+  const cmsis_nn_context buffer{};  // unused by arm_fully_connected_s4
+  const cmsis_nn_fc_params params = q.params();
+  const cmsis_nn_per_tensor_quant_params quant = q.quant();
+  const cmsis_nn_dims input_dims{shape.batches, 1, 1, shape.in_features};
+  const cmsis_nn_dims filter_dims{shape.in_features, 1, 1, shape.out_features};
+  const cmsis_nn_dims bias_dims{1, 1, 1, shape.out_features};
+  const cmsis_nn_dims output_dims{shape.batches, 1, 1, shape.out_features};
+  check_status(
+      context, "linear",
+      arm_fully_connected_s4(
+          &buffer, &params, &quant, &input_dims, input.const_data_ptr<int8_t>(), &filter_dims,
+          static_cast<const int8_t*>(weight.const_data_ptr()), &bias_dims,
+          bias.has_value() ? bias.value().const_data_ptr<int32_t>() : nullptr, &output_dims,
+          out.mutable_data_ptr<int8_t>()));
+}
 }  // namespace
 
 void linear_out(
@@ -210,6 +258,10 @@ void linear_out(
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
   if (is_type(input, ScalarType::Short)) {
     linear_s16(context, input, weight, bias, kernel_sums, multipliers, shifts, q, out);
+    return;
+  }
+  if (is_type(weight, ScalarType::Byte)) {
+    linear_s4(context, input, weight, bias, kernel_sums, multipliers, shifts, q, out);
     return;
   }
   LinearShape shape{};

@@ -24,6 +24,7 @@ from cortex_m_nn.options import (
     LinearWeights,
     QuantizationOptions,
     RangeMethod,
+    Weights,
 )
 from cortex_m_nn.subcommands import SUBCOMMANDS
 from cortex_m_nn.target import DEFAULT_TARGET, Target
@@ -47,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the compiler's options to ``parser`` (the west command and the script share them)."""
     _add_model_arguments(parser)
     _add_quantizer_arguments(parser)
+    _add_precision_arguments(parser)
     _add_output_arguments(parser)
     _add_fit_arguments(parser)
     return parser
@@ -131,6 +133,19 @@ def _add_quantizer_arguments(parser: argparse.ArgumentParser) -> None:
         "--min-snr-db",
         type=float,
         help="with --precision auto: the output SNR (dB) against the float model to reach",
+    )
+
+
+def _add_precision_arguments(parser: argparse.ArgumentParser) -> None:
+    """The precision of weights and activations."""
+    parser.add_argument(
+        "--weights",
+        choices=[m.value for m in Weights],
+        default=QuantizationOptions().weights.value,
+        help="int8 weights, or int4 (per output channel, symmetric, packed two per byte: "
+        "CMSIS-NN's s4 kernels) for every convolution, depthwise and linear layer with an int4 "
+        "case (int8 activations; packed rows of whole bytes, docs/int4.md); the report gives "
+        "each layer's (default: %(default)s)",
     )
     parser.add_argument(
         "--activations",
@@ -357,6 +372,7 @@ def _options(
         bias_correction=args.bias_correction,
         linear_weights=LinearWeights(args.linear_weights),
         activations=Activations(args.activations),
+        weights=Weights(args.weights),
     )
     if args.precision != "auto":
         return options, None

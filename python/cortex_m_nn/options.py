@@ -45,6 +45,17 @@ class Activations(str, Enum):
     INT16 = "int16"
 
 
+class Weights(str, Enum):
+    """The precision of convolution, depthwise and linear weights."""
+
+    #: int8, symmetric in [-127, 127] (CMSIS-NN's s8 kernels)
+    INT8 = "int8"
+    #: int4 per output channel, symmetric in [-7, 7], packed two per byte (CMSIS-NN's s4
+    #: kernels, int8 activations) wherever a layer has an int4 case (``precision.int4_case``);
+    #: the others keep int8 weights
+    INT4 = "int4"
+
+
 class IoType(str, Enum):
     """What the program's inputs and outputs hold (``cortex_m_nn.program_io``)."""
 
@@ -74,6 +85,8 @@ class QuantizationOptions:
     #: with int8 activations, the ops (exported-graph node names) that compute in int16 all
     #: the same: the per-layer choice of ``--precision auto`` (``cortex_m_nn.mixed_precision``)
     int16_layers: tuple[str, ...] = ()
+    #: int8 or int4 weights
+    weights: Weights = Weights.INT8
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: enums as their values."""

@@ -167,6 +167,25 @@ def int16_case(node: Node, weight: torch.Tensor | None) -> bool:
     return not (columns > 512 and columns % 4 != 0 and odd and pixels >= 2)
 
 
+def int4_case(node: Node, weight: torch.Tensor | None) -> bool:
+    """Whether this weighted op (``weight`` its float weight constant) lowers onto an int4 case
+    with int8 activations: a convolution with one group (``arm_convolve_wrapper_s4`` has none)
+    or a depthwise one (``arm_depthwise_conv_wrapper_s4``), or a linear layer
+    (``arm_fully_connected_s4``, or per channel a 1x1 s4 convolution), whose packed rows
+    (``ops/int4.py``) hold whole bytes: KW * Cin even for a convolution, an even channel count
+    for a depthwise one, even input features for a linear layer."""
+    if weight is None or weight.dim() < 2:
+        return False
+    if node.target is aten.linear.default:
+        return weight.shape[1] % 2 == 0
+    if node.target not in CONVOLUTIONS:
+        return False
+    groups = node.args[6] if len(node.args) > 6 else node.kwargs.get("groups", 1)
+    if groups == 1:  # rows of KW * Cin packed: [O, I, KH, KW] or conv1d's [O, I, K]
+        return weight.shape[1] * weight.shape[-1] % 2 == 0
+    return weight.shape[1] == 1 and groups % 2 == 0  # depthwise, an even input channel count
+
+
 def _spatial_mean(node: Node) -> bool:
     """Whether a mean is a global average pool: over H, W of a 4-D input or L of a 3-D one."""
     source = node.args[0]

@@ -129,11 +129,13 @@ def _window(call: Call) -> dict[str, Initializer]:
 
 #: ExecuTorch's ScalarType code of int16 (``Short``).
 SHORT = 2
+#: ExecuTorch's ScalarType code of uint8 (Byte): our operators' int4 weights, packed pairs.
+BYTE = 0
 
 
 def _conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
-    if call.scalar_type("input") == SHORT:
-        return None  # int16 activations: arm_convolve_wrapper_s16 runs unprepared
+    if call.scalar_type("input") == SHORT or call.scalar_type("weight") == BYTE:
+        return None  # int16 activations, int4 weights: the s16 and s4 kernels run unprepared
     input_, weight, out = call.sizes("input"), call.sizes("weight"), call.sizes("out")
     geometry = (call.values("stride"), call.values("padding"), call.values("dilation"))
     direct = isa is Isa.MVE and mve_one_by_n_inexact(input_, weight, out, *geometry)
@@ -152,8 +154,8 @@ def _conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
 
 
 def _depthwise_conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
-    if call.scalar_type("input") == SHORT:
-        return None  # int16 activations: arm_depthwise_conv_wrapper_s16 runs unprepared
+    if call.scalar_type("input") == SHORT or call.scalar_type("weight") == BYTE:
+        return None  # int16 activations, int4 weights: the s16 and s4 kernels run unprepared
     weight = call.sizes("weight")
     return {
         "params": {
@@ -170,8 +172,8 @@ def _depthwise_conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
 
 
 def _linear(call: Call, isa: Isa) -> dict[str, Initializer] | None:
-    if call.scalar_type("input") == SHORT:
-        return None  # int16 activations: arm_fully_connected_s16 runs unprepared
+    if call.scalar_type("input") == SHORT or call.scalar_type("weight") == BYTE:
+        return None  # int16 activations, int4 weights: the s16 and s4 kernels run unprepared
     out_features, in_features = call.sizes("weight")
     batches = math.prod(call.sizes("input")) // in_features if in_features else 0
     return {

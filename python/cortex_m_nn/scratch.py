@@ -75,17 +75,29 @@ def conv2d_scratch_bytes(
     padding: Sequence[int],
     dilation: Sequence[int],
     int16: bool = False,
+    int4: bool = False,
 ) -> int:
-    """Bytes ``arm_convolve_wrapper_s8`` (``int16``: ``arm_convolve_wrapper_s16``) needs for
-    this convolution on ``target``.
+    """Bytes ``arm_convolve_wrapper_s8`` (``int16``: ``arm_convolve_wrapper_s16``; ``int4``:
+    ``arm_convolve_wrapper_s4``) needs for this convolution on ``target`` (the weight shape
+    logical, OHWI).
 
     On MVE a 1xN convolution ``arm_convolve_1_x_n_s8`` would not compute exactly (see
     :func:`mve_one_by_n_inexact`) runs ``arm_convolve_s8`` itself; its getter is asked
     for through the wrapper's, with a dilation that steers the wrapper to that path (the
     getter does not read the dilation). The s16 wrapper has one path, ``arm_convolve_s16``.
+    With int4 weights every 1xN convolution takes the general path (``op_conv2d.cpp``), its
+    size asked for the same way.
     """
     shapes = (input_shape_nhwc, weight_shape_ohwi, output_shape_nhwc)
     window = _window(*shapes, stride, padding, dilation)
+    if int4:
+        if is_one_by_n(*shapes, stride, padding, dilation):
+            window["dilation_hw"] = [int(dilation[0]), 2]
+        return int(
+            cmsis_nn.convolve_wrapper_buffer_size(
+                _backend(target), cmsis_nn.DataType.A8W4, **window
+            )
+        )
     if (
         not int16
         and target.isa is Isa.MVE
@@ -94,6 +106,29 @@ def conv2d_scratch_bytes(
         window["dilation_hw"] = [1, 2]
     data_type = cmsis_nn.DataType.A16W8 if int16 else cmsis_nn.DataType.A8W8
     return int(cmsis_nn.convolve_wrapper_buffer_size(_backend(target), data_type, **window))
+
+
+def is_one_by_n(
+    input_nhwc: Sequence[int],
+    weight_ohwi: Sequence[int],
+    output_nhwc: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+) -> bool:
+    """CMSIS-NN's ``arm_nn_is_convolve_1_x_n`` and not ``arm_nn_is_convolve_1x1``."""
+    pad_h, pad_w = (int(p) for p in sides(padding)[:2])
+    _, kh, kw, c = (int(d) for d in weight_ohwi)
+    c_in = int(input_nhwc[3])
+    one_by_one = (pad_h, pad_w, kh, kw, *dilation) == (0, 0, 1, 1, 1, 1) and c_in == c
+    one_by_n = (
+        int(input_nhwc[1]) == 1
+        and int(dilation[1]) == 1
+        and kh == 1
+        and (int(stride[1]) * c_in) % 4 == 0
+        and c_in == c
+    )
+    return one_by_n and not one_by_one
 
 
 def depthwise_conv2d_scratch_bytes(
@@ -106,9 +141,10 @@ def depthwise_conv2d_scratch_bytes(
     dilation: Sequence[int],
     depth_multiplier: int | None = None,
     int16: bool = False,
+    int4: bool = False,
 ) -> int:
-    """Bytes ``arm_depthwise_conv_wrapper_s8`` (``int16``: ``_s16``) needs for this
-    convolution on ``target``.
+    """Bytes ``arm_depthwise_conv_wrapper_s8`` (``int16``: ``_s16``; ``int4``: ``_s4``) needs
+    for this convolution on ``target`` (the weight shape logical).
 
     ``depth_multiplier`` defaults to output channels // input channels.
     """
@@ -116,7 +152,10 @@ def depthwise_conv2d_scratch_bytes(
         depth_multiplier = int(output_shape_nhwc[3]) // int(input_shape_nhwc[3])
     shapes = (input_shape_nhwc, weight_shape_1hwc, output_shape_nhwc)
     window = _window(*shapes, stride, padding, dilation)
+    if int4 and target.isa is Isa.MVE:
+        return 0  # op_depthwise_conv2d.cpp: the generic arm_depthwise_conv_s4 on MVE
     data_type = cmsis_nn.DataType.A16W8 if int16 else cmsis_nn.DataType.A8W8
+    data_type = cmsis_nn.DataType.A8W4 if int4 else data_type
     return int(
         cmsis_nn.depthwise_conv_wrapper_buffer_size(
             _backend(target), data_type, **window, ch_mult=int(depth_multiplier)

@@ -1,6 +1,7 @@
 """cortex_m_nn::conv2d, ::depthwise_conv2d and ::transpose_conv2d on the host runtime
 (arm_convolve_wrapper_s8, arm_depthwise_conv_wrapper_s8, arm_transpose_conv_wrapper_s8; the
-int16 rows: arm_convolve_wrapper_s16, arm_depthwise_conv_wrapper_s16) against their
+int16 rows: arm_convolve_wrapper_s16, arm_depthwise_conv_wrapper_s16; the int4 rows:
+arm_convolve_wrapper_s4 or arm_convolve_s4, arm_depthwise_conv_wrapper_s4) against their
 references: one table, a row per operator and dtype."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from cortex_m_nn import scratch
+from cortex_m_nn.ops import int4 as packing
 from cortex_m_nn.ops import transpose_conv2d as transposed
 from cortex_m_nn.ops.conv2d import dsp_tail_defect, output_size
 from cortex_m_nn.ops.params import int16_sums_fit, sides
@@ -28,30 +30,43 @@ from .strategies import (
 )
 
 
-def conv_calls(isa: str, depthwise: bool = False, int16: bool = False) -> st.SearchStrategy[Call]:
+def conv_calls(
+    isa: str, depthwise: bool = False, int16: bool = False, int4: bool = False
+) -> st.SearchStrategy[Call]:
     """conv2d (grouped in one call of three: weight ``[Cout, KH, KW, Cin / groups]``), or
     depthwise_conv2d (weight ``[1, KH, KW, Cin * multiplier]``); ``int16``: conv2d's int16
     case (arm_convolve_wrapper_s16: no groups, zero offsets, int64 bias, sometimes more than
-    512 columns, where CMSIS-NN's sums go on in int64)."""
+    512 columns, where CMSIS-NN's sums go on in int64); ``int4``: packed weights in [-8, 7]
+    (conv2d ``[Cout, KH, KW * Cin / 2]``, KW * Cin even, no groups, one call in three a 1xN
+    convolution of height 1; depthwise an even Cin)."""
 
     @st.composite
     def calls(draw: st.DrawFn) -> Call:
         g = conv_geometry(draw)
+        if int4 and not depthwise and draw(st.sampled_from([False, False, True])):
+            g["kernel"], g["size"] = (1, g["kernel"][1]), (1, g["size"][1])  # 1xN
+            g["dilation"][0] = 1
+            pad = g["padding"]
+            g["padding"] = [0, pad[1], 0, pad[3]] if len(pad) == 4 else [0, pad[1]]
         gen = generator(draw)
         n, c_in = draw(st.integers(1, 2)), draw(st.integers(2 if depthwise else 1, 12))
+        if int4 and depthwise:
+            c_in = 2 * draw(st.integers(1, 6))  # the generic s4 kernel's odd-channel defect
+        elif int4 and (g["kernel"][1] * c_in) % 2:
+            c_in += 1  # packed rows of KW * Cin hold whole bytes
         if int16 and not depthwise and draw(st.booleans()):
             c_in = draw(st.integers(24, 48))
         mult = draw(st.integers(1, 3)) if depthwise else None
         c_out = c_in * mult if depthwise else draw(st.integers(1, 10))
         per_group = c_in
-        if not depthwise and not int16 and draw(st.sampled_from([False, False, True])):
+        if not (depthwise or int16 or int4) and draw(st.sampled_from([False, False, True])):
             groups, per_group = draw(st.integers(2, 4)), draw(st.integers(1, 4))
             c_in, c_out = groups * per_group, groups * draw(st.integers(1, 3))
         (kh, kw), (h, w) = g["kernel"], g["size"]
         top, left, bottom, right = sides(g["padding"])
         three_by_three = depthwise and (kh, kw) == (3, 3) and mult == 1 and g["dilation"] == [1, 1]
         padded = len(g["padding"]) == 4 and max(bottom, right) > 1
-        assume(not (three_by_three and padded and not int16))
+        assume(not (three_by_three and padded and not int16 and not int4))
         oh = output_size(h, kh, g["stride"][0], top, g["dilation"][0], bottom)
         ow = output_size(w, kw, g["stride"][1], left, g["dilation"][1], right)
         bias, multipliers, shifts = per_channel(draw, c_out, gen)
@@ -61,10 +76,12 @@ def conv_calls(isa: str, depthwise: bool = False, int16: bool = False) -> st.Sea
         window = (g["stride"], g["padding"], g["dilation"])
         if depthwise:
             need = scratch.depthwise_conv2d_scratch_bytes(
-                host_target(isa), *shapes, *window, mult, int16=int16
+                host_target(isa), *shapes, *window, mult, int16=int16, int4=int4
             )
         else:
-            need = scratch.conv2d_scratch_bytes(host_target(isa), *shapes, *window, int16=int16)
+            need = scratch.conv2d_scratch_bytes(
+                host_target(isa), *shapes, *window, int16=int16, int4=int4
+            )
         if int16:
             kernel = int8(weight, gen, low=-128 if depthwise else -127)
             if not depthwise:
@@ -86,9 +103,13 @@ def conv_calls(isa: str, depthwise: bool = False, int16: bool = False) -> st.Sea
                 need,
             )
             return Call("depthwise_conv2d" if depthwise else "conv2d", args)
+        kernel = int8(weight, gen, low=-127)
+        if int4:
+            values = torch.randint(-8, 8, weight, generator=gen, dtype=torch.int8)
+            kernel = packing.pack(values if depthwise else values.flatten(2))
         args = (
             int8((n, h, w, c_in), gen),
-            int8(weight, gen, low=-127),
+            kernel,
             bias,
             multipliers,
             shifts,
@@ -183,6 +204,8 @@ CALLS: CallTable = {
     "conv2d[int16]": lambda isa: conv_calls(isa, int16=True),
     "depthwise_conv2d": lambda isa: conv_calls(isa, depthwise=True),
     "depthwise_conv2d[int16]": lambda isa: conv_calls(isa, depthwise=True, int16=True),
+    "conv2d[int4]": lambda isa: conv_calls(isa, int4=True),
+    "depthwise_conv2d[int4]": lambda isa: conv_calls(isa, depthwise=True, int4=True),
     "transpose_conv2d": transpose_conv2d_calls,
 }
 

@@ -85,3 +85,40 @@ def linear_s16_calls(draw: st.DrawFn) -> Call:
 def test_linear_s16_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
     """25 calls × 10 examples: 250 int16 calls per ISA, every output byte compared."""
     check_calls(calls, kernels)
+
+
+@st.composite
+def linear_s4_calls(draw: st.DrawFn) -> Call:
+    """int4 weights (arm_fully_connected_s4): packed [out, in / 2] values in [-8, 7] (an even
+    in), int8 input with any offset, an int32 bias or none, one multiplier."""
+    from cortex_m_nn.ops import int4
+
+    lead = draw(st.lists(st.integers(1, 4), min_size=0, max_size=2))
+    n_in, n_out = 2 * draw(st.integers(1, 40)), draw(st.integers(1, 24))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    bias = None
+    if draw(st.booleans()):
+        bias = torch.randint(-(2**20), 2**20, (n_out,), generator=gen, dtype=torch.int32)
+    act_min = draw(st.integers(-128, 0))
+    args = (
+        torch.randint(-128, 128, (*lead, n_in), generator=gen, dtype=torch.int8),
+        int4.pack(torch.randint(-8, 8, (n_out, n_in), generator=gen, dtype=torch.int8)),
+        bias,
+        None,
+        None,
+        None,
+        draw(st.integers(-127, 128)),
+        draw(st.integers(-128, 127)),
+        draw(st.integers(2**30, 2**31 - 1)),
+        draw(st.integers(-16, 1)),
+        act_min,
+        draw(st.integers(act_min, 127)),
+    )
+    return Call("linear", args)
+
+
+@KERNEL_SETTINGS
+@given(st.lists(linear_s4_calls(), min_size=25, max_size=25))
+def test_linear_s4_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
+    """25 calls × 10 examples: 250 int4-weight calls per ISA, every output byte compared."""
+    check_calls(calls, kernels)

@@ -137,6 +137,8 @@ MODEL_NAMES += ["autoencoder_int16", "autoencoder_int16_per_channel", "precision
 MODEL_NAMES += ["ds_cnn_int16", "resnet8_int16", "ds_cnn_mixed", "autoencoder_mixed"]
 # int16 batch matmuls, transposes and interpolated tables (an attention block)
 MODEL_NAMES += ["attention_int16"]
+# int4 weights (--weights int4; models.py INT16 lists them too: name → base model, options)
+MODEL_NAMES += ["ds_cnn_int4", "int4_layers"]
 
 
 @dataclass

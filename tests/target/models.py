@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from cortex_m_nn.options import Activations, LinearWeights, QuantizationOptions
+from cortex_m_nn.options import Activations, LinearWeights, QuantizationOptions, Weights
 
 
 def same(stride: int) -> tuple[nn.Module, int]:
@@ -271,6 +271,29 @@ class AttentionInt16(nn.Module):
         return torch.tanh(x * torch.sigmoid(x)) @ self.mix
 
 
+class Int4Layers(nn.Module):
+    """Every int4 case: a first convolution of one input channel and an even kernel width, a
+    depthwise one with multiplier 2, a 1x1 one, a 1xN one (height 1, stride 2: the general
+    path, never CMSIS-NN's 1xN s4 code), a per-channel linear layer (a 1x1 s4 convolution)
+    and a per-tensor one (arm_fully_connected_s4)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Conv2d(1, 8, (3, 4), padding=(1, 2))
+        self.depthwise = nn.Conv2d(8, 16, 3, stride=2, padding=1, groups=8)
+        self.pointwise = nn.Conv2d(16, 16, 1)
+        self.row = nn.Conv2d(16, 12, (1, 3), stride=(1, 2), padding=(0, 1))
+        self.hidden = nn.Linear(12, 10)
+        self.head = nn.Linear(10, 6)
+        with torch.no_grad():  # rows 1/50 to 1: per channel, not per tensor, for this one
+            self.hidden.weight.mul_(torch.logspace(-1.7, 0, 10)[:, None])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.pointwise(torch.relu(self.depthwise(torch.relu(self.first(x))))))
+        y = torch.relu(self.row(y.mean(dim=2, keepdim=True)))
+        return self.head(torch.relu(self.hidden(y.mean(dim=(2, 3)))))
+
+
 #: name → (the model it compiles, the quantizer's options): int16 activations everywhere an
 #: op has an int16 case (all of the autoencoder's layers, per-tensor weights) and mixed
 INT16 = {
@@ -303,6 +326,11 @@ INT16 = {
         "attention_int16",
         QuantizationOptions(activations=Activations.INT16, linear_weights=LinearWeights.PER_TENSOR),
     ),
+    # int4 weights (4w8a): every layer with an int4 case
+    "ds_cnn_int4": ("ds_cnn", QuantizationOptions(weights=Weights.INT4)),
+    "int4_layers": ("int4_layers", QuantizationOptions(weights=Weights.INT4)),
+    # benchmarks/bench_target.py only (not in harness.MODEL_NAMES)
+    "mobilenet_v1_025_int4": ("mobilenet_v1_025", QuantizationOptions(weights=Weights.INT4)),
 }
 
 
@@ -310,6 +338,7 @@ INT16 = {
 MODELS = {
     "precision_mix": lambda: seeded(PrecisionMix, 2, 20),
     "attention_int16": lambda: seeded(AttentionInt16, 1, 6, 16),
+    "int4_layers": lambda: seeded(Int4Layers, 1, 1, 12, 10),
     "boundary": lambda: seeded(Boundary, 1, 5, 7, 9),
     "resnet8": lambda: seeded(ResNet8, 1, 3, 32, 32),
     "mobilenet_v1_025": lambda: seeded(MobileNetV1, 1, 3, 96, 96),

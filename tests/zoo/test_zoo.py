@@ -17,7 +17,7 @@ import torch
 from tests.quantized_models import SAMPLES, Quantized, QuantizedModels
 
 from cortex_m_nn import report
-from cortex_m_nn.options import Activations, QuantizationOptions
+from cortex_m_nn.options import Activations, QuantizationOptions, Weights
 from cortex_m_nn.passes.pipeline import lower
 from cortex_m_nn.passes.records import LoweringResult
 from cortex_m_nn.target import Target
@@ -31,9 +31,14 @@ CORES = ("cortex-m55", "cortex-m33", "cortex-m0plus")
 BOUNDARY = {"cortex_m_nn.quantize", "cortex_m_nn.dequantize", "aten.view", "aten.reshape"}
 
 
-#: The quantizer's options each model is compiled with: the defaults, and int16 activations
-#: (every op with an int16 case; the same fallbacks allowed).
-ACTIVATIONS = {"int8": None, "int16": QuantizationOptions(activations=Activations.INT16)}
+#: The quantizer's options each model is compiled with: the defaults, int16 activations (every
+#: op with an int16 case) and int4 weights (every layer with an int4 case); the same fallbacks
+#: allowed.
+PRECISIONS = {
+    "int8": None,
+    "int16": QuantizationOptions(activations=Activations.INT16),
+    "int4": QuantizationOptions(weights=Weights.INT4),
+}
 
 
 @pytest.fixture(
@@ -41,7 +46,7 @@ ACTIVATIONS = {"int8": None, "int16": QuantizationOptions(activations=Activation
     params=[
         pytest.param((name, core, kind), id=f"{name}-{kind}-{core}")
         for name in ZOO
-        for kind in ACTIVATIONS
+        for kind in PRECISIONS
         for core in CORES
     ],
 )
@@ -49,7 +54,7 @@ def lowered(
     request: pytest.FixtureRequest, quantized_models: QuantizedModels
 ) -> tuple[str, Quantized, LoweringResult]:
     name, core, kind = request.param
-    quantized = quantized_models.get(name, ZOO[name], ACTIVATIONS[kind])
+    quantized = quantized_models.get(name, ZOO[name], PRECISIONS[kind])
     # NCHW: the layout is the compiler's job
     assert all(x.is_contiguous() for x in quantized.source.example_inputs)
     return name, quantized, lower(quantized.graphs[1], Target.parse(core))

@@ -21,12 +21,29 @@ enum class ConvWeight {
   kDepthwise,    // [1, KH, KW, Cout]: depthwise_conv2d
 };
 
+// Whether the weight holds int4 values, two per byte (uint8: the int4 case, CMSIS-NN's _s4
+// kernels; python/cortex_m_nn/ops/int4.py): conv2d's as [Cout, KH, KW * Cin / 2] (no groups),
+// depthwise's as [1, KH, KW, Cout / 2].
+inline bool is_int4_weight(const Tensor& weight) {
+  return is_type(weight, ScalarType::Byte);
+}
+
+// The weight's logical innermost dim (its channels: Cin / groups, or depthwise's Cout); an
+// int4 conv2d weight's: the input's channels, checked by check_conv_s4.
+inline int32_t weight_channels(const Tensor& weight, const Tensor& input) {
+  const int32_t stored = static_cast<int32_t>(weight.size(weight.dim() - 1));
+  if (!is_int4_weight(weight)) {
+    return stored;
+  }
+  return weight.dim() == 3 ? static_cast<int32_t>(input.size(3)) : stored * 2;
+}
+
 // Whether the input's and the weight's channels agree for `layout`: equal (kOhwi), or
 // (kGroupedOhwi, CMSIS-NN's grouped convolution) Cin and Cout both in whole groups of
 // Cin / weight's C.
 inline bool channels_agree(const Tensor& input, const Tensor& weight, ConvWeight layout) {
   const int32_t c_in = input.size(3);  // sizes are 32-bit: no 64-bit division per call
-  const int32_t per_group = weight.size(3);
+  const int32_t per_group = weight_channels(weight, input);
   switch (layout) {
     case ConvWeight::kOhwi:
       return c_in == per_group;
@@ -146,8 +163,31 @@ inline bool check_conv_s16(CallContext& context, const char* op, const ConvTenso
   return true;
 }
 
+// The int4 case (a uint8 weight of packed pairs): int8 activations; conv2d without groups
+// (arm_convolve_s4 reads Cin per window whatever the weight), its weight [Cout, KH, KW * Cin / 2]
+// with KW * Cin even; depthwise [1, KH, KW, Cout / 2] with an even input channel count
+// (CMSIS-NN's generic s4 depthwise reads wrong nibbles for an odd one: docs/int4.md); no
+// transposed convolution (CMSIS-NN has no s4 one).
+inline bool check_conv_s4(CallContext& context, const char* op, const ConvTensors& t,
+                          ConvWeight layout) {
+  const int64_t c_in = t.input.size(3);
+  bool ok = is_type(t.input, ScalarType::Char);
+  if (layout == ConvWeight::kDepthwise) {
+    ok = ok && has_layout(t.weight, ScalarType::Byte, 4) && c_in % 2 == 0;
+  } else {
+    ok = ok && layout == ConvWeight::kGroupedOhwi && has_layout(t.weight, ScalarType::Byte, 3) &&
+        c_in > 0 && (2 * t.weight.size(2)) % c_in == 0;
+  }
+  return ok ||
+      refuse(context, op,
+             "int4 weights take int8 activations: an ungrouped convolution (weight uint8 "
+             "[Cout, KH, KW * Cin / 2]), or a depthwise one with an even input channel count "
+             "(uint8 [1, KH, KW, Cout / 2])");
+}
+
 // Checks a convolution's tensors and quantization: int8 activations, or int16 ones (the input's
-// dtype says which; then check_conv_s16 too) with an int64 bias.
+// dtype says which; then check_conv_s16 too) with an int64 bias; an int8 weight, or a uint8
+// one of packed int4 pairs (then check_conv_s4 too).
 inline bool check_conv(
     CallContext& context,
     const char* op,
@@ -155,19 +195,26 @@ inline bool check_conv(
     ConvWeight layout,
     const ConvQuant& q) {
   const bool s16 = is_type(t.input, ScalarType::Short);
+  const bool s4 = is_int4_weight(t.weight);
   const ScalarType activations = s16 ? ScalarType::Short : ScalarType::Char;
-  if (!has_layout(t.input, activations, 4) || !has_layout(t.weight, ScalarType::Char, 4) ||
-      !has_layout(t.out, activations, 4)) {
-    return refuse(context, op, "input and out must be 4-D int8 (or both int16), weight 4-D int8");
+  if (!has_layout(t.input, activations, 4) || !has_layout(t.out, activations, 4) ||
+      !(s4 || has_layout(t.weight, ScalarType::Char, 4))) {
+    return refuse(context, op,
+                  "input and out must be 4-D int8 (or both int16), weight 4-D int8 (or uint8: "
+                  "int4 pairs)");
   }
-  const int64_t c_out = layout == ConvWeight::kDepthwise ? t.weight.size(3) : t.weight.size(0);
+  if (s4 && !check_conv_s4(context, op, t, layout)) {
+    return false;
+  }
+  const int64_t c_out =
+      layout == ConvWeight::kDepthwise ? weight_channels(t.weight, t.input) : t.weight.size(0);
   if (!channels_agree(t.input, t.weight, layout) || t.out.size(3) != c_out || t.out.size(0) != t.input.size(0)) {
     ET_LOG(
         Error,
-        "cortex_m_nn::%s: shapes disagree: input channels %d, weight [%d, %d, %d, %d], out "
+        "cortex_m_nn::%s: shapes disagree: input channels %d, weight [%d, %d, %d, ..], out "
         "channels %d",
         op, (int)t.input.size(3), (int)t.weight.size(0), (int)t.weight.size(1),
-        (int)t.weight.size(2), (int)t.weight.size(3), (int)t.out.size(3));
+        (int)t.weight.size(2), (int)t.out.size(3));
     context.fail(Error::InvalidArgument);
     return false;
   }
@@ -206,8 +253,9 @@ inline bool prepare_conv(
   if (context.checks() && !check_conv(context, op, t, layout, q)) {
     return false;
   }
-  const int32_t c_out =
-      static_cast<int32_t>(layout == ConvWeight::kDepthwise ? t.weight.size(3) : t.weight.size(0));
+  const int32_t c_out = layout == ConvWeight::kDepthwise
+      ? weight_channels(t.weight, t.input)
+      : static_cast<int32_t>(t.weight.size(0));
   args->tensors = &t;
   args->input_offset = static_cast<int32_t>(q.input_offset);
   args->output_offset = static_cast<int32_t>(q.output_offset);
@@ -216,7 +264,15 @@ inline bool prepare_conv(
       const_cast<int32_t*>(t.multipliers.const_data_ptr<int32_t>()),
       const_cast<int32_t*>(t.shifts.const_data_ptr<int32_t>())};
   args->input_dims = nhwc_dims(t.input);
-  args->filter_dims = nhwc_dims(t.weight);
+  if (is_int4_weight(t.weight) && t.weight.dim() == 3) {  // [Cout, KH, KW * Cin / 2]
+    const int32_t c_in = static_cast<int32_t>(t.input.size(3));
+    args->filter_dims = cmsis_nn_dims{
+        static_cast<int32_t>(t.weight.size(0)), static_cast<int32_t>(t.weight.size(1)),
+        static_cast<int32_t>(2 * t.weight.size(2)) / c_in, c_in};
+  } else {
+    args->filter_dims = nhwc_dims(t.weight);
+    args->filter_dims.c = weight_channels(t.weight, t.input);  // int4: the logical channels
+  }
   args->bias_dims = cmsis_nn_dims{1, 1, 1, c_out};
   args->output_dims = nhwc_dims(t.out);
   return true;

@@ -30,6 +30,11 @@ every ISA's sum exact). One configuration is refused: with more than 512 columns
 (``KH * KW * Cin``) not a multiple of 4, an odd ``Cout`` and two or more output pixels, the
 DSP kernel ``arm_nn_mat_mult_kernel_s16`` resets its odd-channel tail with the wrong count
 (``docs/int16.md``, hazard 2).
+
+int4 weights are the third case (``arm_convolve_wrapper_s4``; on MVE a 1xN convolution calls
+``arm_convolve_s4`` itself, since the wrapper's 1xN path fails some shapes without falling
+back, ``docs/int4.md``): a uint8 weight ``[Cout, KH, KW * Cin / 2]`` of packed pairs
+(:mod:`cortex_m_nn.ops.int4`), int8 activations, no groups. The arithmetic is the s8 one.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from typing import Any
 
 import torch
 
+from cortex_m_nn.ops import int4
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
 from cortex_m_nn.ops.params import ConvParams, int16_sums_fit, output_size
@@ -57,7 +63,8 @@ def groups_of(in_channels: int, per_group: int, out_channels: int) -> int:
 
 
 def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.Tensor:
-    oh, ow = ConvParams.of("conv2d", arguments).output_hw(input.shape[1:3], weight.shape[1:3])
+    window = int4.conv_window(weight, input.shape[3])
+    oh, ow = ConvParams.of("conv2d", arguments).output_hw(input.shape[1:3], window)
     dtype = torch.int16 if input.dtype is torch.int16 else torch.int8
     return input.new_empty((input.shape[0], oh, ow, weight.shape[0]), dtype=dtype)
 
@@ -76,8 +83,11 @@ def conv2d(
     """Reference ``arm_convolve_s8``: NHWC int8 in, OHWI int8 weights, NHWC int8 out;
     ``arguments`` as the schema lists them after the weight."""
     params = ConvParams.of("conv2d", arguments)
+    weight, packed = int4.logical_weight(weight, input.shape[3] if input.dim() == 4 else 0)
     params.check(input, weight)
     c_out, kh, kw, per_group = weight.shape
+    if packed and (input.dtype is not torch.int8 or per_group != input.shape[3]):
+        raise ValueError("int4 weights take int8 activations and no groups (arm_convolve_s4)")
     params.check_forward_window((kh, kw))
     groups = groups_of(input.shape[3], per_group, c_out)
     if input.dtype is torch.int16:

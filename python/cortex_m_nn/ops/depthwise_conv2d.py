@@ -10,6 +10,11 @@ multiplier 1, no dilation and fewer than 512 taps sums a window in int32, at mos
 products of at most 2^22, the generic one in int64: both exact), with zero points 0, an int64
 bias and ``arm_nn_requantize_s64`` (:meth:`ConvParams.check_s16`); the generic kernel counts
 dims in 16 bits, so each is below 32768. The 3x3 path's padding limit is the s8 kernel's.
+
+int4 weights are the third case (``arm_depthwise_conv_wrapper_s4``): a uint8 weight
+``[1, KH, KW, Cout / 2]`` of packed pairs (:mod:`cortex_m_nn.ops.int4`), int8 activations, the
+s8 arithmetic, no 3x3 path (so no padding limit), and an even input channel count: CMSIS-NN's
+generic s4 kernel reads wrong nibbles for an odd one (``docs/int4.md``, defect 1).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 
 import torch
 
+from cortex_m_nn.ops import int4
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
 from cortex_m_nn.ops.params import ConvParams
@@ -39,7 +45,8 @@ def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.T
     params = ConvParams.of("depthwise_conv2d", arguments)
     oh, ow = params.output_hw(input.shape[1:3], weight.shape[1:3])
     dtype = torch.int16 if input.dtype is torch.int16 else torch.int8
-    return input.new_empty((input.shape[0], oh, ow, weight.shape[3]), dtype=dtype)
+    c_out = weight.shape[3] * (2 if weight.dtype is torch.uint8 else 1)
+    return input.new_empty((input.shape[0], oh, ow, c_out), dtype=dtype)
 
 
 @define_operator(
@@ -56,11 +63,17 @@ def depthwise_conv2d(
     """Reference ``arm_depthwise_conv_s8``: NHWC int8 in, [1, KH, KW, Cout] weights;
     ``arguments`` as the schema lists them after the weight."""
     params = ConvParams.of("depthwise_conv2d", arguments)
+    weight, packed = int4.logical_weight(weight)
     params.check(input, weight)
     _, kh, kw, c_out = weight.shape
     params.check_forward_window((kh, kw))
     int16 = input.dtype is torch.int16
-    if int16:
+    if packed:
+        if int16 or input.shape[3] % 2:
+            raise ValueError(
+                "int4 depthwise weights take int8 activations and an even input channel count"
+            )
+    elif int16:
         params.check_s16()
         if max(*input.shape, c_out) > S16_DIM_MAX:
             raise ValueError(f"int16 depthwise dims above {S16_DIM_MAX} (CMSIS-NN's int16 counts)")

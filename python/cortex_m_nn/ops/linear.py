@@ -16,6 +16,12 @@ int64 sum (CMSIS-NN adds the first 512 products in int32: with weights in [-127,
 the quantizer makes them, that cannot wrap), and the output stage is
 ``arm_nn_requantize_s64`` (:meth:`Requantization.apply` with ``torch.int16``).
 
+int4 weights are the third case (``arm_fully_connected_s4``): a uint8 weight ``[out, in / 2]``
+of packed pairs (:mod:`cortex_m_nn.ops.int4`), int8 activations, per-tensor requantization
+(CMSIS-NN has no per-channel s4 fully connected: the lowering runs per-channel int4 linear
+layers as 1x1 ``conv2d``), an int32 bias and no kernel sums (its MVE code sums the weights
+itself). The arithmetic is the s8 one.
+
 On MVE, CMSIS-NN ignores the bias and starts each row from a precomputed "kernel sum"
 ``bias + input_offset * sum(w_row)`` (what ``arm_vector_sum_s8`` writes into ``ctx->buf``).
 We compute it at compile time (:func:`kernel_sums`) and pass it as ``kernel_sums`` (bias
@@ -29,6 +35,7 @@ from typing import Any
 
 import torch
 
+from cortex_m_nn.ops import int4
 from cortex_m_nn.ops.arithmetic import Rounding, wrap_int32
 from cortex_m_nn.ops.library import define_operator
 from cortex_m_nn.ops.params import Requantization, named
@@ -55,6 +62,13 @@ def linear(
     values = named("linear", arguments, skip=2)
     output = _output_stage(values, weight.shape[0])
     bias, sums = values["bias"], values["kernel_sums"]
+    weight, packed = int4.logical_weight(weight)
+    per_channel = values["multipliers"] is not None
+    if packed and (input.dtype is not torch.int8 or sums is not None or per_channel):
+        raise ValueError(
+            "int4 linear weights take int8 activations, a bias (no kernel sums) and one "
+            "multiplier (arm_fully_connected_s4)"
+        )
     if weight.dim() != 2 or input.dim() < 1 or input.shape[-1] != weight.shape[1]:
         raise ValueError(
             f"input {tuple(input.shape)} does not match weight {tuple(weight.shape)} ([out, in])"

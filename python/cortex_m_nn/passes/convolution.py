@@ -10,8 +10,10 @@ import torch
 from torch.fx import Node
 
 from cortex_m_nn.ops.arithmetic import per_channel_parameters
+from cortex_m_nn.ops.int4 import INT4_MAX, pack
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
+from cortex_m_nn.passes.graph_values import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Pattern
 
@@ -27,9 +29,13 @@ class Requantization:
     act_min: int
     act_max: int
 
-    def constants(self, context: LoweringContext, name: str, kernel: torch.Tensor) -> list[Node]:
-        """The weight (``kernel``, as int8), bias, multipliers and shifts as constants."""
+    def constants(
+        self, context: LoweringContext, name: str, kernel: torch.Tensor, int4: bool = False
+    ) -> list[Node]:
+        """The weight (``kernel``, as int8; ``int4``: packed two per byte, ``ops/int4.py``),
+        bias, multipliers and shifts as constants."""
         weight = kernel.to(torch.int8)
+        weight = packed(weight) if int4 else weight
         return context.constants(
             name, weight=weight, bias=self.bias, multipliers=self.multipliers, shifts=self.shifts
         )
@@ -65,7 +71,28 @@ def requantization(
     return Requantization(bias, multipliers, shifts, act_min, act_max)
 
 
-def weight_bytes(kernel: torch.Tensor, out_channels: int, bias_bytes: int = 4) -> int:
-    """int8 weights plus a bias (``bias_bytes``), an int32 multiplier and shift per output
-    channel."""
-    return kernel.numel() + (bias_bytes + 8) * out_channels
+def weight_bytes(
+    kernel: torch.Tensor, out_channels: int, bias_bytes: int = 4, int4: bool = False
+) -> int:
+    """int8 weights (``int4``: two per byte) plus a bias (``bias_bytes``), an int32 multiplier
+    and shift per output channel."""
+    return kernel.numel() // (2 if int4 else 1) + (bias_bytes + 8) * out_channels
+
+
+def weight_bits(node: object) -> int:
+    """4 for weights quantized to int4 (``dequantize`` with ``quant_max`` 7 or less), else 8."""
+    if isinstance(node, Node) and node.target in DEQUANTIZE_PER_CHANNEL:
+        quant_max = node.args[5]
+    elif isinstance(node, Node) and node.target in DEQUANTIZE:
+        quant_max = node.args[4]
+    else:
+        return 8
+    return 4 if int(quant_max) <= INT4_MAX else 8
+
+
+def packed(values: torch.Tensor) -> torch.Tensor:
+    """int4 values packed (``ops.int4.pack``); refused where the innermost dim is odd."""
+    try:
+        return pack(values)
+    except ValueError as error:
+        raise LoweringRefused(Refusal.NOT_INT8, f"int4 weights: {error}") from error

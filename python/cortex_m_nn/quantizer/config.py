@@ -24,6 +24,7 @@ from torchao.quantization.pt2e.quantizer import (
     QuantizationSpec,
 )
 
+from cortex_m_nn.ops.int4 import INT4_MAX
 from cortex_m_nn.options import LinearWeights, RangeMethod
 from cortex_m_nn.precision import INT16_MAX, INT16_MIN
 from cortex_m_nn.quantizer.observers import MseObserver, PercentileObserver
@@ -70,18 +71,20 @@ ACTIVATION_INT16 = QuantizationSpec(
 )
 
 
-def weight_spec(channel_axis: int | None) -> QuantizationSpec:
-    """int8 symmetric weights in [-127, 127]: per channel along ``channel_axis`` (the output
-    channels), or per tensor when it is None."""
+def weight_spec(channel_axis: int | None, bits: int = 8) -> QuantizationSpec:
+    """Symmetric weights in [-127, 127] (``bits`` 4: [-7, 7], CMSIS-NN's s4 kernels, packed by
+    the lowering): per channel along ``channel_axis`` (the output channels), or per tensor when
+    it is None."""
     if channel_axis is None:
         qscheme, observer = torch.per_tensor_symmetric, MinMaxObserver.with_args(eps=EPS)
     else:
         qscheme = torch.per_channel_symmetric
         observer = PerChannelMinMaxObserver.with_args(ch_axis=channel_axis, eps=EPS)
+    largest = INT8_MAX if bits == 8 else INT4_MAX
     return QuantizationSpec(
         dtype=torch.int8,
-        quant_min=-INT8_MAX,
-        quant_max=INT8_MAX,
+        quant_min=-largest,
+        quant_max=largest,
         qscheme=qscheme,
         ch_axis=channel_axis,
         observer_or_fake_quant_ctr=observer,
@@ -89,32 +92,42 @@ def weight_spec(channel_axis: int | None) -> QuantizationSpec:
 
 
 WEIGHT_PER_CHANNEL = weight_spec(0)
+#: int4 weights per output channel, and per tensor (a linear layer with --linear-weights
+#: per-tensor: arm_fully_connected_s4)
+WEIGHT_INT4_PER_CHANNEL = weight_spec(0, bits=4)
+WEIGHT_INT4_PER_TENSOR = weight_spec(None, bits=4)
 
 #: Per-channel linear weights when they cut the weights' rounding noise by this factor (3 dB):
 #: less than that is not worth a multiplier and shift per output channel.
 PER_CHANNEL_GAIN = 2.0
 
 
-def rounding_noise(weight: torch.Tensor, per_channel: bool) -> float:
-    """Energy of ``weight``'s error after symmetric int8 rounding in [-127, 127], one scale
-    (max |w| / 127) per tensor or per row."""
+def rounding_noise(weight: torch.Tensor, per_channel: bool, largest: int = INT8_MAX) -> float:
+    """Energy of ``weight``'s error after symmetric rounding in [-largest, largest] (int8: 127,
+    int4: 7), one scale (max |w| / largest) per tensor or per row."""
     w = weight.detach().to(torch.float64)
     peak = w.abs().amax(dim=1, keepdim=True) if per_channel else w.abs().max()
-    scale = torch.where(peak > 0, peak / INT8_MAX, torch.ones_like(peak))
-    return float(((w - torch.round(w / scale).clamp(-INT8_MAX, INT8_MAX) * scale) ** 2).sum())
+    scale = torch.where(peak > 0, peak / largest, torch.ones_like(peak))
+    return float(((w - torch.round(w / scale).clamp(-largest, largest) * scale) ** 2).sum())
 
 
-def linear_weight_spec(weight: torch.Tensor | None, choice: LinearWeights) -> QuantizationSpec:
-    """A linear layer's weight spec: as ``choice`` says; for AUTO, per output channel when that
-    divides the rounding noise energy by at least :data:`PER_CHANNEL_GAIN` (``weight`` None,
-    not a constant: per tensor)."""
+def linear_weight_spec(
+    weight: torch.Tensor | None, choice: LinearWeights, bits: int = 8
+) -> QuantizationSpec:
+    """A linear layer's weight spec (``bits`` 8 or 4): as ``choice`` says; for AUTO, per output
+    channel when that divides the rounding noise energy by at least :data:`PER_CHANNEL_GAIN`
+    (``weight`` None, not a constant: per tensor)."""
+    per_tensor_spec = WEIGHT_PER_TENSOR if bits == 8 else WEIGHT_INT4_PER_TENSOR
+    per_channel_spec = WEIGHT_PER_CHANNEL if bits == 8 else WEIGHT_INT4_PER_CHANNEL
     if choice is LinearWeights.AUTO:
         if weight is None or weight.dim() != 2:
-            return WEIGHT_PER_TENSOR
-        tensor, channel = rounding_noise(weight, False), rounding_noise(weight, True)
+            return per_tensor_spec
+        largest = INT8_MAX if bits == 8 else INT4_MAX
+        tensor = rounding_noise(weight, False, largest)
+        channel = rounding_noise(weight, True, largest)
         per_channel = tensor >= PER_CHANNEL_GAIN * channel and tensor > 0
-        return WEIGHT_PER_CHANNEL if per_channel else WEIGHT_PER_TENSOR
-    return WEIGHT_PER_CHANNEL if choice is LinearWeights.PER_CHANNEL else WEIGHT_PER_TENSOR
+        return per_channel_spec if per_channel else per_tensor_spec
+    return per_channel_spec if choice is LinearWeights.PER_CHANNEL else per_tensor_spec
 
 
 #: Transposed-convolution weights ``[Cin, Cout, KH, KW]``: per output channel is axis 1.

@@ -19,8 +19,14 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
-from cortex_m_nn.options import Activations, QuantizationOptions
-from cortex_m_nn.precision import SHARING_INT16, has_int16_case, int16_case, sums_fit
+from cortex_m_nn.options import Activations, QuantizationOptions, Weights
+from cortex_m_nn.precision import (
+    SHARING_INT16,
+    has_int16_case,
+    int4_case,
+    int16_case,
+    sums_fit,
+)
 from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
@@ -392,7 +398,14 @@ class CortexMQuantizer(Quantizer):
     def _weight_spec(self, model: GraphModule, node: Node) -> QuantizationSpec:
         """A weighted op's weight spec: per output channel for convolutions; for a transposed
         one unless grouped (axis 1 then counts channels per group: per tensor, and the lowering
-        refuses it with the reason); for linear as the options choose."""
+        refuses it with the reason); for linear as the options choose. With ``weights=INT4``,
+        int4 where the op has an int4 case with int8 activations (``precision.int4_case``;
+        linear per channel or per tensor as for int8, the rounding noise measured at 4 bits)."""
+        if self._int4(model, node):
+            if node.target in LINEARS:
+                weight = _constant(model, node.args[1])
+                return config.linear_weight_spec(weight, self.options.linear_weights, bits=4)
+            return config.WEIGHT_INT4_PER_CHANNEL
         if node.target in CONVOLUTIONS:
             return config.WEIGHT_PER_CHANNEL
         if node.target in LINEARS:
@@ -400,6 +413,12 @@ class CortexMQuantizer(Quantizer):
             return config.linear_weight_spec(weight, self.options.linear_weights)
         grouped = len(node.args) > 6 and node.args[6] != 1
         return config.WEIGHT_PER_TENSOR if grouped else config.WEIGHT_PER_CHANNEL_TRANSPOSED
+
+    def _int4(self, model: GraphModule, node: Node) -> bool:
+        if self.options.weights is not Weights.INT4:
+            return False
+        weight = _constant(model, node.args[1]) if len(node.args) > 1 else None
+        return int4_case(node, weight) and self._spec(node) is not config.ACTIVATION_INT16
 
     def _annotate_weighted(
         self, node: Node, weight_spec: QuantizationSpec, spec: QuantizationSpec

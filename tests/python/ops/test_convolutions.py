@@ -248,6 +248,61 @@ def conv_s16_cases(draw: st.DrawFn, depthwise: bool = False) -> Case:
     )
 
 
+def nibbles(packed: torch.Tensor) -> list[int]:
+    """Packed int4 bytes as signed values, low nibble first: the test's own reading of
+    CMSIS-NN's format (``(v ^ 8) - 8`` sign-extends 4 bits)."""
+    values = []
+    for byte in packed.reshape(-1).tolist():
+        values += [((byte & 0xF) ^ 8) - 8, ((byte >> 4) ^ 8) - 8]
+    return values
+
+
+def _packed_by_hand(values: torch.Tensor) -> torch.Tensor:
+    """int8 values in [-8, 7], an even count, as uint8 pairs, low nibble first."""
+    flat = [v & 0xF for v in values.reshape(-1).tolist()]
+    pairs = [low | (high << 4) for low, high in zip(flat[0::2], flat[1::2], strict=True)]
+    return torch.tensor(pairs, dtype=torch.uint8)
+
+
+@st.composite
+def conv_s4_cases(draw: st.DrawFn, depthwise: bool = False) -> Case:
+    """The int4 case of conv2d or depthwise_conv2d: weights in [-8, 7] packed two per byte
+    (conv2d ``[Cout, KH, KW * Cin / 2]``, no groups, KW * Cin even; depthwise
+    ``[1, KH, KW, Cout / 2]``, an even Cin), int8 activations, any offsets."""
+    case = draw(conv_cases(depthwise=depthwise))
+    n, h, w, _ = case["input"].shape
+    kh, kw = case["weight"].shape[1:3]
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    if depthwise:
+        c_in = 2 * draw(st.integers(1, 3))
+        c_out = c_in * case["depth_multiplier"]
+        shape = (1, kh, kw, c_out)
+    else:
+        c_in, c_out = draw(st.integers(1, 6)), draw(st.integers(1, 5))
+        c_in += (kw * c_in) % 2
+        shape = (c_out, kh, kw, c_in)
+    values = torch.randint(-8, 8, shape, generator=gen, dtype=torch.int8)
+    stored = (1, kh, kw, c_out // 2) if depthwise else (c_out, kh, kw * c_in // 2)
+    case |= {
+        "input": torch.randint(-128, 128, (n, h, w, c_in), generator=gen, dtype=torch.int8),
+        "weight": _packed_by_hand(values).reshape(stored),
+        "bias": case["bias"][:1].expand(c_out).clone(),
+        "multipliers": case["multipliers"][:1].expand(c_out).clone(),
+        "shifts": case["shifts"][:1].expand(c_out).clone(),
+    }
+    return case
+
+
+def _unpacked(case: Case, depthwise: bool) -> Case:
+    """The case with its packed weight read by :func:`nibbles` into the int8 layout."""
+    weight, c_in = case["weight"], case["input"].shape[3]
+    values = torch.tensor(nibbles(weight), dtype=torch.int8)
+    if depthwise:
+        return case | {"weight": values.reshape(*weight.shape[:-1], -1)}
+    c_out, kh, row = weight.shape
+    return case | {"weight": values.reshape(c_out, kh, 2 * row // c_in, c_in)}
+
+
 # --- fixed cases ------------------------------------------------------------------------------
 
 
@@ -336,6 +391,25 @@ def depthwise_s16_fixed() -> Case:
     )
 
 
+def conv_s4_fixed() -> Case:
+    """conv_fixed's geometry with 4 input channels (KW * Cin even) and int4 weights, the
+    range's two ends among them."""
+    case = conv_fixed()
+    gen = torch.Generator().manual_seed(6)
+    values = torch.randint(-8, 8, (4, 3, 3, 4), generator=gen, dtype=torch.int8)
+    values[0, 0, 0, :2] = torch.tensor([-8, 7], dtype=torch.int8)
+    input_ = torch.randint(-128, 128, (1, 6, 5, 4), generator=gen, dtype=torch.int8)
+    return case | {"input": input_, "weight": _packed_by_hand(values).reshape(4, 3, 6)}
+
+
+def depthwise_s4_fixed() -> Case:
+    """depthwise_fixed with int4 weights (Cin 2, multiplier 2)."""
+    case = depthwise_fixed()
+    gen = torch.Generator().manual_seed(7)
+    values = torch.randint(-8, 8, (1, 3, 3, 4), generator=gen, dtype=torch.int8)
+    return case | {"weight": _packed_by_hand(values).reshape(1, 3, 3, 2)}
+
+
 def transpose_fixed(**changes: object) -> Case:
     shapes = ((1, 3, 4, 2), (3, 3, 3, 2))
     bias, shifts = [0, 5000, -(2**20)], [-8, -9, 0]
@@ -390,7 +464,17 @@ DEPTHWISE_S16 = Conv(
     lambda case: depthwise_conv2d(*case.values()), depthwise_accumulators, depthwise_s16_fixed,
     (40,),
 )  # fmt: skip
-FAMILY = [CONV, DEPTHWISE, TRANSPOSE, CONV_S16, DEPTHWISE_S16]
+CONV_S4 = Conv(
+    "conv2d", conv_s4_cases, lambda case: conv2d(*case.values()),
+    lambda case: conv_accumulators(_unpacked(case, False)), lambda: conv_s4_fixed(), (96,),
+)  # fmt: skip
+DEPTHWISE_S4 = Conv(
+    "depthwise_conv2d", lambda: conv_s4_cases(depthwise=True),
+    lambda case: depthwise_conv2d(*case.values()),
+    lambda case: depthwise_accumulators(_unpacked(case, True)), lambda: depthwise_s4_fixed(),
+    (40,),
+)  # fmt: skip
+FAMILY = [CONV, DEPTHWISE, TRANSPOSE, CONV_S16, DEPTHWISE_S16, CONV_S4, DEPTHWISE_S4]
 
 #: (operator, rounding, examples)
 RANDOM = [
@@ -401,7 +485,9 @@ RANDOM = [
 
 
 def _id(conv: Conv) -> str:
-    return f"{conv.name}-int16" if conv in (CONV_S16, DEPTHWISE_S16) else conv.name
+    if conv in (CONV_S16, DEPTHWISE_S16):
+        return f"{conv.name}-int16"
+    return f"{conv.name}-int4" if conv in (CONV_S4, DEPTHWISE_S4) else conv.name
 
 
 @pytest.mark.parametrize(

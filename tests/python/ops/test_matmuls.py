@@ -103,8 +103,18 @@ def _int16(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
     return torch.randint(-32768, 32768, shape, generator=gen, dtype=torch.int32).to(torch.int16)
 
 
+def _nibbles(packed: torch.Tensor) -> torch.Tensor:
+    """uint8 pairs → int8 values, low nibble first, sign-extended by ``(v ^ 8) - 8``."""
+    values = []
+    for byte in packed.reshape(-1).tolist():
+        values += [((byte & 0xF) ^ 8) - 8, ((byte >> 4) ^ 8) - 8]
+    return torch.tensor(values, dtype=torch.int8).reshape(*packed.shape[:-1], -1)
+
+
 def linear_expected(case: dict, single: bool = False) -> torch.Tensor:
     x, w = case["input"], case["weight"]
+    if w.dtype == torch.uint8:  # int4 weights, packed
+        w = _nibbles(w)
     bias = case["bias"].tolist() if case["bias"] is not None else [0] * w.shape[0]
     rows = x.reshape(-1, x.shape[-1]).tolist()
     out = []
@@ -147,6 +157,15 @@ def linear_cases(draw: st.DrawFn) -> dict:
     } | _output_stage(draw, shift_low=-14)
     if draw(st.sampled_from([False, False, True])):  # int16 activations (8w16a)
         return case | _s16(draw, gen, lead, n_in, n_out, has_bias)
+    if draw(st.sampled_from([False, False, False, True])):  # int4 weights (4w8a), per tensor
+        values = torch.randint(-8, 8, (n_out, 2 * n_in), generator=gen, dtype=torch.int8)
+        pairs = (values[:, 0::2].to(torch.int32) & 0xF) | (
+            (values[:, 1::2].to(torch.int32) & 0xF) << 4
+        )
+        return case | {
+            "input": torch.randint(-128, 128, (*lead, 2 * n_in), generator=gen, dtype=torch.int8),
+            "weight": pairs.to(torch.uint8),
+        }
     if draw(st.booleans()):  # per channel: the vectors, the numbers 0
         case["multipliers"] = torch.randint(2**30, 2**31 - 1, (n_out,), generator=gen)
         case["shifts"] = torch.randint(-14, 2, (n_out,), generator=gen)
@@ -355,7 +374,8 @@ def test_linear_saturates() -> None:
 @given(linear_cases())
 def test_linear_kernel_sums_path(case: dict) -> None:
     """MVE form: bias folded with the input offset into per-row sums, same result."""
-    assume(case["input"].dtype == torch.int8)  # int16 linear has no kernel sums
+    # int16 activations and int4 weights have no kernel sums
+    assume(case["input"].dtype == torch.int8 and case["weight"].dtype == torch.int8)
     w, bias = case["weight"].tolist(), case["bias"]
     sums = [
         wrap32((0 if bias is None else int(bias[o])) + case["input_offset"] * sum(row))

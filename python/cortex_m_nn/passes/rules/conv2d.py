@@ -35,7 +35,7 @@ import torch
 from cortex_m_nn import scratch
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.passes.context import LoweringContext
-from cortex_m_nn.passes.convolution import requantization, weight_bytes
+from cortex_m_nn.passes.convolution import requantization, weight_bits, weight_bytes
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import (
     as_image,
@@ -48,6 +48,7 @@ from cortex_m_nn.passes.records import REMOVED
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.quantizer.quantizer import aten
+from cortex_m_nn.target import Isa
 
 #: The 1-D overloads (numeric and string padding).
 _ONE_D = (aten.conv1d.default, aten.conv1d.padding)
@@ -69,10 +70,13 @@ def _variant(
     output_nhwc: tuple[int, ...],
     common: dict[str, list[int]],
     int16: bool = False,
+    int4: bool = False,
 ) -> tuple[str, str, torch.Tensor, list[int], int]:
     """(operator, CMSIS-NN function, kernel in its layout, extra arguments, scratch bytes);
-    ``int16``: the operator's int16-activation case (``_s16`` functions)."""
+    ``int16``: the operator's int16-activation case (``_s16`` functions); ``int4``: its
+    int4-weight case (``_s4``; a 1xN convolution calls ``arm_convolve_s4`` itself)."""
     out_channels, in_channels = weight.shape[0], input_nhwc[3]
+    suffix = "s16" if int16 else "s4" if int4 else "s8"
     if depthwise:
         kernel = weight.permute(1, 2, 3, 0)  # [1, KH, KW, C_out]
         scratch_bytes = scratch.depthwise_conv2d_scratch_bytes(
@@ -83,16 +87,28 @@ def _variant(
             **common,
             depth_multiplier=out_channels // in_channels,
             int16=int16,
+            int4=int4,
         )
         extra = [out_channels // in_channels]
-        function = f"arm_depthwise_conv_wrapper_s{16 if int16 else 8}"
+        function = f"arm_depthwise_conv_wrapper_{suffix}"
+        if int4 and context.target.isa is Isa.MVE:  # op_depthwise_conv2d.cpp, docs/int4.md
+            function = "arm_depthwise_conv_s4"
         return "depthwise_conv2d", function, kernel, extra, scratch_bytes
     kernel = weight.permute(0, 2, 3, 1)  # OHWI
+    shapes = (input_nhwc, tuple(kernel.shape), output_nhwc)
     scratch_bytes = scratch.conv2d_scratch_bytes(
-        context.target, input_nhwc, tuple(kernel.shape), output_nhwc, **common, int16=int16
+        context.target, *shapes, **common, int16=int16, int4=int4
     )
-    function = "arm_convolve_wrapper_s16" if int16 else "arm_convolve_wrapper_s8"
+    function = f"arm_convolve_wrapper_{suffix}"
+    if int4 and scratch.is_one_by_n(*shapes, **common):
+        function = "arm_convolve_s4"
     return "conv2d", function, kernel, [], scratch_bytes
+
+
+def _stored(kernel: torch.Tensor, depthwise: bool, int4: bool) -> torch.Tensor:
+    """The kernel as the operator stores it: an int4 conv2d weight's rows merged, OHWI →
+    ``[Cout, KH, KW * Cin]``, before packing (``ops/int4.py``)."""
+    return kernel.flatten(2) if int4 and not depthwise else kernel
 
 
 def _padding(value: object, kernel: tuple[int, int], dilation: list[int], one_d: bool) -> list[int]:
@@ -188,6 +204,17 @@ def _check_dtype(x: QValue, pattern: Pattern, grouped: bool) -> bool:
     return int16
 
 
+def _int4_weights(weight_node: object, refused: bool) -> bool:
+    """Whether the weights are int4 (the int4 case); refused with int16 activations or groups
+    (``refused``): the s4 kernels take int8 activations, depthwise or ungrouped."""
+    int4 = weight_bits(weight_node) == 4
+    if int4 and refused:
+        raise LoweringRefused(
+            Refusal.NOT_INT8, "int4 weights take int8 activations, depthwise or ungrouped"
+        )
+    return int4
+
+
 @rule(aten.conv2d.default, aten.conv1d.default, aten.conv2d.padding, aten.conv1d.padding)
 def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
@@ -213,8 +240,9 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     in_channels = x.shape[1]  # a pad in front leaves the channels
     depthwise = groups > 1 and groups == in_channels and in_per_group == 1
     int16 = _check_dtype(x, pattern, groups > 1 and not depthwise)
+    int4 = _int4_weights(weight_node, int16 or (groups > 1 and not depthwise))
     three_by_three = depthwise and kernel == (3, 3) and dilation == [1, 1]
-    three_by_three = three_by_three and out_channels == in_channels and not int16
+    three_by_three = three_by_three and out_channels == in_channels and not (int16 or int4)
     sides = _padding(padding, kernel, dilation, one_d)
     x, sides = _fold(context, x, pattern, sides, kernel, dilation, three_by_three)
     x = as_image(context, x, fold=only_reader(pattern))
@@ -226,12 +254,12 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     macs = n * out_h * out_w * out_channels * kernel_h * kernel_w * in_per_group
     common = dict(stride=stride, padding=padding, dilation=dilation)
     name, function, kernel, extra, scratch_bytes = _variant(
-        context, x.stored_shape, weight, depthwise, output_nhwc, common, int16
+        context, x.stored_shape, weight, depthwise, output_nhwc, common, int16, int4
     )
     out = context.call(
         name,
         x.node,
-        *q.constants(context, node.name, kernel),
+        *q.constants(context, node.name, _stored(kernel, depthwise, int4), int4),
         stride,
         padding,
         dilation,
@@ -246,5 +274,5 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     value = QValue(out, pattern.scale, pattern.zero_point, shape, True, pattern.dtype)
     value = reshaped(context, value, pattern.shape)  # a 1-D convolution's [N, C, L], NLC
     function = noting_transposes(context, before, function)
-    bias_bytes = 8 if int16 else 4
-    return Lowered(value, name, function, macs, weight_bytes(kernel, out_channels, bias_bytes))
+    weights = weight_bytes(kernel, out_channels, 8 if int16 else 4, int4)
+    return Lowered(value, name, function, macs, weights)

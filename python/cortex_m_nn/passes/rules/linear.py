@@ -3,7 +3,9 @@ per-channel weights (the quantizer's choice, ``quantizer/config.py``) →
 ``arm_fully_connected_per_channel_s8`` with int32 multipliers and shifts per output channel;
 int16 activations (the float bias rounded to int64 here): per-tensor weights →
 ``arm_fully_connected_s16``, per-channel ones → the int16 case of ``cortex_m_nn::conv2d``
-(``arm_convolve_wrapper_s16``, a 1x1 convolution)."""
+(``arm_convolve_wrapper_s16``, a 1x1 convolution); int4 weights (packed, ``ops/int4.py``):
+per tensor → ``arm_fully_connected_s4``, per channel (CMSIS-NN has no per-channel s4 fully
+connected) → the int4 case of ``cortex_m_nn::conv2d`` (``arm_convolve_wrapper_s4``, 1x1)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from cortex_m_nn.ops.linear import kernel_sums
 from cortex_m_nn.ops.params import int16_sums_fit
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
-from cortex_m_nn.passes.convolution import requantization
+from cortex_m_nn.passes.convolution import packed, requantization, weight_bits
 from cortex_m_nn.passes.convolution import weight_bytes as conv_weight_bytes
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
@@ -72,28 +74,26 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
     weight, weight_scales = context.quantized_constant(weight_node)
     out_features, in_features = weight.shape
     per_channel = weight_scales.numel() > 1
+    int4 = weight_bits(weight_node) == 4
+    if int4 and per_channel:
+        return _as_convolution(context, pattern, x, weight, weight_scales, bias_node)
     bias = None
     if bias_node is not None:
         bias = context.accumulator_bias(bias_node, x.scale, weight_scales.reshape(-1))
-    channels: list[object] = [None, None]  # per-channel multipliers and shifts
-    if per_channel:
-        vectors = per_channel_parameters(x.scale, weight_scales, pattern.scale)
-        channels = [
-            context.constant(v, f"{node.name}_{k}") for v, k in zip(vectors, _NAMES, strict=True)
-        ]
-        multiplier, shift = 0, 0
-    else:
-        multiplier, shift = quantize_multiplier(x.scale * float(weight_scales) / pattern.scale)
+    channels, multiplier, shift = _requantization(context, pattern, x.scale, weight_scales)
     act_min, act_max = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
     source_node = x.node
     if x.nhwc:  # layout-free here, so the logical shape is the same bytes
         source_node = context.view(x.node, x.shape)
     batches = math.prod(x.shape[:-1])
-    bias, sums = _bias_or_sums(context, weight, bias, batches, -x.zero_point)
+    sums = None  # arm_fully_connected_s4 sums its weights itself on MVE
+    if not int4:
+        bias, sums = _bias_or_sums(context, weight, bias, batches, -x.zero_point)
+    stored = packed(weight.to(torch.int8)) if int4 else weight.to(torch.int8)
     out = context.call(
         "linear",
         source_node,
-        context.constant(weight.to(torch.int8), f"{node.name}_weight"),
+        context.constant(stored, f"{node.name}_weight"),
         None if bias is None else context.constant(bias, f"{node.name}_bias"),
         None if sums is None else context.constant(sums, f"{node.name}_kernel_sums"),
         *channels,
@@ -105,15 +105,32 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
         act_max,
     )
     value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape)
-    weight_bytes = weight.numel() + (0 if bias is None and sums is None else 4 * out_features)
+    weight_bytes = stored.numel() + (0 if bias is None and sums is None else 4 * out_features)
     weight_bytes += 8 * out_features if per_channel else 0
+    function = "arm_fully_connected_per_channel_s8" if per_channel else "arm_fully_connected_s8"
     return Lowered(
         value,
         "linear",
-        "arm_fully_connected_per_channel_s8" if per_channel else "arm_fully_connected_s8",
+        "arm_fully_connected_s4" if int4 else function,
         batches * in_features * out_features,
         weight_bytes,
     )
+
+
+def _requantization(
+    context: LoweringContext, pattern: Pattern, input_scale: float, weight_scales: torch.Tensor
+) -> tuple[list[object], int, int]:
+    """(per-channel multipliers and shifts as constants, or two Nones; the per-tensor
+    multiplier and shift, or 0, 0)."""
+    if weight_scales.numel() > 1:
+        vectors = per_channel_parameters(input_scale, weight_scales, pattern.scale)
+        name = pattern.op.name
+        channels = [
+            context.constant(v, f"{name}_{k}") for v, k in zip(vectors, _NAMES, strict=True)
+        ]
+        return channels, 0, 0
+    multiplier, shift = quantize_multiplier(input_scale * float(weight_scales) / pattern.scale)
+    return [None, None], multiplier, shift
 
 
 def _lower_s16(
@@ -174,16 +191,18 @@ def _as_convolution(
     weight_scales: torch.Tensor,
     bias_node: object,
 ) -> Lowered:
-    """int16 linear with per-channel weights as the int16 case of ``cortex_m_nn::conv2d``
-    (``arm_convolve_wrapper_s16``, what CMSIS-NN offers per channel for int16): each batch row
-    is one image of 1x1 pixel, ``[batches, 1, 1, in]``, the weight ``[out, 1, 1, in]``. One
-    pixel per image keeps it off the DSP kernel's defective two-pixel path."""
+    """A linear layer with per-channel weights as a 1x1 ``cortex_m_nn::conv2d``, what CMSIS-NN
+    offers per channel for int16 activations (``arm_convolve_wrapper_s16``) and for int4
+    weights (``arm_convolve_wrapper_s4``): each batch row is one image of 1x1 pixel,
+    ``[batches, 1, 1, in]``, the weight ``[out, 1, 1, in]``. One pixel per image keeps the
+    int16 case off the DSP kernel's defective two-pixel path."""
     node = pattern.op
+    int16 = x.dtype is torch.int16
     out_features, in_features = weight.shape
     batches = math.prod(x.shape[:-1])
     q = requantization(context, pattern, x.scale, weight_scales, bias_node, out_features)
     kernel = weight.reshape(out_features, 1, 1, in_features)
-    if not int16_sums_fit(kernel):
+    if int16 and not int16_sums_fit(kernel):
         raise LoweringRefused(
             Refusal.INT16_REQUANTIZATION, "int16 linear whose per-channel sums could wrap int32"
         )
@@ -195,24 +214,26 @@ def _as_convolution(
         tuple(kernel.shape),
         (batches, 1, 1, out_features),
         **common,
-        int16=True,
+        int16=int16,
+        int4=not int16,
     )
     source_node = context.view(x.node, image)
     out = context.call(
         "conv2d",
         source_node,
-        *q.constants(context, node.name, kernel),
+        *q.constants(context, node.name, kernel if int16 else kernel.flatten(2), int4=not int16),
         [1, 1],
         [0, 0],
         [1, 1],
-        0,
-        0,
+        -x.zero_point,
+        pattern.zero_point,
         q.act_min,
         q.act_max,
         scratch_bytes,
     )
     out = context.view(out, pattern.shape)
-    value = QValue(out, pattern.scale, 0, pattern.shape, dtype=torch.int16)
+    value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape, dtype=x.dtype)
     macs = batches * in_features * out_features
-    weights = conv_weight_bytes(kernel, out_features, bias_bytes=8)
-    return Lowered(value, "conv2d", "arm_convolve_wrapper_s16", macs, weights)
+    weights = conv_weight_bytes(kernel, out_features, 8 if int16 else 4, int4=not int16)
+    function = "arm_convolve_wrapper_s16" if int16 else "arm_convolve_wrapper_s4"
+    return Lowered(value, "conv2d", function, macs, weights)
