@@ -16,6 +16,8 @@ import math
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.tables import INT16_TABLES
+
 aten = torch.ops.aten
 
 #: ATen targets whose lowering has an int16-activation case (for some of their calls:
@@ -42,52 +44,8 @@ INT16_OPS: frozenset[object] = frozenset(
         aten.mul.Tensor,
     }
 )
-#: Element-wise functions whose int16 case is ``cortex_m_nn::lut``'s 513-knot interpolated
-#: table (``ops/lut.py``): the smooth ones, and relu, leaky relu and abs, whose one kink, at
-#: 0, is a knot. Not sqrt, rsqrt, log, reciprocal or a power: their slope is unbounded near 0;
-#: nor relu6, hardtanh, clamp or hardsigmoid: kinks between knots. Straight lines between
-#: knots err there by more than an int8 table would (measured on a hardtanh: up to 451 LSB
-#: with 513 knots, 60 with 4,097). PReLU stays int8 (one table per channel).
-INT16_TABLES: frozenset[object] = frozenset(
-    {
-        aten.sigmoid.default,
-        aten.sigmoid_.default,
-        aten.tanh.default,
-        aten.tanh_.default,
-        aten.hardswish.default,
-        aten.hardswish_.default,
-        aten.gelu.default,
-        aten.silu.default,
-        aten.silu_.default,
-        aten.leaky_relu.default,
-        aten.leaky_relu_.default,
-        aten.elu.default,
-        aten.elu_.default,
-        aten.mish.default,
-        aten.mish_.default,
-        aten.softplus.default,
-        aten.celu.default,
-        aten.celu_.default,
-        aten.selu.default,
-        aten.selu_.default,
-        aten.log_sigmoid.default,
-        aten.softshrink.default,
-        aten.abs.default,
-        aten.abs_.default,
-        aten.neg.default,
-        aten.neg_.default,
-        aten.square.default,
-        aten.exp.default,
-        aten.exp_.default,
-        aten.erf.default,
-        aten.div.Tensor,
-        aten.div_.Tensor,
-        aten.div.Scalar,
-        aten.rsub.Scalar,
-        aten.relu.default,
-        aten.relu_.default,
-    }
-)
+#: Element-wise functions whose int16 case is ``cortex_m_nn::lut``'s interpolated table
+#: (``tables.INT16_TABLES``: the smooth ones; see ``tables.NO_INT16_TABLE`` for the others).
 INT16_OPS = INT16_OPS | INT16_TABLES
 #: The convolutions among them.
 CONVOLUTIONS = {aten.conv2d.default, aten.conv2d.padding, aten.conv1d.default, aten.conv1d.padding}

@@ -30,6 +30,7 @@ from cortex_m_nn.precision import (
 from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
+from cortex_m_nn.tables import ACTIVATIONS, LOOKUP
 
 aten = torch.ops.aten
 
@@ -47,15 +48,6 @@ TRANSPOSES = {aten.transpose.int, aten.permute.default, aten.t.default}
 BINARY = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor}
 #: Element-wise ops that cannot requantize: both inputs and the output share one quantization.
 MINMAX = {aten.minimum.default, aten.maximum.default}
-#: Activations that fold into the producer's output range.
-ACTIVATIONS = {
-    aten.relu.default,
-    aten.relu_.default,
-    aten.hardtanh.default,
-    aten.hardtanh_.default,
-    aten.relu6.default,
-    aten.clamp.default,
-}
 #: Pools: their output reuses the input's quantization parameters and a following activation
 #: becomes their output clamp (the activation's output then shares those parameters).
 #: Views: the same elements in another shape.
@@ -137,57 +129,6 @@ SOFTMAX = {aten.softmax.int, aten._softmax.default}
 #: elements share their input's, like the pools (a mean over dims is in POOLS).
 SUMS = {aten.sum.dim_IntList, aten.sum.default}
 SHARING |= {aten.amax.default, aten.amin.default, aten.mean.default}
-#: Element-wise functions lowered to a 256-entry table (cortex_m_nn::lut), each with its own
-#: observed output quantization. Activations that cannot fuse into a producer are tables too.
-LOOKUP = {
-    aten.sigmoid.default,
-    aten.sigmoid_.default,
-    aten.tanh.default,
-    aten.tanh_.default,
-    aten.hardswish.default,
-    aten.hardswish_.default,
-    aten.hardsigmoid.default,
-    aten.hardsigmoid_.default,
-    aten.gelu.default,
-    aten.silu.default,
-    aten.silu_.default,
-    aten.leaky_relu.default,
-    aten.leaky_relu_.default,
-    aten.elu.default,
-    aten.elu_.default,
-    aten.mish.default,
-    aten.mish_.default,
-    aten.softplus.default,
-    aten.celu.default,
-    aten.celu_.default,
-    aten.selu.default,
-    aten.selu_.default,
-    aten.log_sigmoid.default,
-    aten.softshrink.default,
-    aten.abs.default,
-    aten.abs_.default,
-    aten.neg.default,
-    aten.neg_.default,
-    aten.square.default,
-    aten.pow.Tensor_Scalar,
-    aten.pow_.Scalar,
-    aten.sqrt.default,
-    aten.sqrt_.default,
-    aten.rsqrt.default,
-    aten.rsqrt_.default,
-    aten.exp.default,
-    aten.exp_.default,
-    aten.log.default,
-    aten.log_.default,
-    aten.reciprocal.default,
-    aten.reciprocal_.default,
-    aten.erf.default,
-    # a tensor and a number: x / c, 1 - x (x * c and x + c stay cortex_m_nn::mul / add)
-    aten.div.Tensor,
-    aten.div_.Tensor,
-    aten.div.Scalar,
-    aten.rsub.Scalar,
-}
 #: Normalizations (cortex_m_nn::layer_norm): int8 input and output (its own observer); the
 #: float weight and bias are folded into the kernel's parameters at compile time.
 NORMS = {aten.layer_norm.default, aten.group_norm.default}

@@ -1,0 +1,98 @@
+"""The element-wise functions ``cortex_m_nn::lut`` computes as a table, in two sets the quantizer
+and the lowering share: activations that fold into a producer's output range where they can
+(a table elsewhere), and functions that are always a table. ``INT16_TABLES`` are those with
+an int16 case (``ops/lut.py``'s interpolated table, ``precision.INT16_OPS``)."""
+
+from __future__ import annotations
+
+import torch
+
+aten = torch.ops.aten
+
+#: Activations that fold into the producer's output range.
+ACTIVATIONS = {
+    aten.relu.default,
+    aten.relu_.default,
+    aten.hardtanh.default,
+    aten.hardtanh_.default,
+    aten.relu6.default,
+    aten.clamp.default,
+}
+
+#: Element-wise functions lowered to a 256-entry table (cortex_m_nn::lut), each with its own
+#: observed output quantization. Activations that cannot fuse into a producer are tables too.
+LOOKUP = {
+    aten.sigmoid.default,
+    aten.sigmoid_.default,
+    aten.tanh.default,
+    aten.tanh_.default,
+    aten.hardswish.default,
+    aten.hardswish_.default,
+    aten.hardsigmoid.default,
+    aten.hardsigmoid_.default,
+    aten.gelu.default,
+    aten.silu.default,
+    aten.silu_.default,
+    aten.leaky_relu.default,
+    aten.leaky_relu_.default,
+    aten.elu.default,
+    aten.elu_.default,
+    aten.mish.default,
+    aten.mish_.default,
+    aten.softplus.default,
+    aten.celu.default,
+    aten.celu_.default,
+    aten.selu.default,
+    aten.selu_.default,
+    aten.log_sigmoid.default,
+    aten.softshrink.default,
+    aten.abs.default,
+    aten.abs_.default,
+    aten.neg.default,
+    aten.neg_.default,
+    aten.square.default,
+    aten.pow.Tensor_Scalar,
+    aten.pow_.Scalar,
+    aten.sqrt.default,
+    aten.sqrt_.default,
+    aten.rsqrt.default,
+    aten.rsqrt_.default,
+    aten.exp.default,
+    aten.exp_.default,
+    aten.log.default,
+    aten.log_.default,
+    aten.reciprocal.default,
+    aten.reciprocal_.default,
+    aten.erf.default,
+    # a tensor and a number: x / c, 1 - x (x * c and x + c stay cortex_m_nn::mul / add)
+    aten.div.Tensor,
+    aten.div_.Tensor,
+    aten.div.Scalar,
+    aten.rsub.Scalar,
+}
+
+#: Functions whose int16 interpolated table would err by more than 16 LSB: sqrt, rsqrt, log,
+#: reciprocal and powers (slope unbounded near 0); relu6, hardtanh, clamp and hardsigmoid
+#: (kinks between knots; measured on a hardtanh: up to 451 LSB with 513 knots, 60 with 4,097).
+#: PReLU (``PRELU`` in the quantizer) is int8 only too.
+NO_INT16_TABLE = {
+    aten.sqrt.default,
+    aten.sqrt_.default,
+    aten.rsqrt.default,
+    aten.rsqrt_.default,
+    aten.log.default,
+    aten.log_.default,
+    aten.reciprocal.default,
+    aten.reciprocal_.default,
+    aten.pow.Tensor_Scalar,
+    aten.pow_.Scalar,
+    aten.relu6.default,
+    aten.hardtanh.default,
+    aten.hardtanh_.default,
+    aten.clamp.default,
+    aten.hardsigmoid.default,
+    aten.hardsigmoid_.default,
+}
+#: Tables with an int16 case: the smooth functions, and relu, leaky relu and abs, whose one
+#: kink, at 0, is a knot.
+INT16_TABLES: frozenset[object] = frozenset((LOOKUP | ACTIVATIONS) - NO_INT16_TABLE)
