@@ -1,5 +1,5 @@
 """``cortex_m_nn::lut``: any int8 → int8 element-wise function through a 256-entry table, or
-int16 → int16 through a 513-entry interpolated one.
+int16 → int16 through an interpolated table of 513 to 4,097 knots.
 
 CMSIS-NN has no s8 kernel for sigmoid, tanh, hardswish, hardsigmoid, gelu, silu, leaky_relu
 or elu (nor for a relu/clamp that cannot become a producer's activation range), and none is
@@ -162,11 +162,17 @@ def exact_int16(
 
 
 def interpolation_error(
-    functions: Sequence[FloatFunction], input_scale: float, output_scale: float, table: torch.Tensor
+    functions: Sequence[FloatFunction],
+    input_scale: float,
+    output_scale: float,
+    table: torch.Tensor,
+    exact: torch.Tensor | None = None,
 ) -> int:
-    """The largest |interpolated - exact| (output LSB) over all 65,536 int16 inputs."""
+    """The largest |interpolated - exact| (output LSB) over all 65,536 int16 inputs (``exact``:
+    :func:`exact_int16`'s values, when the caller has them)."""
     q = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16)
-    exact = exact_int16(functions, input_scale, output_scale)
+    if exact is None:
+        exact = exact_int16(functions, input_scale, output_scale)
     return int((lut(q, table).to(torch.int32) - exact.to(torch.int32)).abs().max())
 
 
@@ -176,9 +182,10 @@ def int16_table(
     """(table, its error): the smallest table within :data:`INT16_TARGET_ERROR` LSB, else the
     one of least error. ValueError where the function is undefined."""
     best: tuple[torch.Tensor, int] | None = None
+    exact = exact_int16(functions, input_scale, output_scale)
     for step_bits in INT16_STEP_BITS:
         table = interpolated_table(functions, input_scale, output_scale, step_bits)
-        error = interpolation_error(functions, input_scale, output_scale, table)
+        error = interpolation_error(functions, input_scale, output_scale, table, exact)
         if best is None or error < best[1]:
             best = table, error
         if error <= INT16_TARGET_ERROR:
