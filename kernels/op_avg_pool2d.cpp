@@ -13,15 +13,11 @@ namespace {
 void avg_pool2d_s16(
     CallContext& context, const PoolArgs& args, const Tensor& input, Tensor& out,
     Tensor& scratch) {
-  if (context.checks() &&
-      !context.prepared_agrees("avg_pool2d", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
-    return;
-  }
   cmsis_nn_context buffer;
   const auto required = [&] {
     return arm_avgpool_s16_get_buffer_size(args.output_dims.w, args.input_dims.c);
   };
-  if (!scratch_context(context, "avg_pool2d", scratch, required, &buffer) || !context.computes()) {
+  if (!unprepared_scratch(context, "avg_pool2d", scratch, required, &buffer)) {
     return;
   }
   check_status(

@@ -86,16 +86,12 @@ bool mve_one_by_n_inexact(const ConvArgs& args, const cmsis_nn_conv_params& para
 // unprepared; the checks are check_conv's.
 void conv2d_s16(CallContext& context, ConvArgs& args, Tensor& scratch) {
   const auto params = args.params<cmsis_nn_conv_params>();
-  if (context.checks() &&
-      !context.prepared_agrees("conv2d", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
-    return;
-  }
   cmsis_nn_context buffer;
   const auto required = [&] {
     return arm_convolve_wrapper_s16_get_buffer_size(
         &params, &args.input_dims, &args.filter_dims, &args.output_dims);
   };
-  if (!scratch_context(context, "conv2d", scratch, required, &buffer) || !context.computes()) {
+  if (!unprepared_scratch(context, "conv2d", scratch, required, &buffer)) {
     return;
   }
   const ConvTensors& t = *args.tensors;
@@ -143,10 +139,6 @@ arm_cmsis_nn_status convolve_s4(
 // python/cortex_m_nn/scratch.py.
 void conv2d_s4(CallContext& context, ConvArgs& args, Tensor& scratch) {
   const auto params = args.params<cmsis_nn_conv_params>();
-  if (context.checks() &&
-      !context.prepared_agrees("conv2d", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
-    return;
-  }
   const bool direct = !arm_nn_is_convolve_1x1(&params, &args.input_dims, &args.filter_dims) &&
       arm_nn_is_convolve_1_x_n(&params, &args.input_dims, &args.filter_dims);
   cmsis_nn_context buffer;
@@ -158,7 +150,7 @@ void conv2d_s4(CallContext& context, ConvArgs& args, Tensor& scratch) {
     return arm_convolve_wrapper_s4_get_buffer_size(
         &sizing, &args.input_dims, &args.filter_dims, &args.output_dims);
   };
-  if (scratch_context(context, "conv2d", scratch, required, &buffer) && context.computes()) {
+  if (unprepared_scratch(context, "conv2d", scratch, required, &buffer)) {
     check_status(
         context, "conv2d",
         direct ? call_conv_s8(convolve_s4, args, params, &buffer)

@@ -50,17 +50,12 @@ bool check_depthwise(
 // check_conv's.
 void depthwise_s16(CallContext& context, const ConvArgs& args,
                    const cmsis_nn_dw_conv_params& params, Tensor& scratch) {
-  if (context.checks() &&
-      !context.prepared_agrees("depthwise_conv2d", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
-    return;
-  }
   cmsis_nn_context buffer;
   const auto required = [&] {
     return arm_depthwise_conv_wrapper_s16_get_buffer_size(
         &params, &args.input_dims, &args.filter_dims, &args.output_dims);
   };
-  if (!scratch_context(context, "depthwise_conv2d", scratch, required, &buffer) ||
-      !context.computes()) {
+  if (!unprepared_scratch(context, "depthwise_conv2d", scratch, required, &buffer)) {
     return;
   }
   const ConvTensors& t = *args.tensors;
@@ -88,10 +83,6 @@ constexpr bool kGenericS4Depthwise = false;
 // check_conv's.
 void depthwise_s4(CallContext& context, const ConvArgs& args,
                   const cmsis_nn_dw_conv_params& params, Tensor& scratch) {
-  if (context.checks() &&
-      !context.prepared_agrees("depthwise_conv2d", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
-    return;
-  }
   cmsis_nn_context buffer;
   const auto required = [&] {
     return kGenericS4Depthwise ? 0
@@ -99,8 +90,7 @@ void depthwise_s4(CallContext& context, const ConvArgs& args,
                                      &params, &args.input_dims, &args.filter_dims,
                                      &args.output_dims);
   };
-  if (scratch_context(context, "depthwise_conv2d", scratch, required, &buffer) &&
-      context.computes()) {
+  if (unprepared_scratch(context, "depthwise_conv2d", scratch, required, &buffer)) {
     check_status(context, "depthwise_conv2d",
                  kGenericS4Depthwise
                      ? call_conv_s8(arm_depthwise_conv_s4, args, params, &buffer)

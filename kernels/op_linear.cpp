@@ -99,6 +99,12 @@ arm_cmsis_nn_status fully_connected(
 // (the input's type too), in 32-bit counts.
 struct LinearShape {
   int32_t in_features, out_features, batches;
+
+  // CMSIS-NN's dims of a fully connected call of this shape.
+  cmsis_nn_dims input() const { return {batches, 1, 1, in_features}; }
+  cmsis_nn_dims filter() const { return {in_features, 1, 1, out_features}; }
+  cmsis_nn_dims bias() const { return {1, 1, 1, out_features}; }
+  cmsis_nn_dims output() const { return {batches, 1, 1, out_features}; }
 };
 
 bool check_shapes(
@@ -181,10 +187,8 @@ void linear_s16(
   const cmsis_nn_context buffer{};
   const cmsis_nn_fc_params params = q.params();
   const cmsis_nn_per_tensor_quant_params quant = q.quant();
-  const cmsis_nn_dims input_dims{shape.batches, 1, 1, shape.in_features};
-  const cmsis_nn_dims filter_dims{shape.in_features, 1, 1, shape.out_features};
-  const cmsis_nn_dims bias_dims{1, 1, 1, shape.out_features};
-  const cmsis_nn_dims output_dims{shape.batches, 1, 1, shape.out_features};
+  const cmsis_nn_dims input_dims = shape.input(), filter_dims = shape.filter();
+  const cmsis_nn_dims bias_dims = shape.bias(), output_dims = shape.output();
   check_status(
       context, "linear",
       arm_fully_connected_s16(
@@ -225,10 +229,8 @@ void linear_s4(
   const cmsis_nn_context buffer{};  // unused by arm_fully_connected_s4
   const cmsis_nn_fc_params params = q.params();
   const cmsis_nn_per_tensor_quant_params quant = q.quant();
-  const cmsis_nn_dims input_dims{shape.batches, 1, 1, shape.in_features};
-  const cmsis_nn_dims filter_dims{shape.in_features, 1, 1, shape.out_features};
-  const cmsis_nn_dims bias_dims{1, 1, 1, shape.out_features};
-  const cmsis_nn_dims output_dims{shape.batches, 1, 1, shape.out_features};
+  const cmsis_nn_dims input_dims = shape.input(), filter_dims = shape.filter();
+  const cmsis_nn_dims bias_dims = shape.bias(), output_dims = shape.output();
   check_status(
       context, "linear",
       arm_fully_connected_s4(
@@ -268,17 +270,15 @@ void linear_out(
   if (!check_shapes(context, input, weight, out, ScalarType::Char, &shape)) {
     return;
   }
-  const int32_t in_features = shape.in_features, out_features = shape.out_features;
-  const int32_t batches = shape.batches;
   cmsis_nn_context buffer{};
   if ((context.checks() &&
-       !check_vectors(context, out_features, bias, kernel_sums, multipliers, shifts, q)) ||
+       !check_vectors(context, shape.out_features, bias, kernel_sums, multipliers, shifts, q)) ||
       !check_fc_quant(context, "linear", q) || !kernel_sums_buffer(context, kernel_sums, &buffer)) {
     return;
   }
   const cortex_m_nn_linear_prepared derived{
-      q.params(), q.quant(), {batches, 1, 1, in_features}, {in_features, 1, 1, out_features},
-      {1, 1, 1, out_features}, {batches, 1, 1, out_features}, multipliers.has_value() ? 1 : 0};
+      q.params(), q.quant(), shape.input(), shape.filter(), shape.bias(), shape.output(),
+      multipliers.has_value() ? 1 : 0};
   const auto kind = CORTEX_M_NN_PREPARED_LINEAR;
   if ((context.checks() && !context.prepared_agrees("linear", kind, &derived, sizeof(derived))) ||
       !context.computes()) {

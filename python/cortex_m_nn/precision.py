@@ -16,7 +16,7 @@ import math
 import torch
 from torch.fx import Node
 
-from cortex_m_nn.tables import INT16_TABLES
+from cortex_m_nn.op_sets import INT16_TABLES, POOLS, VIEWS
 
 aten = torch.ops.aten
 
@@ -45,7 +45,7 @@ INT16_OPS: frozenset[object] = frozenset(
     }
 )
 #: Element-wise functions whose int16 case is ``cortex_m_nn::lut``'s interpolated table
-#: (``tables.INT16_TABLES``: the smooth ones; see ``tables.NO_INT16_TABLE`` for the others).
+#: (``op_sets.INT16_TABLES``: the smooth ones; see ``op_sets.NO_INT16_TABLE`` for the others).
 INT16_OPS = INT16_OPS | INT16_TABLES
 #: The convolutions among them.
 CONVOLUTIONS = {aten.conv2d.default, aten.conv2d.padding, aten.conv1d.default, aten.conv1d.padding}
@@ -55,28 +55,11 @@ CONVOLUTIONS = {aten.conv2d.default, aten.conv2d.padding, aten.conv1d.default, a
 #: dropout: no kernel, or a ``transpose``, which has an int16 case; constant pads: ``pad``'s
 #: int16 case (or folded into an int16 convolution's padding).
 SHARING_INT16: frozenset[object] = frozenset(
-    {
-        aten.avg_pool2d.default,
-        aten.avg_pool1d.default,
-        aten.adaptive_avg_pool2d.default,
-        aten.adaptive_avg_pool1d.default,
-        aten.mean.dim,
-        aten.max_pool2d.default,
-        aten.max_pool1d.default,
-        aten.dropout.default,
-        aten.constant_pad_nd.default,
-        aten.pad.default,
-        aten.flatten.using_ints,
-        aten.view.default,
-        aten.reshape.default,
-        aten.squeeze.default,
-        aten.squeeze.dim,
-        aten.squeeze.dims,
-        aten.unsqueeze.default,
-        aten.transpose.int,  # cortex_m_nn::transpose's int16 case (our loop)
-        aten.permute.default,
-        aten.t.default,
-    }
+    POOLS
+    | set(VIEWS)
+    # cortex_m_nn::transpose's int16 case (our loop), for the transposes torch.export leaves
+    | {aten.transpose.int, aten.permute.default, aten.t.default}
+    | {aten.dropout.default, aten.constant_pad_nd.default, aten.pad.default}
 )
 INT16_OPS = INT16_OPS | SHARING_INT16
 

@@ -128,6 +128,22 @@ inline bool scratch_context(
   return true;
 }
 
+// The start of a call of a case that runs unprepared (int16 activations, int4 weights): the
+// program must carry no prepared entry for it, the planned scratch must hold what CMSIS-NN
+// asks (scratch_context), and the call must compute. False: return without computing.
+template <typename Required>
+inline bool unprepared_scratch(
+    CallContext& context,
+    const char* op,
+    const Tensor& scratch,
+    Required required_bytes,
+    cmsis_nn_context* out) {
+  if (context.checks() && !context.prepared_agrees(op, CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
+    return false;
+  }
+  return scratch_context(context, op, scratch, required_bytes, out) && context.computes();
+}
+
 // A proven call's planned scratch tensor (argument `index`) as CMSIS-NN's context.
 inline cmsis_nn_context proven_scratch(executorch::runtime::EValue** args, size_t index) {
   const Tensor& scratch = proven_tensor(args, index);

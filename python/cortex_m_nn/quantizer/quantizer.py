@@ -19,6 +19,7 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from cortex_m_nn.op_sets import ACTIVATIONS, LOOKUP, POOLS, TRANSPOSES, VIEWS
 from cortex_m_nn.options import Activations, QuantizationOptions, Weights
 from cortex_m_nn.precision import (
     SHARING_INT16,
@@ -30,7 +31,6 @@ from cortex_m_nn.precision import (
 from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
-from cortex_m_nn.tables import ACTIVATIONS, LOOKUP
 
 aten = torch.ops.aten
 
@@ -42,34 +42,10 @@ TRANSPOSED_CONVOLUTIONS = {aten.conv_transpose2d.input, aten.conv_transpose1d.de
 LINEARS = {aten.linear.default}
 #: Products of two activations (or an activation and a constant); each operand per tensor.
 MATMULS = {aten.matmul.default, aten.bmm.default, aten.mm.default}
-#: Transposes a matmul can read through when they swap its right operand's last two dims.
-TRANSPOSES = {aten.transpose.int, aten.permute.default, aten.t.default}
 #: Element-wise ops with their own output quantization.
 BINARY = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor}
 #: Element-wise ops that cannot requantize: both inputs and the output share one quantization.
 MINMAX = {aten.minimum.default, aten.maximum.default}
-#: Pools: their output reuses the input's quantization parameters and a following activation
-#: becomes their output clamp (the activation's output then shares those parameters).
-#: Views: the same elements in another shape.
-VIEWS = (
-    aten.flatten.using_ints,
-    aten.view.default,
-    aten.reshape.default,
-    aten.squeeze.default,
-    aten.squeeze.dim,
-    aten.squeeze.dims,
-    aten.unsqueeze.default,
-)
-#: Transposing ops: the same elements in another order.
-TRANSPOSES = (
-    aten.permute.default,
-    aten.transpose.int,
-    aten.t.default,
-    aten.numpy_T.default,
-    aten.mT.default,
-    aten.swapaxes.default,
-    aten.swapdims.default,
-)
 #: Gathers (passes/rules/movement.py): a view, one transpose or one strided copy each.
 MOVEMENT = {
     aten.slice.Tensor,
@@ -83,15 +59,6 @@ MOVEMENT = {
     aten.unflatten.int,
     aten.movedim.int,
     aten.movedim.intlist,
-}
-POOLS = {
-    aten.avg_pool2d.default,
-    aten.adaptive_avg_pool2d.default,
-    aten.mean.dim,
-    aten.max_pool2d.default,
-    aten.avg_pool1d.default,
-    aten.adaptive_avg_pool1d.default,
-    aten.max_pool1d.default,
 }
 #: Nearest and bilinear upsampling (cortex_m_nn::resize): the output shares the input's
 #: quantization (bilinear values are convex combinations of the input's, so they fit).

@@ -1,13 +1,50 @@
-"""The element-wise functions ``cortex_m_nn::lut`` computes as a table, in two sets the quantizer
-and the lowering share: activations that fold into a producer's output range where they can
-(a table elsewhere), and functions that are always a table. ``INT16_TABLES`` are those with
-an int16 case (``ops/lut.py``'s interpolated table, ``precision.INT16_OPS``)."""
+"""ATen op families that the quantizer, the precision table (``precision.py``) and the lowering
+share, each listed once.
+
+* Element-wise functions ``cortex_m_nn::lut`` computes as a table. ``ACTIVATIONS`` fold into
+  a producer's output range where they can and are a table elsewhere; ``LOOKUP`` are always a
+  table. ``INT16_TABLES`` are the ones with an int16 case (``ops/lut.py``'s interpolated
+  table).
+* Ops that keep their input's quantization: ``POOLS``, ``VIEWS`` and ``TRANSPOSES``.
+"""
 
 from __future__ import annotations
 
 import torch
 
 aten = torch.ops.aten
+
+#: Views: the same elements in another shape.
+VIEWS = (
+    aten.flatten.using_ints,
+    aten.view.default,
+    aten.reshape.default,
+    aten.squeeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.unsqueeze.default,
+)
+#: Transposing ops: the same elements in another order.
+TRANSPOSES = (
+    aten.permute.default,
+    aten.transpose.int,
+    aten.t.default,
+    aten.numpy_T.default,
+    aten.mT.default,
+    aten.swapaxes.default,
+    aten.swapdims.default,
+)
+#: Pools: their output reuses the input's quantization parameters and a following activation
+#: becomes their output clamp (the activation's output then shares those parameters).
+POOLS = {
+    aten.avg_pool2d.default,
+    aten.adaptive_avg_pool2d.default,
+    aten.mean.dim,
+    aten.max_pool2d.default,
+    aten.avg_pool1d.default,
+    aten.adaptive_avg_pool1d.default,
+    aten.max_pool1d.default,
+}
 
 #: Activations that fold into the producer's output range.
 ACTIVATIONS = {
