@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import re
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,7 @@ from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
 from cortex_m_nn.quantizer import CortexMQuantizer
 from cortex_m_nn.quantizer.bias_correction import correct_biases
 from cortex_m_nn.quantizer.equalize import equalize, fold_batch_norms
+from cortex_m_nn.quantizer.recurrent import quantize_lstms, split_lstms
 from cortex_m_nn.rewrites import rewrite_for
 from cortex_m_nn.target import Target
 
@@ -163,7 +165,9 @@ def metadata(abi: KernelAbi, io: ProgramIo | None = None) -> dict[str, str | int
 def export(source: ModelSource) -> GraphModule:
     """``torch.export`` of the float model; a model it cannot trace is the user's to fix."""
     try:
-        program = torch.export.export(source.module, source.example_inputs)
+        with warnings.catch_warnings():  # nn.LSTM's weight list, read as parameters all the same
+            warnings.filterwarnings("ignore", "The tensor attributes .* assigned during export")
+            program = torch.export.export(source.module, source.example_inputs)
     except Exception as error:
         raise CompileError(
             f"torch.export failed for {source.name}: {type(error).__name__}: "
@@ -198,6 +202,7 @@ def quantize(
             fold_batch_norms(exported)  # both must see the weights PT2E quantizes, BN folded in
         if options.equalize:
             equalize(exported, calibration.samples)
+    split_lstms(exported)  # one node per LSTM layer, named alike in the float graph (exact)
     # the float reference of the report's per-layer SNR: equalizing is exact in float, bias
     # correction is not; prepare_pt2e changes the graph it is given
     float_graph = copy.deepcopy(exported)
@@ -211,7 +216,9 @@ def quantize(
                 calibration.samples, desc="calibrating", unit="sample", disable=not progress
             ):
                 prepared(*sample)
-        return float_graph, convert_pt2e(prepared)
+        converted = convert_pt2e(prepared)
+        quantize_lstms(converted, calibration.samples)  # LSTMs compute as lowered from here
+        return float_graph, converted
 
 
 def program_io(lowering: LoweringResult, io: IoType) -> ProgramIo:

@@ -16,6 +16,7 @@ import math
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.model_ops import LSTM
 from cortex_m_nn.op_sets import INT16_TABLES, POOLS, VIEWS
 
 aten = torch.ops.aten
@@ -42,6 +43,7 @@ INT16_OPS: frozenset[object] = frozenset(
         aten.add.Tensor,
         aten.sub.Tensor,
         aten.mul.Tensor,
+        LSTM,  # cortex_m_nn::lstm, arm_lstm_unidirectional_s16 (int64 biases)
     }
 )
 #: Element-wise functions whose int16 case is ``cortex_m_nn::lut``'s interpolated table
@@ -89,6 +91,8 @@ def int16_case(node: Node, weight: torch.Tensor | None) -> bool:
         return False
     if node.target is aten.mean.dim:
         return _spatial_mean(node)
+    if node.target is LSTM:  # an int16 initial state is not quantized yet: int8 then
+        return node.args[1] is None
     if node.target in (aten.softmax.int, aten._softmax.default):
         value = node.meta.get("val")
         return isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[-1] >= 2

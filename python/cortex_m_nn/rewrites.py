@@ -213,10 +213,24 @@ REWRITES: tuple[Rewrite, ...] = (
         "no 3-D kernel: fold the depth into the batch or the channels and use conv_transpose2d",
     ),
     Rewrite(
-        ("lstm", "gru", "rnn_tanh", "rnn_relu"),
-        "recurrent layers are not lowered yet (planned: arm_lstm_unidirectional_s8); the "
-        "nearest lowered layer is a temporal convolution (conv2d with a 1 x k kernel over "
-        "[N, C, 1, T])",
+        ("lstm",),
+        "CMSIS-NN's LSTM runs one direction without projection and gives the hidden states: "
+        "for bidirectional=True use two nn.LSTM, the second on x.flip(time dim) with its "
+        "output flipped back, and concatenate; for proj_size > 0 use proj_size=0 and an "
+        "nn.Linear on the output; read h_n or the output, not c_n; export in eval mode",
+    ),
+    Rewrite(
+        ("gru", "rnn_tanh", "rnn_relu"),
+        "CMSIS-NN has no GRU or plain RNN kernel and nothing it runs computes one exactly: "
+        "nn.LSTM is the nearest recurrent layer it runs (retrain), a temporal convolution "
+        "(conv2d with a 1 x k kernel over [N, C, 1, T]) the nearest other one",
+    ),
+    Rewrite(
+        ("lstm",),
+        "give the initial state as model inputs (or zeros) that only the LSTM reads, so "
+        "that the hidden state is quantized as the output and the cell state in int16 at "
+        "the cell scale",
+        kinds=(R.LSTM_STATE,),
     ),
     Rewrite(
         ("div",),
@@ -318,6 +332,7 @@ GENERIC_KINDS = frozenset(
         R.LINEAR_SCRATCH,
         R.INT16_REQUANTIZATION,
         R.INT16_TABLE_ERROR,
+        R.LSTM_RANGE,
         R.MATMUL_INNER_DIMENSION,
         R.MATMUL_RESULT_SHAPE,
         R.SOFTMAX_OUTPUT_QPARAMS,

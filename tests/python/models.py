@@ -239,17 +239,17 @@ def grouped_conv() -> tuple[nn.Module, tuple[torch.Tensor]]:
 
 
 class Recurrent(nn.Module):
-    """conv → LSTM over the width → linear: the LSTM stays fp32 (with --allow-fallback)."""
+    """conv → GRU over the width → linear: the GRU stays fp32 (with --allow-fallback)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.conv = nn.Conv2d(2, 6, (1, 3), padding=(0, 1))
-        self.lstm = nn.LSTM(6, 5, batch_first=True)
+        self.gru = nn.GRU(6, 5, batch_first=True)
         self.linear = nn.Linear(5, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.conv(x).squeeze(2).transpose(1, 2)  # [N, W, C]: W time steps of C features
-        out, _ = self.lstm(y)
+        out, _ = self.gru(y)
         return self.linear(out)
 
 

@@ -77,7 +77,9 @@ def test_transposed_convolution_flag() -> None:
         ("aten.softmax.int", Refusal.SOFTMAX_DIM, ["transpose(dim, 1)"]),
         ("aten.div.Tensor", Refusal.NOT_QUANTIZED, ["1 / c"]),
         ("aten.max_pool2d", Refusal.POOL_DILATION, ["dilation=1"]),
-        ("aten.lstm.input", Refusal.NOT_QUANTIZED, ["not lowered yet"]),
+        ("aten.lstm.input", Refusal.NOT_QUANTIZED, ["two nn.LSTM", "proj_size=0"]),
+        ("aten.gru.input", Refusal.NOT_QUANTIZED, ["no GRU", "nn.LSTM"]),
+        ("aten.lstm.input", Refusal.LSTM_STATE, ["initial state"]),
         ("aten.conv3d", Refusal.NOT_QUANTIZED, ["conv2d"]),
         ("aten.elu", Refusal.TENSOR_ARGUMENTS, ["number"]),
         ("aten.leaky_relu_", Refusal.NOT_QUANTIZED, ["table"]),
@@ -146,7 +148,7 @@ def test_every_kind_is_one_the_lowering_gives(kind: Refusal) -> None:
 
 
 @pytest.fixture(scope="module")
-def lstm():
+def gru():
     module, inputs = recurrent()
     return compile_model(
         ModelSource("recurrent", module, inputs),
@@ -162,22 +164,22 @@ def _line_of(text: str) -> int:
     return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
-def test_lstm_is_the_one_fallback_with_its_macs(lstm) -> None:
-    (fallback,) = [r for r in lstm.records if not r.lowered]
-    # The LSTM's zero initial state is a constant, not an operator; its getitem no op either.
-    assert fallback.source_op == "aten.lstm.input"
+def test_gru_is_the_one_fallback_with_its_macs(gru) -> None:
+    (fallback,) = [r for r in gru.records if not r.lowered]
+    # The GRU's zero initial state is a constant, not an operator; its getitem no op either.
+    assert fallback.source_op == "aten.gru.input"
     assert fallback.fallback_reason == NOT_QUANTIZED
     assert fallback.refusal is Refusal.NOT_QUANTIZED
-    # 7 time steps × (4 gates · 5 hidden × 6 inputs + 4 · 5 × 5 recurrent)
-    assert fallback.macs == 7 * (4 * 5 * 6 + 4 * 5 * 5) == 1540
+    # 7 time steps × (3 gates · 5 hidden × 6 inputs + 3 · 5 × 5 recurrent)
+    assert fallback.macs == 7 * (3 * 5 * 6 + 3 * 5 * 5) == 1155
     relative = os.path.relpath(MODELS) if MODELS.is_relative_to(Path.cwd()) else str(MODELS)
-    assert fallback.source_line == f"{relative}:{_line_of('self.lstm(y)')}"
-    assert lstm.memory.conflicts() == []
+    assert fallback.source_line == f"{relative}:{_line_of('self.gru(y)')}"
+    assert gru.memory.conflicts() == []
 
 
-def test_lstm_error_names_it_where_and_what_to_do(lstm) -> None:
-    message = unsupported_message(lstm.stages.lowering.fallbacks)
+def test_gru_error_names_it_where_and_what_to_do(gru) -> None:
+    message = unsupported_message(gru.stages.lowering.fallbacks)
     assert "\n" not in message
-    assert message.startswith("aten.lstm.input at ")
-    assert f"models.py:{_line_of('self.lstm(y)')} in lstm (LSTM)" in message
-    assert "not lowered yet" in message and "--allow-fallback" in message
+    assert message.startswith("aten.gru.input at ")
+    assert f"models.py:{_line_of('self.gru(y)')} in gru (GRU)" in message
+    assert "no GRU" in message and "--allow-fallback" in message

@@ -329,13 +329,37 @@ INT16 = {
     # int4 weights (4w8a): every layer with an int4 case
     "ds_cnn_int4": ("ds_cnn", QuantizationOptions(weights=Weights.INT4)),
     "int4_layers": ("int4_layers", QuantizationOptions(weights=Weights.INT4)),
+    # int16 LSTM (arm_lstm_unidirectional_s16)
+    "kws_lstm_int16": ("kws_lstm", QuantizationOptions(activations=Activations.INT16)),
     # benchmarks/bench_target.py only (not in harness.MODEL_NAMES)
     "mobilenet_v1_025_int4": ("mobilenet_v1_025", QuantizationOptions(weights=Weights.INT4)),
 }
 
 
+class LstmLayers(nn.Module):
+    """Every LSTM case the zoo's does not take: a time-major sequence of two batch items
+    through two layers started from a given state, read as every step's output and h_n."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(5, 12, num_layers=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h0 = torch.full((2, x.shape[1], 12), 0.25)
+        out, (h, _) = self.lstm(x, (h0, -2 * h0))
+        return out.mean(-1, keepdim=True) + h[-1:].sum(-1, keepdim=True)
+
+
+def _kws_lstm() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    from tests.zoo.kws_lstm import kws_lstm
+
+    return kws_lstm()
+
+
 #: name → (module, example inputs) factory
 MODELS = {
+    "kws_lstm": _kws_lstm,
+    "lstm_layers": lambda: seeded(LstmLayers, 6, 2, 5),
     "precision_mix": lambda: seeded(PrecisionMix, 2, 20),
     "attention_int16": lambda: seeded(AttentionInt16, 1, 6, 16),
     "int4_layers": lambda: seeded(Int4Layers, 1, 1, 12, 10),

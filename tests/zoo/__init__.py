@@ -15,6 +15,7 @@ from cortex_m_nn.models import ds_cnn
 from .audio1d import audio1d
 from .autoencoder import autoencoder
 from .common import Example
+from .kws_lstm import kws_lstm
 from .mobilenet import mobilenet_v1, mobilenet_v2, mobilenet_v3_small
 from .resnet import resnet8
 from .transformer import transformer
@@ -30,6 +31,7 @@ ZOO: dict[str, Callable[[], Example]] = {
     "transformer": transformer,
     "audio1d": audio1d,
     "unet": unet,
+    "kws_lstm": kws_lstm,
 }
 
 #: model → source operators (report names) that may stay in float; none for the others.

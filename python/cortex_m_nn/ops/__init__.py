@@ -10,6 +10,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     dequantize,
     layer_norm,
     linear,
+    lstm,
     lut,
     max_pool2d,
     maximum,

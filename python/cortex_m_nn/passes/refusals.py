@@ -94,6 +94,11 @@ class Refusal(Enum):
     NORM_INPUT_RANK = "norm_input_rank"
     NORM_GROUP_SIZE = "norm_group_size"
     NORM_SCALE = "norm_scale"
+    # -- recurrent layers -------------------------------------------------------------------
+    #: an integer argument of arm_lstm_unidirectional_* out of its range
+    LSTM_RANGE = "lstm_range"
+    #: an initial state not quantized as the kernel reads it
+    LSTM_STATE = "lstm_state"
     # -- mutation (the functional form made before quantization: passes/functional) ---------
     MUTATED_INPUT = "mutated_input"
     MUTATED_BUFFER = "mutated_buffer"

@@ -52,6 +52,23 @@ ReadThrough = Callable[[Node], list[Node]]
 READS_THROUGH: dict[object, ReadThrough] = {}
 
 
+#: target → why the quantizer left a call of it in float (None: no reason of its own), for ops
+#: a rule lowers only in some forms (an ``nn.LSTM`` CMSIS-NN cannot run stays ``aten.lstm``)
+Explain = Callable[[Node], str | None]
+WHY_FLOAT: dict[object, Explain] = {}
+
+
+def explains(*targets: object) -> Callable[[Explain], Explain]:
+    """Register why calls of ``targets`` stay in float (the report's and error's reason)."""
+
+    def register(function: Explain) -> Explain:
+        for target in targets:
+            WHY_FLOAT[target] = function
+        return function
+
+    return register
+
+
 def rule(*targets: object) -> Callable[[Rule], Rule]:
     """Register a lowering rule for ATen targets."""
 

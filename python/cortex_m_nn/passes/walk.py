@@ -28,7 +28,7 @@ from cortex_m_nn.passes.graph_values import (
 from cortex_m_nn.passes.patterns import Plan
 from cortex_m_nn.passes.records import NOT_QUANTIZED, OpRecord, of_source
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
-from cortex_m_nn.passes.registry import RULES, Lowered, Pattern
+from cortex_m_nn.passes.registry import RULES, WHY_FLOAT, Lowered, Pattern
 from cortex_m_nn.precision import has_int16_case
 
 #: The report's row of an op a consumer reads through.
@@ -77,7 +77,9 @@ class Walk:
             context.copy_float(node)
             record = of_source(node)
             record.macs = context.float_macs(node)
-            record.fallback_reason, record.refusal = NOT_QUANTIZED, Refusal.NOT_QUANTIZED
+            explain = WHY_FLOAT.get(node.target)
+            reason = (explain(node) if explain else None) or NOT_QUANTIZED
+            record.fallback_reason, record.refusal = reason, Refusal.NOT_QUANTIZED
             context.records.append(record)
 
     def quantize(self, node: Node) -> None:

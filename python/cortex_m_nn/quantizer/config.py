@@ -155,6 +155,18 @@ SOFTMAX_OUTPUT_INT16 = FixedQParamsQuantizationSpec(
 )
 
 
+def cell_state_spec(power: int) -> FixedQParamsQuantizationSpec:
+    """An LSTM's initial cell state: int16 at its cell scale 2^power, zero point 0."""
+    return FixedQParamsQuantizationSpec(
+        dtype=torch.int16,
+        scale=2.0**power,
+        zero_point=0,
+        quant_min=INT16_MIN,
+        quant_max=INT16_MAX,
+        qscheme=torch.per_tensor_symmetric,
+    )
+
+
 def _bias_qparams(
     observers: list[ObserverOrFakeQuantize],
 ) -> tuple[torch.Tensor, torch.Tensor]:

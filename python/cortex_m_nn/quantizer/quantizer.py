@@ -31,6 +31,7 @@ from cortex_m_nn.precision import (
 from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
+from cortex_m_nn.quantizer.recurrent import LSTM, split_lstms
 
 aten = torch.ops.aten
 
@@ -219,9 +220,9 @@ class CortexMQuantizer(Quantizer):
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         """Before annotation: splits, stacks and rolls as single-output data movement
-        (``decompose``); batch norms no convolution absorbed as depthwise 1×1 convolutions
-        (``batch_norm``)."""
-        return unfold_batch_norms(decompose_movement(model))
+        (``decompose``); each ``nn.LSTM`` layer as one node (``recurrent``); batch norms no
+        convolution absorbed as depthwise 1×1 convolutions (``batch_norm``)."""
+        return unfold_batch_norms(decompose_movement(split_lstms(model)))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         self.model = model
@@ -274,6 +275,8 @@ class CortexMQuantizer(Quantizer):
                 source = node.args[0]
                 if isinstance(source, Node) and constant_arguments(node):
                     self._annotate_with_output(node, {source: spec}, spec)
+            elif target is LSTM:
+                self._annotate_lstm(node, spec)
             elif target in PRELU:
                 source, slopes = node.args[:2]
                 if isinstance(source, Node) and getattr(slopes, "op", None) == "get_attr":
@@ -356,6 +359,20 @@ class CortexMQuantizer(Quantizer):
         self._annotate_with_output(
             node, {lhs: _input_spec(lhs, spec), rhs: _input_spec(rhs, spec)}, spec
         )
+
+    def _annotate_lstm(self, node: Node, spec: QuantizationSpec) -> None:
+        """Input and hidden sequence as ``spec``; an initial hidden state quantized as the
+        output (CMSIS-NN reads it as a step's output), an initial cell state in int16 at the
+        cell's scale."""
+        source, hidden, cell = node.args[:3]
+        if not isinstance(source, Node):
+            return
+        inputs: dict[Node, QuantizationSpecBase | None] = {source: spec}
+        if isinstance(hidden, Node):
+            inputs[hidden] = SharedQuantizationSpec(node)
+        if isinstance(cell, Node):
+            inputs[cell] = config.cell_state_spec(int(node.args[8]))
+        _annotate(node, inputs, spec)
 
     def _annotate_with_output(
         self,

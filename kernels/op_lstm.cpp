@@ -1,0 +1,257 @@
+// cortex_m_nn::lstm.out → arm_lstm_unidirectional_s8 (int8 input and hidden state) or
+// arm_lstm_unidirectional_s16 (int16; int64 biases): one LSTM layer over a [B, T, I] or
+// [T, B, I] sequence, every step's hidden state out. Gates are stored in PyTorch's order
+// (input, forget, cell, output); gate_parameters rows are (input multiplier, input shift,
+// hidden multiplier, hidden shift). The scratch holds the two int16 gate buffers, the int16
+// cell state and, with an initial state, a copy of the hidden state: the kernel updates both
+// in place, so the program's tensors are never written.
+// Reference: python/cortex_m_nn/ops/lstm.py.
+#include <cstring>
+
+#include "cortex_m_nn/kernel_checks.h"
+#include "cortex_m_nn_operators.h"
+
+namespace cortex_m_nn {
+namespace native {
+namespace {
+
+constexpr const char* kOp = "lstm";
+constexpr int kGates = 4;
+enum Gate { kInput = 0, kForget = 1, kCell = 2, kOutput = 3 };
+
+// Shapes of one call: batch, steps, input features, hidden units.
+struct LstmShape {
+  int32_t batch;
+  int32_t steps;
+  int32_t features;
+  int32_t units;
+};
+
+LstmShape shape_of(const Tensor& input, const Tensor& hidden_weights, bool time_major) {
+  const int32_t first = static_cast<int32_t>(input.size(0));
+  const int32_t second = static_cast<int32_t>(input.size(1));
+  return LstmShape{
+      time_major ? second : first,
+      time_major ? first : second,
+      static_cast<int32_t>(input.size(2)),
+      static_cast<int32_t>(hidden_weights.size(1))};
+}
+
+bool valid_weights(const Tensor& weights, const LstmShape& s, int64_t columns) {
+  return has_layout(weights, ScalarType::Char, 3) && weights.size(0) == kGates &&
+      weights.size(1) == s.units && weights.size(2) == columns;
+}
+
+bool valid_biases(const Tensor& biases, const LstmShape& s, ScalarType type) {
+  return has_layout(biases, type, 2) && biases.size(0) == kGates && biases.size(1) == s.units;
+}
+
+bool valid_gate_parameters(const Tensor& parameters) {
+  if (!has_layout(parameters, ScalarType::Int, 2) || parameters.size(0) != kGates ||
+      parameters.size(1) != 4) {
+    return false;
+  }
+  const int32_t* p = parameters.const_data_ptr<int32_t>();
+  for (int k = 0; k < kGates; ++k) {
+    if (!is_shift(p[4 * k + 1]) || !is_shift(p[4 * k + 3])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool valid_state(const std::optional<Tensor>& state, ScalarType type, const LstmShape& s) {
+  return !state.has_value() ||
+      (is_type(*state, type) && state->numel() == static_cast<ssize_t>(s.batch) * s.units);
+}
+
+// One gate's CMSIS-NN view: row k of the weights, biases and gate_parameters.
+cmsis_nn_lstm_gate gate_of(
+    const Tensor& input_weights,
+    const Tensor& hidden_weights,
+    const Tensor& input_biases,
+    const Tensor& hidden_biases,
+    const Tensor& gate_parameters,
+    int k,
+    arm_nn_activation_type activation) {
+  const int32_t* p = gate_parameters.const_data_ptr<int32_t>() + 4 * k;
+  const size_t bias_row = input_biases.nbytes() / kGates;
+  const int8_t* wx = input_weights.const_data_ptr<int8_t>() + input_weights.numel() / kGates * k;
+  const int8_t* wh = hidden_weights.const_data_ptr<int8_t>() + hidden_weights.numel() / kGates * k;
+  const auto* bx = static_cast<const uint8_t*>(input_biases.const_data_ptr()) + bias_row * k;
+  const auto* bh = static_cast<const uint8_t*>(hidden_biases.const_data_ptr()) + bias_row * k;
+  return cmsis_nn_lstm_gate{p[0], p[1], wx, bx, p[2], p[3], wh, bh, nullptr, activation};
+}
+
+// The integer arguments after the tensors, as the schema orders them.
+struct LstmScalars {
+  int64_t time_major;
+  int64_t cell_scale_power;
+  int64_t cell_clip;
+  int64_t forget_multiplier;
+  int64_t forget_shift;
+  int64_t update_multiplier;
+  int64_t update_shift;
+  int64_t output_multiplier;
+  int64_t output_shift;
+  int64_t output_offset;
+};
+
+bool valid_scalars(const LstmScalars& a, bool s16) {
+  return is_requantization(a.forget_multiplier, a.forget_shift) &&
+      is_requantization(a.update_multiplier, a.update_shift) &&
+      is_requantization(a.output_multiplier, a.output_shift) && a.cell_scale_power >= -27 &&
+      a.cell_scale_power <= 0 && a.cell_clip >= 0 && a.cell_clip <= 32767 &&
+      (s16 ? a.output_offset == 0 : is_s8_output_offset(a.output_offset));
+}
+
+// Bytes of the kernel's buffers: two gate buffers and the cell state (int16), the hidden state.
+int64_t needed_scratch(const LstmShape& s, bool s16) {
+  return static_cast<int64_t>(s.batch) * s.units * (6 + (s16 ? 2 : 1));
+}
+
+// The tensors of one call that CMSIS-NN's parameters point into.
+struct LstmTensors {
+  const Tensor& input_weights;
+  const Tensor& hidden_weights;
+  const Tensor& input_biases;
+  const Tensor& hidden_biases;
+  const Tensor& gate_parameters;
+};
+
+bool valid_tensors(const LstmTensors& t, const LstmShape& s, bool s16) {
+  const ScalarType bias = s16 ? ScalarType::Long : ScalarType::Int;
+  return valid_weights(t.input_weights, s, s.features) &&
+      valid_weights(t.hidden_weights, s, s.units) && valid_biases(t.input_biases, s, bias) &&
+      valid_biases(t.hidden_biases, s, bias) && valid_gate_parameters(t.gate_parameters);
+}
+
+bool valid_output(const Tensor& input, const Tensor& out, const LstmShape& s, ScalarType type) {
+  return has_layout(out, type, 3) && out.size(0) == input.size(0) &&
+      out.size(1) == input.size(1) && out.size(2) == s.units;
+}
+
+cmsis_nn_lstm_params params_of(const LstmShape& s, const LstmScalars& a, const LstmTensors& t) {
+  const auto gate = [&](int k, arm_nn_activation_type activation) {
+    return gate_of(
+        t.input_weights, t.hidden_weights, t.input_biases, t.hidden_biases, t.gate_parameters, k,
+        activation);
+  };
+  return cmsis_nn_lstm_params{
+      a.time_major != 0 ? 1 : 0,
+      s.batch,
+      s.steps,
+      s.features,
+      s.units,
+      0,  // input_offset: folded into the input biases, unused by the kernels
+      static_cast<int32_t>(a.forget_multiplier),
+      static_cast<int32_t>(a.forget_shift),
+      static_cast<int32_t>(a.update_multiplier),
+      static_cast<int32_t>(a.update_shift),
+      static_cast<int32_t>(a.cell_clip),
+      static_cast<int32_t>(a.cell_scale_power),
+      static_cast<int32_t>(a.output_multiplier),
+      static_cast<int32_t>(a.output_shift),
+      static_cast<int32_t>(a.output_offset),
+      gate(kForget, ARM_SIGMOID),
+      gate(kInput, ARM_SIGMOID),
+      gate(kCell, ARM_TANH),
+      gate(kOutput, ARM_SIGMOID)};
+}
+
+// The scratch as CMSIS-NN's buffers; an initial state is copied in (the kernel writes it).
+cmsis_nn_lstm_context buffers_of(
+    Tensor& scratch,
+    const LstmShape& s,
+    const std::optional<Tensor>& hidden,
+    const std::optional<Tensor>& cell) {
+  auto* bytes = scratch.mutable_data_ptr<int8_t>();
+  const size_t gate_bytes = static_cast<size_t>(s.batch) * s.units * sizeof(int16_t);
+  cmsis_nn_lstm_context buffers{bytes, bytes + gate_bytes, bytes + 2 * gate_bytes, nullptr};
+  if (hidden.has_value()) {
+    buffers.hidden_state = bytes + 3 * gate_bytes;
+    std::memcpy(buffers.hidden_state, hidden->const_data_ptr(), hidden->nbytes());
+    std::memcpy(buffers.cell_state, cell->const_data_ptr(), gate_bytes);
+  }
+  return buffers;
+}
+
+arm_cmsis_nn_status run(
+    const Tensor& input,
+    Tensor& out,
+    const cmsis_nn_lstm_params& params,
+    cmsis_nn_lstm_context& buffers,
+    bool s16) {
+  if (s16) {
+    return arm_lstm_unidirectional_s16(
+        input.const_data_ptr<int16_t>(), out.mutable_data_ptr<int16_t>(), &params, &buffers);
+  }
+  return arm_lstm_unidirectional_s8(
+      input.const_data_ptr<int8_t>(), out.mutable_data_ptr<int8_t>(), &params, &buffers);
+}
+
+}  // namespace
+
+void lstm_out(
+    CallContext& context,
+    const Tensor& input,
+    const std::optional<Tensor>& hidden,
+    const std::optional<Tensor>& cell,
+    const Tensor& input_weights,
+    const Tensor& hidden_weights,
+    const Tensor& input_biases,
+    const Tensor& hidden_biases,
+    const Tensor& gate_parameters,
+    int64_t time_major,
+    int64_t cell_scale_power,
+    int64_t cell_clip,
+    int64_t forget_multiplier,
+    int64_t forget_shift,
+    int64_t update_multiplier,
+    int64_t update_shift,
+    int64_t output_multiplier,
+    int64_t output_shift,
+    int64_t output_offset,
+    int64_t scratch_bytes,
+    Tensor& out,
+    Tensor& scratch) {
+  const bool s16 = is_type(input, ScalarType::Short);
+  const ScalarType type = s16 ? ScalarType::Short : ScalarType::Char;
+  CORTEX_M_NN_CHECK(
+      context,
+      has_layout(input, type, 3) && has_layout(hidden_weights, ScalarType::Char, 3) &&
+          hidden_weights.size(0) == kGates,
+      "lstm",
+      "input must be a 3-D int8 (or int16) sequence, hidden_weights int8 [4, H, H]");
+  const LstmShape s = shape_of(input, hidden_weights, time_major != 0);
+  const LstmTensors t{input_weights, hidden_weights, input_biases, hidden_biases, gate_parameters};
+  CORTEX_M_NN_CHECK(
+      context,
+      valid_tensors(t, s, s16) && valid_output(input, out, s, type) &&
+          valid_state(hidden, type, s) && valid_state(cell, ScalarType::Short, s) &&
+          hidden.has_value() == cell.has_value(),
+      "lstm",
+      "weights int8 [4, H, I] and [4, H, H], biases [4, H] (int32; int64 for int16), gate "
+      "parameters int32 [4, 4] with shifts in [-31, 30], out [.., .., H] and an initial state "
+      "(hidden [B, H] and cell [B, H] int16, or neither) of the input's type");
+  const LstmScalars a{
+      time_major,        cell_scale_power, cell_clip,         forget_multiplier, forget_shift,
+      update_multiplier, update_shift,     output_multiplier, output_shift,      output_offset};
+  CORTEX_M_NN_CHECK(
+      context,
+      valid_scalars(a, s16) && scratch_bytes == needed_scratch(s, s16) &&
+          check_scratch_type(context, kOp, scratch) &&
+          scratch.nbytes() >= static_cast<size_t>(scratch_bytes),
+      "lstm",
+      "requantizations, cell scale power in [-27, 0], cell clip, output offset or scratch "
+      "(B x H x 7 bytes, x 8 for int16) out of range");
+  if ((context.checks() && !context.prepared_agrees(kOp, CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) ||
+      !context.computes()) {
+    return;
+  }
+  cmsis_nn_lstm_context buffers = buffers_of(scratch, s, hidden, cell);
+  check_status(context, kOp, run(input, out, params_of(s, a, t), buffers, s16));
+}
+
+}  // namespace native
+}  // namespace cortex_m_nn
