@@ -324,6 +324,11 @@ class CortexMQuantizer(Quantizer):
         grouped = len(node.args) > 6 and node.args[6] != 1
         return config.WEIGHT_PER_TENSOR if grouped else config.WEIGHT_PER_CHANNEL_TRANSPOSED
 
+    def int4_weight_spec(self, model: GraphModule, node: Node) -> QuantizationSpec | None:
+        """The int4 weight spec this quantizer gives ``node`` of ``model``; None: int8."""
+        self.model = model
+        return self._weight_spec(model, node) if self._int4(model, node) else None
+
     def _int4(self, model: GraphModule, node: Node) -> bool:
         chosen = node.name in self.options.int4_layers  # --weights auto's choice
         if self.options.weights is not Weights.INT4 and not chosen:
