@@ -4,7 +4,8 @@ model zoo: accuracy, memory, size, instructions.
 Usage::
 
     PYTHONPATH=python:. python benchmarks/bench_precision.py [MODEL ...] [--samples N]
-        [--target CORE] [--auto-share F | --auto-gain DB] [--no-device] [--json FILE]
+        [--target CORE] [--auto-share F | --auto-gain DB] [--int4-auto-share F]
+        [--no-device] [--json FILE]
 
 Each model of ``tests/zoo`` (or the ones named) is compiled for ``--target`` (default
 ``cortex-m55``) twice from the same float model and the same synthetic calibration set
@@ -29,6 +30,11 @@ measures them (on the calibration samples their ranges were not fitted to); with
 ``--auto-gain G``, X = int8 + G dB instead ("unreachable" when all-int16 misses it). The
 search compiles each layer alone in int16, so it is skipped ("skipped") for models with more
 than ``--auto-max-layers`` such layers (default 24).
+
+With ``--int4-auto-share F``, a ``--weights auto`` program too
+(``cortex_m_nn.weight_precision``), at X = the all-int4 program's SNR + F of the way to the
+all-int8 program's (as the search measures them): its SNR and weight bytes beside all int8's
+and all int4's (not on the device).
 
 **On the device** (with what ``tests/target`` needs: ``EXECUTORCH_ROOT``, ``CMSIS_NN_PATH``,
 ``arm-none-eabi-gcc``, ``qemu-system-arm``; else the column says what is missing): the four
@@ -105,10 +111,16 @@ def _row(program: Any, module: torch.nn.Module, held_out: list) -> dict[str, Any
 
 
 def measure(
-    name: str, samples: int, target: str, goal: Goal, auto_max_layers: int
+    name: str,
+    samples: int,
+    target: str,
+    goal: Goal,
+    auto_max_layers: int,
+    int4_share: float | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The four programs of one zoo model, int8, int16, int4 weights and auto (rows: SNR, int16
-    ops, int4 layers, requantizations, arena, .pte, weights; and the programs, by name)."""
+    ops, int4 layers, requantizations, arena, .pte, weights; and the programs, by name); with
+    ``int4_share``, a ``--weights auto`` row too (not run on the device)."""
     from tests.zoo import ZOO
 
     from cortex_m_nn.calibration import synthetic
@@ -136,6 +148,8 @@ def measure(
                             options=QuantizationOptions(weights=Weights.INT4))  # fmt: skip
     programs["int4w"] = program
     rows["int4w"] = _row(program, module, held_out)
+    if int4_share is not None:
+        rows["int4auto"] = _int4_auto(source, target, calibration, int4_share, held_out)
     rows["auto"] = _auto(source, target, calibration, programs, goal, auto_max_layers)
     if rows["auto"]["status"] != "ok":
         return rows, programs
@@ -194,6 +208,51 @@ def _auto(
         "int16_layers": list(options.int16_layers),
         "compiles": plan.compiles,
     }
+
+
+def _int4_auto(
+    source: Any, target: str, calibration: Any, share: float, held_out: list
+) -> dict[str, Any]:
+    """``--weights auto`` at X = all int4's SNR + ``share`` of the way to all int8's (both as
+    the search measures them, on the calibration samples their ranges were not fitted to):
+    X, the layers chosen, and the program's row on the held-out samples."""
+    from cortex_m_nn import weight_precision
+    from cortex_m_nn.abi import KernelAbi, Rounding
+    from cortex_m_nn.compile import compile_model
+    from cortex_m_nn.options import QuantizationOptions
+    from cortex_m_nn.target import Target
+
+    abi = KernelAbi.for_target(Target.parse(target), Rounding.DOUBLE)
+    base = QuantizationOptions()
+    _, bounds = weight_precision.choose(source, abi, calibration, base, -math.inf)
+    x = bounds.int4_snr_db + share * (bounds.int8_snr_db - bounds.int4_snr_db)
+    options, plan = weight_precision.choose(source, abi, calibration, base, x)
+    program = compile_model(source, abi, calibration, progress=False, options=options)
+    return {
+        "target_db": x,
+        "int4_layers_chosen": list(options.int4_layers),
+        "candidates": len(plan.layers),
+        "compiles": plan.compiles,
+    } | _row(program, source.module, held_out)
+
+
+def int4_auto_table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """``--weights auto`` against all int8 and all int4 weights: SNR and weight bytes."""
+    lines = [
+        f"{'model':<22} {'target X dB':>11} {'int4 layers':>11} {'SNR dB':>20} "
+        f"{'weights+params B':>26}",
+        f"{'':<22} {'':>11} {'':>11} {'int8':>6} {'int4':>6} {'auto':>6} "
+        f"{'int8':>8} {'int4':>8} {'auto':>8}",
+    ]
+    for name, rows in results.items():
+        a, b, c = rows["int8"], rows["int4w"], rows["int4auto"]
+        chosen = f"{len(c['int4_layers_chosen'])}/{c['candidates']}"
+        lines.append(
+            f"{name:<22} {c['target_db']:>11.1f} {chosen:>11} {a['snr_db']:>6.1f} "
+            f"{b['snr_db']:>6.1f} {c['snr_db']:>6.1f} {a['weight_bytes']:>8,} "
+            f"{b['weight_bytes']:>8,} {c['weight_bytes']:>8,}"
+        )
+    return "\n".join(lines)
 
 
 #: The programs of a model: int8, int16 activations, auto (int8 or int16 per layer), int4
@@ -342,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
                       "share of the way to int16 (default %(default)s)")  # fmt: skip
     goal.add_argument("--auto-gain", type=float, help="auto's X: int8 + this many dB instead")
     parser.add_argument("--auto-max-layers", type=int, default=24)
+    parser.add_argument("--int4-auto-share", type=float, help="also --weights auto at X = "
+                        "int4 + this share of the way to int8 (not run on the device)")  # fmt: skip
     parser.add_argument("--no-device", action="store_true", help="skip the on-device column")
     parser.add_argument("--build-dir", type=Path, default=ROOT / "build" / "bench-precision")
     parser.add_argument("--json", type=Path, help="also write the numbers as JSON")
@@ -358,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     results, programs = {}, {}
     for name in args.models or list(ZOO):
         results[name], programs[name] = measure(
-            name, args.samples, args.target, target, args.auto_max_layers
+            name, args.samples, args.target, target, args.auto_max_layers, args.int4_auto_share
         )
         print(f"{name}: measured", file=sys.stderr, flush=True)
     device = "--no-device" if args.no_device else on_device(programs, args.target, args.build_dir)
@@ -374,6 +435,10 @@ def main(argv: list[str] | None = None) -> int:
     print("int8 vs int4 weights (--weights int4; int8 activations), SNR on the same samples")
     print(weights_table(results))
     print()
+    if args.int4_auto_share is not None:
+        print(f"--weights auto, X = int4 + {args.int4_auto_share:g} of the way to int8")
+        print(int4_auto_table(results))
+        print()
     if isinstance(device, str):
         print(f"on the device: not measured ({device})")
     else:

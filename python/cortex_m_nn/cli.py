@@ -20,6 +20,7 @@ from cortex_m_nn.errors import CompileError, stage
 from cortex_m_nn.model_spec import require_model_file
 from cortex_m_nn.options import (
     Activations,
+    Int4Ranges,
     IoType,
     LinearWeights,
     QuantizationOptions,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from cortex_m_nn.compile import CompiledProgram
     from cortex_m_nn.mixed_precision import PrecisionPlan
     from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.weight_precision import WeightPlan
 
 DESCRIPTION = (
     "Compile a PyTorch model into an ExecuTorch program (.pte) whose operators are "
@@ -132,7 +134,8 @@ def _add_quantizer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--min-snr-db",
         type=float,
-        help="with --precision auto: the output SNR (dB) against the float model to reach",
+        help="with --precision auto or --weights auto: the output SNR (dB) against the float "
+        "model to reach",
     )
 
 
@@ -140,12 +143,20 @@ def _add_precision_arguments(parser: argparse.ArgumentParser) -> None:
     """The precision of weights and activations."""
     parser.add_argument(
         "--weights",
-        choices=[m.value for m in Weights],
+        choices=[*(m.value for m in Weights), "auto"],
         default=QuantizationOptions().weights.value,
         help="int8 weights, or int4 (per output channel, symmetric, packed two per byte: "
         "CMSIS-NN's s4 kernels) for every convolution, depthwise and linear layer with an int4 "
         "case (int8 activations; packed rows of whole bytes, docs/int4.md); the report gives "
-        "each layer's (default: %(default)s)",
+        "each layer's; auto: int4 or int8 per such layer, measured, the fewest weight bytes "
+        "whose output SNR reaches --min-snr-db (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--int4-ranges",
+        choices=[m.value for m in Int4Ranges],
+        default=QuantizationOptions().int4_ranges.value,
+        help="each int4 weight channel's scale: max, max |w| / 7, or mse: the clipping of "
+        "max |w| with the least squared error of its weights (default: %(default)s)",
     )
     parser.add_argument(
         "--activations",
@@ -243,17 +254,38 @@ def resolve_target(text: str | None, board: Board | None) -> Target:
 
 
 def _check_precision(args: argparse.Namespace) -> None:
-    """``--precision auto`` takes ``--min-snr-db`` and chooses between int8 and int16 itself."""
+    """``--precision auto`` takes ``--min-snr-db`` and chooses between int8 and int16 itself;
+    ``--weights auto`` likewise between int4 and int8 weights, with int8 activations."""
+    if args.weights == "auto":
+        _check_weights_auto(args)
     if args.precision == "auto" and args.min_snr_db is None:
         raise CompileError("--precision auto needs --min-snr-db (the output SNR to reach, in dB)")
     if args.precision == "auto" and args.activations != "int8":
         raise CompileError(
             "--precision auto chooses int8 or int16 per layer: leave --activations at int8"
         )
-    if args.precision != "auto" and args.min_snr_db is not None:
-        raise CompileError("--min-snr-db is the target of --precision auto: add that option")
+    if "auto" not in (args.precision, args.weights) and args.min_snr_db is not None:
+        raise CompileError(
+            "--min-snr-db is the target of --precision auto or --weights auto: add one of them"
+        )
     if args.min_snr_db is not None and not math.isfinite(args.min_snr_db):
         raise CompileError(f"--min-snr-db {args.min_snr_db} is not a finite number of dB")
+
+
+def _check_weights_auto(args: argparse.Namespace) -> None:
+    """``--weights auto``: a target, int8 activations, and not ``--precision auto`` too."""
+    if args.min_snr_db is None:
+        raise CompileError("--weights auto needs --min-snr-db (the output SNR to reach, in dB)")
+    if args.precision == "auto":
+        raise CompileError(
+            "--weights auto and --precision auto each search for --min-snr-db on their own: "
+            "use one (the s4 kernels take int8 activations only)"
+        )
+    if args.activations != "int8":
+        raise CompileError(
+            "--weights auto chooses int4 weights per layer with int8 activations (the s4 "
+            "kernels'): leave --activations at int8"
+        )
 
 
 def compile_from_args(args: argparse.Namespace) -> int:
@@ -337,7 +369,9 @@ def _compile_and_check(
         layers = layer_snr(stages.exported, stages.quantized, compiled.calibration.samples)
     with stage("report"):
         document = report.as_dict(compiled, verification, layers)
-        document["precision"] = None if plan is None else plan.as_dict()
+        key = "weight_precision" if args.weights == "auto" else "precision"
+        document["precision"] = document["weight_precision"] = None
+        document[key] = None if plan is None else plan.as_dict()
     if budget is not None:
         document["fit"] = fit.check(
             budget,
@@ -363,23 +397,29 @@ def _compile_and_check(
 
 def _options(
     args: argparse.Namespace, source: ModelSource, abi: KernelAbi, calibration: Calibration
-) -> tuple[QuantizationOptions, PrecisionPlan | None]:
+) -> tuple[QuantizationOptions, PrecisionPlan | WeightPlan | None]:
     """The quantizer's options the arguments give; with ``--precision auto``, the int16 layers
-    the search chooses, and its plan for the report."""
+    the search chooses (``--weights auto``: the int4 layers), and its plan for the report."""
     options = QuantizationOptions(
         ranges=RangeMethod(args.calibration_method),
         equalize=args.equalize,
         bias_correction=args.bias_correction,
         linear_weights=LinearWeights(args.linear_weights),
         activations=Activations(args.activations),
-        weights=Weights(args.weights),
+        weights=Weights.INT8 if args.weights == "auto" else Weights(args.weights),
+        int4_ranges=Int4Ranges(args.int4_ranges),
     )
+    say = None if args.quiet else lambda message: print(message, file=sys.stderr)
+    if args.weights == "auto":
+        from cortex_m_nn import weight_precision
+
+        with stage("weight precision per layer"):
+            return weight_precision.choose(source, abi, calibration, options, args.min_snr_db, say)
     if args.precision != "auto":
         return options, None
     from cortex_m_nn.mixed_precision import choose
 
     with stage("precision per layer"):
-        say = None if args.quiet else lambda message: print(message, file=sys.stderr)
         return choose(source, abi, calibration, options, args.min_snr_db, say)
 
 

@@ -208,7 +208,7 @@ def quantize(
     float_graph = copy.deepcopy(exported)
     if options.bias_correction:
         with stage("bias correction"):
-            correct_biases(exported, calibration.samples)
+            correct_biases(exported, calibration.samples, options)
     with stage("calibrate"):
         prepared = prepare_pt2e(exported, CortexMQuantizer(options))
         with torch.no_grad():

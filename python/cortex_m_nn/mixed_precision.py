@@ -122,21 +122,24 @@ def split(calibration: Calibration) -> tuple[Calibration, list]:
     return replace(calibration, samples=samples[0::2]), samples[1::2]
 
 
-class _Search:
-    """Compiles (quantize and lower, no serialisation) and measures one layer set."""
+class LayerSearch:
+    """Compiles (quantize and lower, no serialisation) and measures layer sets: the options
+    ``options_for`` gives a set, the SNR of its program and the ``size`` the search minimises
+    (``--precision auto``: the planned arena; ``--weights auto``: the weight bytes)."""
 
     def __init__(
         self,
         source: ModelSource,
         abi: KernelAbi,
         calibration: Calibration,
-        options: QuantizationOptions,
+        options_for: Callable[[frozenset[str]], QuantizationOptions],
+        size: Callable[[object], int],
     ) -> None:
-        self.source, self.abi, self.options = source, abi, options
+        self.source, self.abi, self.options_for, self.size = source, abi, options_for, size
         self.fit, self.samples = split(calibration)
         self.compiles = 0
         self.measured: dict[frozenset[str], float] = {}
-        self.arenas: dict[frozenset[str], int] = {}
+        self.sizes: dict[frozenset[str], int] = {}
 
     def compile(self, options: QuantizationOptions):
         from cortex_m_nn.compile import compile_model
@@ -151,17 +154,20 @@ class _Search:
 
     def snr(self, layers: frozenset[str]) -> float:
         if layers not in self.measured:
-            options = replace(self.options, int16_layers=tuple(sorted(layers)))
-            program = self.compile(options)
+            program = self.compile(self.options_for(layers))
             self.measured[layers] = self.measure(program)
-            self.arenas[layers] = program.arena_bytes
+            self.sizes[layers] = self.size(program)
         return self.measured[layers]
 
     def smallest(self, min_snr_db: float) -> frozenset[str]:
-        """Of the layer sets measured that reach ``min_snr_db``: the smallest arena, then the
-        fewest int16 layers, then by name (deterministic)."""
+        """Of the layer sets measured that reach ``min_snr_db``: the smallest size, then the
+        fewest layers, then by name (deterministic)."""
         meeting = [s for s, snr in self.measured.items() if snr >= min_snr_db]
-        return min(meeting, key=lambda s: (self.arenas[s], len(s), sorted(s)))
+        return min(meeting, key=lambda s: (self.sizes[s], len(s), sorted(s)))
+
+    def table(self) -> list[tuple[tuple[str, ...], float, int]]:
+        """Every layer set measured: (its layers, SNR dB, size)."""
+        return [(tuple(sorted(s)), snr, self.sizes[s]) for s, snr in self.measured.items()]
 
 
 def _candidates(program) -> list[LayerChoice]:
@@ -208,7 +214,13 @@ def choose(
     docstring); CompileError when even all int16 does not."""
     say = progress or (lambda message: None)
     base = replace(options, activations=Activations.INT8, int16_layers=())
-    search = _Search(source, abi, calibration, base)
+    search = LayerSearch(
+        source,
+        abi,
+        calibration,
+        lambda layers: replace(base, int16_layers=tuple(sorted(layers))),
+        lambda program: program.arena_bytes,
+    )
     int8 = search.snr(frozenset())
     everywhere = search.compile(replace(base, activations=Activations.INT16))
     int16 = search.measure(everywhere)
@@ -251,13 +263,10 @@ def choose(
 
 
 def _done(
-    base: QuantizationOptions, plan: PrecisionPlan, search: _Search, chosen: frozenset[str]
+    base: QuantizationOptions, plan: PrecisionPlan, search: LayerSearch, chosen: frozenset[str]
 ) -> tuple[QuantizationOptions, PrecisionPlan]:
     plan.snr_db = search.snr(chosen)
-    plan.arena_bytes = search.arenas[chosen]
-    plan.measured = [
-        (tuple(sorted(layers)), snr, search.arenas[layers])
-        for layers, snr in search.measured.items()
-    ]
+    plan.arena_bytes = search.sizes[chosen]
+    plan.measured = search.table()
     plan.compiles = search.compiles
     return replace(base, int16_layers=tuple(sorted(chosen))), plan

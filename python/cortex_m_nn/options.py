@@ -56,6 +56,16 @@ class Weights(str, Enum):
     INT4 = "int4"
 
 
+class Int4Ranges(str, Enum):
+    """How an int4 weight channel's symmetric scale is chosen."""
+
+    #: max |w| / 7: nothing clipped
+    MAX = "max"
+    #: the clipping ratio of max |w| with the least squared rounding and clipping error of
+    #: the channel's own weights (``quantizer.observers.Int4MsePerChannelObserver``)
+    MSE = "mse"
+
+
 class IoType(str, Enum):
     """What the program's inputs and outputs hold (``cortex_m_nn.program_io``)."""
 
@@ -87,6 +97,13 @@ class QuantizationOptions:
     int16_layers: tuple[str, ...] = ()
     #: int8 or int4 weights
     weights: Weights = Weights.INT8
+    #: with int8 weights, the layers (exported-graph node names) whose weights are int4 all
+    #: the same where they have an int4 case: the per-layer choice of ``--weights auto``
+    #: (``cortex_m_nn.weight_precision``)
+    int4_layers: tuple[str, ...] = ()
+    #: how int4 weight scales are chosen (max: MSE lost output SNR on most models measured,
+    #: docs/int4.md)
+    int4_ranges: Int4Ranges = Int4Ranges.MAX
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready: enums as their values."""

@@ -138,6 +138,26 @@ def precision_lines(plan: dict[str, Any]) -> list[str]:
     return lines
 
 
+def weight_precision_lines(plan: dict[str, Any]) -> list[str]:
+    """``--weights auto``: the layers with an int4 case, the weights chosen and why."""
+    lines = [
+        "",
+        f"weights per layer (--weights auto): output SNR vs float {plan['snr_db']:.1f} dB, "
+        f"{plan['weight_bytes']:,} B of weights (target {plan['min_snr_db']:g}; all int8 "
+        f"{plan['int8_snr_db']:.1f} dB {plan['int8_weight_bytes']:,} B, all int4 "
+        f"{plan['int4_snr_db']:.1f} dB {plan['int4_weight_bytes']:,} B), {plan['compiles']} "
+        "compiles measured on calibration samples their ranges were not fitted to; loss: dB "
+        "its int4 weights cost (measured alone back in int8), saves: bytes they save",
+        f"  {'layer':<18} {'op':<22} {'weights':<7} {'loss':>7} {'saves B':>8}  why",
+    ]
+    for layer in plan["layers"]:
+        lines.append(
+            f"  {layer['name'][:18]:<18} {layer['op'][:22]:<22} {layer['precision']:<7} "
+            f"{layer['loss_db_alone']:>+7.1f} {layer['saved_bytes']:>8,}  {layer['why']}"
+        )
+    return lines
+
+
 def _wider(verification: dict[str, Any]) -> str:
     """``; int16 softmax ≤ N``-style note for operators allowed more than 1 LSB."""
     wider = verification.get("max_lsb_allowed_by_operator") or {}
@@ -273,6 +293,8 @@ def to_text(report: dict[str, Any]) -> str:
         lines += layer_lines(report["layers"], report["calibration"]["samples"])
     if report.get("precision"):
         lines += precision_lines(report["precision"])
+    if report.get("weight_precision"):
+        lines += weight_precision_lines(report["weight_precision"])
     if report.get("fit") is not None:
         lines += fit_lines(report["fit"])
     if report["verify"] is not None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
+from cortex_m_nn.options import QuantizationOptions, Weights
 from cortex_m_nn.passes.functional import functional_form
 from cortex_m_nn.quantizer import CortexMQuantizer, config
 from cortex_m_nn.quantizer.bias_correction import correct_biases, quantized_weight
@@ -166,3 +168,35 @@ def test_correction_of_one_layer_is_its_mean_error_and_is_bounded() -> None:
         bound = step / 2 * conv.weight[0].numel() * float(x.abs().max())
         assert bool((correction.abs() <= bound).all())
         assert float(correction.abs().max()) > 0
+
+
+def _int4(weight: torch.Tensor, per_channel: bool) -> torch.Tensor:
+    """int4 symmetric weights, scale max|w| / 7 per output channel (``--weights int4``)."""
+    assert per_channel
+    scale = weight.abs().amax(dim=tuple(range(1, weight.dim())), keepdim=True) / 7
+    return torch.clamp(torch.round(weight / scale), -7, 7) * scale
+
+
+@pytest.mark.parametrize(
+    ("options", "reference"),
+    [
+        (QuantizationOptions(), _int8),
+        (QuantizationOptions(weights=Weights.INT4), _int4),
+        (QuantizationOptions(int4_layers=("conv2d",)), _int4),  # --weights auto's choice
+        (QuantizationOptions(int4_layers=("another",)), _int8),
+    ],
+    ids=["int8", "int4", "int4-layers", "int4-elsewhere"],
+)
+def test_the_correction_uses_the_layers_weight_precision(options, reference) -> None:
+    """The mean error corrected is that of the weights the options give the layer."""
+    torch.manual_seed(3)
+    conv = nn.Conv2d(4, 6, 3, padding=1).eval()
+    generator = torch.Generator().manual_seed(2)
+    samples = [torch.rand(2, 4, 5, 5, generator=generator) + 0.5 for _ in range(4)]
+    graph = torch.export.export(conv, (samples[0],)).module()
+    functional_form(graph)
+    correction = next(iter(correct_biases(graph, [(x,) for x in samples], options).values()))
+    with torch.no_grad():
+        delta = reference(conv.weight, True) - conv.weight
+        expected = F.conv2d(torch.cat(samples), delta, padding=1).mean(dim=(0, 2, 3))
+    torch.testing.assert_close(correction, expected, rtol=1e-4, atol=1e-7)

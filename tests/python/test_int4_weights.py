@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from torch import nn
 
 from cortex_m_nn.ops import int4
-from cortex_m_nn.options import Activations, LinearWeights, QuantizationOptions, Weights
+from cortex_m_nn.options import (
+    Activations,
+    Int4Ranges,
+    LinearWeights,
+    QuantizationOptions,
+    Weights,
+)
 from cortex_m_nn.target import Isa, Target
 from cortex_m_nn.testing import check_dialect
 
@@ -134,6 +140,27 @@ CASES = [
             "arm_convolve_wrapper_s8",
             "arm_convolve_wrapper_s8",
             "arm_fully_connected_s8",
+        ],
+    ),
+    (
+        "int4-mse-ranges",
+        Packs,
+        (1, 1, 10, 8),
+        QuantizationOptions(weights=Weights.INT4, int4_ranges=Int4Ranges.MSE),
+        [S4["conv"], S4["depthwise"], S4["conv"], S4["1xN"], S4["fc"]],
+    ),
+    # --weights auto's choice: int4 only where named
+    (
+        "int4-layers-named",
+        Packs,
+        (1, 1, 10, 8),
+        QuantizationOptions(int4_layers=("conv2d_1", "linear")),
+        [
+            "arm_convolve_wrapper_s8",
+            S4["depthwise"],
+            "arm_convolve_wrapper_s8",
+            "arm_convolve_wrapper_s8",
+            S4["fc"],
         ],
     ),
     (

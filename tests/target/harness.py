@@ -138,7 +138,7 @@ MODEL_NAMES += ["ds_cnn_int16", "resnet8_int16", "ds_cnn_mixed", "autoencoder_mi
 # int16 batch matmuls, transposes and interpolated tables (an attention block)
 MODEL_NAMES += ["attention_int16"]
 # int4 weights (--weights int4; models.py INT16 lists them too: name → base model, options)
-MODEL_NAMES += ["ds_cnn_int4", "int4_layers"]
+MODEL_NAMES += ["ds_cnn_int4", "int4_layers", "ds_cnn_int4_mixed"]
 # LSTM layers (arm_lstm_unidirectional_s8): the zoo's keyword spotter, then time-major, two
 # layers and an initial state
 MODEL_NAMES += ["kws_lstm", "lstm_layers", "kws_lstm_int16"]

@@ -331,6 +331,12 @@ INT16 = {
     "int4_layers": ("int4_layers", QuantizationOptions(weights=Weights.INT4)),
     # int16 LSTM (arm_lstm_unidirectional_s16)
     "kws_lstm_int16": ("kws_lstm", QuantizationOptions(activations=Activations.INT16)),
+    # int4 and int8 weights per layer as --weights auto chose them for DS-CNN (16 synthetic
+    # samples, X = all int4's SNR + half the way to all int8's): the last two layers int8
+    "ds_cnn_int4_mixed": (
+        "ds_cnn",
+        QuantizationOptions(int4_layers=tuple(f"conv2d_{i}" for i in range(1, 8)) + ("conv2d",)),
+    ),
     # benchmarks/bench_target.py only (not in harness.MODEL_NAMES)
     "mobilenet_v1_025_int4": ("mobilenet_v1_025", QuantizationOptions(weights=Weights.INT4)),
 }

@@ -13,7 +13,8 @@ model's own, measured once before any bias changes.
 
 ``W_q`` is the weight PT2E will quantize, computed the same way: the quantizer's weight
 observer (``config``: int8 symmetric in [-127, 127], per output channel for convolutions, per
-tensor for linear layers) gives the scale, and the quantize/dequantize operators PT2E's
+tensor for linear layers; a layer the options give int4 weights, the quantizer's own int4
+spec) gives the scale, and the quantize/dequantize operators PT2E's
 convert inserts round the weight. Transposed convolutions are not corrected.
 """
 
@@ -25,9 +26,10 @@ import torch
 from torch.fx import GraphModule, Interpreter, Node
 from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
+from cortex_m_nn.options import QuantizationOptions
 from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.equalize import argument, attribute_tensor, is_layer, set_bias
-from cortex_m_nn.quantizer.quantizer import CONVOLUTIONS
+from cortex_m_nn.quantizer.quantizer import CONVOLUTIONS, CortexMQuantizer
 
 quantized_decomposed = torch.ops.quantized_decomposed
 
@@ -81,22 +83,29 @@ class _ErrorMeter(Interpreter):
         return result
 
 
-def weight_errors(model: GraphModule) -> dict[Node, torch.Tensor]:
-    """``W_q - W`` of every convolution and linear layer with constant weights."""
+def weight_errors(
+    model: GraphModule, options: QuantizationOptions | None = None
+) -> dict[Node, torch.Tensor]:
+    """``W_q - W`` of every convolution and linear layer with constant weights (int4 where
+    ``options`` give the layer int4 weights)."""
+    quantizer = CortexMQuantizer(options or QuantizationOptions())
     deltas = {}
     for node in model.graph.nodes:
         if is_layer(node):
             weight = attribute_tensor(model, node.args[1])
-            deltas[node] = quantized_weight(weight, weight_spec(node)) - weight
+            spec = quantizer.int4_weight_spec(model, node) or weight_spec(node)
+            deltas[node] = quantized_weight(weight, spec) - weight
     return deltas
 
 
 def output_errors(
-    model: GraphModule, samples: Iterable[tuple[torch.Tensor, ...]]
+    model: GraphModule,
+    samples: Iterable[tuple[torch.Tensor, ...]],
+    options: QuantizationOptions | None = None,
 ) -> dict[Node, torch.Tensor]:
     """Per layer, the mean output error per output channel its quantized weights cause on
     ``samples`` (``E[(W_q - W) x]``)."""
-    meter = _ErrorMeter(model, weight_errors(model))
+    meter = _ErrorMeter(model, weight_errors(model, options))
     with torch.no_grad():
         for sample in samples:
             meter.run(*sample)
@@ -104,11 +113,14 @@ def output_errors(
 
 
 def correct_biases(
-    model: GraphModule, samples: Iterable[tuple[torch.Tensor, ...]]
+    model: GraphModule,
+    samples: Iterable[tuple[torch.Tensor, ...]],
+    options: QuantizationOptions | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Subtract each layer's mean weight-quantization error on ``samples`` from its bias;
-    returns the corrections (what was subtracted) by layer name."""
-    corrections = output_errors(model, samples)
+    """Subtract each layer's mean weight-quantization error on ``samples`` from its bias
+    (weights quantized as ``options`` say); returns the corrections (what was subtracted) by
+    layer name."""
+    corrections = output_errors(model, samples, options)
     for node, correction in corrections.items():
         bias = attribute_tensor(model, argument(node, 2, "bias", None))
         dtype = torch.float32 if bias is None else bias.dtype

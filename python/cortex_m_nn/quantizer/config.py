@@ -11,6 +11,8 @@ to the int64 its kernel takes, at the same scale.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch.fx import Node
 from torchao.quantization.pt2e import ObserverOrFakeQuantize
@@ -25,9 +27,14 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from cortex_m_nn.ops.int4 import INT4_MAX
-from cortex_m_nn.options import LinearWeights, RangeMethod
+from cortex_m_nn.options import Int4Ranges, LinearWeights, RangeMethod
 from cortex_m_nn.precision import INT16_MAX, INT16_MIN
-from cortex_m_nn.quantizer.observers import MseObserver, PercentileObserver
+from cortex_m_nn.quantizer.observers import (
+    Int4MsePerChannelObserver,
+    Int4MsePerTensorObserver,
+    MseObserver,
+    PercentileObserver,
+)
 
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -96,6 +103,26 @@ WEIGHT_PER_CHANNEL = weight_spec(0)
 #: per-tensor: arm_fully_connected_s4)
 WEIGHT_INT4_PER_CHANNEL = weight_spec(0, bits=4)
 WEIGHT_INT4_PER_TENSOR = weight_spec(None, bits=4)
+
+#: int4 weights whose scale per channel (or tensor) has the least squared error of the weights
+#: over clipping ratios of max |w| (``observers.Int4MsePerChannelObserver``)
+WEIGHT_INT4_MSE_PER_CHANNEL = replace(
+    WEIGHT_INT4_PER_CHANNEL,
+    observer_or_fake_quant_ctr=Int4MsePerChannelObserver.with_args(ch_axis=0, eps=EPS),
+)
+WEIGHT_INT4_MSE_PER_TENSOR = replace(
+    WEIGHT_INT4_PER_TENSOR, observer_or_fake_quant_ctr=Int4MsePerTensorObserver.with_args(eps=EPS)
+)
+
+
+def with_int4_ranges(spec: QuantizationSpec, ranges: Int4Ranges) -> QuantizationSpec:
+    """``spec`` (an int4 weight spec, per channel along axis 0 or per tensor) with the scales
+    ``ranges`` chooses."""
+    if ranges is Int4Ranges.MAX:
+        return spec
+    per_channel = spec.qscheme == torch.per_channel_symmetric
+    return WEIGHT_INT4_MSE_PER_CHANNEL if per_channel else WEIGHT_INT4_MSE_PER_TENSOR
+
 
 #: Per-channel linear weights when they cut the weights' rounding noise by this factor (3 dB):
 #: less than that is not worth a multiplier and shift per output channel.

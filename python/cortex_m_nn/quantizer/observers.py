@@ -1,4 +1,5 @@
-"""Activation observers that choose an int8 range from a histogram of the calibration values.
+"""Activation observers that choose an int8 range from a histogram of the calibration values,
+and int4 weight observers that choose each channel's clipping by the weights' own error.
 
 Each observer accumulates a fixed number of equal-width bins over every calibration batch;
 when a batch falls outside, the bins widen by an integer factor, so every old bin lands whole
@@ -13,7 +14,11 @@ from __future__ import annotations
 import math
 
 import torch
-from torchao.quantization.pt2e.observer import UniformQuantizationObserverBase
+from torchao.quantization.pt2e.observer import (
+    MinMaxObserver,
+    PerChannelMinMaxObserver,
+    UniformQuantizationObserverBase,
+)
 
 #: Histogram resolution.
 BINS = 2048
@@ -216,3 +221,68 @@ def _interpolate(cumulative: torch.Tensor, edges: torch.Tensor, rank: float) -> 
     before, after = cumulative[index - 1], cumulative[index]
     fraction = (rank - before) / (after - before) if after > before else torch.tensor(0.0)
     return edges[index - 1] + fraction.clamp(0, 1) * (edges[index] - edges[index - 1])
+
+
+#: Clipping ratios of max |w| the int4 weight observers try: 0.05 to 1 in steps of 0.005.
+CLIP_RATIOS = torch.arange(10, 201, dtype=torch.float64) / 200
+
+
+def clipping_errors(rows: torch.Tensor, largest: int) -> torch.Tensor:
+    """``[rows, len(CLIP_RATIOS)]``: each row's squared error (rounding inside, clipping
+    outside) quantized symmetrically in [-largest, largest] with scale ratio · max |w| /
+    largest, for every ratio of :data:`CLIP_RATIOS`."""
+    w = rows.to(torch.float64)
+    peak = w.abs().amax(dim=1, keepdim=True)
+    errors = []
+    for ratio in CLIP_RATIOS.tolist():
+        scale = torch.where(peak > 0, ratio * peak / largest, torch.ones_like(peak))
+        q = torch.round(w / scale).clamp(-largest, largest)
+        errors.append(((w - q * scale) ** 2).sum(dim=1))
+    return torch.stack(errors, dim=1)
+
+
+def best_ratios(rows: torch.Tensor, largest: int) -> torch.Tensor:
+    """Each row's clipping ratio of least squared error (of equal errors, the largest ratio:
+    the least clipping)."""
+    errors = clipping_errors(rows, largest).flip(1)  # largest ratio first: min takes the first
+    return CLIP_RATIOS.flip(0)[errors.argmin(dim=1)]
+
+
+class _ClippedWeights:
+    """Keeps the weights it observes; qparams from the clipped range ``± ratio · max |w|``,
+    the ratio of least squared error per row (:func:`best_ratios`), through the base class's
+    ``_calculate_qparams`` (so ``convert_pt2e`` is unchanged)."""
+
+    _weights: torch.Tensor | None = None
+
+    def _rows(self, weights: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, x_orig: torch.Tensor) -> torch.Tensor:
+        if x_orig.numel():
+            self._weights = x_orig.detach().clone()  # a constant: the last observation is it
+        return super().forward(x_orig)  # type: ignore[misc]
+
+    def calculate_qparams(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._weights is None:  # never observed: the base's warning and defaults
+            return super().calculate_qparams()  # type: ignore[misc]
+        rows = self._rows(self._weights)
+        largest = (self.quant_max - self.quant_min) // 2  # type: ignore[attr-defined]
+        peak = rows.abs().amax(dim=1).to(torch.float64) * best_ratios(rows, largest)
+        shape = self.min_val.shape  # type: ignore[attr-defined]
+        high = peak.to(torch.float32).reshape(shape)
+        return self._calculate_qparams(-high, high)  # type: ignore[attr-defined]
+
+
+class Int4MsePerChannelObserver(_ClippedWeights, PerChannelMinMaxObserver):
+    """Symmetric per-channel weights (int4): each channel clipped where its error is least."""
+
+    def _rows(self, weights: torch.Tensor) -> torch.Tensor:
+        return weights.movedim(self.ch_axis, 0).reshape(weights.shape[self.ch_axis], -1)
+
+
+class Int4MsePerTensorObserver(_ClippedWeights, MinMaxObserver):
+    """Symmetric per-tensor weights (int4), clipped where the tensor's error is least."""
+
+    def _rows(self, weights: torch.Tensor) -> torch.Tensor:
+        return weights.reshape(1, -1)

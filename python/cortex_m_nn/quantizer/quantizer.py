@@ -311,12 +311,14 @@ class CortexMQuantizer(Quantizer):
         one unless grouped (axis 1 then counts channels per group: per tensor, and the lowering
         refuses it with the reason); for linear as the options choose. With ``weights=INT4``,
         int4 where the op has an int4 case with int8 activations (``precision.int4_case``;
-        linear per channel or per tensor as for int8, the rounding noise measured at 4 bits)."""
+        linear per channel or per tensor as for int8, the rounding noise measured at 4 bits);
+        likewise a layer ``int4_layers`` names. Their scales as ``int4_ranges`` says."""
         if self._int4(model, node):
+            spec = config.WEIGHT_INT4_PER_CHANNEL
             if node.target in LINEARS:
                 weight = _constant(model, node.args[1])
-                return config.linear_weight_spec(weight, self.options.linear_weights, bits=4)
-            return config.WEIGHT_INT4_PER_CHANNEL
+                spec = config.linear_weight_spec(weight, self.options.linear_weights, bits=4)
+            return config.with_int4_ranges(spec, self.options.int4_ranges)
         if node.target in CONVOLUTIONS:
             return config.WEIGHT_PER_CHANNEL
         if node.target in LINEARS:
@@ -325,8 +327,14 @@ class CortexMQuantizer(Quantizer):
         grouped = len(node.args) > 6 and node.args[6] != 1
         return config.WEIGHT_PER_TENSOR if grouped else config.WEIGHT_PER_CHANNEL_TRANSPOSED
 
+    def int4_weight_spec(self, model: GraphModule, node: Node) -> QuantizationSpec | None:
+        """The int4 weight spec this quantizer gives ``node`` of ``model``; None: int8."""
+        self.model = model
+        return self._weight_spec(model, node) if self._int4(model, node) else None
+
     def _int4(self, model: GraphModule, node: Node) -> bool:
-        if self.options.weights is not Weights.INT4:
+        chosen = node.name in self.options.int4_layers  # --weights auto's choice
+        if self.options.weights is not Weights.INT4 and not chosen:
             return False
         weight = _constant(model, node.args[1]) if len(node.args) > 1 else None
         return int4_case(node, weight) and self._spec(node) is not config.ACTIVATION_INT16
