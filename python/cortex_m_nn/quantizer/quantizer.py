@@ -31,6 +31,7 @@ from cortex_m_nn.precision import (
 from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
+from cortex_m_nn.quantizer.svdf import SVDF_OPS, annotate_svdf
 
 aten = torch.ops.aten
 
@@ -274,6 +275,8 @@ class CortexMQuantizer(Quantizer):
                 source = node.args[0]
                 if isinstance(source, Node) and constant_arguments(node):
                     self._annotate_with_output(node, {source: spec}, spec)
+            elif target in SVDF_OPS:
+                annotate_svdf(node, self.activation)
             elif target in PRELU:
                 source, slopes = node.args[:2]
                 if isinstance(source, Node) and getattr(slopes, "op", None) == "get_attr":
