@@ -20,6 +20,7 @@ view returned as an output) takes that path (:func:`unsupported`).
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -260,7 +261,9 @@ def serialise(
     serialise — with interchangeable values stored once (``shared_values``) unless
     ``share`` is false (then the bytes are ``to_executorch``'s own)."""
     planning.run(program.graph_module, program.graph_signature)
-    emitted = emit_program({"forward": program}, False, constant_methods)
+    with warnings.catch_warnings():  # states are planned with their initial value (et_init_buffer)
+        warnings.filterwarnings("ignore", "Mutation on a buffer", UserWarning)
+        emitted = emit_program({"forward": program}, False, constant_methods)
     plans = emitted.program.execution_plan
     if share:
         plans[0] = shared_values.share_values(plans[0])

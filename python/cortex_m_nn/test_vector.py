@@ -17,6 +17,7 @@ import torch
 
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.ops.library import run_references
+from cortex_m_nn.states import fresh
 
 if TYPE_CHECKING:
     from cortex_m_nn.compile import CompiledProgram
@@ -28,9 +29,9 @@ def reference_outputs(
     compiled: CompiledProgram, sample: tuple[torch.Tensor, ...]
 ) -> list[torch.Tensor]:
     """The outputs of the program's references (with its ABI's rounding) for ``sample``
-    (float, in the model's layout)."""
+    (float, in the model's layout), from zero states (an SVDF's first inference)."""
     io = compiled.io
-    return run_references(io.graph, io.program_inputs(sample), compiled.abi.rounding)
+    return run_references(fresh(io.graph), io.program_inputs(sample), compiled.abi.rounding)
 
 
 def _literal(value: float) -> str:

@@ -17,6 +17,7 @@ from .autoencoder import autoencoder
 from .common import Example
 from .mobilenet import mobilenet_v1, mobilenet_v2, mobilenet_v3_small
 from .resnet import resnet8
+from .svdf_kws import svdf_kws
 from .transformer import transformer
 from .unet import unet
 
@@ -30,6 +31,7 @@ ZOO: dict[str, Callable[[], Example]] = {
     "transformer": transformer,
     "audio1d": audio1d,
     "unet": unet,
+    "svdf_kws": svdf_kws,
 }
 
 #: model → source operators (report names) that may stay in float; none for the others.

@@ -94,6 +94,10 @@ class Refusal(Enum):
     NORM_INPUT_RANK = "norm_input_rank"
     NORM_GROUP_SIZE = "norm_group_size"
     NORM_SCALE = "norm_scale"
+    # -- SVDF ---------------------------------------------------------------------------
+    SVDF_SHAPE = "svdf_shape"
+    SVDF_REQUANTIZATION = "svdf_requantization"
+    SVDF_ACCUMULATOR = "svdf_accumulator"
     # -- mutation (the functional form made before quantization: passes/functional) ---------
     MUTATED_INPUT = "mutated_input"
     MUTATED_BUFFER = "mutated_buffer"

@@ -31,7 +31,7 @@ from cortex_m_nn.precision import (
 from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
-from cortex_m_nn.quantizer.svdf import SVDF_OPS, annotate_svdf
+from cortex_m_nn.quantizer.svdf import SVDF_OPS, svdf_annotation
 
 aten = torch.ops.aten
 
@@ -276,7 +276,9 @@ class CortexMQuantizer(Quantizer):
                 if isinstance(source, Node) and constant_arguments(node):
                     self._annotate_with_output(node, {source: spec}, spec)
             elif target in SVDF_OPS:
-                annotate_svdf(node, self.activation)
+                found = svdf_annotation(node, self.activation)
+                if found is not None:
+                    self._annotate_with_output(node, *found)
             elif target in PRELU:
                 source, slopes = node.args[:2]
                 if isinstance(source, Node) and getattr(slopes, "op", None) == "get_attr":

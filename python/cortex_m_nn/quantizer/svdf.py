@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch.fx import Node
 from torchao.quantization.pt2e.observer import MinMaxObserver
-from torchao.quantization.pt2e.quantizer import QuantizationAnnotation, QuantizationSpec
+from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
 from cortex_m_nn.nn import svdf_memory, svdf_time
 from cortex_m_nn.quantizer import config
@@ -24,11 +24,11 @@ SVDF_OPS = {MEMORY, TIME}
 TIME_WEIGHT_INT16_MAX = 511
 
 
-def _symmetric(dtype: torch.dtype, largest: int) -> QuantizationSpec:
+def _symmetric(dtype: torch.dtype, low: int, high: int) -> QuantizationSpec:
     return QuantizationSpec(
         dtype=dtype,
-        quant_min=-largest,
-        quant_max=largest,
+        quant_min=low,
+        quant_max=high,
         qscheme=torch.per_tensor_symmetric,
         observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=config.EPS),
     )
@@ -36,8 +36,11 @@ def _symmetric(dtype: torch.dtype, largest: int) -> QuantizationSpec:
 
 #: state_bits → (the state's spec, the time weights' spec).
 STATE_SPECS = {
-    16: (config.ACTIVATION_INT16, _symmetric(torch.int16, TIME_WEIGHT_INT16_MAX)),
-    8: (_symmetric(torch.int8, config.INT8_MAX), config.WEIGHT_PER_TENSOR),
+    16: (
+        config.ACTIVATION_INT16,
+        _symmetric(torch.int16, -TIME_WEIGHT_INT16_MAX, TIME_WEIGHT_INT16_MAX),
+    ),
+    8: (_symmetric(torch.int8, config.INT8_MIN, config.INT8_MAX), config.WEIGHT_PER_TENSOR),
 }
 
 
@@ -46,26 +49,23 @@ def state_bits(memory: Node) -> int:
     return 8 if memory.args[3] == 8 else 16
 
 
-def annotate_svdf(node: Node, activation: QuantizationSpec) -> None:
-    """Annotate one SVDF operator; ``svdf_time`` only when an annotated ``svdf_memory``
-    feeds it (its time weights' spec follows that state's)."""
+def svdf_annotation(
+    node: Node, activation: QuantizationSpec
+) -> tuple[dict[Node, QuantizationSpec], QuantizationSpec] | None:
+    """(input specs, output spec) of one SVDF operator, None to leave it float:
+    ``svdf_time`` only when an annotated ``svdf_memory`` feeds it (its time weights' spec
+    follows that state's). The state input of ``svdf_memory`` is not annotated: it is the
+    buffer the layer writes back, read as the float it holds."""
     if node.target is MEMORY:
         x, _, weight = node.args[:3]
-        if isinstance(x, Node) and isinstance(weight, Node):
-            state, _ = STATE_SPECS[state_bits(node)]
-            inputs = {x: activation, weight: config.WEIGHT_PER_TENSOR}
-            _annotate(node, inputs, state)
-        return
+        if not isinstance(x, Node) or not isinstance(weight, Node):
+            return None
+        state, _ = STATE_SPECS[state_bits(node)]
+        return {x: activation, weight: config.WEIGHT_PER_TENSOR}, state
     memory, weight = node.args[:2]
     if not isinstance(memory, Node) or memory.target is not MEMORY or not isinstance(weight, Node):
-        return
+        return None
     if "quantization_annotation" not in memory.meta:
-        return
+        return None
     _, time_spec = STATE_SPECS[state_bits(memory)]
-    _annotate(node, {weight: time_spec}, activation)
-
-
-def _annotate(node: Node, inputs: dict, output: QuantizationSpec) -> None:
-    node.meta["quantization_annotation"] = QuantizationAnnotation(
-        input_qspec_map=inputs, output_qspec=output, _annotated=True
-    )
+    return {weight: time_spec}, activation
