@@ -98,6 +98,28 @@ arm_cmsis_nn_status svdf_s8(
       time.const_data_ptr<int8_t>(), &a.bias_dims, bias, &a.output_dims,
       out.mutable_data_ptr<int8_t>());
 }
+
+// Splits the planned scratch into CMSIS-NN's two buffers and calls the state's case.
+arm_cmsis_nn_status run_svdf(
+    const SvdfArgs& a, const cmsis_nn_context& buffer, const Tensor& input, Tensor& state,
+    const Tensor& feature, const Tensor& time, const std::optional<Tensor>& bias,
+    const std::optional<Tensor>& kernel_sums, Tensor& out) {
+  const int32_t batch = a.input_dims.n;
+  const cmsis_nn_context input_ctx{buffer.buf, 4 * batch * a.filters};
+  const cmsis_nn_context output_ctx{
+      static_cast<int8_t*>(buffer.buf) + 4 * batch * a.filters, 4 * batch * a.units};
+  const int32_t* bias_data = bias.has_value() ? bias->const_data_ptr<int32_t>() : nullptr;
+  if (!is_type(state, ScalarType::Short)) {
+    return svdf_s8(
+        a, input_ctx, output_ctx, input, state, feature, time, bias_data, kernel_sums, out);
+  }
+  return arm_svdf_state_s16_s8(
+      &input_ctx, &output_ctx, &a.params, &a.input_quant, &a.output_quant, &a.input_dims,
+      input.const_data_ptr<int8_t>(), &a.state_dims, state.mutable_data_ptr<int16_t>(),
+      &a.feature_dims, feature.const_data_ptr<int8_t>(), &a.time_dims,
+      time.const_data_ptr<int16_t>(), &a.bias_dims, bias_data, &a.output_dims,
+      out.mutable_data_ptr<int8_t>());
+}
 }  // namespace
 
 void svdf_out(
@@ -148,26 +170,9 @@ void svdf_out(
   if (!scratch_context(context, kOp, scratch, required, &buffer) || !context.computes()) {
     return;
   }
-  const cmsis_nn_context input_ctx{buffer.buf, 4 * batch * a.filters};
-  const cmsis_nn_context output_ctx{
-      static_cast<int8_t*>(buffer.buf) + 4 * batch * a.filters, 4 * batch * a.units};
-  const int32_t* bias_data = bias.has_value() ? bias->const_data_ptr<int32_t>() : nullptr;
-  if (!s16) {
-    check_status(
-        context, kOp,
-        svdf_s8(
-            a, input_ctx, output_ctx, input, state, weights_feature, weights_time, bias_data,
-            kernel_sums, out));
-    return;
-  }
   check_status(
       context, kOp,
-      arm_svdf_state_s16_s8(
-          &input_ctx, &output_ctx, &a.params, &a.input_quant, &a.output_quant, &a.input_dims,
-          input.const_data_ptr<int8_t>(), &a.state_dims, state.mutable_data_ptr<int16_t>(),
-          &a.feature_dims, weights_feature.const_data_ptr<int8_t>(), &a.time_dims,
-          weights_time.const_data_ptr<int16_t>(), &a.bias_dims, bias_data, &a.output_dims,
-          out.mutable_data_ptr<int8_t>()));
+      run_svdf(a, buffer, input, state, weights_feature, weights_time, bias, kernel_sums, out));
 }
 
 }  // namespace native

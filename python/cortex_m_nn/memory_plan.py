@@ -128,6 +128,8 @@ class MemoryPlan:
             },
             "largest_scratch_bytes": self.largest_scratch_bytes,
             "scratch_buffers": sum(t.kind == "scratch" for t in self.tensors),
+            "state_bytes": sum(t.aligned_bytes for t in self.tensors if t.kind == "state"),
+            "states": sum(t.kind == "state" for t in self.tensors),
             "operators": list(self.operators),
             "tensors": [asdict(t) for t in self.tensors],
         }
