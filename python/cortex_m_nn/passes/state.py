@@ -26,6 +26,8 @@ def state_source(node: Node) -> Node | None:
 
     if node.op != "call_function" or node.target is not COPY or len(node.args) != 2:
         return None
+    if node.users:  # read again in this forward (a layer called twice): not a write-back
+        return None
     buffer, value = node.args
     while isinstance(value, Node) and value.target in _THROUGH:
         value = value.args[0]

@@ -105,7 +105,11 @@ class Walk:
         except LoweringRefused as refusal:
             record.fallback_reason, record.refusal = str(refusal), refusal.kind
             record.macs = context.float_macs(op)
+            start = len(context.records)
             self.fall_back(node, pattern)
+            for pulled in context.records[start:]:  # producers it read through: its reason
+                if pulled.refusal is Refusal.NOT_QUANTIZED:
+                    pulled.fallback_reason, pulled.refusal = str(refusal), refusal.kind
         else:
             fill_lowered(record, lowered)
             context.quantized[node] = lowered.value

@@ -24,6 +24,7 @@ from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QUANTIZE, QValue, dtype_of, qparams_of
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, reads_through, rule
+from cortex_m_nn.passes.state import state_source
 from cortex_m_nn.quantizer.svdf import MEMORY, TIME
 from cortex_m_nn.target import Isa
 
@@ -44,6 +45,22 @@ def _state_quantize(op: Node) -> Node | None:
 def read_state(op: Node) -> list[Node]:
     quantize = _state_quantize(op)
     return [] if quantize is None else [quantize]
+
+
+def _check_state(memory: Node) -> None:
+    """The state ``svdf_memory`` reads is the layer's buffer, read by it alone and written
+    back from it alone: one frame per call (a sequence, or two calls of one layer in a
+    forward, would chain states the kernel keeps in one buffer)."""
+    state = memory.args[1]
+    ok = isinstance(state, Node) and state.op == "get_attr"
+    users = set(state.users) if ok else set()
+    writes = [u for u in users if state_source(u) is memory]
+    if not ok or len(writes) != 1 or users != {memory, writes[0]}:
+        raise LoweringRefused(
+            Refusal.SVDF_SHAPE,
+            "the SVDF state is not its own buffer read and written back once per call "
+            "(a sequence input or a layer called twice)",
+        )
 
 
 def _scale(*factors: float, divisor: float) -> tuple[int, int]:
@@ -92,6 +109,7 @@ def lower_svdf(context: LoweringContext, pattern: Pattern) -> Lowered:
     if state_q is None:
         raise LoweringRefused(Refusal.INPUT_NOT_QUANTIZED, "SVDF state is not quantized")
     memory = state_q.args[0]
+    _check_state(memory)
     x = context.input_value(memory.args[0])
     state_scale, state_zero = qparams_of(state_q)
     dtype = dtype_of(state_q)
