@@ -46,7 +46,7 @@ def svdf_macs(batch: int, inputs: int, filters: int, memory: int) -> int:
 def base_name(op: str) -> str:
     """``conv2d`` for ``aten.conv2d``, ``aten.conv2d.padding`` or ``aten::relu_`` → ``relu``."""
     parts = op.replace("::", ".").split(".")
-    if len(parts) > 1 and parts[0] in ("aten", "torch", "ops", "cortex_m_nn_float"):
+    if len(parts) > 1 and parts[0] in ("aten", "torch", "ops"):
         parts = parts[1:]
     return parts[0].removesuffix("_")
 

@@ -13,6 +13,7 @@ from torch import nn
 from cortex_m_nn.calibration import synthetic
 from cortex_m_nn.compile import compile_model
 from cortex_m_nn.errors import CompileError
+from cortex_m_nn.macs import fp32_macs
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.nn import SVDF, svdf_memory, svdf_time
 from cortex_m_nn.states import fresh, reset_states, state_buffers
@@ -128,6 +129,17 @@ def test_lowers_without_fallback_and_verifies(case: str, target: str) -> None:
     assert state.nbytes == module.svdf.state.numel() * bytes_per
     assert (state.first, state.last) == (0, len(compiled.memory.operators) - 1)
     assert not compiled.memory.conflicts()
+    (row,) = [r for r in compiled.records if r.kernel == "cortex_m_nn::svdf"]
+    batch, filters, memory = module.svdf.state.shape
+    assert row.macs == batch * filters * (10 + memory)  # projection, then time filter
+
+
+def test_float_macs_are_the_kernels() -> None:
+    """A fallback's two float operators count what the lowered operator counts."""
+    x, state = (2, 40), (2, 64, 8)
+    memory = fp32_macs("svdf_memory", [x, state, (64, 40)], state)
+    time = fp32_macs("svdf_time", [state, (64, 8)], (2, 32))
+    assert (memory, time) == (2 * 64 * 40, 2 * 64 * 8)
 
 
 def test_states_stay_zero_in_the_compiled_graphs() -> None:

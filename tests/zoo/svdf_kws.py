@@ -3,8 +3,8 @@
 In the style of TensorFlow's speech-commands ``low_latency_svdf`` model (Nakkiran et al.
 2015, "Compressing Deep Neural Networks using a Rank-Constrained Topology"): each call is one
 40-coefficient frame; two SVDF layers remember the last 8 and 16 frames in their states, a
-dense layer scores 12 classes. The first layer keeps an int16 state (TFLite's default), the
-second an int8 one (rank 2), so the model runs both CMSIS-NN SVDF functions.
+dense layer scores 12 classes (logits). The first layer keeps an int16 state (TFLite's
+default), the second an int8 one (rank 2), so the model runs both CMSIS-NN SVDF functions.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class SvdfKws(nn.Module):
 
     def forward(self, frame: torch.Tensor) -> torch.Tensor:
         x = torch.relu(self.second(torch.relu(self.first(frame))))
-        return torch.softmax(self.fc(x), dim=1)
+        return self.fc(x)  # the class scores (logits)
 
 
 def svdf_kws() -> Example:
