@@ -19,6 +19,7 @@ operators have exact gradients, so the layer trains like any other: on a sequenc
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
@@ -36,15 +37,17 @@ def svdf_memory(
 
 
 @svdf_memory.register_fake
-def _memory_fake(input, state, weights_feature, state_bits):  # noqa: ANN001, ANN202
+def _memory_fake(
+    input: torch.Tensor, state: torch.Tensor, weights_feature: torch.Tensor, state_bits: int
+) -> torch.Tensor:
     return torch.empty_like(state)
 
 
-def _memory_setup(ctx, inputs, output) -> None:  # noqa: ANN001
+def _memory_setup(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
     ctx.save_for_backward(inputs[0], inputs[2])
 
 
-def _memory_backward(ctx, grad):  # noqa: ANN001, ANN202
+def _memory_backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
     input, weights_feature = ctx.saved_tensors
     newest = grad[..., -1]
     grad_state = torch.cat([torch.zeros_like(grad[..., :1]), grad[..., :-1]], dim=-1)
@@ -65,16 +68,18 @@ def svdf_time(
 
 
 @svdf_time.register_fake
-def _time_fake(state, weights_time, bias, rank):  # noqa: ANN001, ANN202
+def _time_fake(
+    state: torch.Tensor, weights_time: torch.Tensor, bias: torch.Tensor | None, rank: int
+) -> torch.Tensor:
     return state.new_empty((state.shape[0], state.shape[1] // rank))
 
 
-def _time_setup(ctx, inputs, output) -> None:  # noqa: ANN001
+def _time_setup(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
     ctx.save_for_backward(inputs[0], inputs[1])
     ctx.rank, ctx.bias = inputs[3], inputs[2] is not None
 
 
-def _time_backward(ctx, grad):  # noqa: ANN001, ANN202
+def _time_backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
     state, weights_time = ctx.saved_tensors
     per_filter = grad.repeat_interleave(ctx.rank, dim=1).unsqueeze(-1)
     grad_bias = grad.sum(0) if ctx.bias else None

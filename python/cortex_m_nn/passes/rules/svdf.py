@@ -13,6 +13,8 @@ rounded into int32 at ``s_state·s_wt``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch.fx import Node
 
@@ -102,9 +104,23 @@ def _check_sums(
         )
 
 
-@rule(TIME)
-def lower_svdf(context: LoweringContext, pattern: Pattern) -> Lowered:
-    op = pattern.op
+@dataclass
+class _Layer:
+    """What the rule reads from the PT2E graph of one SVDF step."""
+
+    x: QValue
+    state_shape: tuple[int, ...]
+    state_dtype: torch.dtype
+    state_scale: float
+    weights_feature: torch.Tensor
+    feature_scale: float
+    weights_time: torch.Tensor
+    time_scale: float
+    rank: int
+
+
+def _read(context: LoweringContext, op: Node) -> _Layer:
+    """The step's input, state and weights, checked; LoweringRefused otherwise."""
     state_q = _state_quantize(op)
     if state_q is None:
         raise LoweringRefused(Refusal.INPUT_NOT_QUANTIZED, "SVDF state is not quantized")
@@ -112,38 +128,48 @@ def lower_svdf(context: LoweringContext, pattern: Pattern) -> Lowered:
     _check_state(memory)
     x = context.input_value(memory.args[0])
     state_scale, state_zero = qparams_of(state_q)
-    dtype = dtype_of(state_q)
     shape = context.shape_of(memory.args[1])
     wf, wf_scale = context.quantized_constant(memory.args[2])
     wt, wt_scale = context.quantized_constant(op.args[1])
-    rank = int(op.args[3])
     if len(x.shape) != 2 or shape is None or len(shape) != 3 or shape[0] != x.shape[0]:
         raise LoweringRefused(
             Refusal.SVDF_SHAPE, f"input {x.shape} is not one frame [batch, input] of state {shape}"
         )
+    dtype = dtype_of(state_q)
     if state_zero != 0 or wt.dtype is not dtype:
         raise LoweringRefused(Refusal.NOT_INT8, "SVDF state and time weights of one dtype, zp 0")
-    s_wt = float(wt_scale[0])
-    m1, s1 = _scale(x.scale, float(wf_scale[0]), divisor=state_scale)
-    m2, s2 = _scale(state_scale, s_wt, divisor=pattern.scale)
-    batch, filters, memory_size = shape
-    bias = _bias(context, op.args[2], state_scale * s_wt, filters // rank)
-    _check_sums(wt, bias, rank, dtype)
+    scales = float(wf_scale[0]), float(wt_scale[0])
+    return _Layer(x, shape, dtype, state_scale, wf, scales[0], wt, scales[1], int(op.args[3]))
+
+
+@rule(TIME)
+def lower_svdf(context: LoweringContext, pattern: Pattern) -> Lowered:
+    op = pattern.op
+    layer = _read(context, op)
+    x, rank, dtype = layer.x, layer.rank, layer.state_dtype
+    batch, filters, memory = layer.state_shape
+    units = filters // rank
+    m1, s1 = _scale(x.scale, layer.feature_scale, divisor=layer.state_scale)
+    m2, s2 = _scale(layer.state_scale, layer.time_scale, divisor=pattern.scale)
+    bias = _bias(context, op.args[2], layer.state_scale * layer.time_scale, units)
+    _check_sums(layer.weights_time, bias, rank, dtype)
     sums = None
     if dtype is torch.int8 and context.target.isa is Isa.MVE:
-        sums = svdf_kernel_sums(wf, x.zero_point)
-    state = context.constant(torch.zeros(shape, dtype=dtype), STATE_PREFIX)
-    low, high = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
-    tensors = context.constants(op.name, weights_feature=wf, weights_time=wt)
-    extra = [
-        None if t is None else context.constant(t, f"{op.name}_{k}")
-        for k, t in (("bias", bias), ("kernel_sums", sums))
+        sums = svdf_kernel_sums(layer.weights_feature, x.zero_point)
+    state = context.constant(torch.zeros(layer.state_shape, dtype=dtype), STATE_PREFIX)
+    weights = (layer.weights_feature, layer.weights_time, bias, sums)
+    names = ("weights_feature", "weights_time", "bias", "kernel_sums")
+    constants = [
+        None if t is None else context.constant(t, f"{op.name}_{name}")
+        for name, t in zip(names, weights, strict=True)
     ]
+    low, high = activation_range(pattern.activation, pattern.scale, pattern.zero_point)
     out = context.call(
-        "svdf", x.node, state, *tensors, *extra, rank, x.zero_point, pattern.zero_point,
-        m1, s1, m2, s2, low, high, scratch_bytes(batch, filters, filters // rank),
+        "svdf", x.node, state, *constants, rank, x.zero_point, pattern.zero_point,
+        m1, s1, m2, s2, low, high, scratch_bytes(batch, filters, units),
     )  # fmt: skip
-    value = QValue(out, pattern.scale, pattern.zero_point, (batch, filters // rank))
-    macs = svdf_macs(batch, x.shape[1], filters, memory_size)
-    weight_bytes = wf.numel() + wt.numel() * wt.element_size() + 4 * (filters // rank)
-    return Lowered(value, "svdf", FUNCTIONS[dtype], macs, weight_bytes)
+    value = QValue(out, pattern.scale, pattern.zero_point, (batch, units))
+    weight_bytes = sum(t.numel() * t.element_size() for t in weights if t is not None)
+    return Lowered(
+        value, "svdf", FUNCTIONS[dtype], svdf_macs(batch, x.shape[1], filters, memory), weight_bytes
+    )
