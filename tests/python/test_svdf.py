@@ -186,3 +186,28 @@ def test_test_vector_carries_the_second_inference() -> None:
     assert "#define CORTEX_M_NN_TEST_NEXT_OUTPUTS 1" in header
     assert "cortex_m_nn_test_next_output_0[3]" in header
     assert "NEXT_OUTPUTS" not in c_header([torch.zeros(2)], [torch.ones(3)])
+
+
+class WithFallback(nn.Module):
+    """An SVDF layer and an operator the compiler keeps in float (cumsum)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.svdf = SVDF(6, 4, memory_size=3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(self.svdf(x), dim=1)
+
+
+def test_states_need_a_fully_lowered_program() -> None:
+    """With a float fallback the program would go through ExecuTorch's own passes, which do
+    not plan the states with their initial value: refused in one line."""
+    module, x = WithFallback().eval(), torch.randn(1, 6)
+    source = ModelSource("m", module, (x,))
+    compiled = compile_model(
+        source, Target.parse("cortex-m55"), synthetic((x,), count=4), progress=False,
+        allow_fallback=True, serialise=False,
+    )  # fmt: skip
+    assert [r.source_op for r in compiled.records if not r.lowered] == ["aten.cumsum"]
+    with pytest.raises(CompileError, match="keeps SVDF states, which only a fully lowered"):
+        compiled.pte  # noqa: B018
