@@ -177,8 +177,18 @@ class Twice(nn.Module):
 
 
 def test_refuses_a_layer_called_twice_per_forward() -> None:
-    with pytest.raises(CompileError, match="writes into the parameter or buffer svdf.state"):
+    with pytest.raises(
+        CompileError, match="SVDF state svdf.state more than one step on.*one frame"
+    ):
         _compile(Twice().eval(), (torch.randn(1, 6),))
+
+
+def test_refuses_a_sequence_in_one_forward() -> None:
+    """A sequence [B, T, I] trains, but a compiled forward takes one frame."""
+    torch.manual_seed(0)
+    module = nn.Sequential(SVDF(6, 2, memory_size=3)).eval()
+    with pytest.raises(CompileError, match="more than one step on; rewrite: call the SVDF"):
+        _compile(module, (torch.randn(1, 5, 6),))
 
 
 def test_test_vector_carries_the_second_inference() -> None:

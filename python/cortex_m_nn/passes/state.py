@@ -40,3 +40,16 @@ def state_source(node: Node) -> Node | None:
 
 def is_state_write(node: Node) -> bool:
     return state_source(node) is not None
+
+
+def writes_svdf_state(node: Node) -> bool:
+    """An ``aten.copy_`` of an ``svdf_memory`` output that is no state write-back: the layer
+    called on a sequence, or more than once in one forward."""
+    from cortex_m_nn.quantizer.svdf import MEMORY
+
+    if node.op != "call_function" or node.target is not COPY or len(node.args) != 2:
+        return False
+    value = node.args[1]
+    while isinstance(value, Node) and value.target in _THROUGH:
+        value = value.args[0]
+    return isinstance(value, Node) and value.target is MEMORY
