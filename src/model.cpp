@@ -284,7 +284,8 @@ Status Model::load() {
 
 // Every kernel call of forward checks its arguments once, here (cortex_m_nn::prove; forward's
 // argument lists lie in method_pool); other kernels (fp32 fallbacks) compute on a zeroed arena
-// meanwhile. Zeroing is safe: cortex-m-compile plans no buffer that keeps data between runs.
+// meanwhile. Zeroing is safe: the only buffers cortex-m-compile plans to keep data between
+// runs are SVDF states (docs/svdf.md), and their initial value, just loaded, is zero.
 Status Model::prove_forward() {
   memset(arena, 0, sizeof(arena));
   size_t instruction = 0;

@@ -58,6 +58,7 @@ from cortex_m_nn.quantizer.bias_correction import correct_biases
 from cortex_m_nn.quantizer.equalize import equalize, fold_batch_norms
 from cortex_m_nn.quantizer.recurrent import quantize_lstms, split_lstms
 from cortex_m_nn.rewrites import rewrite_for
+from cortex_m_nn.states import has_states
 from cortex_m_nn.target import Target
 
 __all__ = [
@@ -258,6 +259,7 @@ def to_program(
         pte = execution_graph.serialise(program, metadata(abi, io), planning)
         stages.edge_text = DIRECT
     else:
+        refuse_states(io.graph)
         edge = to_edge_program(torch.export.export(io.graph, inputs), metadata(abi, io))
         stages.edge_text = str(edge.exported_program().graph_module.graph)
         executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
@@ -271,6 +273,17 @@ def to_program(
     memory.constants = constants(program)
     stages.memory = memory
     return pte
+
+
+def refuse_states(graph: GraphModule) -> None:
+    """CompileError when a graph that must be re-traced keeps states: only the direct path
+    (``execution_graph``) plans them with their initial value (docs/svdf.md)."""
+    if has_states(graph):
+        raise CompileError(
+            "this model keeps SVDF states, which only a fully lowered program carries, but "
+            f"{execution_graph.unsupported(graph)}: lower the rest of the model (no fallback) "
+            "or compile the SVDF layers without it"
+        )
 
 
 def compile_model(

@@ -20,6 +20,7 @@ view returned as an output) takes that path (:func:`unsupported`).
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ from executorch.exir.emit import emit_program
 from executorch.exir.passes import MemoryPlanningPass
 from executorch.exir.passes.replace_view_copy_with_view_pass import _ViewSpec
 from executorch.exir.tensor import TensorSpec
+from torch._export.verifier import TrainingIRVerifier
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export import ExportedProgram
 from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
@@ -47,6 +49,7 @@ from torch.utils import _pytree as pytree
 
 from cortex_m_nn import shared_values
 from cortex_m_nn.ops.library import NAMESPACE
+from cortex_m_nn.ops.svdf import STATE_PREFIX
 
 VIEW = torch.ops.aten.view.default
 
@@ -111,6 +114,8 @@ class _Builder:
         self.env: dict[Node, Node] = {}
         self.state: dict[str, torch.Tensor] = {}
         self.input_specs: list[InputSpec] = []
+        #: (placeholder, buffer name) of each state the calls update in place
+        self.states: list[tuple[Node, str]] = []
 
     def placeholders(self) -> None:
         """Constants first (torch.export's buffer order, those used), then the user inputs."""
@@ -120,7 +125,11 @@ class _Builder:
             if name not in used:
                 continue
             placeholder = self.graph.placeholder(f"b_{name.replace('.', '_')}")
-            placeholder.meta["spec"] = TensorSpec.from_tensor(tensor, const=True)
+            mutable = name.startswith(STATE_PREFIX)
+            placeholder.meta["spec"] = TensorSpec.from_tensor(tensor, const=not mutable)
+            if mutable:  # planned for the program's lifetime, its initial value loaded once
+                placeholder.meta["et_init_buffer"] = True
+                self.states.append((placeholder, name))
             self.state[name] = tensor
             self.input_specs.append(
                 InputSpec(InputKind.BUFFER, TensorArgument(placeholder.name), name, True)
@@ -147,12 +156,20 @@ class _Builder:
         for node in self.graph.find_nodes(op="placeholder"):
             node.meta.setdefault("spec", _spec(node.meta["val"]))  # the user inputs
         output = self.graph.output_node()
+        in_spec = pytree.tree_flatten((tuple(example_inputs), {}))[1]
+        out_spec = pytree.tree_flatten(output.args[0])[1]
         outputs = [
             OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(n.name), None)
             for n in pytree.tree_leaves(output.args[0])
         ]
-        in_spec = pytree.tree_flatten((tuple(example_inputs), {}))[1]
-        out_spec = pytree.tree_flatten(output.args[0])[1]
+        if self.states:  # buffer mutations come first, as torch.export lists them
+            mutations = [
+                OutputSpec(OutputKind.BUFFER_MUTATION, TensorArgument(p.name), name)
+                for p, name in self.states
+            ]
+            leaves = [p for p, _ in self.states] + pytree.tree_leaves(output.args[0])
+            output.args = (tuple(leaves),)
+            outputs = mutations + outputs
         call = ModuleCallSignature(inputs=[], outputs=[], in_spec=in_spec, out_spec=out_spec)
         return ExportedProgram(
             root=module,
@@ -161,6 +178,9 @@ class _Builder:
             state_dict=self.state,
             range_constraints={},
             module_call_graph=[ModuleCallEntry("", call)],
+            # an operator updating a state in place is no functional ATen op: only the
+            # training dialect's verifier admits it
+            verifiers=[TrainingIRVerifier] if self.states else None,
         )
 
 
@@ -241,7 +261,9 @@ def serialise(
     serialise — with interchangeable values stored once (``shared_values``) unless
     ``share`` is false (then the bytes are ``to_executorch``'s own)."""
     planning.run(program.graph_module, program.graph_signature)
-    emitted = emit_program({"forward": program}, False, constant_methods)
+    with warnings.catch_warnings():  # states are planned with their initial value (et_init_buffer)
+        warnings.filterwarnings("ignore", "Mutation on a buffer", UserWarning)
+        emitted = emit_program({"forward": program}, False, constant_methods)
     plans = emitted.program.execution_plan
     if share:
         plans[0] = shared_values.share_values(plans[0])

@@ -21,6 +21,7 @@ from torch.fx import GraphModule, Interpreter, Node
 
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, QUANTIZE
 from cortex_m_nn.passes.records import module_of
+from cortex_m_nn.states import fresh
 
 #: Activations the quantizer fuses onto the convolution or linear layer before them.
 _FUSED = {"relu", "relu6", "hardtanh", "clamp"}
@@ -119,6 +120,7 @@ def layer_snr(
     signal = dict.fromkeys(quantize_names, 0.0)
     noise = dict.fromkeys(quantize_names, 0.0)
     dequantized = {u.name for q, _ in points for u in q.users if u.target in DEQUANTIZE}
+    float_graph, quantized = fresh(float_graph), fresh(quantized)  # states: one sequence
     with torch.no_grad():
         for sample in samples:
             real = _Values(float_graph, {f for _, f in points})

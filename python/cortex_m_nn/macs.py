@@ -33,6 +33,16 @@ BATCH_NORMS = {"batch_norm", "_native_batch_norm_legit_no_training", "native_bat
 RECURRENT = {"lstm", "gru", "rnn_tanh", "rnn_relu"}
 
 
+#: An SVDF step's two float operators (``cortex_m_nn.nn``).
+SVDF = {"svdf_memory", "svdf_time"}
+
+
+def svdf_macs(batch: int, inputs: int, filters: int, memory: int) -> int:
+    """One SVDF step: the feature projection (``filters × inputs``) and the time filter
+    (``filters × memory``), per batch item."""
+    return batch * filters * (inputs + memory)
+
+
 def base_name(op: str) -> str:
     """``conv2d`` for ``aten.conv2d``, ``aten.conv2d.padding`` or ``aten::relu_`` → ``relu``."""
     parts = op.replace("::", ".").split(".")
@@ -75,6 +85,13 @@ def fp32_macs(
     if name in BATCH_NORMS:
         x = arg(0)
         return math.prod(x) if x else 0
+    if name in SVDF:  # memory: x [B, I] → state [B, F, M]; time: state [B, F, M]
+        x, state = arg(0), output if name == "svdf_memory" else arg(0)
+        if not x or not state or len(state) != 3:
+            return 0
+        inputs = x[-1] if name == "svdf_memory" else 0
+        memory = state[2] if name == "svdf_time" else 0
+        return svdf_macs(state[0], inputs, state[1], memory)
     if name in RECURRENT:
         x = arg(0)
         if not x:

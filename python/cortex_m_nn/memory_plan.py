@@ -31,7 +31,7 @@ from torch.fx import GraphModule, Node
 #: ExecuTorch aligns every planned tensor to 16 bytes (``executorch.exir.tensor.ALIGNMENT``).
 ALIGNMENT = 16
 
-KINDS = ("input", "activation", "scratch", "output")
+KINDS = ("input", "activation", "scratch", "output", "state")
 CONSTANT_KINDS = ("weights", "biases", "requantization", "kernel_sums", "other")
 
 
@@ -128,6 +128,8 @@ class MemoryPlan:
             },
             "largest_scratch_bytes": self.largest_scratch_bytes,
             "scratch_buffers": sum(t.kind == "scratch" for t in self.tensors),
+            "state_bytes": sum(t.aligned_bytes for t in self.tensors if t.kind == "state"),
+            "states": sum(t.kind == "state" for t in self.tensors),
             "operators": list(self.operators),
             "tensors": [asdict(t) for t in self.tensors],
         }
@@ -150,7 +152,15 @@ def _out_arguments(node: Node) -> list[str]:
 
 def _planned(node: Node) -> bool:
     spec = node.meta.get("spec")
-    return getattr(spec, "mem_id", None) is not None and not getattr(spec, "const", True)
+    if getattr(spec, "mem_id", None) is None:
+        return False
+    return is_state(node) or not getattr(spec, "const", True)
+
+
+def is_state(node: Node) -> bool:
+    """A mutable buffer with its initial value (an SVDF state): planned, live for the whole
+    program (``execution_graph``); the emitter marks its spec const for the initial value."""
+    return node.op == "placeholder" and bool(node.meta.get("et_init_buffer"))
 
 
 @dataclass(frozen=True)
@@ -240,7 +250,7 @@ def _storage(graph_module: GraphModule) -> _Storage:
     owner, kind, parts = found.owner, found.kind, found.parts
     for node in graph_module.graph.nodes:
         if node.op == "placeholder" and _planned(node):
-            owner[node], kind[node] = node, "input"
+            owner[node], kind[node] = node, "state" if is_state(node) else "input"
         elif node.op != "call_function":
             continue
         elif _is_multiple(node):
@@ -266,11 +276,11 @@ def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
     """The plan of an executorch-dialect graph (after ``to_executorch``), lifetimes computed here.
 
     A tensor lives from the first kernel call that touches it (the first, for a graph input)
-    to the last (the last, for a graph output).
+    to the last (the last, for a graph output or a state, which outlives the call).
     """
     storage = _storage(graph_module)
     kind = storage.kind
-    first: dict[Node | _Part, int] = {n: 0 for n, k in kind.items() if k == "input"}
+    first: dict[Node | _Part, int] = {n: 0 for n, k in kind.items() if k in ("input", "state")}
     last: dict[Node | _Part, int] = {}
     producer: dict[Node | _Part, str] = {}
     for index, call in enumerate(storage.calls):
@@ -280,6 +290,7 @@ def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
                 producer.setdefault(owned, operator_name(call))
                 last[owned] = index
     end = len(storage.calls) - 1
+    last.update({n: end for n, k in kind.items() if k == "state"})  # kept between calls
     output = next(n for n in graph_module.graph.nodes if n.op == "output")
     for used in _nodes_in(output.args):
         for owned in storage.of(used):

@@ -99,8 +99,11 @@ def output_snr(lowered: GraphModule, abi: KernelAbi, module: torch.nn.Module, sa
     from torch.utils._pytree import tree_leaves
 
     from cortex_m_nn.ops.library import run_references
+    from cortex_m_nn.states import fresh, reset_states
 
     signal = noise = 0.0
+    lowered = fresh(lowered)  # a model with states (SVDF): the samples as one sequence
+    reset_states(module)
     with torch.no_grad():
         for sample in samples:
             ours = run_references(lowered, sample, abi.rounding)

@@ -334,10 +334,23 @@ def memory_lines(memory: dict[str, Any]) -> list[str]:
         f"  largest scratch      {memory['largest_scratch_bytes']:>10,} B  "
         f"{memory['scratch_buffers']} CMSIS-NN scratch buffers sized for the target ISA, "
         "shared in the arena",
+        *state_lines(memory),
         f"  constants (.pte)     {constants['total']:>10,} B  {kinds}",
         f"  runtime overhead   ≈ {memory['runtime_overhead_bytes']:>10,} B  ExecuTorch method "
         f"allocator (estimate), and {memory['load_temp_bytes']:,} B of temporary allocator "
         "while loading",
+    ]
+
+
+def state_lines(memory: dict[str, Any]) -> list[str]:
+    """The states' line (SVDF layers' states), when the program keeps any."""
+    states = memory.get("state_bytes", 0)
+    if not states:
+        return []
+    count = memory["states"]
+    return [
+        f"  states (in arena)    {states:>10,} B  {count} SVDF state(s) kept between inferences: "
+        "planned for the program's lifetime, never shared, zero at load"
     ]
 
 

@@ -298,6 +298,18 @@ REWRITES: tuple[Rewrite, ...] = (
         "(y = self.buffer + x instead of self.buffer += x); update it outside the model",
         kinds=(R.MUTATED_BUFFER,),
     ),
+    Rewrite(
+        (),
+        "call the SVDF layer on one frame [batch_size, input_size] per forward, with the "
+        "batch size it was built with",
+        kinds=(R.SVDF_SHAPE,),
+    ),
+    Rewrite(
+        (),
+        "shorten the SVDF's memory_size or use state_bits=8: its int32 time-filter sums "
+        "must not wrap",
+        kinds=(R.SVDF_ACCUMULATOR,),
+    ),
 )
 
 #: Refusals with no advice of their own: the op's entry (or :data:`GENERIC`) answers them.
@@ -340,6 +352,7 @@ GENERIC_KINDS = frozenset(
         R.NORM_SHAPE,
         R.UNDEFINED_VALUES,
         R.REDUCTION,
+        R.SVDF_REQUANTIZATION,
     }
 )
 

@@ -27,6 +27,7 @@ from cortex_m_nn.ops.library import run_references
 from cortex_m_nn.options import QuantizationOptions
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
 from cortex_m_nn.passes.records import op_name
+from cortex_m_nn.states import fresh
 from cortex_m_nn.target import DEFAULT_TARGET, Target
 from cortex_m_nn.verify import Verification, verify_program
 
@@ -118,9 +119,10 @@ def check_implementation(
     host_kernels.check_program(program, kernels)  # the .pte records compiled.abi
     method = program.load_method("forward")
     io = compiled.io
+    graph = fresh(io.graph)  # with states (SVDF): the samples are one sequence, as executed
     for index, sample in enumerate(samples):
         inputs = io.program_inputs(sample)  # int8 for a program with int8 inputs (--io int8)
-        expected = run_references(io.graph, inputs, compiled.abi.rounding)
+        expected = run_references(graph, inputs, compiled.abi.rounding)
         actual = method.execute(list(inputs))
         for number, (want, got) in enumerate(zip(expected, actual, strict=True)):
             if not torch.equal(want, got):

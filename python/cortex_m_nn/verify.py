@@ -33,6 +33,7 @@ from cortex_m_nn.ops.library import ReferenceInterpreter, run_references
 from cortex_m_nn.options import IoType
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, channels_last_order
 from cortex_m_nn.passes.records import LoweringResult
+from cortex_m_nn.states import fresh, reset_states
 
 if TYPE_CHECKING:
     from cortex_m_nn.compile import CompiledProgram
@@ -86,8 +87,9 @@ class _TeacherForced(ReferenceInterpreter):
         rounding: Rounding,
         reference: dict[str, torch.Tensor],
         worst: dict[str, int],
+        module: GraphModule | None = None,
     ) -> None:
-        super().__init__(lowering.graph_module, rounding)
+        super().__init__(module or lowering.graph_module, rounding)
         self.sources, self.floats = lowering.value_sources, lowering.float_sources
         self.reference, self.worst = reference, worst
 
@@ -142,8 +144,16 @@ def verify(
     rounding: Rounding = Rounding.DOUBLE,
 ) -> Verification:
     """Run every sample through the lowered graph (its references with CMSIS-NN's
-    ``rounding``), the PT2E reference and the float model."""
+    ``rounding``), the PT2E reference and the float model. A model with states (SVDF) runs
+    the samples as one sequence from zero states in each form (``states``), the graphs' own
+    left unchanged."""
     scales = output_scales(quantized)
+    forced, end_to_end, quantized = (
+        fresh(lowering.graph_module),
+        fresh(lowering.graph_module),
+        fresh(quantized),
+    )
+    reset_states(float_model)
     stress = [tuple(x * 2 if x.is_floating_point() else x for x in sample) for sample in samples]
     per_node: dict[str, int] = {}
     output_lsb = 0
@@ -152,10 +162,10 @@ def verify(
         for index, sample in enumerate([*samples, *stress]):
             recorder = _Recorder(quantized)
             reference = tree_leaves(recorder.run(*sample))
-            _TeacherForced(lowering, rounding, recorder.values, per_node).run(*sample)
+            _TeacherForced(lowering, rounding, recorder.values, per_node, forced).run(*sample)
             if index >= len(samples):  # stress samples: only the per-operator check
                 continue
-            ours = run_references(lowering.graph_module, sample, rounding)
+            ours = run_references(end_to_end, sample, rounding)
             # a copy: the float model may write into its inputs (the graphs do not)
             copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in sample]
             floats = tree_leaves(float_model(*copies))
@@ -192,9 +202,10 @@ def io_mismatches(compiled: CompiledProgram, samples: list[tuple[torch.Tensor, .
     io, rounding = compiled.io, compiled.abi.rounding
     stress = [tuple(x * 2 if x.is_floating_point() else x for x in sample) for sample in samples]
     count = 0
+    lowered, graph = fresh(compiled.lowered), fresh(io.graph)
     for sample in [*samples, *stress]:
-        floats = run_references(compiled.lowered, sample, rounding)
-        ints = run_references(io.graph, io.program_inputs(sample), rounding)
+        floats = run_references(lowered, sample, rounding)
+        ints = run_references(graph, io.program_inputs(sample), rounding)
         dequantized = io.float_outputs(ints)
         count += not all(map(torch.equal, floats, dequantized))
     return count

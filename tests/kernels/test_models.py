@@ -106,3 +106,13 @@ def test_other_operator_version_fails_at_first_call(
     method = Runtime.get().load_program(tampered).load_method("forward")
     with pytest.raises(RuntimeError):
         method.execute(list(ds_cnn.example_inputs))
+
+
+def test_svdf_stream_end_to_end(kernels: KernelAbi) -> None:
+    """A model with states (the zoo's SVDF keyword spotter): eight executions of one loaded
+    program, each continuing the states, equal the references' eight steps."""
+    from tests.zoo.svdf_kws import svdf_kws
+
+    module, example = svdf_kws()
+    source = ModelSource("svdf_kws", module, example)
+    check_implementation(compile_for(source, kernels), samples(source))

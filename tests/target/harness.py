@@ -26,6 +26,7 @@ from cortex_m_nn.compile import CompiledProgram, compile_model
 from cortex_m_nn.model_source import ModelSource, load_model
 from cortex_m_nn.ops.library import run_references
 from cortex_m_nn.options import IoType
+from cortex_m_nn.states import fresh, has_states
 from cortex_m_nn.target import Target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,6 +143,8 @@ MODEL_NAMES += ["ds_cnn_int4", "int4_layers", "ds_cnn_int4_mixed"]
 # LSTM layers (arm_lstm_unidirectional_s8): the zoo's keyword spotter, then time-major, two
 # layers and an initial state
 MODEL_NAMES += ["kws_lstm", "lstm_layers", "kws_lstm_int16"]
+# SVDF layers (int16 and int8 states): two inferences, the second from the first's states
+MODEL_NAMES += ["svdf_kws"]
 
 
 @dataclass
@@ -151,6 +154,8 @@ class ModelRun:
     #: what the program takes (float in the model's layout, or int8 as --io int8 stores it)
     inputs: tuple[torch.Tensor, ...]
     expected: list[torch.Tensor]
+    #: a model with states (SVDF): the outputs of a second inference on the same inputs
+    next_expected: list[torch.Tensor] | None = None
 
 
 def compile_for(name: str, core: Core, seed: int = 3, io: IoType | None = None) -> ModelRun:
@@ -176,8 +181,12 @@ def compile_for(name: str, core: Core, seed: int = 3, io: IoType | None = None) 
         inputs = TARGET_INPUTS[name](compiled.lowered, gen)
     io = compiled.io
     inputs = io.program_inputs(inputs)
-    expected = run_references(io.graph, inputs, compiled.abi.rounding)
-    return ModelRun(name, compiled, inputs, [t.clone() for t in expected])
+    graph = fresh(io.graph)  # zero states: the program's first inference, then its second
+    expected = [t.clone() for t in run_references(graph, inputs, compiled.abi.rounding)]
+    following = None
+    if has_states(graph):
+        following = [t.clone() for t in run_references(graph, inputs, compiled.abi.rounding)]
+    return ModelRun(name, compiled, inputs, expected, following)
 
 
 def write_model(run: ModelRun, directory: Path) -> None:
@@ -185,7 +194,7 @@ def write_model(run: ModelRun, directory: Path) -> None:
     ``cortex-m-compile --test-vector`` writes them) for the runner's build."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / f"{run.name}.pte").write_bytes(run.compiled.pte)
-    header = test_vector.c_header(list(run.inputs), run.expected)
+    header = test_vector.c_header(list(run.inputs), run.expected, run.next_expected)
     (directory / f"{run.name}.test_vector.h").write_text(header)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from tests.zoo.svdf_kws import svdf_kws
 from torch import nn
 from torch.nn import functional as F
 
@@ -473,3 +474,6 @@ class OneByN(nn.Module):
 
 
 MODELS["one_by_n"] = lambda: seeded(OneByN, 1, 8, 9)
+
+
+MODELS["svdf_kws"] = svdf_kws  # the zoo's (tests/zoo/svdf_kws.py)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 from executorch.exir import schema
 from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 from tests.target import harness
@@ -82,6 +83,8 @@ def test_bit_exact_on_target(core_build: tuple, model: str) -> None:
         f"runner exit {result.returncode}:\n{result.stdout}{result.stderr}"
     )
     assert "PASS (bit-exact)" in result.stdout
+    if run.next_expected is not None:  # a model with states: its second run must differ
+        assert not all(map(torch.equal, run.expected, run.next_expected))
     # Independently of the runner's own comparison: the printed bytes against the reference.
     assert result.outputs() == harness.output_bytes(run.expected)
     # The method allocator, sized from the report's runtime-overhead count, was enough, and

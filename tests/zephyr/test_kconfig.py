@@ -120,6 +120,7 @@ def test_selects_cmsis_nn_executorch_and_cpp(tmp_path: Path, soc: str) -> None:
         "CMSIS_NN_NNSUPPORT",
         "CMSIS_NN_POOLING",
         "CMSIS_NN_SOFTMAX",
+        "CMSIS_NN_SVD",
     ):
         assert configured.value(name) == "y", name
 

@@ -18,6 +18,7 @@ from .common import Example
 from .kws_lstm import kws_lstm
 from .mobilenet import mobilenet_v1, mobilenet_v2, mobilenet_v3_small
 from .resnet import resnet8
+from .svdf_kws import svdf_kws
 from .transformer import transformer
 from .unet import unet
 
@@ -32,6 +33,7 @@ ZOO: dict[str, Callable[[], Example]] = {
     "audio1d": audio1d,
     "unet": unet,
     "kws_lstm": kws_lstm,
+    "svdf_kws": svdf_kws,
 }
 
 #: model → source operators (report names) that may stay in float; none for the others.

@@ -23,6 +23,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     resize,
     softmax,
     strided_copy,
+    svdf,
     transpose,
     transpose_conv2d,
 )

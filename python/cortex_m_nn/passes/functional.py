@@ -43,6 +43,7 @@ from cortex_m_nn.errors import CompileError
 from cortex_m_nn.passes.equivalents import equivalents
 from cortex_m_nn.passes.records import module_of, op_name, source_line
 from cortex_m_nn.passes.refusals import Refusal
+from cortex_m_nn.passes.state import is_state_write, writes_svdf_state
 from cortex_m_nn.rewrites import rewrite_for
 
 aten = torch.ops.aten
@@ -93,7 +94,7 @@ def functional_form(graph_module: GraphModule) -> FunctionalForm:
     graph = graph_module.graph
     order = {node: index for index, node in enumerate(graph.nodes)}
     for node in list(graph.nodes):
-        if is_in_place(node):
+        if is_in_place(node) and not is_state_write(node):  # an SVDF state: kept
             changes.functional.append(op_name(node.target))
             changes.notes += make_functional(node, order)
     for node in list(graph.nodes):
@@ -158,6 +159,10 @@ def make_functional(node: Node, order: dict[Node, int]) -> list[str]:
     written = node.args[0]
     root = alias_root(written)
     notes = [input_write(node, root, order)] if root.op == "placeholder" else []
+    if root.op == "get_attr" and writes_svdf_state(node):
+        refuse(
+            node, Refusal.SVDF_SHAPE, f"writes the SVDF state {root.target} more than one step on"
+        )
     if root.op == "get_attr":
         refuse(node, Refusal.MUTATED_BUFFER, f"writes into the parameter or buffer {root.target}")
     graph = node.graph

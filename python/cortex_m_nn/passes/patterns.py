@@ -12,6 +12,7 @@ from torch.fx import GraphModule, Node
 from cortex_m_nn.passes.activation import is_activation
 from cortex_m_nn.passes.graph_values import DEQUANTIZE, QUANTIZE
 from cortex_m_nn.passes.registry import READS_THROUGH, RULES
+from cortex_m_nn.passes.state import is_state_write
 
 #: quantize node → (the op it closes, the activation fused between them)
 Patterns = dict[Node, tuple[Node, Node | None]]
@@ -73,7 +74,7 @@ def find_read_through(converted: GraphModule, plan: Plan) -> None:
         for producer in hook(op) if hook else []:
             readers.setdefault(producer, set()).add(op)
     for producer, ops in readers.items():
-        uses = [user for dq in producer.users for user in dq.users]
+        uses = [u for dq in producer.users for u in dq.users if not is_state_write(u)]
         if not all(dq.target in DEQUANTIZE for dq in producer.users) or set(uses) - ops:
             continue
         source = producer.args[0]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.nn import FLOAT_NAMESPACE
 from cortex_m_nn.passes.refusals import Refusal
 
 #: The report's kernel for an operator whose lowered node turned out to be dead code.
@@ -63,8 +64,10 @@ class LoweringResult:
 
 
 def op_name(target: object) -> str:
+    """``aten.conv2d``; our float operators by their own name (``svdf_memory``)."""
     name = getattr(target, "_name", None) or str(target)
-    return name.replace("::", ".").removesuffix(".default")
+    name = name.replace("::", ".").removesuffix(".default")
+    return name.removeprefix(f"{FLOAT_NAMESPACE}.")
 
 
 def boundary(node: Node, source_op: str, kernel: str, function: str) -> OpRecord:

@@ -99,6 +99,10 @@ class Refusal(Enum):
     LSTM_RANGE = "lstm_range"
     #: an initial state not quantized as the kernel reads it
     LSTM_STATE = "lstm_state"
+    # -- SVDF ---------------------------------------------------------------------------
+    SVDF_SHAPE = "svdf_shape"
+    SVDF_REQUANTIZATION = "svdf_requantization"
+    SVDF_ACCUMULATOR = "svdf_accumulator"
     # -- mutation (the functional form made before quantization: passes/functional) ---------
     MUTATED_INPUT = "mutated_input"
     MUTATED_BUFFER = "mutated_buffer"

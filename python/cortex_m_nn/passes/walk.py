@@ -29,6 +29,7 @@ from cortex_m_nn.passes.patterns import Plan
 from cortex_m_nn.passes.records import NOT_QUANTIZED, OpRecord, of_source
 from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import RULES, WHY_FLOAT, Lowered, Pattern
+from cortex_m_nn.passes.state import is_state_write
 from cortex_m_nn.precision import has_int16_case
 
 #: The report's row of an op a consumer reads through.
@@ -73,6 +74,8 @@ class Walk:
             self.quantize(node)
         elif node.target is operator.getitem:
             context.copy_float(node)  # one output of a float op: no operator of its own
+        elif is_state_write(node) and node.args[1].args[0] in self.pending:
+            return  # its SVDF was lowered: cortex_m_nn::svdf updates the state in place
         elif not context.fold(node):
             context.copy_float(node)
             record = of_source(node)
@@ -104,7 +107,11 @@ class Walk:
         except LoweringRefused as refusal:
             record.fallback_reason, record.refusal = str(refusal), refusal.kind
             record.macs = context.float_macs(op)
+            start = len(context.records)
             self.fall_back(node, pattern)
+            for pulled in context.records[start:]:  # producers it read through: its reason
+                if pulled.refusal is Refusal.NOT_QUANTIZED:
+                    pulled.fallback_reason, pulled.refusal = str(refusal), refusal.kind
         else:
             fill_lowered(record, lowered)
             context.quantized[node] = lowered.value

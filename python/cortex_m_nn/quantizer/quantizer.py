@@ -32,6 +32,7 @@ from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
 from cortex_m_nn.quantizer.recurrent import LSTM, split_lstms
+from cortex_m_nn.quantizer.svdf import SVDF_OPS, svdf_annotation
 
 aten = torch.ops.aten
 
@@ -277,6 +278,10 @@ class CortexMQuantizer(Quantizer):
                     self._annotate_with_output(node, {source: spec}, spec)
             elif target is LSTM:
                 self._annotate_lstm(node, spec)
+            elif target in SVDF_OPS:
+                found = svdf_annotation(node, self.activation)
+                if found is not None:
+                    self._annotate_with_output(node, *found)
             elif target in PRELU:
                 source, slopes = node.args[:2]
                 if isinstance(source, Node) and getattr(slopes, "op", None) == "get_attr":

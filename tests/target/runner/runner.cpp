@@ -52,11 +52,21 @@ const uint8_t* output_bytes(const Model& model, size_t index, size_t* n) {
   return reinterpret_cast<const uint8_t*>(output.data);
 }
 
-// Bytes of output `index` that differ from the expected one (all of them if the sizes differ).
-size_t differing_bytes(const Model& model, size_t index) {
+// The expected outputs of the second run: a model with states (SVDF) continues from the
+// first run's, so the test vector holds that inference's outputs too.
+#if defined(CORTEX_M_NN_TEST_NEXT_OUTPUTS)
+const cortex_m_nn_test_output_t* const* const kSecondOutputs = cortex_m_nn_test_next_output;
+#else
+const cortex_m_nn_test_output_t* const* const kSecondOutputs = cortex_m_nn_test_output;
+#endif
+
+// Bytes of output `index` that differ from `expected[index]` (all of them if the sizes differ).
+size_t differing_bytes(
+    const Model& model, size_t index,
+    const cortex_m_nn_test_output_t* const* expected_outputs = cortex_m_nn_test_output) {
   size_t n = 0;
   const uint8_t* bytes = output_bytes(model, index, &n);
-  const auto* expected = reinterpret_cast<const uint8_t*>(cortex_m_nn_test_output[index]);
+  const auto* expected = reinterpret_cast<const uint8_t*>(expected_outputs[index]);
   const size_t expected_n =
       cortex_m_nn_test_output_size[index] * sizeof(cortex_m_nn_test_output_t);
   if (n != expected_n) {
@@ -138,7 +148,8 @@ int main() {
   }
 
   // forward again, one kernel call at a time, each call a marked region after the whole run's
-  // (benchmarks/bench_target.py's per-call profile); the outputs must not change
+  // (benchmarks/bench_target.py's per-call profile); the outputs must not change (with states:
+  // must be the second inference's)
   for (size_t i = 0; i < CORTEX_M_NN_TEST_INPUTS; ++i) {
     status = model.set_input(i, cortex_m_nn_test_input[i], cortex_m_nn_test_input_size[i]);
     if (status != Status::kOk) return setup_error("set_input", status, model);
@@ -147,7 +158,7 @@ int main() {
   status = model.run_profiled(call_start, call_stop, &calls);
   if (status != Status::kOk) return setup_error("forward call by call", status, model);
   for (size_t i = 0; i < CORTEX_M_NN_TEST_OUTPUTS; ++i) {
-    if (differing_bytes(model, i) != 0) {
+    if (differing_bytes(model, i, kSecondOutputs) != 0) {
       std::printf("runner: output %u of the call-by-call run differs\n", static_cast<unsigned>(i));
       result = kMismatch;
     }
