@@ -276,12 +276,8 @@ class CortexMQuantizer(Quantizer):
                 source = node.args[0]
                 if isinstance(source, Node) and constant_arguments(node):
                     self._annotate_with_output(node, {source: spec}, spec)
-            elif target is LSTM:
-                self._annotate_lstm(node, spec)
-            elif target in SVDF_OPS:
-                found = svdf_annotation(node, self.activation)
-                if found is not None:
-                    self._annotate_with_output(node, *found)
+            elif target is LSTM or target in SVDF_OPS:
+                self._annotate_recurrent(node, spec)
             elif target in PRELU:
                 source, slopes = node.args[:2]
                 if isinstance(source, Node) and getattr(slopes, "op", None) == "get_attr":
@@ -372,6 +368,15 @@ class CortexMQuantizer(Quantizer):
         self._annotate_with_output(
             node, {lhs: _input_spec(lhs, spec), rhs: _input_spec(rhs, spec)}, spec
         )
+
+    def _annotate_recurrent(self, node: Node, spec: QuantizationSpec) -> None:
+        """An LSTM layer (:meth:`_annotate_lstm`) or an SVDF step (``quantizer/svdf``)."""
+        if node.target is LSTM:
+            self._annotate_lstm(node, spec)
+            return
+        found = svdf_annotation(node, self.activation)
+        if found is not None:
+            self._annotate_with_output(node, *found)
 
     def _annotate_lstm(self, node: Node, spec: QuantizationSpec) -> None:
         """Input and hidden sequence as ``spec``; an initial hidden state quantized as the
