@@ -168,6 +168,25 @@ class LayerSearch:
         meeting = [s for s, snr in self.measured.items() if snr >= min_snr_db]
         return min(meeting, key=lambda s: (self.sizes[s], len(s), sorted(s)))
 
+    def greedy(
+        self,
+        ranked: list[str],
+        program: Callable[[frozenset[str]], frozenset[str]],
+        min_snr_db: float,
+    ) -> frozenset[str]:
+        """The layers to change from the base program, ``program(changed)`` its layer set:
+        changed in ``ranked`` order (most gain per byte first) until the SNR reaches
+        ``min_snr_db``, then each change the target holds without taken back (least first)."""
+        changed: set[str] = set()
+        for name in ranked:
+            if self.snr(program(frozenset(changed))) >= min_snr_db:
+                break
+            changed.add(name)
+        for name in reversed(ranked):
+            if name in changed and self.snr(program(frozenset(changed - {name}))) >= min_snr_db:
+                changed.discard(name)
+        return frozenset(changed)
+
     def table(self) -> list[tuple[tuple[str, ...], float, int]]:
         """Every layer set measured: (its layers, SNR dB, size)."""
         return [(tuple(sorted(s)), snr, self.sizes[s]) for s, snr in self.measured.items()]
@@ -243,15 +262,7 @@ def choose(
     for layer in layers:
         layer.gain_db = search.snr(frozenset({layer.name})) - int8
     ranked = sorted(layers, key=lambda c: (-c.gain_db / max(c.activation_bytes, 1), c.name))
-    chosen: set[str] = set()
-    for layer in ranked:
-        if search.snr(frozenset(chosen)) >= min_snr_db:
-            break
-        chosen.add(layer.name)
-    for layer in reversed(ranked):  # least gain per byte first
-        if layer.name in chosen and search.snr(frozenset(chosen - {layer.name})) >= min_snr_db:
-            chosen.discard(layer.name)
-    greedy = frozenset(chosen)
+    greedy = search.greedy([layer.name for layer in ranked], lambda chosen: chosen, min_snr_db)
     search.snr(frozenset(layer.name for layer in layers))
     best = search.smallest(min_snr_db)
     for layer in layers:

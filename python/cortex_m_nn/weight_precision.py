@@ -162,15 +162,9 @@ def _greedy(
         layer.loss_db = search.snr(alone) - search.snr(full)
         layer.saved_bytes = search.sizes[alone] - search.sizes[full]
     ranked = sorted(layers, key=lambda c: (-c.loss_db / max(c.saved_bytes, 1), c.name))
-    kept = set(full)
-    for layer in ranked:
-        if search.snr(frozenset(kept)) >= min_snr_db:
-            break
-        kept.discard(layer.name)
-    for layer in reversed(ranked):  # least loss per byte first
-        if layer.name not in kept and search.snr(frozenset(kept | {layer.name})) >= min_snr_db:
-            kept.add(layer.name)
-    greedy, best = frozenset(kept), search.smallest(min_snr_db)
+    names = [layer.name for layer in ranked]
+    greedy = full - search.greedy(names, lambda reverted: full - reverted, min_snr_db)
+    best = search.smallest(min_snr_db)
     for layer in layers:
         layer.int4 = layer.name in best
         if best != greedy:

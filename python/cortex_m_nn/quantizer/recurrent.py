@@ -1,4 +1,4 @@
-"""``nn.LSTM`` as one ``cortex_m_nn_model::lstm`` node per layer, quantized as CMSIS-NN runs it.
+"""``nn.LSTM`` as one ``cortex_m_nn_float::lstm`` node per layer, quantized as CMSIS-NN runs it.
 
 ``torch.export`` keeps an ``nn.LSTM`` as one ``aten.lstm.input`` for all its layers, so the
 sequence between two layers has no quantization of its own. Before annotation,

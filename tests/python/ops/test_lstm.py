@@ -102,7 +102,7 @@ def test_lowers_without_fallback_and_verifies(name: str, target: str, precision:
     arm_lstm_unidirectional_s16, one with stays int8 (its state is quantized in int8)."""
     row = CASES[name]
     example = torch.randn(*row.shape, generator=torch.Generator().manual_seed(3))
-    after = {"cortex_m_nn.lstm": row.layers, "cortex_m_nn_model.lstm": 0, "aten.lstm": 0}
+    after = {"cortex_m_nn.lstm": row.layers, "cortex_m_nn_float.lstm": 0, "aten.lstm": 0}
     compiled, verification = check_dialect(
         row.build(),
         (example,),

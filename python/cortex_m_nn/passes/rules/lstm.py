@@ -1,4 +1,4 @@
-"""One ``nn.LSTM`` layer (``cortex_m_nn_model::lstm``, see ``quantizer/recurrent.py``) →
+"""One ``nn.LSTM`` layer (``cortex_m_nn_float::lstm``, see ``quantizer/recurrent.py``) →
 ``cortex_m_nn::lstm`` (``arm_lstm_unidirectional_s8``; int16 activations:
 ``arm_lstm_unidirectional_s16`` with int64 biases).
 
