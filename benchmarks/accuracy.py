@@ -3,12 +3,14 @@
 Usage::
 
     PYTHONPATH=python python benchmarks/accuracy.py [--models M ...] [--configs C ...]
-        [--calibration N] [--sizes 16,64,256] [--lowered N] [--seed S] [--draws D]
-        [--retrain] [--json FILE]
+        [--calibration N] [--sizes 16,64,256] [--lowered N] [--seed S] [--folds K]
+        [--draws D] [--threads T] [--jobs J] [--retrain] [--json FILE]
 
 Four networks of ``accuracy_models.py`` are trained (Adam, fixed seed) on scikit-learn's
-handwritten digits (1,797 8×8 images; 497 held back for testing, the rest train), upsampled
-once, bilinearly, to each network's input size. The trained weights are cached under
+handwritten digits (1,797 8×8 images), upsampled once, bilinearly, to each network's input
+size: by default once per fold of a stratified 4-fold partition, each model tested on the
+fold it did not train on, so every image is held back once and the scores pool all 1,797
+(``--folds 1``: one split, 497 images held back). The trained weights are cached under
 ``~/.cache/cortex-m-nn/accuracy/`` (``--retrain`` ignores the cache). Each float model is
 quantized by our pipeline (``cortex_m_nn.compile.quantize``) once per configuration of
 ``QuantizationOptions`` and by the peer, ExecuTorch 1.5.1's ``CortexMQuantizer`` (PT2E
@@ -33,10 +35,12 @@ import dataclasses
 import json
 import logging
 import math
+import multiprocessing
 import sys
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +56,9 @@ from accuracy_models import ARCHITECTURES  # noqa: E402
 VERSION = "2"
 CACHE = Path.home() / ".cache" / "cortex-m-nn" / "accuracy"
 TEST_IMAGES = 497
+#: K-fold by default: 1,797 held-back predictions instead of 497, so that a difference of one
+#: or two images between quantizers is not decided by which images one split holds back
+FOLDS = 4
 TARGET = "cortex-m55"
 BATCH = 32
 #: the peak of the one-cycle schedule
@@ -99,16 +106,24 @@ def _resize(images: torch.Tensor, side: int) -> torch.Tensor:
     return nn.functional.interpolate(images, size=(side, side), mode="bilinear")
 
 
-def load_digits(seed: int) -> Digits:
-    """scikit-learn's bundled digits, split (stratified, seeded) into train and test."""
+def load_digits(seed: int, folds: int = 1, fold: int = 0) -> Digits:
+    """scikit-learn's bundled digits, split (stratified, seeded) into train and test: with
+    one fold, :data:`TEST_IMAGES` held back; with ``folds`` > 1, fold ``fold`` of a stratified
+    ``folds``-way partition held back (every image is held back by exactly one fold)."""
     from sklearn.datasets import load_digits as sklearn_digits
-    from sklearn.model_selection import train_test_split
+    from sklearn.model_selection import StratifiedKFold, train_test_split
 
     data = sklearn_digits()
     images = data.images.astype(np.float32)[:, None] / 16.0
-    x_train, x_test, y_train, y_test = train_test_split(
-        images, data.target, test_size=TEST_IMAGES, random_state=seed, stratify=data.target
-    )
+    if folds == 1:
+        x_train, x_test, y_train, y_test = train_test_split(
+            images, data.target, test_size=TEST_IMAGES, random_state=seed, stratify=data.target
+        )
+    else:
+        partition = StratifiedKFold(folds, shuffle=True, random_state=seed)
+        kept, held = list(partition.split(images, data.target))[fold]
+        x_train, y_train = images[kept], data.target[kept]
+        x_test, y_test = images[held], data.target[held]
     mean, std = float(x_train.mean()), float(x_train.std())
     return Digits(
         torch.from_numpy((x_train - mean) / std),
@@ -151,9 +166,12 @@ def train(name: str, digits: Digits, seed: int) -> nn.Module:
     return model.eval()
 
 
-def trained(name: str, digits: Digits, seed: int, retrain: bool) -> tuple[nn.Module, str]:
-    """The trained model from the cache, else trained now (and cached); and which it was."""
-    path = CACHE / f"{name}-seed{seed}-v{VERSION}.pt"
+def trained(
+    name: str, digits: Digits, seed: int, retrain: bool, fold: str = ""
+) -> tuple[nn.Module, str]:
+    """The trained model from the cache, else trained now (and cached); and which it was.
+    ``fold`` (``"-fold2of4"``) names the data split when there are several."""
+    path = CACHE / f"{name}-seed{seed}{fold}-v{VERSION}.pt"
     if path.is_file() and not retrain:
         model = ARCHITECTURES[name][0]()
         model.load_state_dict(torch.load(path, weights_only=True))
@@ -170,11 +188,18 @@ def trained(name: str, digits: Digits, seed: int, retrain: bool) -> tuple[nn.Mod
 
 @dataclass
 class Score:
-    """Top-1 accuracy (%) and output SNR (dB) of a model's logits against the float model's."""
+    """Top-1 accuracy (%) and output SNR (dB) of a model's logits against the float model's;
+    with the sums they come from, so that scores over several folds or draws pool exactly."""
 
     accuracy: float
     snr_db: float
     images: int
+    correct: int
+    #: images whose top-1 class differs from the float model's
+    flips: int
+    #: Σ float², Σ (float − quantized)²
+    signal: float
+    noise: float
 
     def as_dict(self) -> dict[str, float | None]:
         """JSON-ready: an exact match's infinite SNR is null."""
@@ -187,11 +212,45 @@ class Score:
 def score(logits: torch.Tensor, labels: torch.Tensor, reference: torch.Tensor) -> Score:
     """Accuracy of ``logits`` and their SNR against the float ``reference`` logits."""
     labels, reference = labels[: len(logits)], reference[: len(logits)]
-    accuracy = 100.0 * float((logits.argmax(1) == labels).double().mean())
+    correct = int((logits.argmax(1) == labels).sum())
+    flips = int((logits.argmax(1) != reference.argmax(1)).sum())
     signal = float(reference.double().pow(2).sum())
     noise = float((reference.double() - logits.double()).pow(2).sum())
     snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
-    return Score(accuracy, snr, len(logits))
+    return Score(100.0 * correct / len(logits), snr, len(logits), correct, flips, signal, noise)
+
+
+def pool(scores: list[dict[str, Any]]) -> dict[str, Any]:
+    """One score from several (folds or calibration draws): accuracy over all their images,
+    SNR of all their logits; the first failure if one failed."""
+    failed = [s for s in scores if "error" in s]
+    if failed:
+        return failed[0]
+    images = sum(s["images"] for s in scores)
+    correct = sum(s["correct"] for s in scores)
+    signal, noise = sum(s["signal"] for s in scores), sum(s["noise"] for s in scores)
+    snr = None if noise == 0 else 10 * math.log10(signal / noise)
+    return {
+        "accuracy": 100.0 * correct / images,
+        "snr_db": snr,
+        "images": images,
+        "correct": correct,
+        "flips": sum(s["flips"] for s in scores),
+        "signal": signal,
+        "noise": noise,
+    }
+
+
+def merge(parts: list[Any]) -> Any:
+    """The folds' results as one: scores pooled, times added, anything else the first's."""
+    first = parts[0]
+    if isinstance(first, dict) and ("accuracy" in first or "error" in first):
+        return pool(parts)
+    if isinstance(first, dict):
+        return {key: merge([part[key] for part in parts]) for key in first}
+    if isinstance(first, int | float) and not isinstance(first, bool):
+        return sum(parts)
+    return first
 
 
 def run_each(model: Callable[[torch.Tensor], torch.Tensor], images: torch.Tensor) -> torch.Tensor:
@@ -305,11 +364,14 @@ class Run:
     configs: dict[str, Any]
     calibration: int
     sizes: list[int]
-    lowered: int
+    #: test images of each fold for the lowered graphs (None: all; 0: no lowered graphs)
+    lowered: int | None
     seed: int
     peer: bool
     #: calibration sets drawn (seeds seed, seed + 1, …) for the mean PT2E table; 1: none
     draws: int = 1
+    #: data splits: 1, the fixed 497-image test set; K > 1, K-fold (every image held back once)
+    folds: int = 1
 
 
 def attempt(measure: Callable[[], Score]) -> dict[str, Any]:
@@ -336,15 +398,12 @@ def measure_size(
 
 
 def mean_score(scores: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean accuracy and SNR of one quantizer over calibration draws (an error if one failed)."""
-    failed = [s for s in scores if "error" in s or s.get("snr_db") is None]
-    if failed:
-        return failed[0] if "error" in failed[0] else {"error": "an exact draw (infinite SNR)"}
-    return {
-        "accuracy": sum(s["accuracy"] for s in scores) / len(scores),
-        "snr_db": sum(s["snr_db"] for s in scores) / len(scores),
-        "draws": [{k: s[k] for k in ("accuracy", "snr_db")} for s in scores],
-    }
+    """One quantizer over calibration draws: mean accuracy, SNR of all the draws' logits (an
+    error if one failed), and each draw's scores."""
+    pooled = pool(scores)
+    if "error" in pooled:
+        return pooled
+    return {**pooled, "draws": [{k: s[k] for k in ("accuracy", "snr_db")} for s in scores]}
 
 
 def measure_draws(
@@ -373,7 +432,7 @@ def measure_lowered(
 
         def measure(o: Any = options) -> Score:
             runner = lowered_runner(model, samples, o)[1]
-            return judge(run_each(runner, test[: run.lowered]))
+            return judge(run_each(runner, test[: run.lowered]))  # None: all
 
         scores[name] = attempt(measure)
     return scores
@@ -397,7 +456,7 @@ def measure_model(name: str, model: nn.Module, digits: Digits, run: Run) -> dict
         first = result["pt2e"][run.calibration]
         result["draws"] = measure_draws(model, train_images, test, judge, run, first)
     result["seconds"] = {"pt2e": time.perf_counter() - start}
-    if run.lowered:
+    if run.lowered != 0:
         samples = calibration_images(train_images, run.calibration, run.seed)
         result["lowered"] = measure_lowered(model, samples, test, judge, run)
         if run.peer:  # the peer's lowered graph on the same images
@@ -432,13 +491,15 @@ def cells(scored: dict[str, Any] | None, peer: dict[str, Any] | None) -> list[st
         return ["", "", "", ""]
     if "error" in scored:
         return ["failed", "", "", ""]
-    own = [f"{scored['accuracy']:.2f}", f"{scored['snr_db']:.1f}"]
+    snr = scored["snr_db"]
+    own = [f"{scored['accuracy']:.2f}", "exact" if snr is None else f"{snr:.1f}"]
     if not peer or "error" in peer:
         return [*own, "", ""]
+    both = snr is not None and peer["snr_db"] is not None
     return [
         *own,
         f"{scored['accuracy'] - peer['accuracy']:+.2f}",
-        f"{scored['snr_db'] - peer['snr_db']:+.1f}",
+        f"{snr - peer['snr_db']:+.1f}" if both else "",
     ]
 
 
@@ -463,7 +524,9 @@ def mean_row(rows: list[dict[str, Any]], groups: list[str], peer: bool) -> list[
         pairs = [
             (r[group], r["peer"])
             for r in rows
-            if group in r and "error" not in r[group] and "error" not in r.get("peer", {"error": 1})
+            if group in r
+            and r[group].get("snr_db") is not None
+            and r.get("peer", {}).get("snr_db") is not None
         ]
         if not pairs:
             row += ["", "", "", ""]
@@ -517,6 +580,23 @@ def lowered_table(results: dict[str, dict], run: Run) -> str:
     return scores_table({n: r.get("lowered", {}) for n, r in results.items()}, run)
 
 
+def flips_table(results: dict[str, dict], run: Run, form: str) -> str:
+    """Per model: test images whose top-1 class the peer's and each configuration's ``form``
+    graph (``pt2e`` at the run's calibration size, or ``lowered``) changes from the float
+    model's."""
+    names = (["peer"] if run.peer else []) + list(run.configs)
+    rows = [["model", "images", *names]]
+    for model, result in results.items():
+        scores = result[form][run.calibration] if form == "pt2e" else result.get(form, {})
+        images = next((s["images"] for s in scores.values() if "images" in s), 0)
+        row = [model, str(images)]
+        for name in names:
+            found = scores.get(name, {})
+            row.append(str(found["flips"]) if "flips" in found else "failed")
+        rows.append(row)
+    return render(rows, headers=1)
+
+
 def draws_table(results: dict[str, dict], run: Run) -> str:
     """The peer's and each configuration's PT2E scores, mean over the calibration draws."""
     return scores_table({n: r["draws"] for n, r in results.items()}, run)
@@ -559,9 +639,19 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "--sizes", type=_sizes, default=[16, 64, 256], help="sensitivity table sizes, e.g. 16,64"
     )
     parser.add_argument(
-        "--lowered", type=int, default=TEST_IMAGES, help="test images for the lowered graphs"
+        "--lowered",
+        type=int,
+        default=None,
+        help="test images of each fold for the lowered graphs (default all; 0: none)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--folds",
+        type=int,
+        default=FOLDS,
+        help="K-fold: every image held back by one of K trained models (1: a fixed 497-image "
+        "test set)",
+    )
     parser.add_argument(
         "--draws",
         type=int,
@@ -570,6 +660,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--threads", type=int, default=1, help="torch threads (more than 1 is slower on busy cores)"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="folds measured at once, in separate processes"
     )
     parser.add_argument("--retrain", action="store_true", help="ignore cached weights")
     parser.add_argument("--json", type=Path, help="write every measurement to this file")
@@ -584,28 +677,41 @@ def setup(args: argparse.Namespace) -> tuple[Run, dict[str, str], str | None]:
         configs,
         args.calibration,
         args.sizes,
-        min(args.lowered, TEST_IMAGES),
+        args.lowered,
         args.seed,
         missing_peer is None,
         max(args.draws, 1),
+        max(args.folds, 1),
     )
     return run, missing, missing_peer
 
 
 def report(results: dict[str, dict], run: Run) -> str:
-    """The three tables with their titles."""
-    lowered = f"first {run.lowered} of" if run.lowered < TEST_IMAGES else "all"
+    """The tables with their titles."""
+    images = next(iter(results.values()))["float"]["images"] if results else 0
+    split = (
+        f"{run.folds} folds, each image held back by one trained model"
+        if run.folds > 1
+        else "one split"
+    )
+    lowered = "all" if run.lowered is None else f"the first {run.lowered} per fold of"
     parts = [
-        f"PT2E-quantized graphs, {run.calibration} calibration images, {TEST_IMAGES} test "
-        "images (Δ: ours − peer, accuracy points and dB)",
+        f"PT2E-quantized graphs, {run.calibration} calibration images, {images} held-back "
+        f"test images ({split}; Δ: ours − peer, accuracy points and dB)",
         pt2e_table(results, run),
     ]
-    if run.lowered:
+    if run.lowered != 0:
         parts += [
             f"\nlowered graphs for {TARGET}, {lowered} the test images: ours on the bit-exact "
             "references of CMSIS-NN's arithmetic, the peer's on its own operators' references",
             lowered_table(results, run),
         ]
+    form = "lowered" if run.lowered != 0 else "pt2e"
+    parts += [
+        f"\ntest images whose top-1 class the {form} graph changes from the float model's "
+        "(fewer: closer to the float model)",
+        flips_table(results, run, form),
+    ]
     if run.draws > 1:
         parts += [
             f"\nPT2E-quantized graphs, mean over {run.draws} calibration sets of "
@@ -615,6 +721,22 @@ def report(results: dict[str, dict], run: Run) -> str:
     if run.sizes:
         parts += ["\ncalibration-set size sensitivity (PT2E graphs)", sizes_table(results, run)]
     return "\n".join(parts)
+
+
+def measure_fold(args: argparse.Namespace, run: Run, fold: int) -> dict[str, dict]:
+    """Train (or load) each model on fold ``fold``'s training images and measure it on the
+    images that fold holds back."""
+    torch.set_num_threads(args.threads)  # also in a worker process of --jobs
+    logging.disable(logging.WARNING)
+    warnings.filterwarnings("ignore")
+    digits = load_digits(args.seed, run.folds, fold)
+    tag = f"-fold{fold + 1}of{run.folds}" if run.folds > 1 else ""
+    results = {}
+    for name in args.models or list(ARCHITECTURES):
+        model, how = trained(name, digits, args.seed, args.retrain, tag)
+        print(f"{name}{tag}: {how}", file=sys.stderr, flush=True)
+        results[name] = measure_model(name, model, digits, run) | {"weights": how}
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -628,14 +750,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configuration {name}: not available in this build (no {what})")
     if missing_peer:
         print(f"peer not available ({missing_peer}); showing ours alone")
-    digits = load_digits(args.seed)
-    models: dict[str, tuple[nn.Module, str]] = {}
-    for name in args.models or list(ARCHITECTURES):
-        models[name] = trained(name, digits, args.seed, args.retrain)
-        print(f"{name}: {models[name][1]}", file=sys.stderr, flush=True)
-    results = {name: measure_model(name, model, digits, run) for name, (model, _) in models.items()}
-    for name, (_, how) in models.items():
-        results[name]["weights"] = how
+    if args.jobs > 1 and run.folds > 1:  # one process per fold at a time, each on one thread
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(args.jobs, run.folds), mp_context=context) as executor:
+            count = run.folds
+            per_fold = list(executor.map(measure_fold, [args] * count, [run] * count, range(count)))
+    else:
+        per_fold = [measure_fold(args, run, fold) for fold in range(run.folds)]
+    results = {name: merge([fold[name] for fold in per_fold]) for name in per_fold[0]}
+    for name in results:
+        results[name]["weights"] = [fold[name]["weights"] for fold in per_fold]
     seconds = time.perf_counter() - start
     print(report(results, run))
     print(f"\n{seconds:.0f} s in all (seed {args.seed}, weights version {VERSION})")
@@ -645,9 +769,9 @@ def main(argv: list[str] | None = None) -> int:
             "version": VERSION,
             "calibration": run.calibration,
             "sizes": run.sizes,
-            "lowered_images": run.lowered,
+            "lowered_images_per_fold": run.lowered,
             "draws": run.draws,
-            "test_images": TEST_IMAGES,
+            "folds": run.folds,
             "configs": {name: options.as_dict() for name, options in run.configs.items()},
             "unavailable": missing,
             "peer": missing_peer or "ExecuTorch CortexMQuantizer",

@@ -293,3 +293,27 @@ class PreparedMix(nn.Module):
 
 def prepared_mix() -> tuple[nn.Module, tuple[torch.Tensor]]:
     return seeded(PreparedMix, 1, 3, 16, 16)
+
+
+class Excite(nn.Module):
+    """conv → hardswish → squeeze-excitation (mean, 1×1 conv, relu, 1×1 conv, hardsigmoid,
+    multiply) → conv feeding both a gelu and an add: tensors read through one function, and
+    one read two ways."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.reduce = nn.Conv2d(8, 4, 1)
+        self.expand = nn.Conv2d(4, 8, 1)
+        self.last = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = nn.functional.hardswish(self.conv(x) * 3)
+        scale = y.mean((2, 3), keepdim=True)
+        scale = nn.functional.hardsigmoid(self.expand(torch.relu(self.reduce(scale))) * 4)
+        z = self.last(y * scale)
+        return nn.functional.gelu(z, approximate="tanh") + z
+
+
+def excite() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(Excite, 1, 3, 8, 8)

@@ -28,7 +28,7 @@ from cortex_m_nn.quantizer.observers import BINS, MseObserver, PercentileObserve
 from cortex_m_nn.target import DEFAULT_TARGET
 from cortex_m_nn.verify import verify_program
 
-from .models import extremes, pools, probability_floor
+from .models import excite, extremes, pools, probability_floor
 from .test_cli import TINY_SOURCE, invoke_to
 from .test_quantizer import ConvNet
 
@@ -64,30 +64,39 @@ def _minmax_mse(values: torch.Tensor) -> float:
     return _mse(values, *_qparams(float(values.min()), float(values.max())))
 
 
-def _grid(values: torch.Tensor, lows: list[float], highs: torch.Tensor) -> tuple[float, ...]:
-    """(least MSE, its low, its high) over ``lows`` × ``highs``, on the raw samples."""
+def _identity(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+def _grid(
+    values: torch.Tensor, lows: list[float], highs: torch.Tensor, function=_identity
+) -> tuple[float, ...]:
+    """(least MSE, its low, its high) over ``lows`` × ``highs``, on the raw samples, the
+    error measured after ``function``."""
     best = (float("inf"), 0.0, 0.0)
     for low in lows:  # each low against every high at once
         scale = ((highs - low) / LEVELS).clamp(min=EPS)[:, None]
         zero_point = (-128 - torch.round(low / scale)).clamp(-128, 127)
         levels = torch.clamp(torch.round(values / scale) + zero_point, -128, 127)
-        errors = ((levels - zero_point) * scale - values).pow(2).mean(1)
+        dequantized = (levels - zero_point) * scale
+        errors = (function(dequantized) - function(values)).pow(2).mean(1)
         index = int(errors.argmin())
         best = min(best, (float(errors[index]), low, float(highs[index])))
     return best
 
 
-def _brute_force(values: torch.Tensor, steps: int = 36) -> float:
-    """The least MSE over candidate ranges measured on the raw samples: a grid over
-    [min, 0] × [0, max], then a grid as fine again around its best cell."""
+def _brute_force(values: torch.Tensor, steps: int = 36, function=_identity) -> float:
+    """The least MSE (after ``function``) over candidate ranges measured on the raw samples:
+    a grid over [min, 0] × [0, max], then a grid as fine again around its best cell."""
     x = values.double()
     lowest, highest = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
     low_step, high_step = -lowest / (steps - 1), highest / (steps - 1)
     lows = torch.linspace(lowest, 0.0, steps, dtype=torch.float64)
-    _, low, high = _grid(x, lows.tolist(), torch.linspace(0.0, highest, steps).double())
+    highs = torch.linspace(0.0, highest, steps).double()
+    _, low, high = _grid(x, lows.tolist(), highs, function)
     lows = torch.linspace(max(low - low_step, lowest), min(low + low_step, 0.0), steps)
     highs = torch.linspace(max(high - high_step, 0.0), min(high + high_step, highest), steps)
-    return _grid(x, lows.double().tolist(), highs.double())[0]
+    return _grid(x, lows.double().tolist(), highs.double(), function)[0]
 
 
 def _generator(seed: int) -> torch.Generator:
@@ -134,6 +143,67 @@ def test_choice_is_near_the_brute_force_optimum(name: str) -> None:
     print(f"{name}: chosen {chosen:.4g} brute force {best:.4g}")
     assert chosen <= 1.02 * best, (chosen, best)
     assert chosen <= _minmax_mse(values) * 1.0001
+
+
+#: name → (aten overload, its constant arguments and keywords, the same function written
+#: with torch.nn.functional: the independent computation)
+FUNCTIONS = {
+    "hardswish": ("hardswish.default", (), (), nn.functional.hardswish),
+    "hardsigmoid": ("hardsigmoid.default", (), (), nn.functional.hardsigmoid),
+    "sigmoid": ("sigmoid.default", (), (), torch.sigmoid),
+    "leaky_relu": ("leaky_relu.default", (0.1,), (), lambda x: nn.functional.leaky_relu(x, 0.1)),
+    "gelu_tanh": (
+        "gelu.default",
+        (),
+        (("approximate", "tanh"),),
+        lambda x: nn.functional.gelu(x, approximate="tanh"),
+    ),
+}
+
+
+def _through_mse(values: torch.Tensor, scale, zero_point, function) -> float:
+    """Mean squared error after ``function`` of quantizing ``values`` to int8 and back."""
+    values = values.double()
+    scale, zero_point = float(scale), int(zero_point)
+    levels = torch.clamp(torch.round(values / scale) + zero_point, -128, 127)
+    return float((function((levels - zero_point) * scale) - function(values)).pow(2).mean())
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_range_through_a_function_is_near_its_brute_force_optimum(name: str) -> None:
+    """Every consumer applies ``function``: the range chosen through it errs, after the
+    function, within 2 % of the best range a grid search finds on the raw samples, and no
+    more than the range chosen for the tensor's own error."""
+    through, arguments, keywords, function = FUNCTIONS[name]
+    values = torch.randn(8_000, generator=_generator(11)) * 3 + 0.5
+    observer = _observer(through=through, arguments=arguments, keywords=keywords)
+    scale, zero_point = _observe(observer, values)
+    chosen = _through_mse(values, scale, zero_point, function)
+    own = _through_mse(values, *_observe(_observer(), values), function)
+    best = _brute_force(values, function=function)
+    print(f"{name}: chosen {chosen:.4g}, brute force {best:.4g}, own range {own:.4g}")
+    assert chosen <= 1.02 * best, (chosen, best)
+    assert chosen <= own * 1.0001, (chosen, own)
+
+
+def test_saturated_values_are_clipped_for_free() -> None:
+    """hardsigmoid is constant beyond ±3 and hardswish is 0 below -3: clipping there costs
+    nothing after the function, so the range stops there (within 4 of its 255 steps, where
+    the error barely varies: the observed values reach ±16) and the error after the function
+    falls well below that of the tensor's own best range."""
+    values = torch.randn(20_000, generator=_generator(12)) * 4
+    for name, low_end, high_end in (("hardsigmoid", -3.0, 3.0), ("hardswish", -3.0, None)):
+        through, arguments, keywords, function = FUNCTIONS[name]
+        observer = _observer(through=through, arguments=arguments, keywords=keywords)
+        scale, zero_point = _observe(observer, values)
+        low = (-128 - int(zero_point)) * float(scale)
+        high = (127 - int(zero_point)) * float(scale)
+        assert low >= low_end - 4 * float(scale), (name, low)
+        if high_end is not None:
+            assert high <= high_end + 4 * float(scale), (name, high)
+        chosen = _through_mse(values, scale, zero_point, function)
+        own = _through_mse(values, *_observe(_observer(), values), function)
+        assert chosen < 0.7 * own, (name, chosen, own)
 
 
 def test_growing_batches_are_rebinned_exactly() -> None:
@@ -218,6 +288,18 @@ def test_quantizer_uses_the_chosen_method_with_the_same_sharing() -> None:
     assert kinds.count(MinMaxObserver) == 1
 
 
+def test_quantizer_measures_through_the_one_function_every_consumer_applies() -> None:
+    """Excite: the scaled conv output only hardswish reads, and the scaled excitation only
+    hardsigmoid reads, get ranges measured through them; the conv output gelu and add both
+    read, the fused relu and every other tensor keep their own error; the sharing is the
+    same as with min/max ranges."""
+    module, example = excite()
+    mse = _activation_observers(module, example, RangeMethod.MSE)
+    through = sorted(m.through for m in mse if isinstance(m, MseObserver) and m.through)
+    assert through == ["hardsigmoid.default", "hardswish.default"]
+    assert len(mse) == len(_activation_observers(module, example, RangeMethod.MINMAX))
+
+
 def _compile(module: nn.Module, inputs: tuple, method: RangeMethod):
     source = ModelSource(type(module).__name__, module.eval(), tuple(inputs))
     return compile_model(
@@ -241,7 +323,7 @@ def _lowered_state(compiled) -> tuple[str, dict[str, torch.Tensor]]:
     return graph.code, constants
 
 
-CASES = [(f, RangeMethod.MSE) for f in (ds_cnn, pools, extremes, probability_floor)]
+CASES = [(f, RangeMethod.MSE) for f in (ds_cnn, pools, extremes, probability_floor, excite)]
 CASES += [(f, RangeMethod.PERCENTILE) for f in (pools, probability_floor)]
 
 

@@ -64,6 +64,21 @@ def activation_spec(method: RangeMethod = RangeMethod.MINMAX) -> QuantizationSpe
     )
 
 
+def activation_through(node: Node) -> QuantizationSpec:
+    """int8 asymmetric activations with MSE ranges measured after ``node``'s element-wise
+    function (an aten op whose arguments after the input are constants), the one function
+    every consumer of the tensor applies (``observers.MseObserver``'s ``through``)."""
+    target = node.target
+    name = f"{target._overloadpacket.__name__}.{target._overloadname}"  # type: ignore[union-attr]
+    observer = MseObserver.with_args(
+        eps=EPS,
+        through=name,
+        arguments=tuple(node.args[1:]),
+        keywords=tuple(sorted(node.kwargs.items())),
+    )
+    return replace(activation_spec(RangeMethod.MSE), observer_or_fake_quant_ctr=observer)
+
+
 #: Min/max activations (the quantizer builds its own spec from its options).
 ACTIVATION = activation_spec(RangeMethod.MINMAX)
 

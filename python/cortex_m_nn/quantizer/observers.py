@@ -136,7 +136,32 @@ class MseObserver(_HistogramRangeObserver):
     """The range whose quantization has the least expected squared error: rounding noise
     ``scale² / 12`` for each value inside, the squared distance to the nearest bound for
     each value outside (clipped). Candidate bounds are the bin edges, 0 and the observed
-    extremes; each range is evaluated with its zero point's rounding applied."""
+    extremes; each range is evaluated with its zero point's rounding applied.
+
+    ``through`` (an aten overload's name, ``"hardswish.default"``, with its constant
+    ``arguments`` after the input and ``keywords``) measures the error after that
+    element-wise function instead: when every consumer of the tensor applies it, that is the
+    error the network sees. Rounding noise is then weighted by the function's squared slope,
+    and clipping costs the distance between the function's values (nothing below hardswish's
+    -3)."""
+
+    def __init__(
+        self,
+        through: str | None = None,
+        arguments: tuple[object, ...] = (),
+        keywords: tuple[tuple[str, object], ...] = (),
+        **kwargs,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.through, self.arguments, self.keywords = through, arguments, keywords
+
+    def function(self, x: torch.Tensor) -> torch.Tensor:
+        """The function the error is measured after (the identity without ``through``)."""
+        if self.through is None:
+            return x
+        packet, overload = self.through.split(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        return op(x.clone(), *self.arguments, **dict(self.keywords))
 
     def _choose(self) -> tuple[float, float]:
         """Every ``stride``-th candidate bound first, then every candidate within a stride
@@ -168,7 +193,8 @@ class MseObserver(_HistogramRangeObserver):
 
     def expected_errors(self, lows: torch.Tensor, highs: torch.Tensor) -> torch.Tensor:
         """Expected squared error, summed over the observed values, of quantizing them with
-        the scale and zero point of each candidate range (broadcast ``lows`` × ``highs``)."""
+        the scale and zero point of each candidate range (broadcast ``lows`` × ``highs``),
+        measured after :meth:`function`."""
         span = self.quant_max - self.quant_min
         scale = ((highs - lows) / span).clamp(min=float(self.eps))
         zero_point = (self.quant_min - torch.round(lows / scale)).clamp(
@@ -176,16 +202,22 @@ class MseObserver(_HistogramRangeObserver):
         )
         low = (self.quant_min - zero_point) * scale  # the bounds the rounded zero point gives
         high = low + span * scale
-        centers = self.centers()
-        counts = self.histogram
+        centers, counts, f = self.centers(), self.histogram, self.function
+        slopes = torch.ones_like(centers)
+        if self.through is not None:  # the function's mean slope over each bin
+            half = self.width / 2
+            slopes = (f(centers + half) - f(centers - half)) / (2 * half)
+        values = f(centers)
         zero = torch.zeros(1, dtype=torch.float64)
-        sums = [torch.cat([zero, torch.cumsum(counts * centers**p, 0)]) for p in range(3)]
+        sums = [torch.cat([zero, torch.cumsum(counts * values**p, 0)]) for p in range(3)]
+        weighted = torch.cat([zero, torch.cumsum(counts * slopes**2, 0)])
         below = torch.searchsorted(centers, low.contiguous())  # bins clipped up to ``low``
         above = torch.searchsorted(centers, high.contiguous(), right=True)
-        clip_low = sums[2][below] - 2 * low * sums[1][below] + low**2 * sums[0][below]
+        f_low, f_high = f(low), f(high)
+        clip_low = sums[2][below] - 2 * f_low * sums[1][below] + f_low**2 * sums[0][below]
         rest = [s[-1] - s[above] for s in sums]
-        clip_high = rest[2] - 2 * high * rest[1] + high**2 * rest[0]
-        inside = sums[0][above] - sums[0][below]
+        clip_high = rest[2] - 2 * f_high * rest[1] + f_high**2 * rest[0]
+        inside = weighted[above] - weighted[below]
         return clip_low + clip_high + inside * scale**2 / 12
 
 

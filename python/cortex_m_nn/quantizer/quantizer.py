@@ -19,8 +19,8 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
-from cortex_m_nn.op_sets import ACTIVATIONS, LOOKUP, POOLS, TRANSPOSES, VIEWS
-from cortex_m_nn.options import Activations, QuantizationOptions, Weights
+from cortex_m_nn.op_sets import ACTIVATIONS, BOUNDED_SLOPE, LOOKUP, POOLS, TRANSPOSES, VIEWS
+from cortex_m_nn.options import Activations, QuantizationOptions, RangeMethod, Weights
 from cortex_m_nn.precision import (
     SHARING_INT16,
     has_int16_case,
@@ -275,7 +275,8 @@ class CortexMQuantizer(Quantizer):
                 # nodes are skipped): like the other tables, its output gets its own range.
                 source = node.args[0]
                 if isinstance(source, Node) and constant_arguments(node):
-                    self._annotate_with_output(node, {source: spec}, spec)
+                    inputs = {source: self._through_consumers(source, spec)}
+                    self._annotate_with_output(node, inputs, spec)
             elif target is LSTM or target in SVDF_OPS:
                 self._annotate_recurrent(node, spec)
             elif target in PRELU:
@@ -402,10 +403,32 @@ class CortexMQuantizer(Quantizer):
         when one follows."""
         activation = fusable_activation(node)
         if activation is None:
-            _annotate(node, inputs, spec)
+            _annotate(node, inputs, self._through_consumers(node, spec))
         else:
             _annotate(node, inputs, None)
             _annotate(activation, {}, spec)
+
+    def _through_consumers(self, node: Node, spec: QuantizationSpec) -> QuantizationSpec:
+        """``spec`` for ``node``'s output; with MSE ranges, when every consumer applies one
+        element-wise function of bounded slope to it (``op_sets.BOUNDED_SLOPE``: a table, or
+        an activation that did not fuse), MSE ranges measured after that function
+        (``config.activation_through``): the error its consumers pass on, not the tensor's
+        own."""
+        if spec is not self.activation or self.options.ranges is not RangeMethod.MSE:
+            return spec
+        users = list(node.users)
+        first = users[0] if users else None
+        if (
+            first is None
+            or first.op != "call_function"
+            or first.target not in BOUNDED_SLOPE
+            or first.args[0] is not node
+            or not constant_arguments(first)
+        ):
+            return spec
+        call = (first.target, first.args, first.kwargs)
+        same = all(u.op == "call_function" and (u.target, u.args, u.kwargs) == call for u in users)
+        return config.activation_through(first) if same else spec
 
     def _spec(self, node: Node) -> QuantizationSpec:
         """The activation spec of ``node``'s inputs and output: int16 when the options ask
