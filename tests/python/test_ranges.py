@@ -221,6 +221,22 @@ def test_growing_batches_are_rebinned_exactly() -> None:
     torch.testing.assert_close(observer.histogram, expected, rtol=0, atol=0)
 
 
+def test_a_range_growing_over_many_batches_keeps_its_resolution() -> None:
+    """Batch after batch (one image each, say), the extremes creep outwards a little at a
+    time, below as above: the bins still span at most twice the observed values (integer
+    re-binning may double the width), so more than BINS / 2 bins lie across them."""
+    generator = _generator(13)
+    observer = _observer()
+    widenings = 0
+    for k in range(300):
+        width = float(observer.width)
+        observer(torch.randn(256, generator=generator) * (1 + k / 100) - k / 100)
+        widenings += float(observer.width) != width
+    spread = float(observer.max_val) - float(observer.min_val)
+    assert widenings >= 1  # the data did widen the bins
+    assert BINS * float(observer.width) <= 2 * spread, (float(observer.width), spread)
+
+
 def test_relu_values_start_at_zero_and_zeros_are_exact() -> None:
     values = torch.relu(torch.randn(50_000, generator=_generator(5)))
     scale, zero_point = _observe(_observer(), values)

@@ -70,7 +70,12 @@ class _HistogramRangeObserver(UniformQuantizationObserverBase):
         return x_orig
 
     def _cover(self, low: float, high: float) -> None:
-        """Widen the bins (by an integer factor, edges kept) until they span [low, high]."""
+        """Widen the bins (by an integer factor, edges kept) until they span [low, high].
+
+        Only the observed values need to stay covered (``max_val`` is already this batch's),
+        not the old bins above them: keeping those would double the width at every small
+        step down of the minimum, and a range growing over many batches would end with a
+        few bins across its values."""
         eps = float(self.eps)
         if float(self.width) == 0.0:
             self.lower.fill_(low)
@@ -80,9 +85,11 @@ class _HistogramRangeObserver(UniformQuantizationObserverBase):
         if low >= lower and high <= lower + BINS * width:
             return
         below = math.ceil((lower - low) / width) if low < lower else 0  # old bins added below
-        span = max(below + math.ceil((high - lower) / width), below + BINS)
+        top = max(high, float(self.max_val))
+        span = max(below + math.ceil((top - lower) / width), 1)
         factor = math.ceil(span / BINS)
         target = torch.div(torch.arange(BINS) + below, factor, rounding_mode="floor")
+        target = target.clamp_(max=BINS - 1)  # only empty bins, above every value, go past
         rebinned = torch.zeros_like(self.histogram).index_add_(0, target, self.histogram)
         self.histogram.copy_(rebinned)
         self.lower.fill_(lower - below * width)
