@@ -108,47 +108,8 @@ LOOKUP = {
     aten.rsub.Scalar,
 }
 
-#: Element-wise functions finite everywhere with a bounded slope: the quantizer's MSE ranges
-#: measure a tensor's error after the one of them all its consumers apply
-#: (``observers.MseObserver``'s ``through``). Not sqrt, log, reciprocal and the like, whose
-#: value or slope is unbounded at 0, which every range holds.
-BOUNDED_SLOPE = ACTIVATIONS | {
-    aten.sigmoid.default,
-    aten.sigmoid_.default,
-    aten.tanh.default,
-    aten.tanh_.default,
-    aten.hardswish.default,
-    aten.hardswish_.default,
-    aten.hardsigmoid.default,
-    aten.hardsigmoid_.default,
-    aten.gelu.default,
-    aten.silu.default,
-    aten.silu_.default,
-    aten.leaky_relu.default,
-    aten.leaky_relu_.default,
-    aten.elu.default,
-    aten.elu_.default,
-    aten.mish.default,
-    aten.mish_.default,
-    aten.softplus.default,
-    aten.celu.default,
-    aten.celu_.default,
-    aten.selu.default,
-    aten.selu_.default,
-    aten.log_sigmoid.default,
-    aten.softshrink.default,
-    aten.abs.default,
-    aten.abs_.default,
-    aten.neg.default,
-    aten.neg_.default,
-    aten.erf.default,
-}
-
-#: Functions whose int16 interpolated table would err by more than 16 LSB: sqrt, rsqrt, log,
-#: reciprocal and powers (slope unbounded near 0); relu6, hardtanh, clamp and hardsigmoid
-#: (kinks between knots; measured on a hardtanh: up to 451 LSB with 513 knots, 60 with 4,097).
-#: PReLU (``PRELU`` in the quantizer) is int8 only too.
-NO_INT16_TABLE = {
+#: Functions whose value or slope is unbounded at 0 (or that are undefined below it).
+UNBOUNDED_AT_ZERO = {
     aten.sqrt.default,
     aten.sqrt_.default,
     aten.rsqrt.default,
@@ -159,6 +120,12 @@ NO_INT16_TABLE = {
     aten.reciprocal_.default,
     aten.pow.Tensor_Scalar,
     aten.pow_.Scalar,
+}
+#: Functions whose int16 interpolated table would err by more than 16 LSB: sqrt, rsqrt, log,
+#: reciprocal and powers (slope unbounded near 0); relu6, hardtanh, clamp and hardsigmoid
+#: (kinks between knots; measured on a hardtanh: up to 451 LSB with 513 knots, 60 with 4,097).
+#: PReLU (``PRELU`` in the quantizer) is int8 only too.
+NO_INT16_TABLE = UNBOUNDED_AT_ZERO | {
     aten.relu6.default,
     aten.hardtanh.default,
     aten.hardtanh_.default,
@@ -166,6 +133,19 @@ NO_INT16_TABLE = {
     aten.hardsigmoid.default,
     aten.hardsigmoid_.default,
 }
+#: Element-wise functions finite everywhere with a bounded slope: the quantizer's MSE ranges
+#: measure a tensor's error after the one of them all its consumers apply
+#: (``observers.MseObserver``'s ``through``). Not those unbounded at 0, which every range
+#: holds, nor exp and square, whose slope grows without bound.
+BOUNDED_SLOPE = (
+    (LOOKUP | ACTIVATIONS)
+    - UNBOUNDED_AT_ZERO
+    - {
+        aten.exp.default,
+        aten.exp_.default,
+        aten.square.default,
+    }
+)
 #: Tables with an int16 case: the smooth functions, and relu, leaky relu and abs, whose one
 #: kink, at 0, is a knot.
 INT16_TABLES: frozenset[object] = frozenset((LOOKUP | ACTIVATIONS) - NO_INT16_TABLE)
