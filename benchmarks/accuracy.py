@@ -3,7 +3,7 @@
 Usage::
 
     PYTHONPATH=python python benchmarks/accuracy.py [--models M ...] [--configs C ...]
-        [--calibration N] [--sizes 16,64,256] [--lowered N] [--seed S] [--folds K]
+        [--calibration N] [--sizes 16,64,256] [--lowered N] [--seed S] [--seeds N] [--folds K]
         [--draws D] [--threads T] [--jobs J] [--retrain] [--json FILE]
 
 Four networks of ``accuracy_models.py`` are trained (Adam, fixed seed) on scikit-learn's
@@ -200,6 +200,12 @@ class Score:
     #: Σ float², Σ (float − quantized)²
     signal: float
     noise: float
+    #: of the flips: now right where the float model is wrong, now wrong where it is right
+    fixed: int = 0
+    broken: int = 0
+    #: "1" for each image classified right, "0" for each one wrong, in test-image order: two
+    #: quantizers' results pair image by image (``paired_table``)
+    right: str = ""
 
     def as_dict(self) -> dict[str, float | None]:
         """JSON-ready: an exact match's infinite SNR is null."""
@@ -212,12 +218,16 @@ class Score:
 def score(logits: torch.Tensor, labels: torch.Tensor, reference: torch.Tensor) -> Score:
     """Accuracy of ``logits`` and their SNR against the float ``reference`` logits."""
     labels, reference = labels[: len(logits)], reference[: len(logits)]
-    correct = int((logits.argmax(1) == labels).sum())
+    right, float_right = logits.argmax(1) == labels, reference.argmax(1) == labels
+    correct = int(right.sum())
     flips = int((logits.argmax(1) != reference.argmax(1)).sum())
     signal = float(reference.double().pow(2).sum())
     noise = float((reference.double() - logits.double()).pow(2).sum())
     snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
-    return Score(100.0 * correct / len(logits), snr, len(logits), correct, flips, signal, noise)
+    fixed, broken = int((right & ~float_right).sum()), int((~right & float_right).sum())
+    marks = "".join("1" if r else "0" for r in right.tolist())
+    accuracy = 100.0 * correct / len(logits)
+    return Score(accuracy, snr, len(logits), correct, flips, signal, noise, fixed, broken, marks)
 
 
 def pool(scores: list[dict[str, Any]]) -> dict[str, Any]:
@@ -238,6 +248,9 @@ def pool(scores: list[dict[str, Any]]) -> dict[str, Any]:
         "flips": sum(s["flips"] for s in scores),
         "signal": signal,
         "noise": noise,
+        "fixed": sum(s["fixed"] for s in scores),
+        "broken": sum(s["broken"] for s in scores),
+        "right": "".join(s["right"] for s in scores),  # in fold (or draw) order
     }
 
 
@@ -372,6 +385,8 @@ class Run:
     draws: int = 1
     #: data splits: 1, the fixed 497-image test set; K > 1, K-fold (every image held back once)
     folds: int = 1
+    #: seeds pooled (seed, seed + 1, …): partitions, trained weights, calibration sets
+    seeds: int = 1
 
 
 def attempt(measure: Callable[[], Score]) -> dict[str, Any]:
@@ -580,20 +595,58 @@ def lowered_table(results: dict[str, dict], run: Run) -> str:
     return scores_table({n: r.get("lowered", {}) for n, r in results.items()}, run)
 
 
+def _form_scores(result: dict[str, Any], run: Run, form: str) -> dict[str, dict[str, Any]]:
+    """One model's scores of the ``form`` graphs (``pt2e`` at the run's calibration size, or
+    ``lowered``)."""
+    return result[form][run.calibration] if form == "pt2e" else result.get(form, {})
+
+
 def flips_table(results: dict[str, dict], run: Run, form: str) -> str:
     """Per model: test images whose top-1 class the peer's and each configuration's ``form``
-    graph (``pt2e`` at the run's calibration size, or ``lowered``) changes from the float
-    model's."""
+    graph changes from the float model's, and of those, how many it fixes and breaks."""
     names = (["peer"] if run.peer else []) + list(run.configs)
     rows = [["model", "images", *names]]
     for model, result in results.items():
-        scores = result[form][run.calibration] if form == "pt2e" else result.get(form, {})
+        scores = _form_scores(result, run, form)
         images = next((s["images"] for s in scores.values() if "images" in s), 0)
         row = [model, str(images)]
         for name in names:
-            found = scores.get(name, {})
-            row.append(str(found["flips"]) if "flips" in found else "failed")
+            s = scores.get(name, {})
+            row.append(f"{s['flips']} (+{s['fixed']} −{s['broken']})" if "flips" in s else "failed")
         rows.append(row)
+    return render(rows, headers=1)
+
+
+def mcnemar(ours: int, theirs: int) -> float:
+    """Exact two-sided McNemar p-value of a paired comparison in which ``ours`` images only
+    one classifier gets right and ``theirs`` only the other: the chance of a split at least
+    this uneven if both were equally accurate (a binomial test of the discordant images)."""
+    from scipy.stats import binomtest
+
+    return 1.0 if ours + theirs == 0 else float(binomtest(ours, ours + theirs).pvalue)
+
+
+def paired_table(results: dict[str, dict], run: Run, form: str) -> str:
+    """Per model and over all: each configuration's ``form`` graph against the peer's on the
+    same test images: images only ours gets right, only the peer's, and McNemar's p."""
+    rows = [["model", *run.configs]]
+    totals = {name: [0, 0] for name in run.configs}
+    for model, result in results.items():
+        scores = _form_scores(result, run, form)
+        theirs = scores.get("peer", {}).get("right")
+        row = [model]
+        for name in run.configs:
+            ours = scores.get(name, {}).get("right")
+            if not ours or not theirs or len(ours) != len(theirs):
+                row.append("failed")
+                continue
+            only_ours = sum(a > b for a, b in zip(ours, theirs, strict=True))
+            only_theirs = sum(a < b for a, b in zip(ours, theirs, strict=True))
+            totals[name][0] += only_ours
+            totals[name][1] += only_theirs
+            row.append(f"{only_ours} / {only_theirs}, p {mcnemar(only_ours, only_theirs):.2f}")
+        rows.append(row)
+    rows.append(["all models", *(f"{a} / {b}, p {mcnemar(a, b):.2f}" for a, b in totals.values())])
     return render(rows, headers=1)
 
 
@@ -646,6 +699,13 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="pool this many seeds (seed, seed+1, …), each with its own partition, trained "
+        "weights and calibration images: every image is held back once per seed",
+    )
+    parser.add_argument(
         "--folds",
         type=int,
         default=FOLDS,
@@ -682,6 +742,7 @@ def setup(args: argparse.Namespace) -> tuple[Run, dict[str, str], str | None]:
         missing_peer is None,
         max(args.draws, 1),
         max(args.folds, 1),
+        max(args.seeds, 1),
     )
     return run, missing, missing_peer
 
@@ -694,6 +755,8 @@ def report(results: dict[str, dict], run: Run) -> str:
         if run.folds > 1
         else "one split"
     )
+    if run.seeds > 1:
+        split += f", in each of {run.seeds} seeds' partitions"
     lowered = "all" if run.lowered is None else f"the first {run.lowered} per fold of"
     parts = [
         f"PT2E-quantized graphs, {run.calibration} calibration images, {images} held-back "
@@ -709,9 +772,17 @@ def report(results: dict[str, dict], run: Run) -> str:
     form = "lowered" if run.lowered != 0 else "pt2e"
     parts += [
         f"\ntest images whose top-1 class the {form} graph changes from the float model's "
-        "(fewer: closer to the float model)",
+        "(fewer: closer to the float model); in brackets, of those, now right where the float "
+        "model is wrong (+) and now wrong where it is right (−)",
         flips_table(results, run, form),
     ]
+    if run.peer:
+        parts += [
+            f"\nours against the peer, {form} graphs, image by image: test images only ours "
+            "classifies right / only the peer's does; p: exact McNemar test, the chance of a "
+            "split at least this uneven between two equally accurate quantizers",
+            paired_table(results, run, form),
+        ]
     if run.draws > 1:
         parts += [
             f"\nPT2E-quantized graphs, mean over {run.draws} calibration sets of "
@@ -724,17 +795,17 @@ def report(results: dict[str, dict], run: Run) -> str:
 
 
 def measure_fold(args: argparse.Namespace, run: Run, fold: int) -> dict[str, dict]:
-    """Train (or load) each model on fold ``fold``'s training images and measure it on the
-    images that fold holds back."""
+    """Train (or load) each model on fold ``fold`` of seed ``run.seed``'s partition and
+    measure it on the images that fold holds back."""
     torch.set_num_threads(args.threads)  # also in a worker process of --jobs
     logging.disable(logging.WARNING)
     warnings.filterwarnings("ignore")
-    digits = load_digits(args.seed, run.folds, fold)
+    digits = load_digits(run.seed, run.folds, fold)
     tag = f"-fold{fold + 1}of{run.folds}" if run.folds > 1 else ""
     results = {}
     for name in args.models or list(ARCHITECTURES):
-        model, how = trained(name, digits, args.seed, args.retrain, tag)
-        print(f"{name}{tag}: {how}", file=sys.stderr, flush=True)
+        model, how = trained(name, digits, run.seed, args.retrain, tag)
+        print(f"{name}-seed{run.seed}{tag}: {how}", file=sys.stderr, flush=True)
         results[name] = measure_model(name, model, digits, run) | {"weights": how}
     return results
 
@@ -750,22 +821,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configuration {name}: not available in this build (no {what})")
     if missing_peer:
         print(f"peer not available ({missing_peer}); showing ours alone")
-    if args.jobs > 1 and run.folds > 1:  # one process per fold at a time, each on one thread
+    seeds = range(run.seed, run.seed + run.seeds)
+    runs = [dataclasses.replace(run, seed=seed) for seed in seeds for _ in range(run.folds)]
+    folds = [fold for _ in seeds for fold in range(run.folds)]
+    if args.jobs > 1 and len(folds) > 1:  # one process per fold at a time, each on one thread
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(args.jobs, run.folds), mp_context=context) as executor:
-            count = run.folds
-            per_fold = list(executor.map(measure_fold, [args] * count, [run] * count, range(count)))
+        with ProcessPoolExecutor(min(args.jobs, len(folds)), mp_context=context) as executor:
+            per_fold = list(executor.map(measure_fold, [args] * len(folds), runs, folds))
     else:
-        per_fold = [measure_fold(args, run, fold) for fold in range(run.folds)]
+        per_fold = [measure_fold(args, r, fold) for r, fold in zip(runs, folds, strict=True)]
     results = {name: merge([fold[name] for fold in per_fold]) for name in per_fold[0]}
     for name in results:
         results[name]["weights"] = [fold[name]["weights"] for fold in per_fold]
     seconds = time.perf_counter() - start
     print(report(results, run))
-    print(f"\n{seconds:.0f} s in all (seed {args.seed}, weights version {VERSION})")
+    named = f"seeds {seeds[0]}–{seeds[-1]}" if len(seeds) > 1 else f"seed {args.seed}"
+    print(f"\n{seconds:.0f} s in all ({named}, weights version {VERSION})")
     if args.json:
         document = {
             "seed": args.seed,
+            "seeds": len(seeds),
             "version": VERSION,
             "calibration": run.calibration,
             "sizes": run.sizes,
