@@ -626,6 +626,11 @@ def mcnemar(ours: int, theirs: int) -> float:
     return 1.0 if ours + theirs == 0 else float(binomtest(ours, ours + theirs).pvalue)
 
 
+def _split(only_ours: int, only_theirs: int) -> str:
+    """A paired table's cell: the two counts and McNemar's p."""
+    return f"{only_ours} / {only_theirs}, p {mcnemar(only_ours, only_theirs):.2f}"
+
+
 def paired_table(results: dict[str, dict], run: Run, form: str) -> str:
     """Per model and over all: each configuration's ``form`` graph against the peer's on the
     same test images: images only ours gets right, only the peer's, and McNemar's p."""
@@ -644,9 +649,9 @@ def paired_table(results: dict[str, dict], run: Run, form: str) -> str:
             only_theirs = sum(a < b for a, b in zip(ours, theirs, strict=True))
             totals[name][0] += only_ours
             totals[name][1] += only_theirs
-            row.append(f"{only_ours} / {only_theirs}, p {mcnemar(only_ours, only_theirs):.2f}")
+            row.append(_split(only_ours, only_theirs))
         rows.append(row)
-    rows.append(["all models", *(f"{a} / {b}, p {mcnemar(a, b):.2f}" for a, b in totals.values())])
+    rows.append(["all models", *(_split(*counts) for counts in totals.values())])
     return render(rows, headers=1)
 
 
