@@ -14,8 +14,9 @@ string(REPLACE ";" ", " _cmnn_fallbacks "${CORTEX_M_NN_MODEL_FALLBACK_OPERATORS}
 if(NOT CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS)
   message(FATAL_ERROR
     "cortex-m-nn: the model leaves ${_cmnn_fallbacks} to ExecuTorch's portable kernels: set "
-    "CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS=y (registers them), or lower them (compile without "
-    "--allow-fallback to see why they were not)")
+    "CONFIG_EXECUTORCH=y and CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS=y (ExecuTorch's Zephyr module "
+    "then builds the runtime and registers them; its code generation needs torch), or lower "
+    "them (compile without --allow-fallback to see why they were not)")
 endif()
 message(STATUS
   "cortex-m-nn: ${_cmnn_fallbacks} run on ExecuTorch's portable kernels "

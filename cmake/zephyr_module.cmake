@@ -9,14 +9,18 @@
 #     operators it calls, after checking it fits the memories the devicetree gives;
 #  4. the Zephyr library cortex_m_nn: the kernels of those operators only, their registration,
 #     the embedded model and src/model.cpp (include/cortex_m_nn/model.h);
-#  5. the model's placement (linker fragments) and ExecuTorch's kernels for what is not ours.
+#  5. the model's placement (linker fragments);
+#  6. ExecuTorch's runtime: built here (cmake/executorch_runtime.cmake, as the QEMU runner
+#     builds it), or ExecuTorch's Zephyr module's with CONFIG_EXECUTORCH=y;
+#  7. ExecuTorch's portable kernels for what is not ours (CONFIG_EXECUTORCH=y only).
 #
 # Zephyr APIs used here (checked against zephyrproject-rtos/zephyr, docs/zephyr-verification.md):
 # zephyr_library_named, zephyr_library_sources, zephyr_library_include_directories,
 # zephyr_library_compile_definitions, zephyr_library_link_libraries, zephyr_include_directories,
 # zephyr_compile_definitions, zephyr_linker_sources, zephyr_append_cmake_library, dt_chosen,
-# dt_nodelabel, dt_prop, dt_reg_size; variables BOARD, BOARD_QUALIFIERS, PYTHON_EXECUTABLE,
-# APPLICATION_SOURCE_DIR, ZEPHYR_EXECUTORCH_MODULE_DIR, ZEPHYR_CMSIS_NN_MODULE_DIR.
+# dt_nodelabel, dt_prop, dt_reg_size; the target zephyr_interface; variables BOARD,
+# BOARD_QUALIFIERS, PYTHON_EXECUTABLE, APPLICATION_SOURCE_DIR, ZEPHYR_EXECUTORCH_MODULE_DIR,
+# ZEPHYR_CMSIS_NN_MODULE_DIR.
 
 get_filename_component(CORTEX_M_NN_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 set(_cmnn_out "${CMAKE_CURRENT_BINARY_DIR}/cortex_m_nn")
@@ -381,11 +385,6 @@ zephyr_library_include_directories("${CORTEX_M_NN_ROOT}/kernels/include" "${_cmn
 # The application includes <cortex_m_nn/model.h>, cortex_m_nn_model.h (the sizes) and, with
 # CONFIG_CORTEX_M_NN_TEST_VECTOR, cortex_m_nn_test_vector.h.
 zephyr_include_directories("${CORTEX_M_NN_ROOT}/include" "${_cmnn_out}")
-if(NOT TARGET libexecutorch)
-  message(FATAL_ERROR "cortex-m-nn: ExecuTorch's Zephyr library (libexecutorch) is missing: "
-                      "add ExecuTorch to the workspace (west.yml) and set CONFIG_EXECUTORCH=y")
-endif()
-zephyr_library_link_libraries(libexecutorch)
 if(CONFIG_CORTEX_M_NN_TEMP_ALLOCATOR_SIZE GREATER 0)
   zephyr_library_compile_definitions(
     CORTEX_M_NN_TEMP_ALLOCATOR_BYTES=${CONFIG_CORTEX_M_NN_TEMP_ALLOCATOR_SIZE})
@@ -413,7 +412,7 @@ foreach(_cmnn_file IN LISTS _cmnn_extra_cmsis_nn)
   zephyr_library_sources("${_cmnn_path}")
 endforeach()
 
-# --- 5. where the model and the arena go; what ExecuTorch must add -----------------------------
+# --- 5. where the model and the arena go -------------------------------------------------------
 
 if(NOT "${CONFIG_CORTEX_M_NN_MODEL_MEMORY}" STREQUAL "")
   set(CORTEX_M_NN_MODEL_NODELABEL "${CONFIG_CORTEX_M_NN_MODEL_MEMORY}")
@@ -427,33 +426,10 @@ if(NOT "${CONFIG_CORTEX_M_NN_ARENA_MEMORY}" STREQUAL "")
   zephyr_library_compile_definitions(CORTEX_M_NN_ARENA_NODELABEL=${CONFIG_CORTEX_M_NN_ARENA_MEMORY})
 endif()
 
-if(CORTEX_M_NN_MODEL_PRIM_OPERATORS)
-  # ExecuTorch's primitive operators (executorch_prim::) are registered by its `executorch`
-  # library; linked whole, like every Zephyr library, so the registration is kept.
-  if(NOT TARGET executorch)
-    message(FATAL_ERROR "cortex-m-nn: the model calls ${CORTEX_M_NN_MODEL_PRIM_OPERATORS}, "
-                        "registered by ExecuTorch's `executorch` library, which is not built")
-  endif()
-  zephyr_append_cmake_library(executorch)
-endif()
-if(CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_SIZED)
-  # ExecuTorch's kernel table (runtime/kernel/operator_registry.cpp, in its executorch_core
-  # library) with room for the kernels this image registers, not ExecuTorch's 2000.
-  include("${CORTEX_M_NN_ROOT}/cmake/kernel_registry.cmake")
-  set(_cmnn_prim_ops "")
-  if(CORTEX_M_NN_MODEL_PRIM_OPERATORS)
-    set(_cmnn_prim_ops "${ZEPHYR_EXECUTORCH_MODULE_DIR}/kernels/prim_ops/register_prim_ops.cpp")
-  endif()
-  cortex_m_nn_kernel_registry_size(_cmnn_registry KERNELS ${CORTEX_M_NN_MODEL_KERNELS}
-    PRIM_OPS "${_cmnn_prim_ops}" EXTRA "${CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_EXTRA}")
-  if(NOT TARGET executorch_core)
-    message(FATAL_ERROR "cortex-m-nn: ExecuTorch's executorch_core library is missing: cannot "
-                        "size its kernel registry (set CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_SIZED=n)")
-  endif()
-  set_property(TARGET executorch_core APPEND PROPERTY
-               COMPILE_DEFINITIONS MAX_KERNEL_NUM=${_cmnn_registry})
-  message(STATUS "cortex-m-nn: ExecuTorch's kernel registry sized to ${_cmnn_registry} kernels")
-endif()
+# --- 6. the ExecuTorch runtime (cmake/zephyr_executorch.cmake) ---------------------------------
+include("${CORTEX_M_NN_ROOT}/cmake/zephyr_executorch.cmake")
+
+# --- 7. ExecuTorch's portable kernels for what is not ours ---------------------------------------
 if(CORTEX_M_NN_MODEL_FALLBACK_OPERATORS)
   include("${CORTEX_M_NN_ROOT}/cmake/portable_fallbacks.cmake")
 elseif(CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS)

@@ -1,15 +1,19 @@
 """The firmware C++ compiles for Cortex-M55, M33 and M4 without a warning under Zephyr's
-warning flags and -Werror (Twister builds with warnings as errors): src/model.cpp and
-kernels/abi.cpp against the pinned ExecuTorch's headers (the executorch wheel's), every kernel
-against the user's CMSIS-NN (CMSIS_NN_PATH), and the samples' main.cpp, with arm-none-eabi-g++
-(on ARM, uint32_t is `unsigned long`, so format mistakes the host compiler accepts show up
-here). M55 builds the MVE path with a model compiled for it, M33 and M4 the DSP path.
+flags and -Werror (Twister builds with warnings as errors), at -Os (Zephyr's default) and -O2
+(CONFIG_SPEED_OPTIMIZATIONS): the warnings that need the optimiser's analysis
+(-Wmaybe-uninitialized, -Wstringop-overflow, ...) only appear there. src/model.cpp,
+kernels/abi.cpp and the module's ExecuTorch platform layer against the pinned ExecuTorch's
+headers (the executorch wheel's), every kernel against the user's CMSIS-NN (CMSIS_NN_PATH),
+and the samples' main.cpp, with arm-none-eabi-g++ (on ARM, uint32_t is `unsigned long`, so
+format mistakes the host compiler accepts show up here). M55 builds the MVE path with a model
+compiled for it, M33 and M4 the DSP path.
 
-The Zephyr headers the samples include are replaced by two one-line stand-ins (printk as
-printf, which carries the same format checking; k_cycle_get_32). The kernel ABI header
+The Zephyr headers are the declaration-only stand-ins of tests/zephyr/zephyr_package/include
+(printk with Zephyr's printf format checking). The kernel ABI header
 (kernels/include/cortex_m_nn/abi.h) names the ISA from CMSIS-NN's arm_nn_math_types.h: the
 checkout's when CMSIS_NN_PATH is set, else a stand-in with its two rules (ARM_MATH_DSP from
-__ARM_FEATURE_DSP, ARM_MATH_MVEI from __ARM_FEATURE_MVE).
+__ARM_FEATURE_DSP, ARM_MATH_MVEI from __ARM_FEATURE_MVE). tests/zephyr/test_zephyr_build.py
+compiles the same sources, and ExecuTorch's runtime, through the module's own CMake.
 """
 
 from __future__ import annotations
@@ -20,22 +24,20 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.zephyr import zephyr_flags
 
 from cortex_m_nn import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Zephyr's GCC warning_base (cmake/compiler/gcc/compiler_flags.cmake, 02c0daec) and its C++
-#: defaults (no exceptions, no RTTI, -Wno-register for C++17), -Wdouble-promotion (ExecuTorch's
-#: Zephyr sample turns it off for its own sources), ours (-Wextra -Wformat=2), and -Werror as
-#: Twister builds (CONFIG_COMPILER_WARNINGS_AS_ERRORS).
-ZEPHYR_WARNINGS = [
-    "-Wall", "-Wformat", "-Wformat-security", "-Wno-format-zero-length", "-Wpointer-arith",
-    "-Wexpansion-to-defined", "-Wno-address-of-packed-member", "-Wno-register",
-]  # fmt: skip
+STAND_INS = Path(__file__).resolve().parent / "zephyr_package" / "include"
+#: Zephyr's C++ flags (tests/zephyr/zephyr_flags.py), ours (-Wextra -Wformat=2), and -Werror as
+#: Twister builds; compiled to an object (the optimisation level is the test's parameter).
 FLAGS = [
-    "-mthumb", "-std=c++17", "-fsyntax-only", "-fno-exceptions", "-fno-rtti", *ZEPHYR_WARNINGS,
-    "-Wdouble-promotion", "-Wextra", "-Wformat=2", "-Werror",
+    "-mthumb", *zephyr_flags.COMMON, *zephyr_flags.CXX, *zephyr_flags.WARNINGS, "-Wextra",
+    "-Wformat=2", *zephyr_flags.WERROR, "-c", "-o", os.devnull,
 ]  # fmt: skip
+#: Zephyr's optimisation levels: CONFIG_SIZE_OPTIMIZATIONS (default), CONFIG_SPEED_OPTIMIZATIONS.
+OPTIMIZATIONS = list(zephyr_flags.OPTIMIZATIONS.values())
 #: core → (the compiler's CPU flags, the Kconfig ISA symbol the module sets for it).
 CORES = {
     "cortex-m55": (["-mcpu=cortex-m55", "-mfloat-abi=hard"], "CONFIG_CORTEX_M_NN_ISA_MVE"),
@@ -70,12 +72,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert cli.main([str(a) for a in [*arguments, "-q"]]) == 0
         assert cli.main(["embed", str(pte), "--output-dir", str(directory), "-q"]) == 0
         generate(directory, {"quantize"})
-    stubs = out / "stubs" / "zephyr"
-    (stubs / "sys").mkdir(parents=True)
-    (stubs / "kernel.h").write_text(
-        "#include <stdint.h>\nstatic inline uint32_t k_cycle_get_32(void) { return 0; }\n"
-    )
-    (stubs / "sys" / "printk.h").write_text("#include <stdio.h>\n#define printk printf\n")
+    (out / "stubs").mkdir()
     (out / "stubs" / "arm_nn_math_types.h").write_text(
         "#if defined(__ARM_FEATURE_DSP) && (__ARM_FEATURE_DSP == 1)\n#define ARM_MATH_DSP 1\n"
         "#endif\n#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)\n"
@@ -95,9 +92,9 @@ def _cmsis_nn_include(generated: Path) -> Path:
 
 
 def _compile(
-    source: Path, includes: list[Path], *flags: str, core: str = "cortex-m55"
+    source: Path, includes: list[Path], *flags: str, core: str = "cortex-m55", level: str = "-Os"
 ) -> subprocess.CompletedProcess:
-    command = ["arm-none-eabi-g++", *CORES[core][0], *FLAGS, *flags]
+    command = ["arm-none-eabi-g++", *CORES[core][0], *FLAGS, level, *flags]
     command += [f"-I{path}" for path in includes]
     return subprocess.run([*command, str(source)], capture_output=True, text=True)
 
@@ -118,14 +115,15 @@ def _runtime_includes(generated: Path, core: str) -> tuple[list[Path], list[str]
     return includes, ["-DC10_USING_CUSTOM_GENERATED_MACROS", f"-D{CORES[core][1]}=1"]
 
 
+@pytest.mark.parametrize("level", OPTIMIZATIONS)
 @pytest.mark.parametrize("core", list(CORES))
-def test_model_api_compiles(generated: Path, core: str) -> None:
+def test_model_api_compiles(generated: Path, core: str, level: str) -> None:
     includes, defines = _runtime_includes(generated, core)
-    result = _compile(ROOT / "src/model.cpp", includes, *defines, core=core)
-    assert result.returncode == 0, result.stderr
-    # The check load() calls (check_program_abi, kernels/abi.cpp), against the same headers.
-    abi = _compile(ROOT / "kernels/abi.cpp", includes, *defines, core=core)
-    assert abi.returncode == 0, abi.stderr
+    # The API, the check load() calls (check_program_abi, kernels/abi.cpp) and the platform
+    # layer the module gives ExecuTorch's runtime, against the same headers.
+    for source in ("src/model.cpp", "kernels/abi.cpp", "src/executorch_pal_zephyr.cpp"):
+        result = _compile(ROOT / source, [STAND_INS, *includes], *defines, core=core, level=level)
+        assert result.returncode == 0, f"{source}: {result.stderr}"
 
 
 def test_a_core_without_the_configured_isa_is_refused(generated: Path) -> None:
@@ -136,15 +134,16 @@ def test_a_core_without_the_configured_isa_is_refused(generated: Path) -> None:
     assert "another CMSIS-NN code path" in soft.stderr
 
 
+@pytest.mark.parametrize("level", OPTIMIZATIONS)
 @pytest.mark.parametrize("core", list(CORES))
-def test_kernels_compile(generated: Path, core: str) -> None:
+def test_kernels_compile(generated: Path, core: str, level: str) -> None:
     """Every kernel (and the call modes they read) against the user's CMSIS-NN (its headers
     decide the code path)."""
     if _cmsis_nn_include(generated) == generated / "stubs":
         pytest.skip("CMSIS_NN_PATH is not set: the kernels include CMSIS-NN's headers")
     includes, defines = _runtime_includes(generated, core)
     for source in [*sorted((ROOT / "kernels").glob("op_*.cpp")), ROOT / "kernels/call_mode.cpp"]:
-        result = _compile(source, includes, *defines, core=core)
+        result = _compile(source, includes, *defines, core=core, level=level)
         assert result.returncode == 0, f"{source.name}: {result.stderr}"
 
 
@@ -154,13 +153,15 @@ def _io_suffix(sample: str) -> str:
     return "-int8" if "CONFIG_CORTEX_M_NN_MODEL_IO_INT8=y" in conf else ""
 
 
+@pytest.mark.parametrize("level", OPTIMIZATIONS)
 @pytest.mark.parametrize("core", list(CORES))
 @pytest.mark.parametrize("sample", ["hello_cortex_m_nn", "keyword_spotting"])
-def test_sample_compiles(generated: Path, sample: str, core: str) -> None:
+def test_sample_compiles(generated: Path, sample: str, core: str, level: str) -> None:
     includes = [
-        generated / "stubs",
+        STAND_INS,
         ROOT / "include",
         generated / (_isa_of(core) + _io_suffix(sample)),
     ]
-    result = _compile(ROOT / "samples" / sample / "src" / "main.cpp", includes, core=core)
+    main = ROOT / "samples" / sample / "src" / "main.cpp"
+    result = _compile(main, includes, core=core, level=level)
     assert result.returncode == 0, result.stderr

@@ -49,6 +49,9 @@ AN547 = {
     "CONFIG_CORTEX_M_NN_TEMP_ALLOCATOR_SIZE": "0",
     "CONFIG_CORTEX_M_NN_FIT_CHECK": "y",
     "CONFIG_STD_CPP17": "y",
+    # ExecuTorch's module builds the runtime (its stand-in libraries); the module's own build
+    # of the runtime is tested by test_the_module_builds_executorchs_runtime_itself.
+    "CONFIG_EXECUTORCH": "y",
 }
 
 
@@ -384,3 +387,46 @@ def test_portable_kernels_warn_without_failing_a_warnings_as_errors_build(cmake,
         flags = options[target].split()
         assert set(PORTABLE_KERNEL_WARNINGS) <= set(flags)
         assert "-Wno-double-promotion" not in flags  # still reported, only not fatal
+
+
+def fake_executorch(root: Path) -> Path:
+    """An ExecuTorch tree with what cmake/executorch_runtime.cmake reads at configure time:
+    the source lists (build_variables.bzl), the schema and flatbuffers headers."""
+    variables = root / "shim_et/xplat/executorch/build/build_variables.bzl"
+    variables.parent.mkdir(parents=True)
+    core = ["runtime/executor/program.cpp", "runtime/kernel/operator_registry.cpp",
+            "runtime/platform/default/posix.cpp"]  # fmt: skip
+    prims = ["kernels/prim_ops/register_prim_ops.cpp"]
+    variables.write_text(f"EXECUTORCH_CORE_SRCS = {core!r}\nEXECUTORCH_SRCS = {prims!r}\n")
+    for path in [*core, *prims, "runtime/platform/default/minimal.cpp", "schema/program.fbs",
+                 "schema/scalar_type.fbs", "include/flatbuffers/flatbuffers.h"]:  # fmt: skip
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("")
+    return root
+
+
+def test_the_module_builds_executorchs_runtime_itself(cmake, hello_pte, tmp_path) -> None:
+    """Without CONFIG_EXECUTORCH the image's runtime is ExecuTorch's core source list built by
+    cmake/executorch_runtime.cmake (the QEMU runner's), with the module's platform layer and a
+    kernel registry compiled into the module's library; ExecuTorch's Zephyr library is not
+    linked, and no heap is asked for."""
+    executorch = fake_executorch(tmp_path / "executorch")
+    configured(
+        cmake, tmp_path / "build", hello_pte, CONFIG_EXECUTORCH="",
+        ZEPHYR_EXECUTORCH_MODULE_DIR=str(executorch), FLATC_EXECUTABLE=shutil.which("true"),
+        FLATBUFFERS_INCLUDE_DIR=str(executorch / "include"),
+    )  # fmt: skip
+    assert kinds(tmp_path / "build", "link") == ["executorch_core"]
+    names = {Path(s).name for s in kinds(tmp_path / "build", "source")}
+    assert {"executorch_pal_zephyr.cpp", "operator_registry.cpp"} <= names
+    assert "register_prim_ops.cpp" not in names  # the hello model calls no primitive operator
+
+
+def test_with_executorchs_module_install_rules_are_skipped(cmake, hello_pte, tmp_path) -> None:
+    """ExecuTorch's module links executorch_core to zephyr_interface, which its
+    install(EXPORT ExecuTorchTargets) cannot export: the module turns install rules off for
+    the whole build (tests/zephyr/test_zephyr_build.py generates it with ExecuTorch's real
+    CMake)."""
+    configured(cmake, tmp_path, hello_pte)
+    cache = (tmp_path / "CMakeCache.txt").read_text()
+    assert "CMAKE_SKIP_INSTALL_RULES:BOOL=ON" in cache

@@ -50,6 +50,9 @@ BOARD_MODULES: dict[str, tuple[set[str], str]] = {
 
 #: ExecuTorch's CMakeLists.txt (0030fb91, line 48): cmake_minimum_required(VERSION 3.24).
 EXECUTORCH_CMAKE = (3, 24)
+#: ExecuTorch's pyproject.toml (cff6f4dd): "cmake>=3.24,<4.0.0" ("4.0.0 breaks third-party
+#: CMake build"), and requirements-dev.txt the same.
+EXECUTORCH_CMAKE_PIP = '"cmake>=3.24,<4"'
 
 #: Submodules ExecuTorch's CMake uses on every build: third-party/CMakeLists.txt (0519ab40)
 #: adds json and gflags and builds flatbuffers and flatcc; CMakeLists.txt (0030fb91) adds
@@ -146,3 +149,4 @@ def test_cmake_minimum_is_what_executorch_requires() -> None:
     assert found >= 2, "the samples declare their CMake version"
     readme = (ROOT / "README.md").read_text()
     assert "CMake 3.24" in readme, "the README tells users which CMake ExecuTorch needs"
+    assert f"pip install {EXECUTORCH_CMAKE_PIP}" in readme, "pip would install CMake 4"

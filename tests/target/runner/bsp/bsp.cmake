@@ -7,7 +7,7 @@
 #                                 # machine's linker script, a map file, .elf suffix
 #   runner_executorch_pal(<target>)  # ExecuTorch's log and abort hooks (semihosting)
 #   runner_kernel_registry(<target> <size>)  # ExecuTorch's kernel registry sized to <size>
-#                                 # kernels (needs executorch_runtime.cmake's targets)
+#                                 # kernels (needs cmake/executorch_runtime.cmake's targets)
 include_guard(GLOBAL)
 
 set(RUNNER_MACHINE "mps3-an547" CACHE STRING "QEMU machine (selects the linker script)")

@@ -1,5 +1,9 @@
 # ExecuTorch's runtime core (Program, Method, operator registry, minimal PAL) compiled for the
-# core from the user's checkout EXECUTORCH_ROOT, as static library `executorch_core`.
+# core from the user's checkout EXECUTORCH_ROOT, as static library `executorch_core`. One file
+# for every firmware build: the bare-metal runner that tests/target runs under QEMU, the
+# benchmark's ExecuTorch peer, and the Zephyr module (cmake/zephyr_module.cmake, where
+# EXECUTORCH_ROOT is the workspace's ExecuTorch), so a Zephyr image runs the runtime the QEMU
+# tests prove.
 #
 # The source list is ExecuTorch's own (EXECUTORCH_CORE_SRCS in
 # shim_et/xplat/executorch/build/build_variables.bzl, read the way ExecuTorch's CMake reads
@@ -7,10 +11,13 @@
 # configures the whole tree (portable kernels, third-party submodules, the Ethos-U preset),
 # which a checkout without submodules cannot do and which a runner does not need.
 #
-# Needs, besides EXECUTORCH_ROOT: a flatbuffers compiler (FLATC_EXECUTABLE, default `flatc` on
-# PATH) and the flatbuffers headers of the same version (FLATBUFFERS_INCLUDE_DIR, default
-# EXECUTORCH_ROOT/third-party/flatbuffers/include, else the system's). Checked: Debian 12's
-# flatbuffers-compiler + libflatbuffers-dev 2.0.8.
+# Needs, besides EXECUTORCH_ROOT, a flatbuffers compiler and headers of one version:
+#  - FLATC_EXECUTABLE and FLATBUFFERS_INCLUDE_DIR when given (checked: the executorch wheel's
+#    flatc with google/flatbuffers v24.3.25's headers; Debian 12's 2.0.8 is too old);
+#  - else, when ExecuTorch's third-party/flatbuffers submodule is there (a west workspace
+#    fetches it), flatc built from it for the host (ExternalProject, as ExecuTorch's own
+#    third-party/CMakeLists.txt builds it) and its headers;
+#  - else `flatc` on PATH and the headers installed beside it.
 #
 # Also defines the OBJECT library `executorch_prim_ops` (executorch_prim::* operators, which
 # register themselves statically: link its objects into a program that uses them) and
@@ -68,20 +75,39 @@ if(NOT EXISTS "${_include_root}/executorch")
 endif()
 
 # --- program schema headers (flatc) ----------------------------------------------------------
+set(_flatbuffers_submodule "${EXECUTORCH_ROOT}/third-party/flatbuffers")
+set(_flatc_target)
+if(NOT FLATC_EXECUTABLE AND EXISTS "${_flatbuffers_submodule}/CMakeLists.txt"
+   AND EXISTS "${_flatbuffers_submodule}/include/flatbuffers/flatbuffers.h")
+  # Built for the host whatever the firmware's toolchain is: the toolchain file is unset.
+  include(ExternalProject)
+  ExternalProject_Add(executorch_flatc
+    SOURCE_DIR "${_flatbuffers_submodule}"
+    PREFIX "${CMAKE_CURRENT_BINARY_DIR}/flatc"
+    CMAKE_ARGS -DFLATBUFFERS_BUILD_FLATC=ON -DFLATBUFFERS_BUILD_FLATLIB=OFF
+               -DFLATBUFFERS_BUILD_FLATHASH=OFF -DFLATBUFFERS_BUILD_TESTS=OFF
+               -DFLATBUFFERS_INSTALL=OFF -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE=
+    INSTALL_COMMAND ""
+    BUILD_BYPRODUCTS "<BINARY_DIR>/flatc")
+  ExternalProject_Get_Property(executorch_flatc BINARY_DIR)
+  set(FLATC_EXECUTABLE "${BINARY_DIR}/flatc")
+  set(_flatc_target executorch_flatc)
+  if(NOT FLATBUFFERS_INCLUDE_DIR)
+    set(FLATBUFFERS_INCLUDE_DIR "${_flatbuffers_submodule}/include")
+  endif()
+endif()
 find_program(FLATC_EXECUTABLE flatc)
 if(NOT FLATC_EXECUTABLE)
-  message(FATAL_ERROR "flatc not found: install a flatbuffers compiler (Debian: "
-                      "flatbuffers-compiler) or pass -DFLATC_EXECUTABLE=/path/to/flatc")
+  message(FATAL_ERROR "flatc not found: fetch ExecuTorch's third-party/flatbuffers submodule "
+                      "(git submodule update --init third-party/flatbuffers), install a "
+                      "flatbuffers compiler of the headers' version, or pass "
+                      "-DFLATC_EXECUTABLE=/path/to/flatc")
 endif()
 if(NOT FLATBUFFERS_INCLUDE_DIR)
-  if(EXISTS "${EXECUTORCH_ROOT}/third-party/flatbuffers/include/flatbuffers/flatbuffers.h")
-    set(FLATBUFFERS_INCLUDE_DIR "${EXECUTORCH_ROOT}/third-party/flatbuffers/include")
-  else()
-    # The headers installed beside flatc (a system or SDK install of flatbuffers).
-    get_filename_component(_flatc_prefix "${FLATC_EXECUTABLE}" DIRECTORY)
-    find_path(FLATBUFFERS_INCLUDE_DIR flatbuffers/flatbuffers.h
-              HINTS "${_flatc_prefix}/../include" NO_CMAKE_FIND_ROOT_PATH)
-  endif()
+  # The headers installed beside flatc (a system or SDK install of flatbuffers).
+  get_filename_component(_flatc_prefix "${FLATC_EXECUTABLE}" DIRECTORY)
+  find_path(FLATBUFFERS_INCLUDE_DIR flatbuffers/flatbuffers.h
+            HINTS "${_flatc_prefix}/../include" NO_CMAKE_FIND_ROOT_PATH)
 endif()
 if(NOT FLATBUFFERS_INCLUDE_DIR)
   message(FATAL_ERROR "flatbuffers headers not found: initialise ExecuTorch's third-party/"
@@ -102,6 +128,7 @@ add_custom_command(
           -o "${_schema_out}" "${EXECUTORCH_ROOT}/schema/program.fbs"
           "${EXECUTORCH_ROOT}/schema/scalar_type.fbs"
   DEPENDS "${EXECUTORCH_ROOT}/schema/program.fbs" "${EXECUTORCH_ROOT}/schema/scalar_type.fbs"
+          ${_flatc_target}
   COMMENT "ExecuTorch: generating program schema headers"
   VERBATIM)
 add_custom_target(executorch_schema DEPENDS "${_schema_out}/program_generated.h")
