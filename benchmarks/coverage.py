@@ -64,7 +64,7 @@ def _first_line(error: BaseException) -> str:
 
 def _fallback_result(records: list) -> dict[str, Any]:
     """Our status from the report's fallback rows: refused if a rule refused one."""
-    from cortex_m_nn.passes.refusals import Refusal
+    from cortex_m_nn.core.refusals import Refusal
 
     fallbacks = [r for r in records if not r.lowered]
     if not fallbacks:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch.fx import GraphModule, Interpreter, Node
 
-from cortex_m_nn.passes.graph_values import DEQUANTIZE, QUANTIZE
+from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
 from cortex_m_nn.passes.records import module_of
 from cortex_m_nn.states import fresh
 

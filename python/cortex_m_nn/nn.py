@@ -88,6 +88,12 @@ def _time_backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, .
 
 svdf_time.register_autograd(_time_backward, setup_context=_time_setup)
 
+#: The two operators as the targets of an exported graph's nodes.
+SVDF_MEMORY = svdf_memory._opoverload
+SVDF_TIME = svdf_time._opoverload
+#: The two float operators of an SVDF step.
+SVDF_OPS = {SVDF_MEMORY, SVDF_TIME}
+
 
 class SVDF(nn.Module):
     """TFLite's SVDF layer: ``num_filters = num_units · rank`` filters, each a feature

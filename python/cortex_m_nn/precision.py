@@ -16,8 +16,8 @@ import math
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import CONVOLUTIONS, INT16_TABLES, POOLS, VIEWS
 from cortex_m_nn.model_ops import LSTM
-from cortex_m_nn.op_sets import INT16_TABLES, POOLS, VIEWS
 
 aten = torch.ops.aten
 
@@ -47,10 +47,9 @@ INT16_OPS: frozenset[object] = frozenset(
     }
 )
 #: Element-wise functions whose int16 case is ``cortex_m_nn::lut``'s interpolated table
-#: (``op_sets.INT16_TABLES``: the smooth ones; see ``op_sets.NO_INT16_TABLE`` for the others).
+#: (``core.families.INT16_TABLES``: the smooth ones; see ``core.families.NO_INT16_TABLE`` for
+#: the others).
 INT16_OPS = INT16_OPS | INT16_TABLES
-#: The convolutions among them.
-CONVOLUTIONS = {aten.conv2d.default, aten.conv2d.padding, aten.conv1d.default, aten.conv1d.padding}
 #: Ops whose output shares their input's quantization (pools, views): int16 when their input
 #: is (``quantizer._spec``), never a requantization of their own. Pools: the ``_s16`` kernels
 #: (a mean only over H, W or L: other dims are cortex_m_nn::reduce, int8 only). Views and eval
@@ -64,15 +63,6 @@ SHARING_INT16: frozenset[object] = frozenset(
     | {aten.dropout.default, aten.constant_pad_nd.default, aten.pad.default}
 )
 INT16_OPS = INT16_OPS | SHARING_INT16
-
-#: int16 activations' integer range (symmetric quantization, zero point 0).
-INT16_MIN, INT16_MAX = -32768, 32767
-
-#: Integer range of each activation dtype.
-RANGES: dict[torch.dtype, tuple[int, int]] = {
-    torch.int8: (-128, 127),
-    torch.int16: (INT16_MIN, INT16_MAX),
-}
 
 
 def has_int16_case(target: object) -> bool:

@@ -3,7 +3,7 @@
 A compile that meets such an operator fails naming it, its source line and the advice found
 here (``--allow-fallback`` keeps it in fp32 instead). Advice is looked up by the ATen op
 (``layer_norm`` for ``aten.layer_norm.default``) and the kind of refusal
-(:class:`~cortex_m_nn.passes.refusals.Refusal`): first an entry matching both, then one
+(:class:`~cortex_m_nn.core.refusals.Refusal`): first an entry matching both, then one
 matching the kind alone (the kind is about the graph, e.g. an input that stayed float), then
 one for the op alone. Every rewrite named is one the README's operator table lowers, or the
 advice says plainly that nothing does yet.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cortex_m_nn.core.refusals import Refusal as R
 from cortex_m_nn.macs import base_name
-from cortex_m_nn.passes.refusals import Refusal as R
 
 #: The tables of ``cortex_m_nn::lut``, for advice on element-wise functions.
 TABLES = (

@@ -29,9 +29,10 @@ from torch.fx import GraphModule, Interpreter, Node
 from torch.utils._pytree import tree_leaves
 
 from cortex_m_nn.abi import Rounding
+from cortex_m_nn.core.families import DEQUANTIZE
 from cortex_m_nn.ops.library import ReferenceInterpreter, run_references
 from cortex_m_nn.options import IoType
-from cortex_m_nn.passes.graph_values import DEQUANTIZE, channels_last_order
+from cortex_m_nn.passes.graph_values import channels_last_order
 from cortex_m_nn.passes.records import LoweringResult
 from cortex_m_nn.states import fresh, reset_states
 

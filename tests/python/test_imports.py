@@ -174,3 +174,49 @@ def test_the_graph_sees_the_package() -> None:
 def test_no_import_cycle() -> None:
     found = cycles(import_graph(PACKAGE))
     assert not found, "import cycles:\n" + "\n".join(" → ".join(c) for c in found)
+
+
+# -- layers ---------------------------------------------------------------------------------
+
+
+def _edges(graph: Graph, source: str, target: str) -> list[str]:
+    """``a → b`` for each import from a module of package ``source`` into one of ``target``."""
+
+    def inside(module: str, package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    return [
+        f"{module} → {imported}"
+        for module, imported_modules in sorted(graph.items())
+        if inside(module, source)
+        for imported in sorted(imported_modules)
+        if inside(imported, target)
+    ]
+
+
+def test_edges_are_found_between_packages() -> None:
+    graph = {"p.a.x": {"p.b.y", "p.a.z"}, "p.a.z": set(), "p.b.y": set(), "p.ab": {"p.b.y"}}
+    assert _edges(graph, "p.a", "p.b") == ["p.a.x → p.b.y"]
+
+
+def test_the_vocabulary_imports_no_stage() -> None:
+    """``core`` (op families, integer ranges, refusal kinds, node questions) is the bottom:
+    every stage may import it, and it imports nothing else of the package."""
+    graph = import_graph(PACKAGE)
+    core = "cortex_m_nn.core"
+    upward = [
+        edge
+        for edge in _edges(graph, core, "cortex_m_nn")
+        if not edge.split(" → ")[1].startswith(core)
+    ]
+    assert not upward, "core imports a stage:\n" + "\n".join(upward)
+
+
+def test_the_quantizer_and_the_lowering_do_not_import_each_other() -> None:
+    """Quantization and lowering are separate stages: what both need lives in ``core``."""
+    graph = import_graph(PACKAGE)
+    crossing = [
+        *_edges(graph, "cortex_m_nn.quantizer", "cortex_m_nn.passes"),
+        *_edges(graph, "cortex_m_nn.passes", "cortex_m_nn.quantizer"),
+    ]
+    assert not crossing, "\n".join(crossing)

@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
+from cortex_m_nn.core.integers import SOFTMAX_OUTPUT_SCALE
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.passes.graph_values import NCHW_TO_NHWC, NHWC_TO_NCHW
-from cortex_m_nn.quantizer.config import SOFTMAX_OUTPUT_SCALE
 from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect
 

@@ -23,9 +23,7 @@ from collections.abc import Iterator, Sequence
 import torch
 
 from cortex_m_nn.abi import Rounding
-
-INT32_MIN = -(2**31)
-INT32_MAX = 2**31 - 1
+from cortex_m_nn.core.integers import INT32_MAX, INT32_MIN
 
 TensorLike = torch.Tensor | int
 

@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import torch
 
-#: The int4 weights' range: symmetric, as int8 weights are [-127, 127].
-INT4_MIN, INT4_MAX = -7, 7
-
 
 def pack(values: torch.Tensor) -> torch.Tensor:
     """int8 values in [-8, 7] with an even innermost dim → uint8, two per byte (low nibble

@@ -8,9 +8,9 @@ from __future__ import annotations
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import ACTIVATIONS, aten
+from cortex_m_nn.core.integers import RANGES
 from cortex_m_nn.passes.graph_values import quantize_value
-from cortex_m_nn.precision import RANGES
-from cortex_m_nn.quantizer.quantizer import ACTIVATIONS, aten
 
 
 def float_bounds(activation: Node | None) -> tuple[float | None, float | None]:

@@ -17,20 +17,20 @@ from dataclasses import dataclass
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import DEQUANTIZE
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.broadcast import MAX_RANK, collapse
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import (
     CHANNELS_LAST_RANKS,
-    DEQUANTIZE,
     QValue,
     channels_last_order,
     dtype_of,
     qparams_of,
 )
 from cortex_m_nn.passes.layout import noting_transposes, relayout
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern
 
 

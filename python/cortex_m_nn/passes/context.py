@@ -14,16 +14,16 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch.fx import Graph, GraphModule, Node
 
+from cortex_m_nn.core.families import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
+from cortex_m_nn.core.integers import INT8_MAX, INT8_MIN
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.macs import RECURRENT, base_name, fp32_macs
 from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.ops.mul import mul_parameters
 from cortex_m_nn.ops.requantize import check as check_requantize
 from cortex_m_nn.passes.graph_values import (
-    DEQUANTIZE,
-    DEQUANTIZE_PER_CHANNEL,
     NCHW_TO_NHWC,
-    QUANTIZE,
     QValue,
     channels_last_order,
     dtype_of,
@@ -31,9 +31,7 @@ from cortex_m_nn.passes.graph_values import (
     qparams_of,
 )
 from cortex_m_nn.passes.records import OpRecord, boundary, op_name
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.precision import scalar_type
-from cortex_m_nn.quantizer.config import INT8_MAX, INT8_MIN
 from cortex_m_nn.target import Target
 
 

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL
+from cortex_m_nn.core.integers import INT4_MAX
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.arithmetic import per_channel_parameters
-from cortex_m_nn.ops.int4 import INT4_MAX, pack
+from cortex_m_nn.ops.int4 import pack
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
-from cortex_m_nn.passes.graph_values import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Pattern
 
 

@@ -35,6 +35,7 @@ from collections.abc import Callable
 import torch
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.core.graph import argument
 from cortex_m_nn.passes.records import op_name
 
 aten = torch.ops.aten
@@ -67,14 +68,10 @@ def _shape(node: Node) -> list[int] | None:
     return [int(s) for s in value.shape] if isinstance(value, torch.Tensor) else None
 
 
-def _argument(node: Node, index: int, name: str, default: object) -> object:
-    return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
-
-
 def _dropout(node: Node) -> Replacement:
-    if bool(_argument(node, 2, "train", True)):
+    if bool(argument(node, 2, "train", True)):
         return None
-    return aten.dropout.default, (node.args[0], _argument(node, 1, "p", 0.5), False)
+    return aten.dropout.default, (node.args[0], argument(node, 1, "p", 0.5), False)
 
 
 def _as(node: Node) -> Replacement:
@@ -86,7 +83,7 @@ def _as(node: Node) -> Replacement:
 
 
 def _extreme(node: Node) -> Replacement:
-    dim, keepdim = _argument(node, 1, "dim", None), _argument(node, 2, "keepdim", False)
+    dim, keepdim = argument(node, 1, "dim", None), argument(node, 2, "keepdim", False)
     return EXTREMES[node.target], (node.args[0], [int(dim)], bool(keepdim))
 
 
@@ -109,17 +106,17 @@ def _adaptive_max(node: Node) -> Replacement:
 def _instance_norm(node: Node) -> Replacement:
     """Group norm with a group per channel (the input's own statistics), or batch norm in eval
     mode (the running statistics; both take them as ``(x, weight, bias, mean, var, …)``)."""
-    x, weight, bias, mean, var = (_argument(node, i, n, None) for i, n in enumerate(NORM_ARGS))
-    shape, eps = _shape(x), float(_argument(node, 7, "eps", 1e-5))
+    x, weight, bias, mean, var = (argument(node, i, n, None) for i, n in enumerate(NORM_ARGS))
+    shape, eps = _shape(x), float(argument(node, 7, "eps", 1e-5))
     if shape is None or len(shape) < 2:
         return None
-    if bool(_argument(node, 5, "use_input_stats", True)):
+    if bool(argument(node, 5, "use_input_stats", True)):
         if mean is not None or var is not None:
             return None  # training: the running statistics are updated too
         return aten.group_norm.default, (x, shape[1], weight, bias, eps)
     if mean is None or var is None:
         return None
-    momentum = float(_argument(node, 6, "momentum", 0.1))
+    momentum = float(argument(node, 6, "momentum", 0.1))
     return aten.batch_norm.default, (x, weight, bias, mean, var, False, momentum, eps, False)
 
 
@@ -214,18 +211,18 @@ def _pool_counting_padding(node: Node) -> bool:
     default) as the average pool, without padding, of the zero-padded input: the same
     windows, the same divisor. CMSIS-NN's pool divides by the valid elements only."""
     dims = 1 if node.target is aten.avg_pool1d.default else 2
-    padding = _argument(node, 3, "padding", 0)
+    padding = argument(node, 3, "padding", 0)
     padding = [padding] if isinstance(padding, int) else list(padding)
     padding = padding * dims if len(padding) == 1 else padding
-    counts = bool(_argument(node, 5, "count_include_pad", True))
-    ceil = bool(_argument(node, 4, "ceil_mode", False))
-    divisor = None if dims == 1 else _argument(node, 6, "divisor_override", None)
+    counts = bool(argument(node, 5, "count_include_pad", True))
+    ceil = bool(argument(node, 4, "ceil_mode", False))
+    divisor = None if dims == 1 else argument(node, 6, "divisor_override", None)
     if not counts or ceil or divisor is not None or not any(padding[:dims]):
         return False
     sides = [p for size in reversed(padding[:dims]) for p in (size, size)]
     padded = _add(node, aten.constant_pad_nd.default, (node.args[0], sides, 0.0))
-    kernel = _argument(node, 1, "kernel_size", None)
-    stride = _argument(node, 2, "stride", [])
+    kernel = argument(node, 1, "kernel_size", None)
+    stride = argument(node, 2, "stride", [])
     pool = _add(node, node.target, (padded, kernel, stride, [0] * dims), node.meta.get("val"))
     node.replace_all_uses_with(pool)
     node.graph.erase_node(node)

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 import torch
 
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.strided_copy import MAX_DIMS
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
@@ -30,7 +31,6 @@ from cortex_m_nn.passes.layout import (
     stored_order,
     view,
 )
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 
 #: (value, kernel, CMSIS-NN function) of a gather, for the rule's ``Lowered``.
 Gathered = tuple[QValue, str, str]

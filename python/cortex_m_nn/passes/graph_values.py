@@ -8,18 +8,14 @@ from dataclasses import dataclass
 import torch
 from torch.fx import Node
 
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
-from cortex_m_nn.precision import RANGES
+from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
+from cortex_m_nn.core.integers import RANGES
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 
 NCHW_TO_NHWC = [0, 2, 3, 1]
 NHWC_TO_NCHW = [0, 3, 1, 2]
 #: Ranks of the activations stored channels-last: NHWC for 4-D, NLC for 3-D ([N, C, L]).
 CHANNELS_LAST_RANKS = (3, 4)
-
-quantized_decomposed = torch.ops.quantized_decomposed
-QUANTIZE = {quantized_decomposed.quantize_per_tensor.default}
-DEQUANTIZE = {quantized_decomposed.dequantize_per_tensor.default}
-DEQUANTIZE_PER_CHANNEL = {quantized_decomposed.dequantize_per_channel.default}
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,12 @@ from dataclasses import replace
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue, channels_last_order
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Pattern
-from cortex_m_nn.quantizer.quantizer import aten
 
 #: Ops whose rules want (or convert to) channels-last input: a layout choice made for their
 #: producer avoids a transpose.

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
 from cortex_m_nn.passes.activation import is_activation
-from cortex_m_nn.passes.graph_values import DEQUANTIZE, QUANTIZE
 from cortex_m_nn.passes.registry import READS_THROUGH, RULES
 from cortex_m_nn.passes.state import is_state_write
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.core.refusals import Refusal
 from cortex_m_nn.nn import FLOAT_NAMESPACE
-from cortex_m_nn.passes.refusals import Refusal
 
 #: The report's kernel for an operator whose lowered node turned out to be dead code.
 REMOVED = "removed (no kernel)"

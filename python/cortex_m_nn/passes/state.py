@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 from torch.fx import Node
 
-from cortex_m_nn.passes.graph_values import DEQUANTIZE, QUANTIZE
+from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
+from cortex_m_nn.nn import SVDF_MEMORY
 
 COPY = torch.ops.aten.copy_.default
 #: What may stand between ``svdf_memory`` and the write-back.
@@ -22,8 +23,6 @@ _THROUGH = {torch.ops.aten.detach.default, *DEQUANTIZE, *QUANTIZE}
 def state_source(node: Node) -> Node | None:
     """The ``svdf_memory`` node whose output ``node`` writes back into the buffer it read,
     or None when ``node`` is no such write-back."""
-    from cortex_m_nn.quantizer.svdf import MEMORY  # the quantizer imports the passes
-
     if node.op != "call_function" or node.target is not COPY or len(node.args) != 2:
         return None
     if node.users:  # read again in this forward (a layer called twice): not a write-back
@@ -31,7 +30,7 @@ def state_source(node: Node) -> Node | None:
     buffer, value = node.args
     while isinstance(value, Node) and value.target in _THROUGH:
         value = value.args[0]
-    if not isinstance(value, Node) or value.target is not MEMORY:
+    if not isinstance(value, Node) or value.target is not SVDF_MEMORY:
         return None
     if not isinstance(buffer, Node) or buffer.op != "get_attr" or value.args[1] is not buffer:
         return None
@@ -45,11 +44,9 @@ def is_state_write(node: Node) -> bool:
 def writes_svdf_state(node: Node) -> bool:
     """An ``aten.copy_`` of an ``svdf_memory`` output that is no state write-back: the layer
     called on a sequence, or more than once in one forward."""
-    from cortex_m_nn.quantizer.svdf import MEMORY
-
     if node.op != "call_function" or node.target is not COPY or len(node.args) != 2:
         return False
     value = node.args[1]
     while isinstance(value, Node) and value.target in _THROUGH:
         value = value.args[0]
-    return isinstance(value, Node) and value.target is MEMORY
+    return isinstance(value, Node) and value.target is SVDF_MEMORY

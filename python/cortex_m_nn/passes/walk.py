@@ -16,18 +16,12 @@ import operator
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.context import LoweringContext
-from cortex_m_nn.passes.graph_values import (
-    DEQUANTIZE,
-    DEQUANTIZE_PER_CHANNEL,
-    QUANTIZE,
-    dtype_of,
-    logical_shape,
-    qparams_of,
-)
+from cortex_m_nn.passes.graph_values import dtype_of, logical_shape, qparams_of
 from cortex_m_nn.passes.patterns import Plan
 from cortex_m_nn.passes.records import NOT_QUANTIZED, OpRecord, of_source
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import RULES, WHY_FLOAT, Lowered, Pattern
 from cortex_m_nn.passes.state import is_state_write
 from cortex_m_nn.precision import has_int16_case

@@ -26,10 +26,12 @@ import torch
 from torch.fx import GraphModule, Interpreter, Node
 from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
+from cortex_m_nn.core.families import CONVOLUTIONS
+from cortex_m_nn.core.graph import argument
 from cortex_m_nn.options import QuantizationOptions
 from cortex_m_nn.quantizer import config
-from cortex_m_nn.quantizer.equalize import argument, attribute_tensor, is_layer, set_bias
-from cortex_m_nn.quantizer.quantizer import CONVOLUTIONS, CortexMQuantizer
+from cortex_m_nn.quantizer.equalize import attribute_tensor, is_layer, set_bias
+from cortex_m_nn.quantizer.quantizer import CortexMQuantizer
 
 quantized_decomposed = torch.ops.quantized_decomposed
 

@@ -26,9 +26,18 @@ from torchao.quantization.pt2e.quantizer import (
     QuantizationSpec,
 )
 
-from cortex_m_nn.ops.int4 import INT4_MAX
+from cortex_m_nn.core.integers import (
+    INT4_MAX,
+    INT8_MAX,
+    INT8_MIN,
+    INT16_MAX,
+    INT16_MIN,
+    INT32_MAX,
+    INT32_MIN,
+    SOFTMAX_OUTPUT_SCALE,
+    SOFTMAX_OUTPUT_ZERO_POINT,
+)
 from cortex_m_nn.options import Int4Ranges, LinearWeights, RangeMethod
-from cortex_m_nn.precision import INT16_MAX, INT16_MIN
 from cortex_m_nn.quantizer.observers import (
     Int4MsePerChannelObserver,
     Int4MsePerTensorObserver,
@@ -36,14 +45,9 @@ from cortex_m_nn.quantizer.observers import (
     PercentileObserver,
 )
 
-INT8_MIN, INT8_MAX = -128, 127
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 #: Observers' smallest scale: a constant tensor still gets a usable one.
 EPS = 2**-20
 
-#: CMSIS-NN's arm_softmax_s8 writes probabilities with this fixed scale and zero point.
-SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
-SOFTMAX_OUTPUT_ZERO_POINT = -128
 
 #: The observer each range method uses for activations.
 ACTIVATION_OBSERVERS = {

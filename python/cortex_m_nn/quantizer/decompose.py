@@ -19,6 +19,8 @@ import operator
 import torch
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.core.graph import argument
+
 aten = torch.ops.aten
 
 #: The ops with several outputs rewritten into one op per output used.
@@ -30,10 +32,6 @@ MULTI_OUTPUT = {
 }
 #: Meta entries copied from the replaced op: where it comes from in the user's code.
 LOCATION = ("nn_module_stack", "stack_trace", "torch_fn", "source_fn_stack", "from_node")
-
-
-def _argument(node: Node, index: int, name: str, default: object) -> object:
-    return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
 
 
 def _add(graph: torch.fx.Graph, like: Node, target: object, args: tuple) -> Node:
@@ -50,7 +48,7 @@ def _add(graph: torch.fx.Graph, like: Node, target: object, args: tuple) -> Node
 def _pieces(node: Node) -> list[tuple[int, int]] | None:
     """(start, end) along the split dim of each output of a splitting op."""
     value = node.args[0].meta["val"]
-    dim = int(_argument(node, 2 if node.target is not aten.unbind.int else 1, "dim", 0))
+    dim = int(argument(node, 2 if node.target is not aten.unbind.int else 1, "dim", 0))
     size = int(value.shape[dim])
     if node.target is aten.unbind.int:
         return [(i, i + 1) for i in range(size)]
@@ -73,7 +71,7 @@ def _split(graph: torch.fx.Graph, node: Node) -> None:
         return
     source = node.args[0]
     rank = source.meta["val"].dim()
-    dim = int(_argument(node, 2 if node.target is not aten.unbind.int else 1, "dim", 0)) % rank
+    dim = int(argument(node, 2 if node.target is not aten.unbind.int else 1, "dim", 0)) % rank
     pieces = _pieces(node)
     for user in users:
         start, end = pieces[user.args[1]]
@@ -89,7 +87,7 @@ def _split(graph: torch.fx.Graph, node: Node) -> None:
 def _stack(graph: torch.fx.Graph, node: Node) -> None:
     inputs = node.args[0]
     rank = inputs[0].meta["val"].dim() + 1
-    dim = int(_argument(node, 1, "dim", 0)) % rank
+    dim = int(argument(node, 1, "dim", 0)) % rank
     parts = [_add(graph, node, aten.unsqueeze.default, (x, dim)) for x in inputs]
     node.replace_all_uses_with(_add(graph, node, aten.cat.default, (parts, dim)))
     graph.erase_node(node)
@@ -98,8 +96,8 @@ def _stack(graph: torch.fx.Graph, node: Node) -> None:
 def _roll(graph: torch.fx.Graph, node: Node) -> None:
     source = node.args[0]
     shape = list(source.meta["val"].shape)
-    shifts = [int(s) for s in _argument(node, 1, "shifts", [])]
-    dims = [int(d) for d in _argument(node, 2, "dims", [])]
+    shifts = [int(s) for s in argument(node, 1, "shifts", [])]
+    dims = [int(d) for d in argument(node, 2, "dims", [])]
     value = source
     if not dims:  # roll of the flattened tensor
         value = _add(graph, node, aten.reshape.default, (source, [-1]))

@@ -36,8 +36,9 @@ from dataclasses import dataclass
 import torch
 from torch.fx import GraphModule, Interpreter, Node
 
+from cortex_m_nn.core.families import CONVOLUTIONS, LINEARS
+from cortex_m_nn.core.graph import argument
 from cortex_m_nn.quantizer.batch_norm import BATCH_NORMS, _affine
-from cortex_m_nn.quantizer.quantizer import CONVOLUTIONS, LINEARS
 
 aten = torch.ops.aten
 
@@ -57,13 +58,6 @@ FLATTENS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default}
 #: Sweeps over all pairs at most; they stop earlier once no scale moves by more than TOLERANCE.
 SWEEPS = 32
 TOLERANCE = 1e-4
-
-
-def argument(node: Node, index: int, name: str, default: object) -> object:
-    """An ATen call's argument by position or keyword."""
-    if len(node.args) > index:
-        return node.args[index]
-    return node.kwargs.get(name, default)
 
 
 def attribute_tensor(model: GraphModule, node: object) -> torch.Tensor | None:

@@ -19,7 +19,26 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
-from cortex_m_nn.op_sets import ACTIVATIONS, BOUNDED_SLOPE, LOOKUP, POOLS, TRANSPOSES, VIEWS
+from cortex_m_nn.core.families import (
+    ACTIVATIONS,
+    BINARY,
+    BOUNDED_SLOPE,
+    CONCATENATIONS,
+    CONVOLUTIONS,
+    LINEARS,
+    LOOKUP,
+    MATMULS,
+    MINMAX,
+    NORMS,
+    POOLS,
+    PRELU,
+    SHARING,
+    SOFTMAX,
+    SUMS,
+    TRANSPOSED_CONVOLUTIONS,
+)
+from cortex_m_nn.core.graph import constant_arguments, swaps_last_two_dims
+from cortex_m_nn.nn import SVDF_OPS
 from cortex_m_nn.options import Activations, QuantizationOptions, RangeMethod, Weights
 from cortex_m_nn.precision import (
     SHARING_INT16,
@@ -32,77 +51,9 @@ from cortex_m_nn.quantizer import config
 from cortex_m_nn.quantizer.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantizer.decompose import decompose_movement
 from cortex_m_nn.quantizer.recurrent import LSTM, split_lstms
-from cortex_m_nn.quantizer.svdf import SVDF_OPS, svdf_annotation
+from cortex_m_nn.quantizer.svdf import svdf_annotation
 
 aten = torch.ops.aten
-
-#: Ops whose weights are quantized per output channel (axis 0 of the weight).
-CONVOLUTIONS = {aten.conv2d.default, aten.conv1d.default}
-CONVOLUTIONS |= {aten.conv2d.padding, aten.conv1d.padding}  # padding="same" or "valid"
-#: Transposed convolutions: per output channel is axis 1 of their weight.
-TRANSPOSED_CONVOLUTIONS = {aten.conv_transpose2d.input, aten.conv_transpose1d.default}
-LINEARS = {aten.linear.default}
-#: Products of two activations (or an activation and a constant); each operand per tensor.
-MATMULS = {aten.matmul.default, aten.bmm.default, aten.mm.default}
-#: Element-wise ops with their own output quantization.
-BINARY = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor}
-#: Element-wise ops that cannot requantize: both inputs and the output share one quantization.
-MINMAX = {aten.minimum.default, aten.maximum.default}
-#: Gathers (passes/rules/movement.py): a view, one transpose or one strided copy each.
-MOVEMENT = {
-    aten.slice.Tensor,
-    aten.narrow.default,
-    aten.select.int,
-    aten.expand.default,
-    aten.repeat.default,
-    aten.flip.default,
-    aten.pixel_shuffle.default,
-    aten.pixel_unshuffle.default,
-    aten.unflatten.int,
-    aten.movedim.int,
-    aten.movedim.intlist,
-}
-#: Nearest and bilinear upsampling (cortex_m_nn::resize): the output shares the input's
-#: quantization (bilinear values are convex combinations of the input's, so they fit).
-RESIZES = {
-    aten.upsample_nearest2d.vec,
-    aten.upsample_nearest2d.default,
-    aten._upsample_nearest_exact2d.vec,
-    aten._upsample_nearest_exact2d.default,
-    aten.upsample_bilinear2d.vec,
-    aten.upsample_bilinear2d.default,
-}
-#: Their 1-D forms on [N, C, L] (linear is bilinear of height 1).
-RESIZES_1D = {
-    aten.upsample_nearest1d.vec,
-    aten.upsample_nearest1d.default,
-    aten._upsample_nearest_exact1d.vec,
-    aten._upsample_nearest_exact1d.default,
-    aten.upsample_linear1d.vec,
-    aten.upsample_linear1d.default,
-}
-RESIZES |= RESIZES_1D
-#: Data movement: the output reuses the input's quantization parameters (no requantization).
-SHARING = (
-    POOLS
-    | set(VIEWS)
-    | set(TRANSPOSES)
-    | {aten.dropout.default, aten.constant_pad_nd.default, aten.pad.default}
-    | RESIZES
-    | MOVEMENT
-)
-#: Concatenation: all inputs and the output share one observer (the first input's).
-CONCATENATIONS = {aten.cat.default, aten.concat.default}
-SOFTMAX = {aten.softmax.int, aten._softmax.default}
-#: Reductions with their own output quantization (sums); amax, amin and a mean over all
-#: elements share their input's, like the pools (a mean over dims is in POOLS).
-SUMS = {aten.sum.dim_IntList, aten.sum.default}
-SHARING |= {aten.amax.default, aten.amin.default, aten.mean.default}
-#: Normalizations (cortex_m_nn::layer_norm): int8 input and output (its own observer); the
-#: float weight and bias are folded into the kernel's parameters at compile time.
-NORMS = {aten.layer_norm.default, aten.group_norm.default}
-#: PReLU: a table per slope (one, or one per channel); the slopes are constant parameters.
-PRELU = {aten.prelu.default}
 
 
 def _annotate(
@@ -122,22 +73,6 @@ def _is_number(value: object) -> bool:
 def _is_annotated(node: Node) -> bool:
     annotation = node.meta.get("quantization_annotation")
     return annotation is not None and annotation._annotated
-
-
-def swaps_last_two_dims(node: Node) -> bool:
-    """``x.transpose(-2, -1)``, ``x.permute(..., -1, -2)`` or ``x.t()`` of a 2-D to 4-D tensor."""
-    if node.op != "call_function" or node.target not in TRANSPOSES:
-        return False
-    value = node.meta.get("val")  # same rank as the input, whose meta a dequantize may lack
-    if not isinstance(value, torch.Tensor) or not 2 <= value.dim() <= 4:
-        return False
-    rank = value.dim()
-    if node.target is aten.t.default:
-        return rank == 2
-    if node.target is aten.transpose.int:
-        return sorted(int(d) % rank for d in node.args[1:3]) == [rank - 2, rank - 1]
-    dims = [int(d) % rank for d in node.args[1]]
-    return dims == [*range(rank - 2), rank - 1, rank - 2]
 
 
 def _resolved_output(source: Node) -> QuantizationSpecBase | None:
@@ -188,13 +123,6 @@ def fusable_activation(node: Node) -> Node | None:
     if user.op != "call_function" or user.target not in ACTIVATIONS or _is_annotated(user):
         return None
     return user if constant_arguments(user) else None
-
-
-def constant_arguments(node: Node) -> bool:
-    """Whether every argument but the first (the activation input) is a constant."""
-    found: list[Node] = []
-    torch.fx.node.map_arg((node.args[1:], node.kwargs), found.append)
-    return not found
 
 
 def _constant(model: GraphModule, node: object) -> torch.Tensor | None:
@@ -410,7 +338,7 @@ class CortexMQuantizer(Quantizer):
 
     def _through_consumers(self, node: Node, spec: QuantizationSpec) -> QuantizationSpec:
         """``spec`` for ``node``'s output; with MSE ranges, when every consumer applies one
-        element-wise function of bounded slope to it (``op_sets.BOUNDED_SLOPE``: a table, or
+        element-wise function of bounded slope to it (``core.families.BOUNDED_SLOPE``: a table, or
         an activation that did not fuse), MSE ranges measured after that function
         (``config.activation_through``): the error its consumers pass on, not the tensor's
         own."""

@@ -21,14 +21,14 @@ its requantization roundings, carried from step to step by the cell state.
 from __future__ import annotations
 
 import math
-import operator
 
 import torch
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
+from cortex_m_nn.core.graph import getitem_users, lstm_refusal
 from cortex_m_nn.model_ops import LIB, LSTM
 from cortex_m_nn.ops.lstm import gate_biases, gate_weights
-from cortex_m_nn.passes.graph_values import DEQUANTIZE, QUANTIZE
 from cortex_m_nn.quantizer.decompose import LOCATION
 
 aten = torch.ops.aten
@@ -116,32 +116,8 @@ def _lstm(x, h, c, wx, wh, bx, bh, batch_first, power, s_in, s_h, zp, bits):  # 
 LIB.impl("lstm", _lstm, "CompositeExplicitAutograd")
 
 
-def _argument(node: Node, index: int, default: object) -> object:
-    return node.args[index] if len(node.args) > index else default
-
-
 def _is_zeros(node: object) -> bool:
     return isinstance(node, Node) and node.target in (aten.zeros.default, aten.zeros_like.default)
-
-
-def _users(node: Node) -> dict[int, Node]:
-    """``getitem`` index → node, of the LSTM's outputs read."""
-    return {int(u.args[1]): u for u in node.users if u.target is operator.getitem}
-
-
-def runnable(node: Node) -> str | None:
-    """Why CMSIS-NN cannot run this ``aten.lstm.input`` (None: it can)."""
-    params = node.args[2]
-    has_biases, layers = bool(node.args[3]), int(node.args[4])
-    if bool(_argument(node, 7, False)):
-        return "a bidirectional LSTM (CMSIS-NN's LSTM runs one direction)"
-    if len(params) != layers * (4 if has_biases else 2):
-        return "an LSTM with proj_size > 0 (CMSIS-NN's LSTM has no projection)"
-    if bool(_argument(node, 6, False)):
-        return "an LSTM in training mode"
-    if 2 in _users(node) and _users(node)[2].users:
-        return "the final cell state c_n is read (CMSIS-NN's LSTM gives the hidden states)"
-    return None
 
 
 def _add(graph: torch.fx.Graph, like: Node, target: object, args: tuple) -> Node:
@@ -168,7 +144,7 @@ def _split(graph: torch.fx.Graph, node: Node) -> None:
         outputs.append(x)
         step = _add(graph, node, aten.select.int, (x, 1 if batch_first else 0, -1))
         last.append(_add(graph, node, aten.unsqueeze.default, (step, 0)))
-    users = _users(node)
+    users = getitem_users(node)
     if 0 in users:
         users[0].replace_all_uses_with(outputs[-1])
     if 1 in users:
@@ -180,7 +156,7 @@ def split_lstms(model: GraphModule) -> GraphModule:
     """Each ``aten.lstm.input`` CMSIS-NN can run as one :data:`LSTM` node per layer."""
     graph = model.graph
     for node in list(graph.nodes):
-        if node.target is aten.lstm.input and runnable(node) is None:
+        if node.target is aten.lstm.input and lstm_refusal(node) is None:
             _split(graph, node)
             for user in list(node.users):
                 graph.erase_node(user)

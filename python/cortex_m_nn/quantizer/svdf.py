@@ -13,13 +13,10 @@ from torch.fx import Node
 from torchao.quantization.pt2e.observer import MinMaxObserver
 from torchao.quantization.pt2e.quantizer import QuantizationSpec
 
-from cortex_m_nn.nn import svdf_memory, svdf_time
+from cortex_m_nn.core.integers import INT8_MAX, INT8_MIN
+from cortex_m_nn.nn import SVDF_MEMORY
 from cortex_m_nn.quantizer import config
 
-MEMORY = svdf_memory._opoverload
-TIME = svdf_time._opoverload
-#: The two float operators of an SVDF step.
-SVDF_OPS = {MEMORY, TIME}
 #: Largest time weight of an int16 state: 10 bits, as TFLite's converter makes them.
 TIME_WEIGHT_INT16_MAX = 511
 
@@ -40,7 +37,7 @@ STATE_SPECS = {
         config.ACTIVATION_INT16,
         _symmetric(torch.int16, -TIME_WEIGHT_INT16_MAX, TIME_WEIGHT_INT16_MAX),
     ),
-    8: (_symmetric(torch.int8, config.INT8_MIN, config.INT8_MAX), config.WEIGHT_PER_TENSOR),
+    8: (_symmetric(torch.int8, INT8_MIN, INT8_MAX), config.WEIGHT_PER_TENSOR),
 }
 
 
@@ -56,14 +53,18 @@ def svdf_annotation(
     ``svdf_time`` only when an annotated ``svdf_memory`` feeds it (its time weights' spec
     follows that state's). The state input of ``svdf_memory`` is not annotated: it is the
     buffer the layer writes back, read as the float it holds."""
-    if node.target is MEMORY:
+    if node.target is SVDF_MEMORY:
         x, _, weight = node.args[:3]
         if not isinstance(x, Node) or not isinstance(weight, Node):
             return None
         state, _ = STATE_SPECS[state_bits(node)]
         return {x: activation, weight: config.WEIGHT_PER_TENSOR}, state
     memory, weight = node.args[:2]
-    if not isinstance(memory, Node) or memory.target is not MEMORY or not isinstance(weight, Node):
+    if (
+        not isinstance(memory, Node)
+        or memory.target is not SVDF_MEMORY
+        or not isinstance(weight, Node)
+    ):
         return None
     if "quantization_annotation" not in memory.meta:
         return None

@@ -25,9 +25,9 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.core.families import QUANTIZE
 from cortex_m_nn.ops.strided_copy import strided_copy, strided_span
 from cortex_m_nn.passes.gather import as_strided
-from cortex_m_nn.passes.graph_values import QUANTIZE
 from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect, count_operators
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import torch
 
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.add import LEFT_SHIFT_INT8, LEFT_SHIFT_INT16, add_parameters, sub_parameters
 from cortex_m_nn.passes.binary import lower_binary, operands, parameters_of
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.layout import census
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
 
 
 def _lower(context: LoweringContext, pattern: Pattern, subtract: bool) -> Lowered:

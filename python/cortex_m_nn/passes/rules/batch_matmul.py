@@ -18,16 +18,14 @@ import torch
 from torch.fx import Node
 
 from cortex_m_nn import scratch
+from cortex_m_nn.core.families import DEQUANTIZE, MATMULS, QUANTIZE
+from cortex_m_nn.core.graph import swaps_last_two_dims
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.batch_matmul import MAX_RANK, output_shape
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
-from cortex_m_nn.passes.graph_values import (
-    DEQUANTIZE,
-    QUANTIZE,
-    QValue,
-    qparams_of,
-)
+from cortex_m_nn.passes.graph_values import QValue, qparams_of
 from cortex_m_nn.passes.layout import (
     census,
     noting_transposes,
@@ -35,9 +33,7 @@ from cortex_m_nn.passes.layout import (
     permute,
     relayout,
 )
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, reads_through, rule
-from cortex_m_nn.quantizer.quantizer import MATMULS, swaps_last_two_dims
 
 
 def transposed_source(rhs: object) -> Node | None:

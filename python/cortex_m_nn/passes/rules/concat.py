@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.gather import gathered_concat
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import relayout, stored_order, view, wants_channels_last
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
 
 
 @rule(aten.cat.default, aten.concat.default)

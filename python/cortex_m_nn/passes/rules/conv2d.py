@@ -33,6 +33,8 @@ from dataclasses import replace
 import torch
 
 from cortex_m_nn import scratch
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.convolution import requantization, weight_bits, weight_bytes
@@ -45,9 +47,7 @@ from cortex_m_nn.passes.layout import (
     reshaped,
 )
 from cortex_m_nn.passes.records import REMOVED
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
 from cortex_m_nn.target import Isa
 
 #: The 1-D overloads (numeric and string padding).

@@ -15,21 +15,18 @@ import math
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.graph import argument
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.layer_norm import MAX_GROUP, channel_parameters, epsilon_parameter
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import census, noting_transposes, relayout
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
 
 #: The report's function: no CMSIS-NN function, our kernel.
 KERNEL = "(integer layer norm)"
-
-
-def _argument(node: Node, index: int, name: str, default: object) -> object:
-    return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
 
 
 def _affine(context: LoweringContext, node: object, size: int, fill: float) -> torch.Tensor:
@@ -54,9 +51,9 @@ def _emit(
         raise LoweringRefused(
             Refusal.NORM_GROUP_SIZE, f"normalizes groups of {n} elements, at most {MAX_GROUP}"
         )
-    gamma = _affine(context, _argument(op, 2, "weight", None), channels, 1.0)
-    beta = _affine(context, _argument(op, 3, "bias", None), channels, 0.0)
-    eps = float(_argument(op, 4, "eps", 1e-5))
+    gamma = _affine(context, argument(op, 2, "weight", None), channels, 1.0)
+    beta = _affine(context, argument(op, 3, "bias", None), channels, 0.0)
+    eps = float(argument(op, 4, "eps", 1e-5))
     try:
         m, t, b = channel_parameters(gamma, beta, pattern.scale, pattern.zero_point)
     except ValueError as error:

@@ -14,6 +14,8 @@ import math
 import torch
 
 from cortex_m_nn import scratch
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.arithmetic import per_channel_parameters, quantize_multiplier
 from cortex_m_nn.ops.linear import kernel_sums
 from cortex_m_nn.ops.params import int16_sums_fit
@@ -22,9 +24,7 @@ from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.convolution import packed, requantization, weight_bits
 from cortex_m_nn.passes.convolution import weight_bytes as conv_weight_bytes
 from cortex_m_nn.passes.graph_values import QValue
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
 from cortex_m_nn.target import Isa
 
 

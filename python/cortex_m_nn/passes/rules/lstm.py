@@ -29,13 +29,15 @@ import math
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.graph import lstm_refusal
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
+from cortex_m_nn.model_ops import LSTM
 from cortex_m_nn.ops import lstm as op
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import census, noting_transposes, relayout
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, explains, rule
-from cortex_m_nn.quantizer.recurrent import LSTM, aten, runnable
 
 #: What ``--verify`` allows the recurrence (see the module docstring) ...
 ALLOWED_LSB = 2
@@ -76,8 +78,8 @@ def _weights(
 
 @explains(aten.lstm.input)
 def why_float(node: Node) -> str | None:
-    """An ``nn.LSTM`` the quantizer did not split (``quantizer/recurrent.runnable``)."""
-    reason = runnable(node)
+    """An ``nn.LSTM`` the quantizer did not split (``core/graph.lstm_refusal``)."""
+    reason = lstm_refusal(node)
     return None if reason is None else f"{reason}: not lowered"
 
 

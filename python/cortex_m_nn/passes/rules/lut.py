@@ -18,6 +18,9 @@ from __future__ import annotations
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import ACTIVATIONS, LOOKUP, PRELU, aten
+from cortex_m_nn.core.graph import constant_arguments
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.lut import (
     INDEX_OFFSET,
     INT16_MAX_ERROR,
@@ -30,9 +33,7 @@ from cortex_m_nn.ops.lut import (
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import relayout
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import ACTIVATIONS, LOOKUP, PRELU, aten, constant_arguments
 
 #: What the report shows in place of a CMSIS-NN function.
 TABLE_LOOKUP = "(256-entry table lookup)"

@@ -7,12 +7,12 @@ the functions have no output clamp.
 
 from __future__ import annotations
 
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.binary import lower_binary, operands, same_quantization
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.layout import census
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
 
 
 def _lower(context: LoweringContext, pattern: Pattern, name: str) -> Lowered:

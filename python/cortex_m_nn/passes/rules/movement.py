@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from cortex_m_nn.core.families import MOVEMENT
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.gather import free_view, gather
 from cortex_m_nn.passes.graph_values import QValue
@@ -26,9 +28,7 @@ from cortex_m_nn.passes.layout import (
     relayout,
     wants_channels_last,
 )
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import MOVEMENT
 
 
 def moved_positions(pattern: Pattern, x: QValue) -> torch.Tensor:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import torch
 
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.mul import mul_parameters
 from cortex_m_nn.passes.binary import Operands, lower_binary, operands, parameters_of
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.layout import census
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.passes.rules.lut import square_of
-from cortex_m_nn.quantizer.quantizer import aten
 
 
 def largest_product(context: LoweringContext, inputs: Operands) -> int:

@@ -17,6 +17,8 @@ from dataclasses import replace
 
 import torch
 
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import quantize_value
 from cortex_m_nn.passes.layout import (
@@ -26,9 +28,7 @@ from cortex_m_nn.passes.layout import (
     view,
     wants_channels_last,
 )
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
 
 
 def _collapse(

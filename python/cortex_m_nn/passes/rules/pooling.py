@@ -17,15 +17,16 @@ import torch
 from torch.fx import Node
 
 from cortex_m_nn import scratch
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.graph import argument
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.max_pool2d import pool_output_size
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import as_image, reshaped
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
 from cortex_m_nn.passes.rules.reduce import lower_reduction
-from cortex_m_nn.quantizer.quantizer import aten
 
 
 def _spatial(value: object, one_d: bool, fill: int) -> list[int]:
@@ -43,17 +44,11 @@ def _given(values: list[int], one_d: bool) -> list[int]:
     return values[1:] if one_d else values
 
 
-def _argument(node: Node, index: int, name: str, default: object) -> object:
-    if len(node.args) > index:
-        return node.args[index]
-    return node.kwargs.get(name, default)
-
-
 def _window(node: Node, one_d: bool) -> tuple[list[int], list[int], list[int]]:
     """A pool's kernel, stride (the kernel by default) and padding, each as [H, W]."""
-    kernel = _spatial(_argument(node, 1, "kernel_size", None), one_d, 1)
-    stride = _spatial(_argument(node, 2, "stride", None) or _given(kernel, one_d), one_d, 1)
-    padding = _spatial(_argument(node, 3, "padding", 0), one_d, 0)
+    kernel = _spatial(argument(node, 1, "kernel_size", None), one_d, 1)
+    stride = _spatial(argument(node, 2, "stride", None) or _given(kernel, one_d), one_d, 1)
+    padding = _spatial(argument(node, 3, "padding", 0), one_d, 0)
     return kernel, stride, padding
 
 
@@ -123,16 +118,16 @@ def lower_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     one_d = node.target is aten.avg_pool1d.default
     kernel, stride, padding = _window(node, one_d)
-    if _argument(node, 4, "ceil_mode", False):
+    if argument(node, 4, "ceil_mode", False):
         raise LoweringRefused(Refusal.CEIL_MODE, "average pool with ceil_mode=True")
-    count_include_pad = _argument(node, 5, "count_include_pad", True)
+    count_include_pad = argument(node, 5, "count_include_pad", True)
     if any(padding) and count_include_pad:
         raise LoweringRefused(
             Refusal.COUNT_INCLUDE_PAD,
             "average pool with padding counts the padding; CMSIS-NN divides by the valid "
             "elements: use count_include_pad=False",
         )
-    if not one_d and _argument(node, 6, "divisor_override", None) is not None:
+    if not one_d and argument(node, 6, "divisor_override", None) is not None:
         raise LoweringRefused(Refusal.DIVISOR_OVERRIDE, "avg_pool2d with divisor_override")
     return _pool(context, pattern, kernel, stride, padding)
 
@@ -168,8 +163,8 @@ def lower_max_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     one_d = node.target is aten.max_pool1d.default
     kernel, stride, padding = _window(node, one_d)
-    dilation = _spatial(_argument(node, 4, "dilation", 1), one_d, 1)
-    ceil_mode = bool(_argument(node, 5, "ceil_mode", False))
+    dilation = _spatial(argument(node, 4, "dilation", 1), one_d, 1)
+    ceil_mode = bool(argument(node, 5, "ceil_mode", False))
     if dilation != [1, 1]:
         raise LoweringRefused(
             Refusal.POOL_DILATION,

@@ -18,13 +18,13 @@ import math
 
 from torch.fx import Node
 
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.reduce import MAX, MAX_RANK, MIN, SUM, sum_parameters
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue, channels_last_order
 from cortex_m_nn.passes.layout import reshaped
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
 
 #: op → (kind, whether it divides by the count)
 KINDS = {

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from torch.fx import Node
 
+from cortex_m_nn.core.families import RESIZES, RESIZES_1D, aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.resize import (
     MAX_SIZE,
     RESIZE_BILINEAR,
@@ -31,9 +33,7 @@ from cortex_m_nn.ops.resize import (
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import as_image, moved_input, relayout, reshaped
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import RESIZES, RESIZES_1D, aten
 
 NEAREST_EXACT = {aten._upsample_nearest_exact2d.vec, aten._upsample_nearest_exact2d.default}
 NEAREST_EXACT |= {aten._upsample_nearest_exact1d.vec, aten._upsample_nearest_exact1d.default}

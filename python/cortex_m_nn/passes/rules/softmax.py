@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import torch
 
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.integers import SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.softmax import (
     S16_OUTPUT_SCALE,
     S16_TABLE,
@@ -14,10 +17,7 @@ from cortex_m_nn.ops.softmax import (
 )
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.graph_values import QValue
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.config import SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT
-from cortex_m_nn.quantizer.quantizer import aten
 
 #: Longer rows can reach sums where arm_softmax_s8's final shift is undefined (see the op).
 MAX_SOFTMAX_ROW = 511

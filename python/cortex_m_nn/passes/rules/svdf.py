@@ -18,16 +18,17 @@ from dataclasses import dataclass
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import QUANTIZE
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.macs import svdf_macs
+from cortex_m_nn.nn import SVDF_MEMORY, SVDF_TIME
 from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.svdf import FUNCTIONS, STATE_PREFIX, scratch_bytes, svdf_kernel_sums
 from cortex_m_nn.passes.activation import activation_range
 from cortex_m_nn.passes.context import LoweringContext
-from cortex_m_nn.passes.graph_values import QUANTIZE, QValue, dtype_of, qparams_of
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
+from cortex_m_nn.passes.graph_values import QValue, dtype_of, qparams_of
 from cortex_m_nn.passes.registry import Lowered, Pattern, reads_through, rule
 from cortex_m_nn.passes.state import state_source
-from cortex_m_nn.quantizer.svdf import MEMORY, TIME
 from cortex_m_nn.target import Isa
 
 INT32_LIMIT = 2**31
@@ -40,10 +41,10 @@ def _state_quantize(op: Node) -> Node | None:
     if not isinstance(quantize, Node) or quantize.target not in QUANTIZE:
         return None
     memory = quantize.args[0]
-    return quantize if isinstance(memory, Node) and memory.target is MEMORY else None
+    return quantize if isinstance(memory, Node) and memory.target is SVDF_MEMORY else None
 
 
-@reads_through(TIME)
+@reads_through(SVDF_TIME)
 def read_state(op: Node) -> list[Node]:
     quantize = _state_quantize(op)
     return [] if quantize is None else [quantize]
@@ -142,7 +143,7 @@ def _read(context: LoweringContext, op: Node) -> _Layer:
     return _Layer(x, shape, dtype, state_scale, wf, scales[0], wt, scales[1], int(op.args[3]))
 
 
-@rule(TIME)
+@rule(SVDF_TIME)
 def lower_svdf(context: LoweringContext, pattern: Pattern) -> Lowered:
     op = pattern.op
     layer = _read(context, op)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.families import TRANSPOSES, aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.gather import gather, gathered
 from cortex_m_nn.passes.graph_values import QValue
@@ -28,9 +30,7 @@ from cortex_m_nn.passes.layout import (
     positions,
     wants_channels_last,
 )
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import TRANSPOSES, aten
 
 
 def logical_permutation(node: Node, rank: int) -> list[int]:

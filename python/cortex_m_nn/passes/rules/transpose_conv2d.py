@@ -12,14 +12,14 @@ from __future__ import annotations
 import torch
 
 from cortex_m_nn import scratch
+from cortex_m_nn.core.families import aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.ops.transpose_conv2d import output_size, unsupported_reason
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.convolution import requantization, weight_bytes
 from cortex_m_nn.passes.graph_values import QValue
 from cortex_m_nn.passes.layout import as_image, only_reader, reshaped
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import aten
 
 #: aten.conv_transpose2d.input's arguments after input and weight, with their defaults.
 _DEFAULTS = (("bias", None), ("stride", 1), ("padding", 0), ("output_padding", 0))

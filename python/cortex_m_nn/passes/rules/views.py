@@ -10,6 +10,8 @@ reshaped, then quantized straight into the layout the result needs).
 
 from __future__ import annotations
 
+from cortex_m_nn.core.families import VIEWS, aten
+from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.layout import (
     boundary_quantize,
@@ -22,9 +24,7 @@ from cortex_m_nn.passes.layout import (
     reshape,
     wants_channels_last,
 )
-from cortex_m_nn.passes.refusals import LoweringRefused, Refusal
 from cortex_m_nn.passes.registry import Lowered, Pattern, rule
-from cortex_m_nn.quantizer.quantizer import VIEWS, aten
 
 
 @rule(aten.dropout.default)

@@ -1,11 +1,17 @@
-"""ATen op families that the quantizer, the precision table (``precision.py``) and the lowering
-share, each listed once.
+"""The ATen (and quantize/dequantize) operators every stage names, by family, each listed once:
+the quantizer annotates them, the lowering's rules match them, the precision table and the
+reports classify them.
 
 * Element-wise functions ``cortex_m_nn::lut`` computes as a table. ``ACTIVATIONS`` fold into
   a producer's output range where they can and are a table elsewhere; ``LOOKUP`` are always a
   table. ``INT16_TABLES`` are the ones with an int16 case (``ops/lut.py``'s interpolated
   table).
-* Ops that keep their input's quantization: ``POOLS``, ``VIEWS`` and ``TRANSPOSES``.
+* Ops that keep their input's quantization: ``POOLS``, ``VIEWS`` and ``TRANSPOSES``, and all
+  of ``SHARING``.
+* The layers with weights (``CONVOLUTIONS``, ``TRANSPOSED_CONVOLUTIONS``, ``LINEARS``), products
+  of activations (``MATMULS``), element-wise arithmetic and the other families the quantizer
+  annotates.
+* ``QUANTIZE``, ``DEQUANTIZE`` and ``DEQUANTIZE_PER_CHANNEL``: PT2E's quantize/dequantize ops.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 import torch
 
 aten = torch.ops.aten
+quantized_decomposed = torch.ops.quantized_decomposed
+
 
 #: Views: the same elements in another shape.
 VIEWS = (
@@ -149,3 +157,76 @@ BOUNDED_SLOPE = (
 #: Tables with an int16 case: the smooth functions, and relu, leaky relu and abs, whose one
 #: kink, at 0, is a knot.
 INT16_TABLES: frozenset[object] = frozenset((LOOKUP | ACTIVATIONS) - NO_INT16_TABLE)
+
+#: Ops whose weights are quantized per output channel (axis 0 of the weight).
+CONVOLUTIONS = {aten.conv2d.default, aten.conv1d.default}
+CONVOLUTIONS |= {aten.conv2d.padding, aten.conv1d.padding}  # padding="same" or "valid"
+#: Transposed convolutions: per output channel is axis 1 of their weight.
+TRANSPOSED_CONVOLUTIONS = {aten.conv_transpose2d.input, aten.conv_transpose1d.default}
+LINEARS = {aten.linear.default}
+#: Products of two activations (or an activation and a constant); each operand per tensor.
+MATMULS = {aten.matmul.default, aten.bmm.default, aten.mm.default}
+#: Element-wise ops with their own output quantization.
+BINARY = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor}
+#: Element-wise ops that cannot requantize: both inputs and the output share one quantization.
+MINMAX = {aten.minimum.default, aten.maximum.default}
+#: Gathers (passes/rules/movement.py): a view, one transpose or one strided copy each.
+MOVEMENT = {
+    aten.slice.Tensor,
+    aten.narrow.default,
+    aten.select.int,
+    aten.expand.default,
+    aten.repeat.default,
+    aten.flip.default,
+    aten.pixel_shuffle.default,
+    aten.pixel_unshuffle.default,
+    aten.unflatten.int,
+    aten.movedim.int,
+    aten.movedim.intlist,
+}
+#: Nearest and bilinear upsampling (cortex_m_nn::resize): the output shares the input's
+#: quantization (bilinear values are convex combinations of the input's, so they fit).
+RESIZES = {
+    aten.upsample_nearest2d.vec,
+    aten.upsample_nearest2d.default,
+    aten._upsample_nearest_exact2d.vec,
+    aten._upsample_nearest_exact2d.default,
+    aten.upsample_bilinear2d.vec,
+    aten.upsample_bilinear2d.default,
+}
+#: Their 1-D forms on [N, C, L] (linear is bilinear of height 1).
+RESIZES_1D = {
+    aten.upsample_nearest1d.vec,
+    aten.upsample_nearest1d.default,
+    aten._upsample_nearest_exact1d.vec,
+    aten._upsample_nearest_exact1d.default,
+    aten.upsample_linear1d.vec,
+    aten.upsample_linear1d.default,
+}
+RESIZES |= RESIZES_1D
+#: Data movement: the output reuses the input's quantization parameters (no requantization).
+SHARING = (
+    POOLS
+    | set(VIEWS)
+    | set(TRANSPOSES)
+    | {aten.dropout.default, aten.constant_pad_nd.default, aten.pad.default}
+    | RESIZES
+    | MOVEMENT
+)
+#: Concatenation: all inputs and the output share one observer (the first input's).
+CONCATENATIONS = {aten.cat.default, aten.concat.default}
+SOFTMAX = {aten.softmax.int, aten._softmax.default}
+#: Reductions with their own output quantization (sums); amax, amin and a mean over all
+#: elements share their input's, like the pools (a mean over dims is in POOLS).
+SUMS = {aten.sum.dim_IntList, aten.sum.default}
+SHARING |= {aten.amax.default, aten.amin.default, aten.mean.default}
+#: Normalizations (cortex_m_nn::layer_norm): int8 input and output (its own observer); the
+#: float weight and bias are folded into the kernel's parameters at compile time.
+NORMS = {aten.layer_norm.default, aten.group_norm.default}
+#: PReLU: a table per slope (one, or one per channel); the slopes are constant parameters.
+PRELU = {aten.prelu.default}
+
+#: PT2E's quantize and dequantize operators around every quantized value.
+QUANTIZE = {quantized_decomposed.quantize_per_tensor.default}
+DEQUANTIZE = {quantized_decomposed.dequantize_per_tensor.default}
+DEQUANTIZE_PER_CHANNEL = {quantized_decomposed.dequantize_per_channel.default}
