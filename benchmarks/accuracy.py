@@ -12,7 +12,7 @@ size: by default once per fold of a stratified 4-fold partition, each model test
 fold it did not train on, so every image is held back once and the scores pool all 1,797
 (``--folds 1``: one split, 497 images held back). The trained weights are cached under
 ``~/.cache/cortex-m-nn/accuracy/`` (``--retrain`` ignores the cache). Each float model is
-quantized by our pipeline (``cortex_m_nn.compile.quantize``) once per configuration of
+quantized by our pipeline (``cortex_m_nn.pipeline.quantize``) once per configuration of
 ``QuantizationOptions`` and by the peer, ExecuTorch 1.5.1's ``CortexMQuantizer`` (PT2E
 prepare, calibrate, convert, the model given as ``channels_last`` as its compiler does),
 with the same calibration images (the first N of a seeded permutation of the training set).
@@ -304,8 +304,8 @@ def quantize_ours(model: nn.Module, samples: torch.Tensor, options: Any) -> tupl
     """(ModelSource, Calibration, (exported, PT2E-quantized graph)) of our pipeline with
     ``options``, calibrated on ``samples``."""
     from cortex_m_nn.calibration import Calibration
-    from cortex_m_nn.compile import quantize
     from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.pipeline import quantize
 
     source = ModelSource(type(model).__name__, model, (samples[:1],))
     calibration = Calibration([(s[None],) for s in samples], "digits", synthetic=False)
@@ -314,8 +314,8 @@ def quantize_ours(model: nn.Module, samples: torch.Tensor, options: Any) -> tupl
 
 def lowered_runner(model: nn.Module, samples: torch.Tensor, options: Any) -> tuple[Any, Any]:
     """(PT2E-quantized graph, image → logits of our lowered graph on its bit-exact references)."""
-    from cortex_m_nn.compile import compile_quantized
     from cortex_m_nn.ops.library import run_references
+    from cortex_m_nn.pipeline import compile_quantized
     from cortex_m_nn.target import Target
 
     source, calibration, graphs = quantize_ours(model, samples, options)

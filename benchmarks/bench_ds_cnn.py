@@ -150,8 +150,8 @@ def pte_metrics(buffer: bytes) -> dict[str, Any]:
 
 
 def compile_ours(module: nn.Module, example_inputs, calibration) -> tuple[float, bytes, Any]:
-    from cortex_m_nn.compile import compile_model
     from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.pipeline import compile_model
     from cortex_m_nn.target import Target
 
     target = Target.parse(TARGET)

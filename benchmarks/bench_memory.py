@@ -62,8 +62,8 @@ def load_peer() -> tuple[Any, str | None]:
 def measure(source_spec: str, target_text: str, samples: int, peer: Any) -> dict[str, Any]:
     """Our arena and bound, and the peer's arena, for one model."""
     from cortex_m_nn.calibration import synthetic
-    from cortex_m_nn.compile import compile_model
     from cortex_m_nn.model_source import load_model
+    from cortex_m_nn.pipeline import compile_model
     from cortex_m_nn.target import Target
 
     source = zoo_source(source_spec) if source_spec.startswith("zoo:") else load_model(source_spec)

@@ -124,9 +124,9 @@ def measure(
     from tests.zoo import ZOO
 
     from cortex_m_nn.calibration import synthetic
-    from cortex_m_nn.compile import compile_model
     from cortex_m_nn.model_source import ModelSource
     from cortex_m_nn.options import Activations, QuantizationOptions, Weights
+    from cortex_m_nn.pipeline import compile_model
     from cortex_m_nn.target import Target
 
     module, example = ZOO[name]()
@@ -218,8 +218,8 @@ def _int4_auto(
     X, the layers chosen, and the program's row on the held-out samples."""
     from cortex_m_nn import weight_precision
     from cortex_m_nn.abi import KernelAbi, Rounding
-    from cortex_m_nn.compile import compile_model
     from cortex_m_nn.options import QuantizationOptions
+    from cortex_m_nn.pipeline import compile_model
     from cortex_m_nn.target import Target
 
     abi = KernelAbi.for_target(Target.parse(target), Rounding.DOUBLE)

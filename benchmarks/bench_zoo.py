@@ -83,8 +83,8 @@ def load_benchmarks() -> tuple[Any, Any, str | None]:
 
 
 def compile_ours(name: str, module, inputs, calibration, allow_fallback: bool) -> dict:
-    from cortex_m_nn.compile import compile_model
     from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.pipeline import compile_model
     from cortex_m_nn.target import Target
 
     start = time.perf_counter()

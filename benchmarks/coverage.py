@@ -91,9 +91,9 @@ def _fallback_result(records: list) -> dict[str, Any]:
 
 def compile_ours(name: str, module, inputs, calibration, cores: list[str]) -> dict[str, dict]:
     """Quantize once, lower for each core with fallbacks allowed (so the report lists them)."""
-    from cortex_m_nn.compile import compile_quantized, quantize
     from cortex_m_nn.errors import CompileError
     from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.pipeline import compile_quantized, quantize
     from cortex_m_nn.target import Target
 
     start = time.perf_counter()

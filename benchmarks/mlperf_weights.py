@@ -41,11 +41,11 @@ from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import compile_quantized, export
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.library import run_references
 from cortex_m_nn.options import IoType, LinearWeights, QuantizationOptions, RangeMethod
 from cortex_m_nn.passes.functional import functional_form
+from cortex_m_nn.pipeline import compile_quantized, export
 from cortex_m_nn.quantizer.quantizer import CortexMQuantizer
 from cortex_m_nn.target import Target
 

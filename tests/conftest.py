@@ -30,7 +30,7 @@ import pytest
 if TYPE_CHECKING:
     from tests.quantized_models import QuantizedModels
 
-    from cortex_m_nn.compile import CompiledProgram
+    from cortex_m_nn.pipeline import CompiledProgram
 
 
 @pytest.fixture(scope="session")

@@ -15,9 +15,9 @@ import torch
 from torch.fx import GraphModule
 
 from cortex_m_nn.calibration import Calibration, synthetic
-from cortex_m_nn.compile import CompiledProgram, compile_quantized, quantize
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.options import QuantizationOptions
+from cortex_m_nn.pipeline import CompiledProgram, compile_quantized, quantize
 from cortex_m_nn.target import Target
 
 #: Calibration samples of the shared compiles (the zoo's; verification runs each twice).

@@ -15,9 +15,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cortex_m_nn import __version__
 from cortex_m_nn.kernel_codegen import ops_version as release_ops_version
 from cortex_m_nn.target import Core, Isa, Target
+from cortex_m_nn.version import __version__
 
 #: Prefix of the constant methods a .pte records its ABI (and the compiler version) in.
 METADATA_PREFIX = "cortex_m_nn_"

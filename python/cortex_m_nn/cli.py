@@ -9,7 +9,7 @@ to embed a ``.pte`` (a model file literally named ``inspect`` or ``embed`` is gi
 from __future__ import annotations
 
 import argparse
-import math
+import dataclasses
 import sys
 import warnings
 from pathlib import Path
@@ -27,18 +27,24 @@ from cortex_m_nn.options import (
     RangeMethod,
     Weights,
 )
+from cortex_m_nn.program import (
+    Options,
+    build,
+    calibration_samples,
+    model_source,
+    resolve_target,
+    stderr_messages,
+)
 from cortex_m_nn.subcommands import SUBCOMMANDS
-from cortex_m_nn.target import DEFAULT_TARGET, Target
+from cortex_m_nn.target import DEFAULT_TARGET
 
 if TYPE_CHECKING:
-    from cortex_m_nn import fit
-    from cortex_m_nn.abi import KernelAbi
-    from cortex_m_nn.boards import Board
     from cortex_m_nn.calibration import Calibration
-    from cortex_m_nn.compile import CompiledProgram
-    from cortex_m_nn.mixed_precision import PrecisionPlan
     from cortex_m_nn.model_source import ModelSource
-    from cortex_m_nn.weight_precision import WeightPlan
+    from cortex_m_nn.pipeline import CompiledProgram
+
+#: The compile options the parser gives and :class:`~cortex_m_nn.program.Options` takes.
+OPTION_NAMES = tuple(field.name for field in dataclasses.fields(Options))
 
 DESCRIPTION = (
     "Compile a PyTorch model into an ExecuTorch program (.pte) whose operators are "
@@ -240,74 +246,32 @@ def _add_fit_arguments(parser: argparse.ArgumentParser) -> None:
     add_debug_argument(parser)
 
 
-def resolve_target(text: str | None, board: Board | None) -> Target:
-    """``--target``, defaulting to the board's core; it must be the board's core."""
-    if text is None:
-        return Target.for_core(board.core) if board is not None else DEFAULT_TARGET
-    target = Target.parse(text)
-    if board is not None and target.core is not board.core:
-        raise CompileError(
-            f"--target {target} does not match --board {board.name}, a {board.core.value}: "
-            f"pass --target {board.core.value}[+isa] or leave --target out"
-        )
-    return target
-
-
-def _check_precision(args: argparse.Namespace) -> None:
-    """``--precision auto`` takes ``--min-snr-db`` and chooses between int8 and int16 itself;
-    ``--weights auto`` likewise between int4 and int8 weights, with int8 activations."""
-    if args.weights == "auto":
-        _check_weights_auto(args)
-    if args.precision == "auto" and args.min_snr_db is None:
-        raise CompileError("--precision auto needs --min-snr-db (the output SNR to reach, in dB)")
-    if args.precision == "auto" and args.activations != "int8":
-        raise CompileError(
-            "--precision auto chooses int8 or int16 per layer: leave --activations at int8"
-        )
-    if "auto" not in (args.precision, args.weights) and args.min_snr_db is not None:
-        raise CompileError(
-            "--min-snr-db is the target of --precision auto or --weights auto: add one of them"
-        )
-    if args.min_snr_db is not None and not math.isfinite(args.min_snr_db):
-        raise CompileError(f"--min-snr-db {args.min_snr_db} is not a finite number of dB")
-
-
-def _check_weights_auto(args: argparse.Namespace) -> None:
-    """``--weights auto``: a target, int8 activations, and not ``--precision auto`` too."""
-    if args.min_snr_db is None:
-        raise CompileError("--weights auto needs --min-snr-db (the output SNR to reach, in dB)")
-    if args.precision == "auto":
-        raise CompileError(
-            "--weights auto and --precision auto each search for --min-snr-db on their own: "
-            "use one (the s4 kernels take int8 activations only)"
-        )
-    if args.activations != "int8":
-        raise CompileError(
-            "--weights auto chooses int4 weights per layer with int8 activations (the s4 "
-            "kernels'): leave --activations at int8"
-        )
-
-
 def compile_from_args(args: argparse.Namespace) -> int:
     """Compile, check and write what ``args`` ask for; nothing is written unless all passes."""
-    from cortex_m_nn import fit
-
     # torch's own deprecation warning, raised inside copy.deepcopy of an exported graph's
     # tree specs: nothing a user of the compiler can act on
     deprecated = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
     warnings.filterwarnings("ignore", message=deprecated, category=FutureWarning)
     # Before the heavy imports: bad input fails fast.
-    budget = fit.budget(args.board, args.flash, args.ram)
-    target = resolve_target(args.target, budget.board if budget else None)
+    options = Options.of({name: getattr(args, name) for name in OPTION_NAMES})
+    budget = options.budget()
+    resolve_target(options.target, budget.board if budget else None)
     _check_output_paths(args)
-    _check_precision(args)
-    compiled, document = _compile_and_check(args, target, budget)
+    options.check()
+    source, calibration = _model_and_calibration(args)
+    program = build(
+        source, calibration, options, progress=not args.quiet, say=stderr_messages(args.quiet)
+    )
+    if not args.quiet:
+        print(program.report, end="")
+    program.require_passed()
+    compiled, document = program.compiled, program.report.data
     with stage("outputs"):
         outputs = _outputs(args, compiled, document)  # every byte made before the first write
     with stage("write"):
         write_all(outputs)
     if args.intermediates is not None:
-        from cortex_m_nn.compile import write_intermediates
+        from cortex_m_nn.pipeline import write_intermediates
 
         write_intermediates(compiled, args.intermediates)
     if not args.quiet:
@@ -337,107 +301,14 @@ def _check_output_paths(args: argparse.Namespace) -> None:
         seen[path.resolve()] = option
 
 
-def _compile_and_check(
-    args: argparse.Namespace, target: Target, budget: fit.Budget | None
-) -> tuple[CompiledProgram, dict]:
-    """The compiled program and its report; raises when verification or the fit fails."""
-    # The model and its samples first: a bad model or calibration file is refused before the
-    # compiler's imports (ExecuTorch's alone take seconds), as --help and argument errors are.
-    source, calibration = _model_and_calibration(args)
-    from cortex_m_nn import fit, report
-    from cortex_m_nn.abi import KernelAbi, Rounding
-    from cortex_m_nn.compile import compile_model
-    from cortex_m_nn.layer_snr import layer_snr
-    from cortex_m_nn.pte import load_temp_bytes, runtime_overhead
-    from cortex_m_nn.verify import verify_program
-
-    abi = KernelAbi.for_target(target, Rounding(args.rounding))
-    options, plan = _options(args, source, abi, calibration)
-    compiled = compile_model(
-        source,
-        abi,
-        calibration,
-        allow_fallback=args.allow_fallback,
-        progress=not args.quiet,
-        options=options,
-        io=IoType(args.io),
-    )
-    with stage("verify"):
-        verification = verify_program(compiled) if args.verify else None
-    stages = compiled.stages
-    with stage("per-layer SNR"):
-        layers = layer_snr(stages.exported, stages.quantized, compiled.calibration.samples)
-    with stage("report"):
-        document = report.as_dict(compiled, verification, layers)
-        key = "weight_precision" if args.weights == "auto" else "precision"
-        document["precision"] = document["weight_precision"] = None
-        document[key] = None if plan is None else plan.as_dict()
-    if budget is not None:
-        document["fit"] = fit.check(
-            budget,
-            len(compiled.pte),
-            len(set(compiled.operators)),
-            compiled.arena_bytes,
-            # the method allocator and the load-time temporary allocator, both static
-            runtime_overhead(compiled.pte).total + load_temp_bytes(compiled.pte),
-        )
-    if not args.quiet:
-        print(report.to_text(document), end="")
-    if verification is not None and not verification.passed:
-        name, lsb = next(iter(verification.exceeding.items()), ("", verification.max_lsb))
-        allowed = verification.allowed.get(name, document["verify"]["max_lsb_allowed"])
-        raise CompileError(
-            f"verification failed: an operator ({name}) differs from the PT2E reference by "
-            f"{lsb} LSB (allowed {allowed}); nothing written"
-        )
-    if budget is not None:
-        fit.require_fit(document["fit"])
-    return compiled, document
-
-
-def _options(
-    args: argparse.Namespace, source: ModelSource, abi: KernelAbi, calibration: Calibration
-) -> tuple[QuantizationOptions, PrecisionPlan | WeightPlan | None]:
-    """The quantizer's options the arguments give; with ``--precision auto``, the int16 layers
-    the search chooses (``--weights auto``: the int4 layers), and its plan for the report."""
-    options = QuantizationOptions(
-        ranges=RangeMethod(args.calibration_method),
-        equalize=args.equalize,
-        bias_correction=args.bias_correction,
-        linear_weights=LinearWeights(args.linear_weights),
-        activations=Activations(args.activations),
-        weights=Weights.INT8 if args.weights == "auto" else Weights(args.weights),
-        int4_ranges=Int4Ranges(args.int4_ranges),
-    )
-    say = None if args.quiet else lambda message: print(message, file=sys.stderr)
-    if args.weights == "auto":
-        from cortex_m_nn import weight_precision
-
-        with stage("weight precision per layer"):
-            return weight_precision.choose(source, abi, calibration, options, args.min_snr_db, say)
-    if args.precision != "auto":
-        return options, None
-    from cortex_m_nn.mixed_precision import choose
-
-    with stage("precision per layer"):
-        return choose(source, abi, calibration, options, args.min_snr_db, say)
-
-
 def _model_and_calibration(args: argparse.Namespace) -> tuple[ModelSource, Calibration]:
     """The model ``args`` name and its calibration samples (a file, or a synthetic set)."""
     with stage("load model"):
         if args.model is not None:
             require_model_file(args.model)  # before torch's import: seconds sooner
-        from cortex_m_nn import calibration as calibration_files
-        from cortex_m_nn.model_source import load_model
-
-        source = load_model(args.model)
+        source = model_source(args.model, None)
     with stage("calibration data"):
-        if args.calibration is None:
-            return source, calibration_files.synthetic(source.example_inputs)
-        calibration = calibration_files.load(
-            args.calibration, source.example_inputs, args.skip_nonfinite_samples
-        )
+        calibration = calibration_samples(source, args.calibration, args.skip_nonfinite_samples)
     return source, calibration
 
 

@@ -145,7 +145,7 @@ class LayerSearch:
         self.sizes: dict[frozenset[str], int] = {}
 
     def compile(self, options: QuantizationOptions):
-        from cortex_m_nn.compile import compile_model
+        from cortex_m_nn.pipeline import compile_model
 
         self.compiles += 1
         return compile_model(

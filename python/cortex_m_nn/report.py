@@ -7,12 +7,11 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from cortex_m_nn import __version__
-from cortex_m_nn.compile import CompiledProgram
 from cortex_m_nn.io_spec import IoQuantization
 from cortex_m_nn.layer_snr import LayerSnr
 from cortex_m_nn.memory_plan import CONSTANT_KINDS
 from cortex_m_nn.passes.records import OpRecord
+from cortex_m_nn.pipeline import CompiledProgram
 from cortex_m_nn.program_io import ProgramIo
 from cortex_m_nn.pte import (
     RUNTIME_OVERHEAD_FORMULA,
@@ -22,6 +21,7 @@ from cortex_m_nn.pte import (
 )
 from cortex_m_nn.rewrites import rewrite_for
 from cortex_m_nn.verify import MAX_LSB, Verification
+from cortex_m_nn.version import __version__
 
 
 def memory(compiled: CompiledProgram) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from cortex_m_nn.ops.library import run_references
 from cortex_m_nn.states import fresh
 
 if TYPE_CHECKING:
-    from cortex_m_nn.compile import CompiledProgram
+    from cortex_m_nn.pipeline import CompiledProgram
 
 _PER_LINE = 6
 

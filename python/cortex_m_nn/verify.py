@@ -37,7 +37,7 @@ from cortex_m_nn.passes.records import LoweringResult
 from cortex_m_nn.states import fresh, reset_states
 
 if TYPE_CHECKING:
-    from cortex_m_nn.compile import CompiledProgram
+    from cortex_m_nn.pipeline import CompiledProgram
 
 #: Every lowered operator may differ from the PT2E reference by at most this many LSB.
 MAX_LSB = 1

@@ -20,9 +20,9 @@ from tests.quantized_models import QuantizedModels
 
 from cortex_m_nn.abi import Rounding
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import quantize
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.passes.pipeline import lower
+from cortex_m_nn.pipeline import quantize
 from cortex_m_nn.target import Target
 from cortex_m_nn.verify import verify, verify_program
 

@@ -3,13 +3,14 @@ metadata, the mismatch lines, and the references run with its rounding explicitl
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from cortex_m_nn import __version__
 from cortex_m_nn.abi import METADATA_PREFIX, KernelAbi, Rounding
 from cortex_m_nn.kernel_codegen import ops_version
-from cortex_m_nn.ops.arithmetic import use_rounding
 from cortex_m_nn.ops.conv2d import conv2d
 from cortex_m_nn.ops.library import run_references
 from cortex_m_nn.target import Core, Isa, Target, TargetError
@@ -109,11 +110,19 @@ def test_references_take_the_rounding_explicitly() -> None:
     results = {}
     for rounding in Rounding:
         explicit = conv2d(x, *args, *quant, *geometry, rounding=rounding)
-        with use_rounding(rounding):  # the convenience: calls without the argument
-            assert torch.equal(conv2d(x, *args, *quant, *geometry), explicit)
-            assert torch.equal(graph(x), explicit)
-        (ran,) = run_references(graph, (x,), rounding)  # no context: the value is passed
+        (ran,) = run_references(graph, (x,), rounding)  # the value is passed down
         assert torch.equal(ran, explicit)
         results[rounding] = explicit
     # The two roundings differ on these values, so the explicit argument really reached them.
     assert not torch.equal(results[Rounding.SINGLE], results[Rounding.DOUBLE])
+    # Without the argument (the reference's default, or through torch.ops, whose schemas have
+    # none): CMSIS-NN's default rounding, whatever ran before; no state decides it.
+    assert torch.equal(conv2d(x, *args, *quant, *geometry), results[Rounding.DOUBLE])
+    assert torch.equal(graph(x), results[Rounding.DOUBLE])
+
+
+def test_no_hidden_state_decides_the_rounding() -> None:
+    """The rounding reaches a reference only as an argument (no context variable)."""
+    package = Path(__file__).resolve().parents[2] / "python" / "cortex_m_nn"
+    holders = [p.name for p in package.rglob("*.py") if "ContextVar" in p.read_text()]
+    assert not holders, holders

@@ -27,7 +27,7 @@ from executorch.runtime import Runtime
 
 import cortex_m_nn
 from cortex_m_nn import cli, verify
-from cortex_m_nn.compile import planned_buffer_bytes, pte_operators
+from cortex_m_nn.pipeline import planned_buffer_bytes, pte_operators
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = Path(__file__).with_name("models.py")
@@ -726,9 +726,9 @@ def _boom(*args: object, **kwargs: object) -> None:
 
 #: Where an unexpected exception is raised → the stage the CLI names.
 INTERNAL = {
-    "lower": ("cortex_m_nn.compile.lower", "lower"),
-    "calibrate": ("cortex_m_nn.compile.prepare_pt2e", "calibrate"),
-    "serialise": ("cortex_m_nn.compile.memory_planning_pass", "serialise"),
+    "lower": ("cortex_m_nn.pipeline.lower", "lower"),
+    "calibrate": ("cortex_m_nn.pipeline.prepare_pt2e", "calibrate"),
+    "serialise": ("cortex_m_nn.pipeline.memory_planning_pass", "serialise"),
     "per-layer SNR": ("cortex_m_nn.layer_snr.layer_snr", "per-layer SNR"),
     "write": ("cortex_m_nn.command.os.replace", "write"),
 }
@@ -780,7 +780,7 @@ def test_embed_internal_error_is_one_line(capsys, monkeypatch, tmp_path: Path) -
 def test_two_outputs_to_one_file_are_refused_before_compiling(
     capsys, monkeypatch, tmp_path: Path, option: str, named: str
 ) -> None:
-    monkeypatch.setattr("cortex_m_nn.compile.compile_model", _boom)  # never reached
+    monkeypatch.setattr("cortex_m_nn.pipeline.compile_model", _boom)  # never reached
     pte = tmp_path / "model.pte"
     result = run(capsys, "-o", pte, option, tmp_path / "." / "model.pte")
     assert f"{named} {tmp_path}/model.pte is the file -o/--output names too" in error_line(result)

@@ -11,8 +11,8 @@ import torch
 from executorch.exir import to_edge
 from tests.python.models import conv_stack, pools, split, with_rms_norm
 
-import cortex_m_nn.compile as compile_module
 import cortex_m_nn.edge as edge
+import cortex_m_nn.pipeline as compile_module
 from cortex_m_nn import execution_graph
 from cortex_m_nn.ops.library import operator as cortex_m_nn_operator
 from cortex_m_nn.testing import check_dialect

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import compile_model, unsupported_message
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.macs import fp32_macs
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.passes.records import NOT_QUANTIZED
+from cortex_m_nn.pipeline import compile_model, unsupported_message
 from cortex_m_nn.rewrites import GENERIC, GENERIC_KINDS, REWRITES, rewrite_for
 from cortex_m_nn.target import Target
 

@@ -14,9 +14,9 @@ import pytest
 
 from cortex_m_nn import embed, firmware
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import compile_model
 from cortex_m_nn.kernel_codegen import ops_version
 from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.pipeline import compile_model
 from cortex_m_nn.pte import planned_buffer_bytes, pte_operators
 from cortex_m_nn.target import Target
 

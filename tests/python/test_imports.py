@@ -166,7 +166,7 @@ def test_lazy_and_relative_imports_are_edges(tmp_path: Path) -> None:
 
 def test_the_graph_sees_the_package() -> None:
     graph = import_graph(PACKAGE)
-    assert "cortex_m_nn.passes.pipeline" in graph["cortex_m_nn.compile"]
+    assert "cortex_m_nn.passes.pipeline" in graph["cortex_m_nn.pipeline"]
     assert "cortex_m_nn.passes.rules" in graph["cortex_m_nn.passes.pipeline"]
     assert len(graph) > 50
 
@@ -220,3 +220,15 @@ def test_the_quantizer_and_the_lowering_do_not_import_each_other() -> None:
         *_edges(graph, "cortex_m_nn.passes", "cortex_m_nn.quantizer"),
     ]
     assert not crossing, "\n".join(crossing)
+
+
+def test_the_vocabulary_imports_first_in_a_fresh_interpreter() -> None:
+    """core names PT2E's quantize/dequantize operators, which torch registers only when their
+    module is imported: core must work when nothing else of the package was imported."""
+    import subprocess
+    import sys
+
+    code = "import cortex_m_nn.core.families as f; print(len(f.QUANTIZE | f.DEQUANTIZE))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "2"

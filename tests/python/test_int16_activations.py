@@ -229,8 +229,8 @@ def test_int16_boundaries_refuse_int8_io() -> None:
     options = QuantizationOptions(activations=Activations.INT16, equalize=False)
     from cortex_m_nn.abi import KernelAbi
     from cortex_m_nn.calibration import synthetic
-    from cortex_m_nn.compile import compile_model
     from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.pipeline import compile_model
 
     example = (torch.randn(2, 20),)
     source = ModelSource("Mlp", module, example)

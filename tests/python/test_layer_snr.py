@@ -11,9 +11,9 @@ from torch import nn
 
 from cortex_m_nn import report
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import compile_quantized, quantize
 from cortex_m_nn.layer_snr import layer_snr
 from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.pipeline import compile_quantized, quantize
 from cortex_m_nn.target import Target
 
 

@@ -12,10 +12,10 @@ from torch.fx import Graph, GraphModule
 from torch.fx.passes.shape_prop import ShapeProp
 
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import quantize
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.passes.pipeline import lower
+from cortex_m_nn.pipeline import quantize
 from cortex_m_nn.target import DEFAULT_TARGET, Target
 from cortex_m_nn.testing import check_dialect
 

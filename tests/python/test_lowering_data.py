@@ -10,9 +10,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import quantize
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.pipeline import quantize
 from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect
 

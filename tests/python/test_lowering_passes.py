@@ -10,13 +10,13 @@ from torch import nn
 from torch.fx import GraphModule
 
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import quantize
 from cortex_m_nn.core.refusals import Refusal
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.passes.context import LoweringContext
 from cortex_m_nn.passes.hygiene import mark_removed
 from cortex_m_nn.passes.pipeline import PASSES, Lowering, lower
 from cortex_m_nn.passes.records import REMOVED, OpRecord
+from cortex_m_nn.pipeline import quantize
 from cortex_m_nn.target import DEFAULT_TARGET
 
 READ_THROUGH = "read through (no kernel)"

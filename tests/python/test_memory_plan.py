@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from cortex_m_nn import memory_plan, report
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import compile_model
 from cortex_m_nn.memory_plan import ALIGNMENT, MemoryPlan, PlannedTensor
 from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.pipeline import compile_model
 from cortex_m_nn.plot import render
 from cortex_m_nn.pte import load_temp_bytes, runtime_overhead
 from cortex_m_nn.target import Target

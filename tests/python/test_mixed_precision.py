@@ -18,10 +18,10 @@ from torch import nn
 from cortex_m_nn import mixed_precision
 from cortex_m_nn.abi import KernelAbi, Rounding
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import compile_model
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.options import QuantizationOptions
+from cortex_m_nn.pipeline import compile_model
 from cortex_m_nn.target import Target
 from cortex_m_nn.verify import verify_program
 

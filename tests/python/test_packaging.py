@@ -48,7 +48,7 @@ def test_project_metadata(pyproject):
     assert project["requires-python"] == ">=3.10"
     assert "version" in project["dynamic"]
     attr = pyproject["tool"]["setuptools"]["dynamic"]["version"]["attr"]
-    assert attr == "cortex_m_nn.__version__"
+    assert attr == "cortex_m_nn.version.__version__"
     assert cortex_m_nn.__version__ == "0.1.0"
     assert project["scripts"] == {"cortex-m-compile": "cortex_m_nn.cli:main"}
 

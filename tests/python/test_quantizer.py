@@ -248,9 +248,9 @@ def test_nonfinite_calibration_is_refused_before_calibrating() -> None:
     import math
 
     from cortex_m_nn.calibration import Calibration
-    from cortex_m_nn.compile import quantize
     from cortex_m_nn.errors import CompileError
     from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.pipeline import quantize
 
     module = torch.nn.Sequential(torch.nn.Linear(4, 2)).eval()
     clean = torch.ones(1, 4)

@@ -18,10 +18,10 @@ from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 
 from cortex_m_nn.abi import KernelAbi
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import compile_model
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.models import ds_cnn
 from cortex_m_nn.options import QuantizationOptions, RangeMethod
+from cortex_m_nn.pipeline import compile_model
 from cortex_m_nn.quantizer import CortexMQuantizer
 from cortex_m_nn.quantizer.config import EPS
 from cortex_m_nn.quantizer.observers import BINS, MseObserver, PercentileObserver

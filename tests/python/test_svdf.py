@@ -11,11 +11,11 @@ import torch
 from torch import nn
 
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import compile_model
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.macs import fp32_macs
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.nn import SVDF, svdf_memory, svdf_time
+from cortex_m_nn.pipeline import compile_model
 from cortex_m_nn.states import fresh, reset_states, state_buffers
 from cortex_m_nn.target import Target
 from cortex_m_nn.test_vector import c_header

@@ -20,10 +20,10 @@ import torch
 from cortex_m_nn import mixed_precision, weight_precision
 from cortex_m_nn.abi import KernelAbi, Rounding
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import compile_model
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.options import Activations, QuantizationOptions, Weights
+from cortex_m_nn.pipeline import compile_model
 from cortex_m_nn.report import weight_precision_lines
 from cortex_m_nn.target import Target
 from cortex_m_nn.verify import verify_program

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from cortex_m_nn import cli
-from cortex_m_nn.compile import pte_operators
+from cortex_m_nn.pipeline import pte_operators
 from cortex_m_nn.target import Core
 
 ROOT = Path(__file__).resolve().parents[2]

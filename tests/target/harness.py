@@ -22,10 +22,10 @@ import torch
 
 from cortex_m_nn import test_vector
 from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.compile import CompiledProgram, compile_model
 from cortex_m_nn.model_source import ModelSource, load_model
 from cortex_m_nn.ops.library import run_references
 from cortex_m_nn.options import IoType
+from cortex_m_nn.pipeline import CompiledProgram, compile_model
 from cortex_m_nn.states import fresh, has_states
 from cortex_m_nn.target import Target
 

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import torch
 
+# Registers the quantized_decomposed operators (PT2E's quantize/dequantize) with torch, which
+# otherwise happens only once something imports PT2E: the handles below need them.
+import torch.ao.quantization.fx._decomposed  # noqa: F401
+
 aten = torch.ops.aten
 quantized_decomposed = torch.ops.quantized_decomposed
 

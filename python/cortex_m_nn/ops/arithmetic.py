@@ -7,18 +7,14 @@ broadcast along the last dimension).
 
 Requantization has two modes, chosen when CMSIS-NN is built: the default (doubling high
 multiply, then a rounding right shift) and ``CMSIS_NN_USE_SINGLE_ROUNDING`` (one rounding
-of the 64-bit product). :class:`~cortex_m_nn.abi.Rounding` names them. The operator
-references take it as their ``rounding`` argument; called through ``torch.ops`` (which has no
-such argument) they use :func:`active_rounding`, ``Rounding.DOUBLE`` unless set with the
-convenience :func:`use_rounding`.
+of the 64-bit product). :class:`~cortex_m_nn.abi.Rounding` names them; the operator
+references take it as their ``rounding`` argument (``ops/library.py``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -26,26 +22,6 @@ from cortex_m_nn.abi import Rounding
 from cortex_m_nn.core.integers import INT32_MAX, INT32_MIN
 
 TensorLike = torch.Tensor | int
-
-
-_ROUNDING: contextvars.ContextVar[Rounding] = contextvars.ContextVar(
-    "cortex_m_nn_rounding", default=Rounding.DOUBLE
-)
-
-
-def active_rounding() -> Rounding:
-    """The rounding the operator references use (``Rounding.DOUBLE`` unless overridden)."""
-    return _ROUNDING.get()
-
-
-@contextlib.contextmanager
-def use_rounding(rounding: Rounding) -> Iterator[None]:
-    """Run the operator references with ``rounding`` inside the ``with`` block."""
-    token = _ROUNDING.set(rounding)
-    try:
-        yield
-    finally:
-        _ROUNDING.reset(token)
 
 
 def _tensor(value: TensorLike) -> torch.Tensor:

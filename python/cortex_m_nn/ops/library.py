@@ -5,10 +5,11 @@ bit-exact reference) and an ``.out`` form (what ExecuTorch's memory planner and 
 use). Operators that need CMSIS-NN scratch memory return it as a second tensor, so the
 scratch is an ordinary planned buffer shared across operators.
 
-A reference that requantizes takes the CMSIS-NN rounding as its ``rounding`` keyword. The
-schemas have no such argument (the kernels are built with one rounding), so a call through
-``torch.ops`` uses :func:`~cortex_m_nn.ops.arithmetic.active_rounding`; :func:`run_references`
-runs a lowered graph with the rounding given explicitly.
+A reference that requantizes takes the CMSIS-NN rounding as its ``rounding`` keyword, CMSIS-NN's
+default (double) when not given. The schemas have no such argument (the kernels are built with
+one rounding), so a call through ``torch.ops`` computes the default rounding;
+:func:`run_references` runs a lowered graph with the rounding given (a program's own:
+``cortex_m_nn.Program.run``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from cortex_m_nn.abi import Rounding
-from cortex_m_nn.ops.arithmetic import active_rounding
 
 NAMESPACE = "cortex_m_nn"
+#: What a call without a rounding computes: CMSIS-NN's default build.
+DEFAULT_ROUNDING = Rounding.DOUBLE
 LIB = torch.library.Library(NAMESPACE, "DEF")
 
 #: operator name -> its argument list (without the out arguments), for registration checks.
@@ -44,8 +46,7 @@ def define_operator(
     """Define ``cortex_m_nn::<name>`` and ``<name>.out``; decorates the reference implementation.
 
     A reference that requantizes has a keyword-only ``rounding``; the decorated name lets it
-    default to :func:`~cortex_m_nn.ops.arithmetic.active_rounding` (the convenience
-    :func:`~cortex_m_nn.ops.arithmetic.use_rounding` sets), product code passes it.
+    default to CMSIS-NN's default rounding (:data:`DEFAULT_ROUNDING`); product code passes it.
 
     ``arguments`` is the schema's argument list. With ``scratch=True`` the last argument must
     be ``int scratch_bytes`` and the operator returns ``(Tensor out, Tensor scratch)``; the
@@ -59,7 +60,7 @@ def define_operator(
         )
 
         def functional(*args: Any) -> Any:
-            return functional_at(active_rounding(), *args)
+            return functional_at(DEFAULT_ROUNDING, *args)
 
         FUNCTIONALS[name] = functional_at
         LIB.impl(name, functional, "CompositeExplicitAutograd")
@@ -94,7 +95,7 @@ def _variants(
     if not scratch:
 
         def out_variant(*args: Any, out: torch.Tensor) -> torch.Tensor:
-            out.copy_(compute(active_rounding(), *args))
+            out.copy_(compute(DEFAULT_ROUNDING, *args))
             return out
 
         return compute, out_variant, fake
@@ -105,7 +106,7 @@ def _variants(
     def scratch_out_variant(
         *args: Any, out: torch.Tensor, scratch: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        out.copy_(compute(active_rounding(), *args[:-1]))
+        out.copy_(compute(DEFAULT_ROUNDING, *args[:-1]))
         return out, scratch
 
     def fake_functional(*args: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -123,13 +124,13 @@ def _with_rounding(reference: Callable[..., torch.Tensor]) -> Callable[..., torc
 
 
 def _rounding_optional(reference: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    """``reference`` with its ``rounding`` keyword (if it has one) defaulting to the active one."""
+    """``reference`` with its ``rounding`` keyword (if it has one) defaulting to CMSIS-NN's."""
     if "rounding" not in inspect.signature(reference).parameters:
         return reference
 
     @functools.wraps(reference)
-    def call(*args: Any, rounding: Rounding | None = None) -> torch.Tensor:
-        return reference(*args, rounding=active_rounding() if rounding is None else rounding)
+    def call(*args: Any, rounding: Rounding = DEFAULT_ROUNDING) -> torch.Tensor:
+        return reference(*args, rounding=rounding)
 
     return call
 

@@ -13,5 +13,5 @@ each importing only those above it in this list:
 * ``patterns``, ``walk``, ``hygiene``: the passes before, during and after the walk.
 
 ``functional`` runs before quantization, not in the lowering: the exported float graph in
-functional form (``functional_form``, step 2 of ``cortex_m_nn.compile``).
+functional form (``functional_form``, step 2 of ``cortex_m_nn.pipeline``).
 """

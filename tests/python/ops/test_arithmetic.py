@@ -170,13 +170,6 @@ def test_requantize_broadcasts_per_channel() -> None:
     assert got.tolist() == [[250, 125], [-250, -125]]
 
 
-def test_use_rounding_scopes_the_active_mode() -> None:
-    assert ar.active_rounding() is ar.Rounding.DOUBLE
-    with ar.use_rounding(ar.Rounding.SINGLE):
-        assert ar.active_rounding() is ar.Rounding.SINGLE
-    assert ar.active_rounding() is ar.Rounding.DOUBLE
-
-
 # --- quantize_multiplier ------------------------------------------------------------------
 
 

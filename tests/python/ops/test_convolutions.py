@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
+from cortex_m_nn.abi import Rounding
 from cortex_m_nn.ops.conv2d import conv2d, dsp_tail_defect, output_size
 from cortex_m_nn.ops.depthwise_conv2d import depthwise_conv2d
 from cortex_m_nn.ops.params import int16_sums_fit, sides
@@ -418,8 +418,16 @@ def transpose_fixed(**changes: object) -> Case:
     return tensors | geometry | _fixed_offsets(4, -2, -128, 127) | changes
 
 
-def transpose_call(case: Case) -> torch.Tensor:
-    return transpose_conv2d(*case.values(), 4)
+def conv_call(case: Case, rounding: Rounding = Rounding.DOUBLE) -> torch.Tensor:
+    return conv2d(*case.values(), rounding=rounding)
+
+
+def depthwise_call(case: Case, rounding: Rounding = Rounding.DOUBLE) -> torch.Tensor:
+    return depthwise_conv2d(*case.values(), rounding=rounding)
+
+
+def transpose_call(case: Case, rounding: Rounding = Rounding.DOUBLE) -> torch.Tensor:
+    return transpose_conv2d(*case.values(), 4, rounding=rounding)
 
 
 @dataclass(frozen=True)
@@ -428,7 +436,8 @@ class Conv:
 
     name: str
     cases: Callable[[], st.SearchStrategy[Case]]
-    call: Callable[[Case], torch.Tensor]
+    #: the reference on a case, with the rounding given (CMSIS-NN's default: double)
+    call: Callable[..., torch.Tensor]
     accumulators: Callable[[Case], list]
     fixed: Callable[[], Case]
     #: the functional form's arguments after the case's (scratch sizes, reverse-conv offset)
@@ -444,33 +453,33 @@ class Conv:
 
 
 CONV = Conv(
-    "conv2d", conv_cases, lambda case: conv2d(*case.values()), conv_accumulators, conv_fixed,
+    "conv2d", conv_cases, conv_call, conv_accumulators, conv_fixed,
     (96,),
 )  # fmt: skip
 DEPTHWISE = Conv(
     "depthwise_conv2d", lambda: conv_cases(depthwise=True),
-    lambda case: depthwise_conv2d(*case.values()), depthwise_accumulators, depthwise_fixed, (40,),
+    depthwise_call, depthwise_accumulators, depthwise_fixed, (40,),
 )  # fmt: skip
 TRANSPOSE = Conv(
     "transpose_conv2d", transpose_cases, transpose_call, scatter_add, transpose_fixed, (8, 40),
     transpose_supported,
 )  # fmt: skip
 CONV_S16 = Conv(
-    "conv2d", conv_s16_cases, lambda case: conv2d(*case.values()), conv_accumulators,
+    "conv2d", conv_s16_cases, conv_call, conv_accumulators,
     conv_s16_fixed, (320,),
 )  # fmt: skip
 DEPTHWISE_S16 = Conv(
     "depthwise_conv2d", lambda: conv_s16_cases(depthwise=True),
-    lambda case: depthwise_conv2d(*case.values()), depthwise_accumulators, depthwise_s16_fixed,
+    depthwise_call, depthwise_accumulators, depthwise_s16_fixed,
     (40,),
 )  # fmt: skip
 CONV_S4 = Conv(
-    "conv2d", conv_s4_cases, lambda case: conv2d(*case.values()),
+    "conv2d", conv_s4_cases, conv_call,
     lambda case: conv_accumulators(_unpacked(case, False)), lambda: conv_s4_fixed(), (96,),
 )  # fmt: skip
 DEPTHWISE_S4 = Conv(
     "depthwise_conv2d", lambda: conv_s4_cases(depthwise=True),
-    lambda case: depthwise_conv2d(*case.values()),
+    depthwise_call,
     lambda case: depthwise_accumulators(_unpacked(case, True)), lambda: depthwise_s4_fixed(),
     (40,),
 )  # fmt: skip
@@ -498,8 +507,7 @@ def test_matches_independent(conv: Conv, rounding: Rounding, examples: int) -> N
     @given(conv.cases())
     def check(case: Case) -> None:
         assume(conv.supported(case))
-        with use_rounding(rounding):
-            got = conv.call(case)
+        got = conv.call(case, rounding=rounding)
         assert torch.equal(got, conv.expected(case, single=rounding is Rounding.SINGLE))
 
     check()

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.abi import Rounding
 from cortex_m_nn.ops.add import LEFT_SHIFT_INT16, add, add_parameters, sub_parameters
-from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
 from cortex_m_nn.ops.mul import MAX_OUTPUT_SHIFT, mul, mul_parameters
 
 from .independent import broadcast_pairs, ref_requantize, wrap32
@@ -126,9 +126,12 @@ class Binary:
     def op(self) -> torch._ops.OpOverloadPacket:
         return getattr(torch.ops.cortex_m_nn, self.kernel)
 
-    def run(self, x1: torch.Tensor, x2: torch.Tensor, p: dict) -> torch.Tensor:
+    def run(
+        self, x1: torch.Tensor, x2: torch.Tensor, p: dict, rounding: Rounding = Rounding.DOUBLE
+    ) -> torch.Tensor:
         args = (p[name] for name in self.names)
-        return self.reference(x1, x2, *args, p["activation_min"], p["activation_max"])
+        limits = p["activation_min"], p["activation_max"]
+        return self.reference(x1, x2, *args, *limits, rounding=rounding)
 
 
 scales = st.floats(1e-3, 1.0)
@@ -223,8 +226,7 @@ def test_matches_c_loop_and_real_result(row: Row) -> None:
     @given(quantized_cases(binary), row.single)
     def check(case: tuple, single: bool) -> None:
         x1, x2, p, (s1, z1, s2, z2, so, zo) = case
-        with use_rounding(Rounding.SINGLE if single else Rounding.DOUBLE):
-            got = binary.run(x1, x2, p)
+        got = binary.run(x1, x2, p, Rounding.SINGLE if single else Rounding.DOUBLE)
         assert torch.equal(got, binary.c_loop(x1, x2, p, single))
         if row.against_real:
             real = binary.real(s1, x1.double() - z1, s2, x2.double() - z2) / so + zo
@@ -270,8 +272,7 @@ def test_raw_arguments(name: str) -> None:
         x1 = torch.tensor([a for a, _ in pairs], dtype=torch.int8)
         x2 = torch.tensor([b for _, b in pairs], dtype=torch.int8)
         p = dict(zip(binary.names, values, strict=True), activation_min=-128, activation_max=127)
-        with use_rounding(Rounding.SINGLE if single else Rounding.DOUBLE):
-            got = binary.run(x1, x2, p)
+        got = binary.run(x1, x2, p, Rounding.SINGLE if single else Rounding.DOUBLE)
         assert torch.equal(got, binary.c_loop(x1, x2, p, single))
 
     check()

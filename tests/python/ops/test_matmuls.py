@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
+from cortex_m_nn.abi import Rounding
 from cortex_m_nn.ops.batch_matmul import batch_matmul
 from cortex_m_nn.ops.linear import kernel_sums, linear
 
@@ -222,8 +222,7 @@ def test_matches_independent(
     @settings(max_examples=examples, deadline=None)
     @given(cases())
     def check(case: dict) -> None:
-        with use_rounding(rounding):
-            got = reference(*case.values())
+        got = reference(*case.values(), rounding=rounding)
         assert torch.equal(got, expected(case, single=rounding is Rounding.SINGLE))
 
     check()

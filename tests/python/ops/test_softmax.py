@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn.ops.arithmetic import Rounding, use_rounding
+from cortex_m_nn.abi import Rounding
 from cortex_m_nn.ops.softmax import (
     softmax,
     softmax_parameters,
@@ -195,8 +195,7 @@ def test_softmax_ignores_rounding_mode_and_has_out_and_fake() -> None:
     x = torch.randint(-128, 128, (3, 7), dtype=torch.int8)
     params = softmax_parameters(0.08)
     out = OP(x, None, None, *params)
-    with use_rounding(Rounding.SINGLE):
-        assert torch.equal(OP(x, None, None, *params), out)
+    assert torch.equal(softmax(x, None, None, *params, rounding=Rounding.SINGLE), out)
     buffer = torch.empty_like(out)
     assert torch.ops.cortex_m_nn.softmax.out(x, None, None, *params, out=buffer) is buffer
     assert torch.equal(buffer, out)
@@ -265,8 +264,7 @@ def test_s16_matches_independent(
     mult, shift = softmax_s16_parameters(scale)
     exp, recip = softmax_s16_tables()
     rounding = Rounding.SINGLE if single else Rounding.DOUBLE
-    with use_rounding(rounding):
-        got = softmax(x, exp, recip, mult, shift, 0)
+    got = softmax(x, exp, recip, mult, shift, 0, rounding=rounding)
     tables = exp.tolist(), recip.tolist()
     rows = [softmax_s16_row(r, mult, shift, *tables, single) for r in x.reshape(-1, n).tolist()]
     assert got.dtype == torch.int16 and got.reshape(-1, n).tolist() == rows
