@@ -53,7 +53,8 @@ def build(
     """Configure and build the host kernels library in ``build_dir``; returns its path.
 
     ``sanitize`` instruments it with AddressSanitizer and UBSan (``CORTEX_M_NN_SANITIZE``): a
-    process loading it must preload the ASan runtime (``LD_PRELOAD``, see README, Kernels)."""
+    process loading it must preload the ASan runtime (``LD_PRELOAD``; docs/testing.md,
+    Kernels)."""
     source = kernels_source_dir()
     cmsis_nn = cmsis_nn_path or os.environ.get(CMSIS_NN_VARIABLE)
     if not cmsis_nn:

@@ -23,17 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cortex_m_nn import options as choices
 from cortex_m_nn.command import write_all
 from cortex_m_nn.errors import CompileError, stage
-from cortex_m_nn.options import (
-    Activations,
-    Int4Ranges,
-    IoType,
-    LinearWeights,
-    QuantizationOptions,
-    RangeMethod,
-    Weights,
-)
+from cortex_m_nn.options import IoType, QuantizationOptions
 from cortex_m_nn.target import DEFAULT_TARGET, Target
 
 if TYPE_CHECKING:
@@ -128,14 +121,15 @@ class Options:
 
     def quantization(self) -> QuantizationOptions:
         """The quantizer's options (``weights="auto"`` starts its search from int8)."""
+        weights = "int8" if self.weights == "auto" else self.weights
         return QuantizationOptions(
-            ranges=RangeMethod(self.calibration_method),
+            ranges=choices.RangeMethod(self.calibration_method),
             equalize=self.equalize,
             bias_correction=self.bias_correction,
-            linear_weights=LinearWeights(self.linear_weights),
-            activations=Activations(self.activations),
-            weights=Weights.INT8 if self.weights == "auto" else Weights(self.weights),
-            int4_ranges=Int4Ranges(self.int4_ranges),
+            linear_weights=choices.LinearWeights(self.linear_weights),
+            activations=choices.Activations(self.activations),
+            weights=choices.Weights(weights),
+            int4_ranges=choices.Int4Ranges(self.int4_ranges),
         )
 
 

@@ -5,8 +5,8 @@ here (``--allow-fallback`` keeps it in fp32 instead). Advice is looked up by the
 (``layer_norm`` for ``aten.layer_norm.default``) and the kind of refusal
 (:class:`~cortex_m_nn.core.refusals.Refusal`): first an entry matching both, then one
 matching the kind alone (the kind is about the graph, e.g. an input that stayed float), then
-one for the op alone. Every rewrite named is one the README's operator table lowers, or the
-advice says plainly that nothing does yet.
+one for the op alone. Every rewrite named is one the operator table of ``docs/operators.md``
+lowers, or the advice says plainly that nothing does yet.
 """
 
 from __future__ import annotations
@@ -358,8 +358,8 @@ GENERIC_KINDS = frozenset(
 
 #: Advice for an op no entry covers.
 GENERIC = (
-    "no cortex_m_nn lowering for it: express it with the operators in the README's "
-    "'Operators lowered today' table"
+    "no cortex_m_nn lowering for it: express it with the operators of docs/operators.md "
+    "('Operators lowered today')"
 )
 
 

@@ -4,7 +4,7 @@ rounding CORTEX_M_NN_KERNELS_ROUNDING names (double unless set). Parallel worker
 once, under a file lock.
 
 CORTEX_M_NN_KERNELS_SANITIZE=1 builds it with AddressSanitizer and UBSan (its own cache
-directory); Python is not instrumented, so the ASan runtime must be preloaded (README,
+directory); Python is not instrumented, so the ASan runtime must be preloaded (docs/testing.md,
 Kernels): the tests skip, saying what to set, when it is not."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Tampered and mismatched programs: compiled models whose tensors, scratch, arena, arguments
 or bytes were changed after compilation (with ExecuTorch's own (de)serializer) either run or
 are refused with an error from ExecuTorch (RuntimeError/ValueError in Python); never a crash or
-an out-of-bounds access. Run under the sanitized kernels build (conftest.py, README: Kernels),
-an access outside a tensor aborts the process with the sanitizer's report."""
+an out-of-bounds access. Run under the sanitized kernels build (conftest.py, docs/testing.md:
+Kernels), an access outside a tensor aborts the process with the sanitizer's report."""
 
 from __future__ import annotations
 

@@ -21,6 +21,8 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 #: Zephyr verification list and the int16 survey cite paths in Zephyr's, ExecuTorch's,
 #: CMSIS-NN's and TFLite Micro's repositories instead.)
 WALKTHROUGHS = [page for page in DOCS if page.name not in ("zephyr-verification.md", "int16.md")]
+#: Reference pages (moved from the README): they name paths, but quote no file.
+REFERENCES = {"cli.md", "memory.md", "operators.md", "python-api.md", "testing.md", "zephyr.md"}
 #: What ``<name>`` stands for in the paths of a page.
 EXAMPLE_OPERATOR = "mul"
 
@@ -79,7 +81,7 @@ def test_there_are_docs() -> None:
 @pytest.mark.parametrize("page", WALKTHROUGHS, ids=lambda p: p.name)
 def test_excerpts_occur_in_their_files(page: Path) -> None:
     found = excerpts(page.read_text())
-    assert found, f"{page.name} has no attributed excerpts"
+    assert found or page.name in REFERENCES, f"{page.name} has no attributed excerpts"
     for path, code in found:
         source = resolve(path)
         assert source.is_file(), f"{page.name}: excerpt from {path}, which does not exist"

@@ -257,6 +257,12 @@ def test_west_command_has_the_console_script_options():
 # --- README and CI -------------------------------------------------------------------------
 
 
+def test_the_readme_is_a_front_door():
+    """What it is, the two commands, the pipeline, the targets, an example and links: the
+    reference lives in docs/."""
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 200
+
+
 def test_readme_opens_with_the_two_commands():
     text = (ROOT / "README.md").read_text()
     match = re.match(r"```\w*\n(.*?)\n```", text, re.DOTALL)
@@ -270,18 +276,43 @@ def test_readme_opens_with_the_two_commands():
     assert tests == ".venv/bin/python -m pytest"
 
 
-def test_readme_documents_every_cli_option():
-    text = (ROOT / "README.md").read_text()
-    compile_parser = cli.add_arguments(argparse.ArgumentParser(prog="cortex-m-compile"))
-    inspect_parser = subcommands.add_inspect_arguments(argparse.ArgumentParser(prog="inspect"))
-    embed_parser = subcommands.add_embed_arguments(argparse.ArgumentParser(prog="embed"))
-    for parser in (compile_parser, inspect_parser, embed_parser):
-        for action in parser._actions:
-            for option in action.option_strings:
-                if option.startswith("--") and option != "--help":
-                    assert f"`{option}`" in text, option
-    assert "cortex-m-compile inspect" in text and "./inspect" in text
-    assert "cortex-m-compile embed" in text
+def _cli_parsers() -> dict[str, argparse.ArgumentParser]:
+    return {
+        "cortex-m-compile": cli.add_arguments(argparse.ArgumentParser(prog="cortex-m-compile")),
+        "inspect": subcommands.add_inspect_arguments(argparse.ArgumentParser(prog="inspect")),
+        "embed": subcommands.add_embed_arguments(argparse.ArgumentParser(prog="embed")),
+    }
+
+
+def _documented(section: str) -> list[str]:
+    """The options a section of docs/cli.md documents: its table rows' first cells, each
+    ``--option`` in backticks (``--a``, ``--no-a`` or ``-o``, ``--output`` in one cell)."""
+    rows = re.findall(r"^\| ([^|]+) \|", section, flags=re.M)
+    return [name for row in rows for name in re.findall(r"`(--?[\w-]+)`", row)]
+
+
+def test_the_cli_page_documents_every_option_once_and_its_synopsis_lists_them():
+    """docs/cli.md: each command's options table has a row for every option the parser has,
+    once, and none it lacks; the synopsis at the top names every option too."""
+    text = (ROOT / "docs" / "cli.md").read_text()
+    synopsis = re.search(r"^```\n(cortex-m-compile \[MODEL\].*?)^```", text, re.S | re.M).group(1)
+    headings = {
+        "cortex-m-compile": "## Command line",
+        "inspect": "## Firmware report",
+        "embed": "## Embedding a model",
+    }
+    for command, parser in _cli_parsers().items():
+        start = text.index(headings[command])
+        end = text.find("\n## ", start + 1)
+        section = text[start : end if end > 0 else None]
+        actions = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+        documented = _documented(section)
+        long_options = sorted(o for a in actions for o in a.option_strings if o.startswith("--"))
+        assert sorted(o for o in documented if o.startswith("--")) == long_options, command
+        for action in actions:  # by one of its names (``-q`` for ``--quiet``)
+            named = [o for o in action.option_strings if re.search(rf"{o}\b", synopsis)]
+            assert named, f"the synopsis lacks {action.option_strings}"
+    assert "./inspect" in text
 
 
 def test_ci_script():
