@@ -20,7 +20,7 @@ import torch
 from torch.fx import GraphModule, Interpreter, Node
 
 from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
-from cortex_m_nn.passes.records import module_of
+from cortex_m_nn.core.graph import module_of
 from cortex_m_nn.states import fresh
 
 #: Activations the quantizer fuses onto the convolution or linear layer before them.

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from cortex_m_nn.core.graph import base_name
+
 Shape = tuple[int, ...]
 
 CONVOLUTIONS = {"conv1d", "conv2d", "conv3d", "convolution", "_convolution"}
@@ -41,14 +43,6 @@ def svdf_macs(batch: int, inputs: int, filters: int, memory: int) -> int:
     """One SVDF step: the feature projection (``filters × inputs``) and the time filter
     (``filters × memory``), per batch item."""
     return batch * filters * (inputs + memory)
-
-
-def base_name(op: str) -> str:
-    """``conv2d`` for ``aten.conv2d``, ``aten.conv2d.padding`` or ``aten::relu_`` → ``relu``."""
-    parts = op.replace("::", ".").split(".")
-    if len(parts) > 1 and parts[0] in ("aten", "torch", "ops"):
-        parts = parts[1:]
-    return parts[0].removesuffix("_")
 
 
 def fp32_macs(

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-FLOAT_NAMESPACE = "cortex_m_nn_float"
+from cortex_m_nn.core.families import FLOAT_NAMESPACE
 
 
 @torch.library.custom_op(f"{FLOAT_NAMESPACE}::svdf_memory", mutates_args=())

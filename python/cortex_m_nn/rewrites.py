@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cortex_m_nn.core.graph import base_name
 from cortex_m_nn.core.refusals import Refusal as R
-from cortex_m_nn.macs import base_name
 
 #: The tables of ``cortex_m_nn::lut``, for advice on element-wise functions.
 TABLES = (

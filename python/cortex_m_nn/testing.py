@@ -21,11 +21,11 @@ from cortex_m_nn import host_kernels
 from cortex_m_nn.abi import KernelAbi, Rounding
 from cortex_m_nn.calibration import Calibration, synthetic
 from cortex_m_nn.core.families import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
+from cortex_m_nn.core.graph import op_name
 from cortex_m_nn.host_kernels import RuntimeUnavailable
 from cortex_m_nn.model_source import ModelSource
 from cortex_m_nn.ops.library import run_references
 from cortex_m_nn.options import QuantizationOptions
-from cortex_m_nn.passes.records import op_name
 from cortex_m_nn.pipeline import CompiledProgram, compile_model
 from cortex_m_nn.states import fresh
 from cortex_m_nn.target import DEFAULT_TARGET, Target

@@ -12,11 +12,10 @@ from hypothesis import strategies as st
 from torch import nn
 
 from cortex_m_nn.abi import Rounding
-from cortex_m_nn.core.integers import RANGES
+from cortex_m_nn.core.integers import RANGES, scalar_type
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.ops.library import FUNCTIONALS
 from cortex_m_nn.options import Activations, IoType, LinearWeights, QuantizationOptions
-from cortex_m_nn.precision import scalar_type
 from cortex_m_nn.target import Target
 from cortex_m_nn.testing import check_dialect
 

@@ -23,6 +23,8 @@ import torch
 import torch.ao.quantization.fx._decomposed  # noqa: F401
 
 aten = torch.ops.aten
+#: The namespace of the float operators the model's own layers become (``cortex_m_nn.nn``).
+FLOAT_NAMESPACE = "cortex_m_nn_float"
 quantized_decomposed = torch.ops.quantized_decomposed
 
 

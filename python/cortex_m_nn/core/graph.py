@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import operator
+import os
+import re
+from pathlib import Path
 
 import torch
 from torch.fx import Node
 
-from cortex_m_nn.core.families import TRANSPOSES, aten
+from cortex_m_nn.core.families import FLOAT_NAMESPACE, TRANSPOSES, aten
 
 
 def argument(node: Node, index: int, name: str, default: object) -> object:
@@ -58,3 +61,68 @@ def lstm_refusal(node: Node) -> str | None:
     if 2 in getitem_users(node) and getitem_users(node)[2].users:
         return "the final cell state c_n is read (CMSIS-NN's LSTM gives the hidden states)"
     return None
+
+
+# -- names and places: how a report names an operator and finds it in the model's code ----
+
+
+def base_name(op: str) -> str:
+    """``conv2d`` for ``aten.conv2d``, ``aten.conv2d.padding`` or ``aten::relu_`` → ``relu``."""
+    parts = op.replace("::", ".").split(".")
+    if len(parts) > 1 and parts[0] in ("aten", "torch", "ops"):
+        parts = parts[1:]
+    return parts[0].removesuffix("_")
+
+
+def op_name(target: object) -> str:
+    """``aten.conv2d``; our float operators by their own name (``svdf_memory``)."""
+    name = getattr(target, "_name", None) or str(target)
+    name = name.replace("::", ".").removesuffix(".default")
+    return name.removeprefix(f"{FLOAT_NAMESPACE}.")
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
+
+
+def _model_frame(node: Node) -> tuple[str, str, str] | None:
+    """(file, line, code) of the innermost frame of the model's own code in the trace."""
+    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+    user = [f for f in frames if "/torch/" not in f[0]] or frames
+    if not user:
+        return None
+    file, line, _, code = user[-1]
+    return file, line, code.strip()
+
+
+def module_of(node: Node) -> str:
+    """``norm (LayerNorm)``: the innermost module the op was called in."""
+    module_stack = node.meta.get("nn_module_stack") or {}
+    if not module_stack:
+        return ""
+    path, kind = list(module_stack.values())[-1]
+    return f"{path or 'model'} ({kind.rsplit('.', 1)[-1]})"
+
+
+def source_line(node: Node) -> str:
+    """``path/to/model.py:51``, the path relative to the working directory when inside it."""
+    frame = _model_frame(node)
+    if frame is None:
+        return ""
+    file, line, _ = frame
+    path = Path(file)
+    if path.is_absolute():
+        try:
+            file = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else file
+        except (OSError, ValueError):
+            pass
+    return f"{file}:{line}"
+
+
+def source_location(node: Node) -> str:
+    """Where the op comes from: the module path and the innermost model frame."""
+    parts = [module_of(node)] if module_of(node) else []
+    frame = _model_frame(node)
+    if frame is not None:
+        file, line, code = frame
+        parts.append(f"{file.rsplit('/', 1)[-1]}:{line}: {code}")
+    return ", ".join(parts)

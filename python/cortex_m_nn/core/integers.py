@@ -21,3 +21,20 @@ RANGES: dict[torch.dtype, tuple[int, int]] = {
 #: CMSIS-NN's arm_softmax_s8 writes probabilities with this fixed scale and zero point.
 SOFTMAX_OUTPUT_SCALE = 1.0 / 256.0
 SOFTMAX_OUTPUT_ZERO_POINT = -128
+
+
+def scalar_type(dtype: torch.dtype) -> int:
+    """ExecuTorch's ``ScalarType`` code of an activation dtype (the ``dtype`` arguments of
+    ``cortex_m_nn::quantize`` and ``requantize``): Char = 1, Short = 2."""
+    codes = {torch.int8: 1, torch.int16: 2}
+    if dtype not in codes:
+        raise ValueError(f"activations are int8 or int16, not {dtype}")
+    return codes[dtype]
+
+
+def dtype_of_code(code: int) -> torch.dtype:
+    """The activation dtype of a ``ScalarType`` code (ValueError for another code)."""
+    dtypes = {1: torch.int8, 2: torch.int16}
+    if code not in dtypes:
+        raise ValueError(f"activation dtype code must be 1 (int8) or 2 (int16), got {code}")
+    return dtypes[code]

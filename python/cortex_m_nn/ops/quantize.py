@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from cortex_m_nn.core.integers import RANGES
+from cortex_m_nn.core.integers import RANGES, dtype_of_code
 from cortex_m_nn.ops.library import define_operator
-from cortex_m_nn.precision import dtype_of_code
 
 
 def _fake(

@@ -18,11 +18,10 @@ from typing import Any
 
 import torch
 
-from cortex_m_nn.core.integers import RANGES
+from cortex_m_nn.core.integers import RANGES, dtype_of_code
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.arithmetic import requantize as requantize_int32
 from cortex_m_nn.ops.library import define_operator
-from cortex_m_nn.precision import dtype_of_code
 
 #: The largest |x + input_offset| of each input dtype (offsets: int8 [-127, 128], int16 0).
 LARGEST = {torch.int8: 255, torch.int16: 32768}

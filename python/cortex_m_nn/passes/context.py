@@ -15,9 +15,10 @@ import torch
 from torch.fx import Graph, GraphModule, Node
 
 from cortex_m_nn.core.families import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
-from cortex_m_nn.core.integers import INT8_MAX, INT8_MIN
+from cortex_m_nn.core.graph import base_name, op_name
+from cortex_m_nn.core.integers import INT8_MAX, INT8_MIN, scalar_type
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
-from cortex_m_nn.macs import RECURRENT, base_name, fp32_macs
+from cortex_m_nn.macs import RECURRENT, fp32_macs
 from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.ops.mul import mul_parameters
@@ -30,8 +31,7 @@ from cortex_m_nn.passes.graph_values import (
     logical_shape,
     qparams_of,
 )
-from cortex_m_nn.passes.records import OpRecord, boundary, op_name
-from cortex_m_nn.precision import scalar_type
+from cortex_m_nn.passes.records import OpRecord, boundary
 from cortex_m_nn.target import Target
 
 

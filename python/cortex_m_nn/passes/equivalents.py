@@ -35,8 +35,7 @@ from collections.abc import Callable
 import torch
 from torch.fx import GraphModule, Node
 
-from cortex_m_nn.core.graph import argument
-from cortex_m_nn.passes.records import op_name
+from cortex_m_nn.core.graph import argument, op_name
 
 aten = torch.ops.aten
 

@@ -39,10 +39,10 @@ from torch._guards import detect_fake_mode
 from torch._ops import OpOverload
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.core.graph import module_of, op_name, source_line
 from cortex_m_nn.core.refusals import Refusal
 from cortex_m_nn.errors import CompileError
 from cortex_m_nn.passes.equivalents import equivalents
-from cortex_m_nn.passes.records import module_of, op_name, source_line
 from cortex_m_nn.passes.state import is_state_write, writes_svdf_state
 from cortex_m_nn.rewrites import rewrite_for
 

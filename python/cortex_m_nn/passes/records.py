@@ -6,15 +6,12 @@ lowered node turned out to be dead code.
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.core.graph import op_name, source_line, source_location
 from cortex_m_nn.core.refusals import Refusal
-from cortex_m_nn.nn import FLOAT_NAMESPACE
 
 #: The report's kernel for an operator whose lowered node turned out to be dead code.
 REMOVED = "removed (no kernel)"
@@ -63,13 +60,6 @@ class LoweringResult:
         return [r for r in self.records if not r.lowered]
 
 
-def op_name(target: object) -> str:
-    """``aten.conv2d``; our float operators by their own name (``svdf_memory``)."""
-    name = getattr(target, "_name", None) or str(target)
-    name = name.replace("::", ".").removesuffix(".default")
-    return name.removeprefix(f"{FLOAT_NAMESPACE}.")
-
-
 def boundary(node: Node, source_op: str, kernel: str, function: str) -> OpRecord:
     """The row of an operator the lowering adds itself (a boundary quantize, a requantize)."""
     return OpRecord(node.name, source_op, kernel, function, output_node=node.name)
@@ -85,50 +75,3 @@ def of_source(node: Node, kernel: str | None = None, function: str | None = None
         location=source_location(node),
         source_line=source_line(node),
     )
-
-
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
-
-
-def _model_frame(node: Node) -> tuple[str, str, str] | None:
-    """(file, line, code) of the innermost frame of the model's own code in the trace."""
-    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
-    user = [f for f in frames if "/torch/" not in f[0]] or frames
-    if not user:
-        return None
-    file, line, _, code = user[-1]
-    return file, line, code.strip()
-
-
-def module_of(node: Node) -> str:
-    """``norm (LayerNorm)``: the innermost module the op was called in."""
-    module_stack = node.meta.get("nn_module_stack") or {}
-    if not module_stack:
-        return ""
-    path, kind = list(module_stack.values())[-1]
-    return f"{path or 'model'} ({kind.rsplit('.', 1)[-1]})"
-
-
-def source_line(node: Node) -> str:
-    """``path/to/model.py:51``, the path relative to the working directory when inside it."""
-    frame = _model_frame(node)
-    if frame is None:
-        return ""
-    file, line, _ = frame
-    path = Path(file)
-    if path.is_absolute():
-        try:
-            file = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else file
-        except (OSError, ValueError):
-            pass
-    return f"{file}:{line}"
-
-
-def source_location(node: Node) -> str:
-    """Where the op comes from: the module path and the innermost model frame."""
-    parts = [module_of(node)] if module_of(node) else []
-    frame = _model_frame(node)
-    if frame is not None:
-        file, line, code = frame
-        parts.append(f"{file.rsplit('/', 1)[-1]}:{line}: {code}")
-    return ", ".join(parts)
