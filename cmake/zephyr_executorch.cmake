@@ -27,8 +27,6 @@ if(CONFIG_EXECUTORCH)
   # int32_t with %d, a long on Arm: -Wformat, fatal under Twister's -Werror (measured,
   # tests/zephyr/test_zephyr_build.py). Still reported, not fatal, for that library only.
   set_property(TARGET executorch_core APPEND PROPERTY COMPILE_OPTIONS -Wno-error=format)
-  set(_cmnn_prim_ops_source
-      "${ZEPHYR_EXECUTORCH_MODULE_DIR}/kernels/prim_ops/register_prim_ops.cpp")
 else()
   if(NOT ZEPHYR_EXECUTORCH_MODULE_DIR)
     message(FATAL_ERROR "cortex-m-nn: ExecuTorch is not in this workspace: add it (west.yml)")
@@ -50,7 +48,6 @@ else()
   zephyr_library_link_libraries(executorch_core)
   zephyr_library_sources("${CORTEX_M_NN_ROOT}/src/executorch_pal_zephyr.cpp"
                          "${EXECUTORCH_KERNEL_REGISTRY_SOURCE}")
-  set(_cmnn_prim_ops_source "${EXECUTORCH_PRIM_OPS_SOURCE}")
 endif()
 
 set(_cmnn_prim_ops "")
@@ -66,7 +63,8 @@ if(CORTEX_M_NN_MODEL_PRIM_OPERATORS)
   else()
     zephyr_library_sources($<TARGET_OBJECTS:executorch_prim_ops>)
   endif()
-  set(_cmnn_prim_ops "${_cmnn_prim_ops_source}")
+  # whichever builds the runtime, this file of the workspace's ExecuTorch registers them
+  set(_cmnn_prim_ops "${ZEPHYR_EXECUTORCH_MODULE_DIR}/kernels/prim_ops/register_prim_ops.cpp")
 endif()
 if(CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_SIZED)
   # ExecuTorch's kernel table (runtime/kernel/operator_registry.cpp) with room for the kernels

@@ -32,7 +32,6 @@ from cortex_m_nn.program import (
     build,
     calibration_samples,
     model_source,
-    resolve_target,
     stderr_messages,
 )
 from cortex_m_nn.subcommands import SUBCOMMANDS
@@ -254,10 +253,8 @@ def compile_from_args(args: argparse.Namespace) -> int:
     warnings.filterwarnings("ignore", message=deprecated, category=FutureWarning)
     # Before the heavy imports: bad input fails fast.
     options = Options.of({name: getattr(args, name) for name in OPTION_NAMES})
-    budget = options.budget()
-    resolve_target(options.target, budget.board if budget else None)
-    _check_output_paths(args)
     options.check()
+    _check_output_paths(args)
     source, calibration = _model_and_calibration(args)
     program = build(
         source, calibration, options, progress=not args.quiet, say=stderr_messages(args.quiet)

@@ -80,7 +80,10 @@ class Options:
         return cls(**values)  # type: ignore[arg-type]
 
     def check(self) -> None:
-        """Refuse combinations that cannot work (before anything is loaded)."""
+        """Refuse what cannot work (before anything is loaded): an unknown target, board or
+        size, a target that is not the board's core, options that exclude each other."""
+        budget = self.budget()
+        resolve_target(self.target, budget.board if budget else None)
         if self.weights == "auto":
             self._check_weights_auto()
         if self.precision == "auto" and self.min_snr_db is None:

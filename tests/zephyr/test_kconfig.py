@@ -366,3 +366,27 @@ def test_isa_matches_what_gcc_predefines(tmp_path: Path, soc: str, assignments: 
 def test_socs_cover_the_issue_list() -> None:
     # M0, M3, M4, M7, M33 with and without DSP, M55 with and without MVE, and M85.
     assert set(DEFAULT_ISA) == set(SOCS) - {"none"}
+
+
+def _prj_conf(path: Path) -> dict[str, str]:
+    values = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, value = line.split("=", 1)
+            values[name.removeprefix("CONFIG_")] = value
+    return values
+
+
+@pytest.mark.parametrize(
+    "conf",
+    [*sorted(ROOT.glob("samples/*/prj.conf")), ROOT / "tests/zephyr/kernels/prj.conf"],
+    ids=lambda p: p.parent.name,
+)
+def test_each_application_leaves_executorchs_module_off(tmp_path: Path, conf: Path) -> None:
+    """Every assignment of the application's prj.conf holds (Zephyr stops otherwise; an
+    option of ExecuTorch's module is undefined while it is off), and ExecuTorch's Zephyr module
+    stays off: the module builds the runtime (docs/zephyr-verification.md, findings 1-3)."""
+    configured = configure(tmp_path, "m55", **_prj_conf(conf))
+    assert not configured.refused, configured.refused
+    assert configured.value("EXECUTORCH") == "n"
+    assert configured.value("STD_CPP17") == "y"  # ExecuTorch is C++17; Zephyr's default is 11
