@@ -278,7 +278,7 @@ def run_each(model: Callable[[torch.Tensor], torch.Tensor], images: torch.Tensor
 def available_configs(names: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
     """(name → QuantizationOptions) for the configurations this cortex_m_nn offers, and
     (name → why not) for the others."""
-    from cortex_m_nn import options as module
+    from cortex_m_nn.core import options as module
 
     fields = {f.name: f for f in dataclasses.fields(module.QuantizationOptions)}
     ready, missing = {}, {}
@@ -303,8 +303,8 @@ def available_configs(names: list[str]) -> tuple[dict[str, Any], dict[str, str]]
 def quantize_ours(model: nn.Module, samples: torch.Tensor, options: Any) -> tuple[Any, Any, Any]:
     """(ModelSource, Calibration, (exported, PT2E-quantized graph)) of our pipeline with
     ``options``, calibrated on ``samples``."""
-    from cortex_m_nn.calibration import Calibration
-    from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.frontend.calibration import Calibration
+    from cortex_m_nn.frontend.model_source import ModelSource
     from cortex_m_nn.pipeline import quantize
 
     source = ModelSource(type(model).__name__, model, (samples[:1],))
@@ -314,9 +314,9 @@ def quantize_ours(model: nn.Module, samples: torch.Tensor, options: Any) -> tupl
 
 def lowered_runner(model: nn.Module, samples: torch.Tensor, options: Any) -> tuple[Any, Any]:
     """(PT2E-quantized graph, image → logits of our lowered graph on its bit-exact references)."""
+    from cortex_m_nn.core.target import Target
     from cortex_m_nn.ops.library import run_references
     from cortex_m_nn.pipeline import compile_quantized
-    from cortex_m_nn.target import Target
 
     source, calibration, graphs = quantize_ours(model, samples, options)
     compiled = compile_quantized(source, Target.parse(TARGET), calibration, graphs, options=options)

@@ -4,9 +4,9 @@ Usage::
 
     PYTHONPATH=python python benchmarks/bench_ds_cnn.py [--samples N] [--repeat R] [--json FILE]
 
-One run compiles the built-in DS-CNN (``cortex_m_nn.models.ds_cnn``) three ways, all for
+One run compiles the built-in DS-CNN (``cortex_m_nn.frontend.models.ds_cnn``) three ways, all for
 ``cortex-m55`` and with the same synthetic calibration samples
-(``cortex_m_nn.calibration.synthetic``): with our pipeline, and with the peer
+(``cortex_m_nn.frontend.calibration.synthetic``): with our pipeline, and with the peer
 (``benchmarks/peer.py``) given the model as NCHW and as ``channels_last``. It prints one
 table of absolute numbers and ratios ours ÷ peer for each peer variant.
 
@@ -150,9 +150,9 @@ def pte_metrics(buffer: bytes) -> dict[str, Any]:
 
 
 def compile_ours(module: nn.Module, example_inputs, calibration) -> tuple[float, bytes, Any]:
-    from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.core.target import Target
+    from cortex_m_nn.frontend.model_source import ModelSource
     from cortex_m_nn.pipeline import compile_model
-    from cortex_m_nn.target import Target
 
     target = Target.parse(TARGET)
     start = time.perf_counter()
@@ -256,8 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)  # the peer logs a line per quantized node
 
-    from cortex_m_nn.calibration import synthetic
-    from cortex_m_nn.models import BUILTIN_MODELS
+    from cortex_m_nn.frontend.calibration import synthetic
+    from cortex_m_nn.frontend.models import BUILTIN_MODELS
 
     module, example_inputs = BUILTIN_MODELS[MODEL]()
     calibration = synthetic(example_inputs, count=args.samples)

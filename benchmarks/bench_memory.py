@@ -15,7 +15,7 @@ ExecuTorch 1.5.1's own Cortex-M pipeline (``benchmarks/peer.py``, given the mode
 Columns:
 
 * our arena: Σ of the ``forward`` plan's ``non_const_buffer_sizes`` in our ``.pte``;
-* live bound: our graph's live-tensor lower bound (``cortex_m_nn.memory_plan``): the most
+* live bound: our graph's live-tensor lower bound (``cortex_m_nn.plan.memory_plan``): the most
   bytes (each tensor 16-byte aligned) live at any kernel call; no plan of that graph can
   be smaller;
 * peer arena: the same Σ in the peer's ``.pte`` for the same model;
@@ -61,10 +61,10 @@ def load_peer() -> tuple[Any, str | None]:
 
 def measure(source_spec: str, target_text: str, samples: int, peer: Any) -> dict[str, Any]:
     """Our arena and bound, and the peer's arena, for one model."""
-    from cortex_m_nn.calibration import synthetic
-    from cortex_m_nn.model_source import load_model
+    from cortex_m_nn.core.target import Target
+    from cortex_m_nn.frontend.calibration import synthetic
+    from cortex_m_nn.frontend.model_source import load_model
     from cortex_m_nn.pipeline import compile_model
-    from cortex_m_nn.target import Target
 
     source = zoo_source(source_spec) if source_spec.startswith("zoo:") else load_model(source_spec)
     calibration = synthetic(source.example_inputs, count=samples)
@@ -95,7 +95,7 @@ def measure(source_spec: str, target_text: str, samples: int, peer: Any) -> dict
 
 def zoo_source(spec: str) -> Any:
     """``zoo:<name>``: a model of tests/zoo (a package, so not loadable as ``file.py:f``)."""
-    from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.frontend.model_source import ModelSource
 
     sys.path.insert(0, str(ROOT))
     from tests.zoo import ZOO

@@ -10,7 +10,7 @@ Usage::
 Each model of ``tests/zoo`` (or the ones named) is compiled for ``--target`` (default
 ``cortex-m55``) twice from the same float model and the same synthetic calibration set
 (``--samples`` draws of N(0, 1), seed 0): with int8 activations and with int16 activations
-(every op with an int16 case, ``cortex_m_nn.precision``). It prints, per model and precision:
+(every op with an int16 case, ``cortex_m_nn.core.precision``). It prints, per model and precision:
 
 * **SNR** of the model outputs against the float model, in dB: the lowered program run on its
   bit-exact references over ``--samples`` *other* seeded inputs (seed 1), 10·log10(Σ float² /
@@ -24,7 +24,7 @@ weights with their per-channel biases, multipliers and shifts (the report's weig
 and the ``.pte``.
 
 A fourth program is ``--precision auto``: int8 or int16 per layer, searched by
-``cortex_m_nn.mixed_precision`` against a target it states, **X = the int8 program's SNR +
+``cortex_m_nn.search.activations`` against a target it states, **X = the int8 program's SNR +
 ``--auto-share`` of the way to the int16 program's** (default 0.5: midway), both as the search
 measures them (on the calibration samples their ranges were not fitted to); with
 ``--auto-gain G``, X = int8 + G dB instead ("unreachable" when all-int16 misses it). The
@@ -32,7 +32,7 @@ search compiles each layer alone in int16, so it is skipped ("skipped") for mode
 than ``--auto-max-layers`` such layers (default 24).
 
 With ``--int4-auto-share F``, a ``--weights auto`` program too
-(``cortex_m_nn.weight_precision``), at X = the all-int4 program's SNR + F of the way to the
+(``cortex_m_nn.search.weights``), at X = the all-int4 program's SNR + F of the way to the
 all-int8 program's (as the search measures them): its SNR and weight bytes beside all int8's
 and all int4's (not on the device).
 
@@ -123,11 +123,11 @@ def measure(
     ``int4_share``, a ``--weights auto`` row too (not run on the device)."""
     from tests.zoo import ZOO
 
-    from cortex_m_nn.calibration import synthetic
-    from cortex_m_nn.model_source import ModelSource
-    from cortex_m_nn.options import Activations, QuantizationOptions, Weights
+    from cortex_m_nn.core.options import Activations, QuantizationOptions, Weights
+    from cortex_m_nn.core.target import Target
+    from cortex_m_nn.frontend.calibration import synthetic
+    from cortex_m_nn.frontend.model_source import ModelSource
     from cortex_m_nn.pipeline import compile_model
-    from cortex_m_nn.target import Target
 
     module, example = ZOO[name]()
     source = ModelSource(name, module, example)
@@ -186,10 +186,10 @@ def _auto(
     """``--precision auto`` at X (``goal``, from the uniform programs' SNR as the search
     measures it, on the calibration samples their ranges were not fitted to): the chosen
     layers and X, or why there is no such program."""
-    from cortex_m_nn import mixed_precision
-    from cortex_m_nn.abi import KernelAbi, Rounding
-    from cortex_m_nn.options import QuantizationOptions
-    from cortex_m_nn.target import Target
+    from cortex_m_nn.core.abi import KernelAbi, Rounding
+    from cortex_m_nn.core.options import QuantizationOptions
+    from cortex_m_nn.core.target import Target
+    from cortex_m_nn.search import activations as mixed_precision
 
     abi = KernelAbi.for_target(Target.parse(target), Rounding.DOUBLE)
     _, bounds = mixed_precision.choose(
@@ -216,11 +216,11 @@ def _int4_auto(
     """``--weights auto`` at X = all int4's SNR + ``share`` of the way to all int8's (both as
     the search measures them, on the calibration samples their ranges were not fitted to):
     X, the layers chosen, and the program's row on the held-out samples."""
-    from cortex_m_nn import weight_precision
-    from cortex_m_nn.abi import KernelAbi, Rounding
-    from cortex_m_nn.options import QuantizationOptions
+    from cortex_m_nn.core.abi import KernelAbi, Rounding
+    from cortex_m_nn.core.options import QuantizationOptions
+    from cortex_m_nn.core.target import Target
     from cortex_m_nn.pipeline import compile_model
-    from cortex_m_nn.target import Target
+    from cortex_m_nn.search import weights as weight_precision
 
     abi = KernelAbi.for_target(Target.parse(target), Rounding.DOUBLE)
     base = QuantizationOptions()

@@ -23,7 +23,8 @@ insncount TCG plugin (benchmarks/qemu/plugin, ``symbols=on``). Per model and cor
 * CMSIS-NN share: the instructions executed inside functions defined by the CMSIS-NN library
   (every function symbol of ``libcmsis-nn.a``), as a fraction of the above;
 * instructions per MAC: instructions per inference ÷ the model's MACs (compile report);
-* flash and RAM of the runner ELF (``cortex_m_nn.firmware.inspect``; RAM = ``.data`` + ``.bss``
+* flash and RAM of the runner ELF (``cortex_m_nn.embed.firmware.inspect``; RAM = ``.data`` +
+  ``.bss``
   incl. the planned arena and method allocator, stack and heap not counted);
 * whether the outputs were bit-exact against the Python reference (the runner's exit status);
 * the model boundary: instructions in our quantize and dequantize kernels per element of the
@@ -72,8 +73,8 @@ import mlperf_weights  # noqa: E402
 from insncount import as_json, components, library_functions, regions  # noqa: E402
 from tests.target import harness  # noqa: E402
 
-from cortex_m_nn import firmware  # noqa: E402
-from cortex_m_nn.options import IoType  # noqa: E402
+from cortex_m_nn.core.options import IoType  # noqa: E402
+from cortex_m_nn.embed import firmware  # noqa: E402
 
 
 def compile_run(
@@ -95,7 +96,7 @@ def kernel_calls(run: harness.ModelRun) -> list[tuple[str, Any]]:
     """(operator, report row or None) of each kernel call of the program, in order: the
     lowered graph's operator nodes are the program's kernel calls, in the same order (all
     rows None when they cannot be matched so)."""
-    from cortex_m_nn.pte import forward_plan
+    from cortex_m_nn.serialize.pte import forward_plan
 
     plan = forward_plan(run.compiled.pte)
     names = [plan.operators[i.op_index][0] for i in plan.instructions if i.kind == "KernelCall"]

@@ -83,9 +83,9 @@ def load_benchmarks() -> tuple[Any, Any, str | None]:
 
 
 def compile_ours(name: str, module, inputs, calibration, allow_fallback: bool) -> dict:
-    from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.core.target import Target
+    from cortex_m_nn.frontend.model_source import ModelSource
     from cortex_m_nn.pipeline import compile_model
-    from cortex_m_nn.target import Target
 
     start = time.perf_counter()
     try:
@@ -110,7 +110,7 @@ def measure(name: str, samples: int, bench: Any, peer: Any) -> dict[str, dict[st
     """Every compiler's measurements for one zoo model."""
     from tests.zoo import MAY_FALL_BACK, ZOO
 
-    from cortex_m_nn.calibration import synthetic
+    from cortex_m_nn.frontend.calibration import synthetic
 
     module, inputs = ZOO[name]()
     calibration = synthetic(inputs, count=samples)

@@ -91,10 +91,10 @@ def _fallback_result(records: list) -> dict[str, Any]:
 
 def compile_ours(name: str, module, inputs, calibration, cores: list[str]) -> dict[str, dict]:
     """Quantize once, lower for each core with fallbacks allowed (so the report lists them)."""
-    from cortex_m_nn.errors import CompileError
-    from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.core.errors import CompileError
+    from cortex_m_nn.core.target import Target
+    from cortex_m_nn.frontend.model_source import ModelSource
     from cortex_m_nn.pipeline import compile_quantized, quantize
-    from cortex_m_nn.target import Target
 
     start = time.perf_counter()
     try:
@@ -147,7 +147,7 @@ def compile_peer(peer: Any, module, inputs, samples, cores: list[str], channels_
 
 def measure(name: str, factory: Callable, args: argparse.Namespace, peer: Any) -> dict:
     """Every compiler's result for one corpus model; never raises."""
-    from cortex_m_nn.calibration import synthetic
+    from cortex_m_nn.frontend.calibration import synthetic
 
     try:
         module, inputs = factory()

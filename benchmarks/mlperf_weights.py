@@ -40,14 +40,14 @@ from torch import nn
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.core.options import IoType, LinearWeights, QuantizationOptions, RangeMethod
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.functional import functional_form
+from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.ops.library import run_references
-from cortex_m_nn.options import IoType, LinearWeights, QuantizationOptions, RangeMethod
-from cortex_m_nn.passes.functional import functional_form
 from cortex_m_nn.pipeline import compile_quantized, export
-from cortex_m_nn.quantizer.quantizer import CortexMQuantizer
-from cortex_m_nn.target import Target
+from cortex_m_nn.quantize.quantizer import CortexMQuantizer
 
 if TYPE_CHECKING:
     from tests.target import harness

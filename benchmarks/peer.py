@@ -189,7 +189,7 @@ def _main() -> None:
     import json
     import logging
 
-    from cortex_m_nn.models import BUILTIN_MODELS, DEFAULT_MODEL
+    from cortex_m_nn.frontend.models import BUILTIN_MODELS, DEFAULT_MODEL
 
     logging.disable(logging.WARNING)  # the peer logs a line per quantized node
     module, example_inputs = BUILTIN_MODELS[DEFAULT_MODEL]()

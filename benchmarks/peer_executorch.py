@@ -23,7 +23,8 @@ exactly that size (as our runner's is), run under the insncount plugin. Per mode
 * instructions: exactly one ``Method::execute()`` (between ``bench_start()``/``bench_stop()``;
   quantize of the float input, every kernel, dequantize, ExecuTorch's dispatch);
 * CMSIS-NN instructions: those inside functions of the build's ``libcmsis-nn.a``;
-* flash / RAM of the ELF (``cortex_m_nn.firmware.inspect``; RAM = ``.data`` + ``.bss``, planned
+* flash / RAM of the ELF (``cortex_m_nn.embed.firmware.inspect``; RAM = ``.data`` + ``.bss``,
+  planned
   arena and method-allocator pool included), by component, the peer's kernels (``cortex_m::``,
   the portable kernels and the generated registration) as ``peer kernels`` and the embedded
   example input as ``test input`` (flash; our runner keeps its test vector too);
@@ -54,7 +55,7 @@ import insncount  # noqa: E402
 from insncount import first_region, library_functions, report  # noqa: E402
 from tests.target import harness  # noqa: E402
 
-from cortex_m_nn import firmware  # noqa: E402
+from cortex_m_nn.embed import firmware  # noqa: E402
 
 SOURCE = REPO / "benchmarks" / "peer_executorch"
 PEER_KERNELS = "peer kernels"
@@ -121,7 +122,7 @@ def prepare(name: str, core: harness.Core, directory: Path) -> dict[str, Any]:
     """Compile ``name`` with the peer for ``core``; writes NAME.pte and NAME.inputs.bin."""
     from peer import compile_with_peer
 
-    from cortex_m_nn.calibration import synthetic
+    from cortex_m_nn.frontend.calibration import synthetic
 
     source = harness.model_source(name)
     peer = compile_with_peer(

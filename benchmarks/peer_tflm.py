@@ -29,7 +29,8 @@ Per model and core, :func:`measure` gives:
   ``AllocateTensors()`` (no warm-up, as bench_target measures one ``execute``), on a fixed
   int8 input pattern (TFLM's inputs and outputs are int8: there is no boundary quantize), and
   the share of it inside CMSIS-NN's functions (``cmsis_nn_share``); the outputs (hex);
-* flash and RAM of the ELF (``cortex_m_nn.firmware.inspect``; RAM = ``.data`` + ``.bss``, which
+* flash and RAM of the ELF (``cortex_m_nn.embed.firmware.inspect``; RAM = ``.data`` + ``.bss``,
+  which
   holds the static arena, stack and heap not counted), by component (``COMPONENTS``): model,
   arena, TFLM kernels, CMSIS-NN, TFLM runtime, application, unattributed; the model's bytes;
 * ``arena_used``: ``interpreter.arena_used_bytes()``; ``arena_bytes``: the static arena of the
@@ -262,7 +263,7 @@ def tflm_classifier(build_dir: Path) -> Callable[[str, str], str]:
     main.cc's static arena, libtflm_kernels, CMSIS-NN (``arm_*``), libtflm_core (the
     interpreter, allocator, flatbuffer parsing: TFLM's runtime), the rest (application: BSP, C
     library); what no symbol covers stays unattributed."""
-    from cortex_m_nn import firmware
+    from cortex_m_nn.embed import firmware
 
     kernels = archive_symbols(build_dir, "tflm_kernels")
     runtime = archive_symbols(build_dir, "tflm_core")
@@ -312,7 +313,7 @@ def run_one(model: str, core: harness.Core, build_dir: Path, plugin: Path) -> di
     """Run one ELF under the plugin; its row (or its error)."""
     from tests.target import harness
 
-    from cortex_m_nn import firmware
+    from cortex_m_nn.embed import firmware
 
     elf = build_dir / f"tflm_{model}.elf"
     result = harness.run(elf, core, f"{plugin},symbols=on")

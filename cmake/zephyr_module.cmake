@@ -183,7 +183,7 @@ CONFIG_CORTEX_M_NN_MODEL_PTE=\"model.pte\" instead of CONFIG_CORTEX_M_NN_MODEL_S
 endif()
 message(STATUS "cortex-m-nn: Python ${_cmnn_chosen}")
 set(_cmnn_python ${CMAKE_COMMAND} -E env "PYTHONPATH=${CORTEX_M_NN_ROOT}/python" ${_cmnn_chosen})
-set(_cmnn_cli ${_cmnn_python} -m cortex_m_nn.cli)
+set(_cmnn_cli ${_cmnn_python} -m cortex_m_nn.cli.main)
 
 # --- 2. the model -----------------------------------------------------------------------------
 
@@ -333,7 +333,7 @@ else()
   # A board the fit check knows also gets suggestions of where else things could go.
   execute_process(
     COMMAND ${_cmnn_python} -c
-            "import sys; from cortex_m_nn.boards import find_board; find_board(sys.argv[1])"
+            "import sys; from cortex_m_nn.plan.boards import find_board; find_board(sys.argv[1])"
             "${BOARD}${BOARD_QUALIFIERS}"
     RESULT_VARIABLE _cmnn_unknown_board OUTPUT_QUIET ERROR_QUIET)
   if(_cmnn_unknown_board EQUAL 0)
@@ -368,7 +368,7 @@ message(STATUS "cortex-m-nn: model ${CORTEX_M_NN_MODEL_BYTES} B, arena ${CORTEX_
 
 set(_cmnn_generated "${_cmnn_out}/generated")
 string(REPLACE ";" "," _cmnn_only "${CORTEX_M_NN_MODEL_KERNELS}")
-_cmnn_run("generating the kernel registration" ${_cmnn_python} -m cortex_m_nn.kernel_codegen
+_cmnn_run("generating the kernel registration" ${_cmnn_python} -m cortex_m_nn.embed.kernel_codegen
           --output-dir "${_cmnn_generated}" --only "${_cmnn_only}")
 
 zephyr_library_named(cortex_m_nn)

@@ -1,6 +1,6 @@
 // What this kernel build is (cortex_m_nn/abi.h), and the check of a program against it, shared
 // by the firmware API (src/model.cpp, also under the bare-metal runner). The Python host check
-// (cortex_m_nn.host_kernels) compares the program's metadata with cortex_m_nn_kernels_abi().
+// (cortex_m_nn.check.host_kernels) compares the program's metadata with cortex_m_nn_kernels_abi().
 #include "cortex_m_nn/abi.h"
 
 #include <stdio.h>

@@ -38,7 +38,7 @@ arm_cmsis_nn_status convolve_s8(
 // and pads. It is exact only when every window of a section reads inside its buffer and the
 // first right-padded window starts k - 1 before the input's end (kernel 5, stride 2, padding 2
 // on length 9 is not); otherwise this kernel calls arm_convolve_s8 directly. Mirrored by
-// python/cortex_m_nn/prepared.py (mve_one_by_n_inexact), in C's integer arithmetic.
+// python/cortex_m_nn/embed/prepared.py (mve_one_by_n_inexact), in C's integer arithmetic.
 #if defined(ARM_MATH_MVEI)
 bool one_by_n_exact(int32_t in_w, int32_t k, int32_t out_w, int32_t stride, int32_t pad) {
   const int32_t total = (out_w - 1) * stride + k - in_w;
@@ -136,7 +136,7 @@ arm_cmsis_nn_status convolve_s4(
 // arm_convolve_1_x_n_s4, whose MVE code returns a failure for some shapes it does not compute
 // and never falls back (docs/int4.md); off MVE it only calls arm_convolve_s4. So a 1xN one
 // takes the wrapper's general path (convolve_s4) here. Mirrored by
-// python/cortex_m_nn/scratch.py.
+// python/cortex_m_nn/lower/scratch.py.
 void conv2d_s4(CallContext& context, ConvArgs& args, Tensor& scratch) {
   const auto params = args.params<cmsis_nn_conv_params>();
   const bool direct = !arm_nn_is_convolve_1x1(&params, &args.input_dims, &args.filter_dims) &&

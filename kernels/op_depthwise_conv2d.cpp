@@ -72,7 +72,7 @@ void depthwise_s16(CallContext& context, const ConvArgs& args,
 // channel then reads its even neighbour's nibble (docs/int4.md, defect 5). So an MVE build
 // calls the generic kernel, arm_depthwise_conv_s4 (one C loop for every ISA, no buffer; exact
 // for an even channel count, which check_conv_s4 requires). Mirrored by
-// python/cortex_m_nn/scratch.py.
+// python/cortex_m_nn/lower/scratch.py.
 #if defined(ARM_MATH_MVEI)
 constexpr bool kGenericS4Depthwise = true;
 #else

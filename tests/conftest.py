@@ -43,7 +43,7 @@ def quantized_models() -> QuantizedModels:
 @pytest.fixture(scope="session")
 def ds_cnn_compiled(quantized_models: QuantizedModels) -> CompiledProgram:
     """DS-CNN for cortex-m55 (double rounding, no fallback), compiled once per session."""
-    from cortex_m_nn.models import ds_cnn
+    from cortex_m_nn.frontend.models import ds_cnn
 
     return quantized_models.get("ds_cnn", ds_cnn).lower("cortex-m55")
 

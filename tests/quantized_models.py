@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 import torch
 from torch.fx import GraphModule
 
-from cortex_m_nn.calibration import Calibration, synthetic
-from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.options import QuantizationOptions
+from cortex_m_nn.core.options import QuantizationOptions
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import Calibration, synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.pipeline import CompiledProgram, compile_quantized, quantize
-from cortex_m_nn.target import Target
 
 #: Calibration samples of the shared compiles (the zoo's; verification runs each twice).
 SAMPLES = 4

@@ -1,6 +1,6 @@
 """``west cortex-m-compile``: the ``cortex-m-compile`` console script as a west command.
 
-Options and behaviour come from :mod:`cortex_m_nn.cli`, so the two cannot drift apart:
+Options and behaviour come from :mod:`cortex_m_nn.cli.main`, so the two cannot drift apart:
 ``west cortex-m-compile inspect app.elf [--pte …]`` runs ``cortex-m-compile inspect`` and
 ``west cortex-m-compile embed model.pte --output-dir DIR`` runs ``cortex-m-compile embed``.
 """
@@ -14,12 +14,12 @@ from pathlib import Path
 from west.commands import CommandError, WestCommand
 
 try:
-    from cortex_m_nn import cli
+    from cortex_m_nn.cli import main as cli
 except ModuleNotFoundError as error:  # not pip-installed: use this checkout's package
     if error.name != "cortex_m_nn":
         raise
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-    from cortex_m_nn import cli
+    from cortex_m_nn.cli import main as cli
 
 
 class CortexMCompile(WestCommand):

@@ -40,26 +40,26 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from tqdm import tqdm
 
 import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
-from cortex_m_nn import execution_graph
-from cortex_m_nn.abi import KernelAbi, Rounding
-from cortex_m_nn.calibration import Calibration, require_finite
-from cortex_m_nn.edge import to_edge_program
-from cortex_m_nn.errors import CompileError, mark_stage, stage
-from cortex_m_nn.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
-from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.options import IoType, QuantizationOptions
-from cortex_m_nn.passes.functional import NOTES, functional_form
-from cortex_m_nn.passes.pipeline import lower
-from cortex_m_nn.passes.records import REMOVED, LoweringResult, OpRecord
-from cortex_m_nn.program_io import ProgramIo, float_io, int8_io
-from cortex_m_nn.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
-from cortex_m_nn.quantizer import CortexMQuantizer
-from cortex_m_nn.quantizer.bias_correction import correct_biases
-from cortex_m_nn.quantizer.equalize import equalize, fold_batch_norms
-from cortex_m_nn.quantizer.recurrent import quantize_lstms, split_lstms
-from cortex_m_nn.rewrites import rewrite_for
-from cortex_m_nn.states import has_states
-from cortex_m_nn.target import Target
+from cortex_m_nn.core.abi import KernelAbi, Rounding
+from cortex_m_nn.core.errors import CompileError, mark_stage, stage
+from cortex_m_nn.core.options import IoType, QuantizationOptions
+from cortex_m_nn.core.rewrites import rewrite_for
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import Calibration, require_finite
+from cortex_m_nn.frontend.functional import NOTES, functional_form
+from cortex_m_nn.frontend.model_source import ModelSource
+from cortex_m_nn.frontend.states import has_states
+from cortex_m_nn.lower.passes import lower
+from cortex_m_nn.lower.records import REMOVED, LoweringResult, OpRecord
+from cortex_m_nn.plan.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
+from cortex_m_nn.quantize import CortexMQuantizer
+from cortex_m_nn.quantize.bias_correction import correct_biases
+from cortex_m_nn.quantize.equalize import equalize, fold_batch_norms
+from cortex_m_nn.quantize.recurrent import quantize_lstms, split_lstms
+from cortex_m_nn.serialize import execution_graph
+from cortex_m_nn.serialize.edge import to_edge_program
+from cortex_m_nn.serialize.program_io import ProgramIo, float_io, int8_io
+from cortex_m_nn.serialize.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
 
 __all__ = [
     "METADATA_PREFIX",
@@ -300,9 +300,9 @@ def compile_model(
 ) -> CompiledProgram:
     """Compile ``source`` for ``target``; raises CompileError for anything the user must fix.
     ``serialise``: as for :func:`compile_quantized`; ``io``: what the program's inputs and
-    outputs hold (:mod:`cortex_m_nn.program_io`).
+    outputs hold (:mod:`cortex_m_nn.serialize.program_io`).
 
-    ``target`` is the program's :class:`~cortex_m_nn.abi.KernelAbi` (what the .pte records
+    ``target`` is the program's :class:`~cortex_m_nn.core.abi.KernelAbi` (what the .pte records
     and the references run with), or a Target and ``rounding``, the requantization rounding
     the kernels' CMSIS-NN is built with, to make it from.
     """

@@ -23,23 +23,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cortex_m_nn import options as choices
-from cortex_m_nn.command import write_all
-from cortex_m_nn.errors import CompileError, stage
-from cortex_m_nn.options import IoType, QuantizationOptions
-from cortex_m_nn.target import DEFAULT_TARGET, Target
+from cortex_m_nn.core import options as choices
+from cortex_m_nn.core.errors import CompileError, stage
+from cortex_m_nn.core.options import IoType, QuantizationOptions
+from cortex_m_nn.core.outputs import write_all
+from cortex_m_nn.core.target import DEFAULT_TARGET, Target
 
 if TYPE_CHECKING:
     import torch
 
-    from cortex_m_nn import fit
-    from cortex_m_nn.abi import KernelAbi
-    from cortex_m_nn.boards import Board
-    from cortex_m_nn.calibration import Calibration
-    from cortex_m_nn.memory_plan import MemoryPlan
-    from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.check.verify import Verification
+    from cortex_m_nn.core.abi import KernelAbi
+    from cortex_m_nn.frontend.calibration import Calibration
+    from cortex_m_nn.frontend.model_source import ModelSource
     from cortex_m_nn.pipeline import CompiledProgram
-    from cortex_m_nn.verify import Verification
+    from cortex_m_nn.plan import fit
+    from cortex_m_nn.plan.boards import Board
+    from cortex_m_nn.plan.memory_plan import MemoryPlan
 
 _DEFAULT_QUANTIZATION = QuantizationOptions()
 
@@ -118,7 +118,7 @@ class Options:
 
     def budget(self) -> fit.Budget | None:
         """The memories ``board``, ``flash`` and ``ram`` give (None: no fit check)."""
-        from cortex_m_nn import fit
+        from cortex_m_nn.plan import fit
 
         return fit.budget(self.board, self.flash, self.ram)
 
@@ -157,12 +157,12 @@ class Report:
     data: dict
 
     def __str__(self) -> str:
-        from cortex_m_nn import report
+        from cortex_m_nn.report import compile_report as report
 
         return report.to_text(self.data)
 
     def json(self) -> str:
-        from cortex_m_nn import report
+        from cortex_m_nn.report import compile_report as report
 
         return report.to_json(self.data)
 
@@ -199,14 +199,14 @@ class Program:
         were given), computed by the lowered program's bit-exact references with the
         program's own rounding: what its kernels compute on the device. Outputs are floats,
         or int8 for a program compiled with ``io="int8"``."""
-        from cortex_m_nn.test_vector import reference_outputs
+        from cortex_m_nn.check.vector import reference_outputs
 
         return reference_outputs(self.compiled, tuple(inputs))
 
     def require_passed(self) -> Program:
         """This program, or CompileError when ``verify`` found an operator off the PT2E
         reference or the fit check found it too large for its board."""
-        from cortex_m_nn import fit
+        from cortex_m_nn.plan import fit
 
         verification = self.verification
         if verification is not None and not verification.passed:
@@ -247,7 +247,7 @@ def model_source(
     """The model to export: a module and its example inputs, or a model the command line takes."""
     import torch
 
-    from cortex_m_nn.model_source import ModelSource, load_model
+    from cortex_m_nn.frontend.model_source import ModelSource, load_model
 
     if isinstance(model, torch.nn.Module):
         if example_inputs is None:
@@ -266,7 +266,7 @@ def calibration_samples(
     skip_nonfinite: bool = False,
 ) -> Calibration:
     """The samples to calibrate ``source`` on: a file, given samples, or a synthetic set."""
-    from cortex_m_nn import calibration as calibration_files
+    from cortex_m_nn.frontend import calibration as calibration_files
 
     if calibration is None:
         return calibration_files.synthetic(source.example_inputs)
@@ -288,12 +288,13 @@ def build(
 ) -> Program:
     """Compile, verify (with ``verify``), report and fit-check ``source``; the program is
     returned whatever verification and the fit found (:meth:`Program.require_passed`)."""
-    from cortex_m_nn import fit, report
-    from cortex_m_nn.abi import KernelAbi, Rounding
-    from cortex_m_nn.layer_snr import layer_snr
+    from cortex_m_nn.check.layer_snr import layer_snr
+    from cortex_m_nn.check.verify import verify_program
+    from cortex_m_nn.core.abi import KernelAbi, Rounding
     from cortex_m_nn.pipeline import compile_model
-    from cortex_m_nn.pte import load_temp_bytes, runtime_overhead
-    from cortex_m_nn.verify import verify_program
+    from cortex_m_nn.plan import fit
+    from cortex_m_nn.report import compile_report as report
+    from cortex_m_nn.serialize.pte import load_temp_bytes, runtime_overhead
 
     budget = options.budget()
     target = resolve_target(options.target, budget.board if budget else None)
@@ -341,7 +342,7 @@ def _searched(
     (``weights="auto"``: the int4 layers), and its plan for the report."""
     quantization = options.quantization()
     if options.weights == "auto":
-        from cortex_m_nn import weight_precision
+        from cortex_m_nn.search import weights as weight_precision
 
         with stage("weight precision per layer"):
             return weight_precision.choose(
@@ -349,7 +350,7 @@ def _searched(
             )
     if options.precision != "auto":
         return quantization, None
-    from cortex_m_nn.mixed_precision import choose
+    from cortex_m_nn.search.activations import choose
 
     with stage("precision per layer"):
         return choose(source, abi, calibration, quantization, options.min_snr_db, say)

@@ -18,13 +18,13 @@ import pytest
 import torch
 from tests.quantized_models import QuantizedModels
 
-from cortex_m_nn.abi import Rounding
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.passes.pipeline import lower
+from cortex_m_nn.check.verify import verify, verify_program
+from cortex_m_nn.core.abi import Rounding
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
+from cortex_m_nn.lower.passes import lower
 from cortex_m_nn.pipeline import quantize
-from cortex_m_nn.target import Target
-from cortex_m_nn.verify import verify, verify_program
 
 from . import ARCHITECTURES, CASES
 from .expected import FAILING

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
-from cortex_m_nn import cli
+from cortex_m_nn.cli import main as cli
 
 #: Multiplies every fuzz test's example count (default 1: the CI budget, ≤ 60 s in all).
 SCALE_VARIABLE = "CORTEX_M_NN_FUZZ_EXAMPLES"
@@ -103,7 +103,7 @@ class Outcome:
 
 
 def run_cli(argv: list[object]) -> Outcome:
-    """``cortex_m_nn.cli.main(argv)`` in this process, its stdout and stderr captured."""
+    """``cortex_m_nn.cli.main.main(argv)`` in this process, its stdout and stderr captured."""
     out, err = io.StringIO(), io.StringIO()
     with time_limit(CASE_TIMEOUT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = cli.main([str(a) for a in argv])

@@ -42,7 +42,7 @@ def _member_corrupted(member: str, offset: int) -> Callable[[bytes], bytes]:
 #: (torch.export's deserialiser, which logs before it raises) run in CI; every one runs when
 #: $CORTEX_M_NN_FUZZ_EXAMPLES scales the suite up (each process takes seconds to start).
 CASES = {
-    "pt2-bad-json": ("pt2", _member_corrupted("models/model.json", 40), []),
+    "pt2-bad-json": ("pt2", _member_corrupted("frontend/models/model.json", 40), []),
     "pt2-bad-sample-inputs": ("pt2", _member_corrupted("sample_inputs/model.pt", 100), []),
     "truncated-pt2": ("pt2", lambda d: d[: len(d) // 2], []),
     "pt-bad-pickle": ("pt", _member_corrupted("data.pkl", 20), ["calibration"]),
@@ -78,7 +78,7 @@ def test_real_process(seeds: Seeds, tmp_path: Path, name: str) -> None:
     python = str(Path(cortex_m_nn.__file__).parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([python, os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run(
-        [sys.executable, "-m", "cortex_m_nn.cli", *_argv(kind, given_file, output_dir, seeds)],
+        [sys.executable, "-m", "cortex_m_nn.cli.main", *_argv(kind, given_file, output_dir, seeds)],
         capture_output=True,
         text=True,
         env=env,

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from cortex_m_nn import host_kernels
-from cortex_m_nn.host_kernels import KernelAbi
+from cortex_m_nn.check import host_kernels
+from cortex_m_nn.check.harness import KERNELS_LIBRARY_VARIABLE
+from cortex_m_nn.check.host_kernels import KernelAbi
 from cortex_m_nn.ops.arithmetic import Rounding
-from cortex_m_nn.testing import KERNELS_LIBRARY_VARIABLE
 
 ROUNDING_VARIABLE = "CORTEX_M_NN_KERNELS_ROUNDING"
 SANITIZE_VARIABLE = "CORTEX_M_NN_KERNELS_SANITIZE"

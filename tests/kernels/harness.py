@@ -14,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn import host_kernels
-from cortex_m_nn.abi import KernelAbi
+from cortex_m_nn.check import host_kernels
+from cortex_m_nn.core.abi import KernelAbi
+from cortex_m_nn.core.target import Core, Isa, Target
 from cortex_m_nn.ops.library import FUNCTIONALS
 from cortex_m_nn.pipeline import metadata
-from cortex_m_nn.target import Core, Isa, Target
 
 from .strategies import KERNEL_SETTINGS, draw_calls
 

@@ -6,7 +6,7 @@ import torch
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
 
-from cortex_m_nn.target import Core, Isa, Target
+from cortex_m_nn.core.target import Core, Isa, Target
 
 #: Each example compiles and runs a program of 25 calls: no shrinking (a failure already names
 #: the call, and shrinking would compile hundreds of programs).

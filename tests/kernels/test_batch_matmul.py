@@ -7,8 +7,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cortex_m_nn import scratch
-from cortex_m_nn.host_kernels import KernelAbi
+from cortex_m_nn.check.host_kernels import KernelAbi
+from cortex_m_nn.lower import scratch
 
 from .harness import Call, check_calls
 from .strategies import KERNEL_SETTINGS, activation_range, generator, host_target, int8

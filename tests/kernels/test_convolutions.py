@@ -12,7 +12,7 @@ import torch
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from cortex_m_nn import scratch
+from cortex_m_nn.lower import scratch
 from cortex_m_nn.ops import int4 as packing
 from cortex_m_nn.ops import transpose_conv2d as transposed
 from cortex_m_nn.ops.conv2d import dsp_tail_defect, output_size

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cortex_m_nn.host_kernels import KernelAbi
+from cortex_m_nn.check.host_kernels import KernelAbi
 from cortex_m_nn.ops import lstm as op
 
 from .harness import Call, check_calls

@@ -9,14 +9,14 @@ from executorch.exir._serialize._program import deserialize_pte_binary, serializ
 from executorch.runtime import Runtime
 from tests.python import models
 
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.host_kernels import KernelAbi, ProgramMismatch, check_program
-from cortex_m_nn.model_source import ModelSource, load_model
+from cortex_m_nn.check.harness import check_implementation
+from cortex_m_nn.check.host_kernels import KernelAbi, ProgramMismatch, check_program
+from cortex_m_nn.core.options import IoType
+from cortex_m_nn.core.target import Core, Isa, Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource, load_model
 from cortex_m_nn.ops.arithmetic import Rounding
-from cortex_m_nn.options import IoType
 from cortex_m_nn.pipeline import CompiledProgram, compile_model
-from cortex_m_nn.target import Core, Isa, Target
-from cortex_m_nn.testing import check_implementation
 
 
 def compile_for(

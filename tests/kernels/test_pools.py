@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from cortex_m_nn import scratch
+from cortex_m_nn.lower import scratch
 from cortex_m_nn.ops.conv2d import output_size
 
 from .harness import Call, CallTable, bit_exact_test

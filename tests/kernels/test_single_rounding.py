@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cortex_m_nn.host_kernels import KernelAbi
-from cortex_m_nn.testing import KERNELS_LIBRARY_VARIABLE
+from cortex_m_nn.check.harness import KERNELS_LIBRARY_VARIABLE
+from cortex_m_nn.check.host_kernels import KernelAbi
 
 from .conftest import ROUNDING_VARIABLE
 

@@ -17,14 +17,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch.fx import Graph, GraphModule
 
-from cortex_m_nn import execution_graph, host_kernels
-from cortex_m_nn.host_kernels import KernelAbi
-from cortex_m_nn.memory_plan import memory_planning_pass
+from cortex_m_nn.check import host_kernels
+from cortex_m_nn.check.host_kernels import KernelAbi
 from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.library import FUNCTIONALS
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.ops.svdf import STATE_PREFIX, scratch_bytes, svdf_kernel_sums
 from cortex_m_nn.pipeline import metadata
+from cortex_m_nn.plan.memory_plan import memory_planning_pass
+from cortex_m_nn.serialize import execution_graph
 
 from .strategies import (
     CALLS_PER_PROGRAM,

@@ -22,8 +22,8 @@ from executorch.runtime import Runtime
 from tests.python import models
 from torch import nn
 
-from cortex_m_nn.host_kernels import KernelAbi
-from cortex_m_nn.model_source import ModelSource, load_model
+from cortex_m_nn.check.host_kernels import KernelAbi
+from cortex_m_nn.frontend.model_source import ModelSource, load_model
 
 from .test_models import compile_for
 

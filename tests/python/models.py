@@ -274,7 +274,8 @@ def split() -> tuple[nn.Module, tuple[torch.Tensor]]:
 
 
 class PreparedMix(nn.Module):
-    """One call of each operator with a prepared form (cortex_m_nn.prepared), of known geometry:
+    """One call of each operator with a prepared form (cortex_m_nn.embed.prepared), of known
+    geometry:
     conv 3→8 3x3 stride 2 pad 1, depthwise 3x3 pad 1, a residual add of 8x8x8, 2x2 average
     pool, linear 128→5, softmax over the 5."""
 

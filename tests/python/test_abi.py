@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from cortex_m_nn import __version__
-from cortex_m_nn.abi import METADATA_PREFIX, KernelAbi, Rounding
-from cortex_m_nn.kernel_codegen import ops_version
+from cortex_m_nn.core.abi import METADATA_PREFIX, KernelAbi, Rounding
+from cortex_m_nn.core.operators import ops_version
+from cortex_m_nn.core.target import Core, Isa, Target, TargetError
 from cortex_m_nn.ops.conv2d import conv2d
 from cortex_m_nn.ops.library import run_references
-from cortex_m_nn.target import Core, Isa, Target, TargetError
 
 
 def test_text_round_trips_in_the_kernels_form() -> None:

@@ -1,4 +1,4 @@
-"""Bias correction (quantizer/bias_correction.py): the weights it assumes are PT2E's, and the
+"""Bias correction (quantize/bias_correction.py): the weights it assumes are PT2E's, and the
 corrected biases remove the mean output error of the weight-quantized model.
 
 The weight-quantized models are computed here, independently: int8 symmetric weights
@@ -16,10 +16,10 @@ import torch.nn.functional as F
 from torch import nn
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from cortex_m_nn.options import QuantizationOptions, Weights
-from cortex_m_nn.passes.functional import functional_form
-from cortex_m_nn.quantizer import CortexMQuantizer, config
-from cortex_m_nn.quantizer.bias_correction import correct_biases, quantized_weight
+from cortex_m_nn.core.options import QuantizationOptions, Weights
+from cortex_m_nn.frontend.functional import functional_form
+from cortex_m_nn.quantize import CortexMQuantizer, config
+from cortex_m_nn.quantize.bias_correction import correct_biases, quantized_weight
 
 torch.set_num_threads(1)
 

@@ -26,7 +26,8 @@ import yaml
 from executorch.runtime import Runtime
 
 import cortex_m_nn
-from cortex_m_nn import cli, verify
+from cortex_m_nn.check import verify
+from cortex_m_nn.cli import main as cli
 from cortex_m_nn.pipeline import planned_buffer_bytes, pte_operators
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -379,7 +380,7 @@ def test_console_script_exit_status(tmp_path: Path) -> None:
     archive = tmp_path / "corrupt.pt2"
     archive.write_bytes(np.random.default_rng(1).bytes(4096))
     script = shutil.which("cortex-m-compile", path=str(Path(sys.executable).parent))
-    command = [script] if script else [sys.executable, "-m", "cortex_m_nn.cli"]
+    command = [script] if script else [sys.executable, "-m", "cortex_m_nn.cli.main"]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT / "python"), *filter(None, [os.environ.get("PYTHONPATH")])]
@@ -419,7 +420,7 @@ def test_bad_input_is_refused_before_the_compiler_is_imported(tmp_path: Path, ba
         if name in names:
             (tmp_path / name).write_bytes(b"not an archive")
     probe = (
-        "import sys; from cortex_m_nn import cli; "
+        "import sys; from cortex_m_nn.cli import main as cli; "
         f"status = cli.main({[*arguments, '-o', str(tmp_path / 'out.pte')]!r}); "
         f"print(status, {heavy!r} in sys.modules)"
     )
@@ -730,8 +731,8 @@ INTERNAL = {
     "lower": ("cortex_m_nn.pipeline.lower", "lower"),
     "calibrate": ("cortex_m_nn.pipeline.prepare_pt2e", "calibrate"),
     "serialise": ("cortex_m_nn.pipeline.memory_planning_pass", "serialise"),
-    "per-layer SNR": ("cortex_m_nn.layer_snr.layer_snr", "per-layer SNR"),
-    "write": ("cortex_m_nn.command.os.replace", "write"),
+    "per-layer SNR": ("cortex_m_nn.check.layer_snr.layer_snr", "per-layer SNR"),
+    "write": ("cortex_m_nn.core.outputs.os.replace", "write"),
 }
 
 
@@ -760,7 +761,7 @@ def test_internal_error_is_one_line_exit_3_and_writes_nothing(
 
 
 def test_embed_internal_error_is_one_line(capsys, monkeypatch, tmp_path: Path) -> None:
-    from cortex_m_nn import embed
+    from cortex_m_nn.embed import pte_source as embed
 
     monkeypatch.setattr(embed, "model_facts", _boom)
     pte = tmp_path / "model.pte"

@@ -115,7 +115,7 @@ def test_every_block_of_the_operator_page_but_commands_is_an_excerpt() -> None:
     assert len(found) == blocks - commands
     assert {path for path, _ in found} >= {
         "python/cortex_m_nn/ops/mul.py",
-        "python/cortex_m_nn/passes/rules/mul.py",
+        "python/cortex_m_nn/lower/rules/mul.py",
         "kernels/op_mul.cpp",
         "python/cortex_m_nn/ops/operators.yaml",
         "tests/python/ops/test_elementwise.py",

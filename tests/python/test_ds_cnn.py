@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from cortex_m_nn.models import BUILTIN_MODELS, DEFAULT_MODEL
-from cortex_m_nn.models.ds_cnn import CLASSES, ds_cnn
+from cortex_m_nn.frontend.models import BUILTIN_MODELS, DEFAULT_MODEL
+from cortex_m_nn.frontend.models.ds_cnn import CLASSES, ds_cnn
 
 # Architecture of the MLPerf Tiny KWS DS-CNN, stated independently of the module.
 FILTERS, BLOCKS, LABELS = 64, 4, 12

@@ -11,11 +11,11 @@ import torch
 from executorch.exir import to_edge
 from tests.python.models import conv_stack, pools, split, with_rms_norm
 
-import cortex_m_nn.edge as edge
 import cortex_m_nn.pipeline as compile_module
-from cortex_m_nn import execution_graph
+import cortex_m_nn.serialize.edge as edge
+from cortex_m_nn.check.harness import check_dialect
 from cortex_m_nn.ops.library import operator as cortex_m_nn_operator
-from cortex_m_nn.testing import check_dialect
+from cortex_m_nn.serialize import execution_graph
 
 #: model, whether it lowers completely (so the decomposition is skipped)
 CASES = {

@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from cortex_m_nn import embed, fit, test_vector
-from cortex_m_nn.errors import CompileError
-from cortex_m_nn.pte import planned_buffer_bytes
+from cortex_m_nn.check import vector as test_vector
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.embed import pte_source as embed
+from cortex_m_nn.plan import fit
+from cortex_m_nn.serialize.pte import planned_buffer_bytes
 
 from .models import conv_stack
 from .test_cli import invoke, run

@@ -1,4 +1,4 @@
-"""Cross-layer equalization (quantizer/equalize.py): the float function is unchanged, the
+"""Cross-layer equalization (quantize/equalize.py): the float function is unchanged, the
 per-channel weight ranges of each pair become equal, and only pairs whose intermediate ops
 commute with a positive per-channel scale are rescaled.
 
@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cortex_m_nn.passes.functional import functional_form
-from cortex_m_nn.quantizer.equalize import equalize, find_pairs, fold_batch_norms
+from cortex_m_nn.frontend.functional import functional_form
+from cortex_m_nn.quantize.equalize import equalize, find_pairs, fold_batch_norms
 
 torch.set_num_threads(1)
 

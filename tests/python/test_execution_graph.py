@@ -22,14 +22,14 @@ from tests.python.models import SharedConv, split
 from tests.quantized_models import QuantizedModels
 from tests.zoo import ZOO
 
-from cortex_m_nn import execution_graph
-from cortex_m_nn.memory_plan import memory_planning_pass
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.options import IoType
+from cortex_m_nn.core.target import Target
 from cortex_m_nn.ops.library import operator as cortex_m_nn_operator
-from cortex_m_nn.options import IoType
 from cortex_m_nn.pipeline import DIRECT, CompiledProgram, compile_quantized, metadata
-from cortex_m_nn.shared_values import share_values
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect
+from cortex_m_nn.plan.memory_plan import memory_planning_pass
+from cortex_m_nn.serialize import execution_graph
+from cortex_m_nn.serialize.shared_values import share_values
 
 
 def _two_inputs() -> tuple[torch.nn.Module, tuple[torch.Tensor, torch.Tensor]]:

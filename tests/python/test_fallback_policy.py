@@ -10,19 +10,21 @@ from pathlib import Path
 import pytest
 import torch
 
-from cortex_m_nn.calibration import synthetic
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
-from cortex_m_nn.macs import fp32_macs
-from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.passes.records import NOT_QUANTIZED
+from cortex_m_nn.core.rewrites import GENERIC, GENERIC_KINDS, REWRITES, rewrite_for
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
+from cortex_m_nn.lower.macs import fp32_macs
+from cortex_m_nn.lower.records import NOT_QUANTIZED
 from cortex_m_nn.pipeline import compile_model, unsupported_message
-from cortex_m_nn.rewrites import GENERIC, GENERIC_KINDS, REWRITES, rewrite_for
-from cortex_m_nn.target import Target
 
 from .models import recurrent
 
 ROOT = Path(__file__).resolve().parents[2]
-PASSES = ROOT / "python" / "cortex_m_nn" / "passes"
+PACKAGE = ROOT / "python" / "cortex_m_nn"
+#: where refusals are raised: the lowering, and the functional form before quantization
+RAISING = (PACKAGE / "lower", PACKAGE / "frontend")
 MODELS = Path(__file__).with_name("models.py")
 
 # -- MACs left in fp32, by hand -----------------------------------------------------------
@@ -121,7 +123,7 @@ def _kinds_raised() -> set[Refusal]:
     """The ``Refusal`` members the lowering's code names (``Refusal.X`` or an alias's ``.X``)
     outside the enum's own module: the kinds it can raise."""
     named = set()
-    for path in sorted(PASSES.rglob("*.py")):
+    for path in sorted(p for folder in RAISING for p in folder.rglob("*.py")):
         if path.name == "refusals.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
@@ -141,7 +143,7 @@ def test_every_kind_has_advice_or_is_deliberately_generic(kind: Refusal) -> None
 @pytest.mark.parametrize("kind", list(Refusal), ids=lambda kind: kind.name)
 def test_every_kind_is_one_the_lowering_gives(kind: Refusal) -> None:
     """A kind no code raises is dead, and advice keyed by it is never shown."""
-    assert kind in _kinds_raised(), f"{kind.name} is raised nowhere in passes/"
+    assert kind in _kinds_raised(), f"{kind.name} is raised nowhere in lower/ or frontend/"
 
 
 # -- a recurrent layer with --allow-fallback ----------------------------------------------

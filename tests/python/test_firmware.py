@@ -1,6 +1,6 @@
 """``cortex-m-compile inspect``: a firmware ELF built here with arm-none-eabi-gcc from tiny C
 sources (a fake CMSIS-NN function, a fake kernel and ExecuTorch function under their mangled
-names, the application, and a .pte embedded with cortex_m_nn.embed) is attributed by
+names, the application, and a .pte embedded with cortex_m_nn.embed.pte_source) is attributed by
 component, and its model section is checked against the .pte."""
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from cortex_m_nn import embed, firmware
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.kernel_codegen import ops_version
-from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.core.operators import ops_version
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.embed import firmware
+from cortex_m_nn.embed import pte_source as embed
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.pipeline import compile_model
-from cortex_m_nn.pte import planned_buffer_bytes, pte_operators
-from cortex_m_nn.target import Target
+from cortex_m_nn.serialize.pte import planned_buffer_bytes, pte_operators
 
 from .models import pools
 from .test_cli import run
@@ -262,7 +263,7 @@ def test_image_without_a_model(capsys, pte: bytes, tmp_path: Path) -> None:
     given = tmp_path / "model.pte"
     given.write_bytes(pte)
     result = run(capsys, "inspect", elf, "--pte", given)
-    assert result.status == 2 and "cortex_m_nn.embed" in result.err
+    assert result.status == 2 and "cortex_m_nn.embed.pte_source" in result.err
 
 
 def test_not_an_elf_is_one_line(capsys, tmp_path: Path) -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from cortex_m_nn import fit
-from cortex_m_nn.boards import BOARDS, find_board, format_size, parse_size
-from cortex_m_nn.errors import CompileError
-from cortex_m_nn.pte import pte_metadata
-from cortex_m_nn.target import Core
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.target import Core
+from cortex_m_nn.plan import fit
+from cortex_m_nn.plan.boards import BOARDS, find_board, format_size, parse_size
+from cortex_m_nn.serialize.pte import pte_metadata
 
 from .test_cli import error_line, run
 

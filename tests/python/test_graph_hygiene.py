@@ -17,8 +17,8 @@ from executorch.exir._serialize._program import deserialize_pte_binary
 from torch import nn
 from torch.fx import GraphModule, Node
 
-from cortex_m_nn.models import ds_cnn
-from cortex_m_nn.testing import check_dialect
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.frontend.models import ds_cnn
 
 from . import activation_models as act
 from .models import ConvOutput, SharedConv, conv_stack, pools, seeded, with_rms_norm

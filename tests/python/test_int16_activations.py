@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from cortex_m_nn.abi import Rounding
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.abi import Rounding
+from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.integers import RANGES, scalar_type
-from cortex_m_nn.errors import CompileError
+from cortex_m_nn.core.options import Activations, IoType, LinearWeights, QuantizationOptions
+from cortex_m_nn.core.target import Target
 from cortex_m_nn.ops.library import FUNCTIONALS
-from cortex_m_nn.options import Activations, IoType, LinearWeights, QuantizationOptions
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect
 
 from .ops.independent import ref_requantize
 
@@ -226,9 +226,9 @@ def test_int16_boundaries_refuse_int8_io() -> None:
         torch.manual_seed(3)
         module = Mlp(1.0).eval()
     options = QuantizationOptions(activations=Activations.INT16, equalize=False)
-    from cortex_m_nn.abi import KernelAbi
-    from cortex_m_nn.calibration import synthetic
-    from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.core.abi import KernelAbi
+    from cortex_m_nn.frontend.calibration import synthetic
+    from cortex_m_nn.frontend.model_source import ModelSource
     from cortex_m_nn.pipeline import compile_model
 
     example = (torch.randn(2, 20),)
@@ -316,7 +316,7 @@ def test_int16_softmax_is_allowed_its_tables_bound() -> None:
     assert verification.passed and not verification.exceeding
     others = {n: d for n, d in verification.per_node.items() if n != softmax.output_node}
     assert max(others.values()) <= 1
-    from cortex_m_nn import report
+    from cortex_m_nn.report import compile_report as report
 
     line = report.verify_line(report.verify_dict(verification))
     assert f"{softmax.output_node} ≤ 68" in line

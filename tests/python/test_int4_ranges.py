@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cortex_m_nn.options import Int4Ranges, QuantizationOptions, Weights
-from cortex_m_nn.quantizer import config
-from cortex_m_nn.quantizer.observers import CLIP_RATIOS, best_ratios
-from cortex_m_nn.testing import check_dialect
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.options import Int4Ranges, QuantizationOptions, Weights
+from cortex_m_nn.quantize import config
+from cortex_m_nn.quantize.observers import CLIP_RATIOS, best_ratios
 
 #: the grid's step: a chosen ratio is within it of the optimum
 STEP = float(CLIP_RATIOS[1] - CLIP_RATIOS[0])

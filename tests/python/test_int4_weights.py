@@ -12,16 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from cortex_m_nn.ops import int4
-from cortex_m_nn.options import (
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.options import (
     Activations,
     Int4Ranges,
     LinearWeights,
     QuantizationOptions,
     Weights,
 )
-from cortex_m_nn.target import Isa, Target
-from cortex_m_nn.testing import check_dialect
+from cortex_m_nn.core.target import Isa, Target
+from cortex_m_nn.ops import int4
 
 from .test_cli import run, tiny_model  # noqa: F401, F811  (tiny_model: the fixture)
 

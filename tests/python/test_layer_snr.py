@@ -9,12 +9,12 @@ import pytest
 import torch
 from torch import nn
 
-from cortex_m_nn import report
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.layer_snr import layer_snr
-from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.check.layer_snr import layer_snr
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.pipeline import compile_quantized, quantize
-from cortex_m_nn.target import Target
+from cortex_m_nn.report import compile_report as report
 
 
 def snr_db(real: torch.Tensor, approx: torch.Tensor) -> float:

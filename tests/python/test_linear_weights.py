@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from cortex_m_nn.options import LinearWeights, QuantizationOptions
-from cortex_m_nn.quantizer import config
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.options import LinearWeights, QuantizationOptions
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.quantize import config
 
 
 def test_rounding_noise_of_hand_made_rows() -> None:

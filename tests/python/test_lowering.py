@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cortex_m_nn.calibration import Calibration
-from cortex_m_nn.errors import CompileError
-from cortex_m_nn.models import ds_cnn
+from cortex_m_nn.check.harness import check_dialect, count_operators
+from cortex_m_nn.check.verify import verify
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import Calibration
+from cortex_m_nn.frontend.models import ds_cnn
+from cortex_m_nn.lower.graph_values import NCHW_TO_NHWC
 from cortex_m_nn.ops.arithmetic import Rounding
-from cortex_m_nn.passes.graph_values import NCHW_TO_NHWC
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect, count_operators
-from cortex_m_nn.verify import verify
 
 from .models import ConvOutput, SharedConv, conv_stack, pools, seeded, with_rms_norm
 
@@ -157,8 +157,8 @@ def test_scratch_sizes_follow_the_target(target: str) -> None:
 def test_verification_catches_a_wrong_operator() -> None:
     module, inputs = conv_stack()
     compiled, _ = check_dialect(module, inputs)
-    from cortex_m_nn.calibration import synthetic
-    from cortex_m_nn.verify import verify
+    from cortex_m_nn.check.verify import verify
+    from cortex_m_nn.frontend.calibration import synthetic
 
     lowering = compiled.stages.lowering
     conv = next(

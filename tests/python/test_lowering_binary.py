@@ -11,13 +11,13 @@ import torch
 from torch.fx import Graph, GraphModule
 from torch.fx.passes.shape_prop import ShapeProp
 
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.target import DEFAULT_TARGET, Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
+from cortex_m_nn.lower.passes import lower
 from cortex_m_nn.ops.arithmetic import Rounding
-from cortex_m_nn.passes.pipeline import lower
 from cortex_m_nn.pipeline import quantize
-from cortex_m_nn.target import DEFAULT_TARGET, Target
-from cortex_m_nn.testing import check_dialect
 
 from .models import differences, extremes, probability_floor, products, sums, vectors
 from .test_lowering import only_cortex_m_nn_and_views

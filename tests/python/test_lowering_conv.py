@@ -8,11 +8,11 @@ import pytest
 import torch
 from torch import nn
 
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.integers import SOFTMAX_OUTPUT_SCALE
-from cortex_m_nn.errors import CompileError
-from cortex_m_nn.passes.graph_values import NCHW_TO_NHWC, NHWC_TO_NCHW
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.lower.graph_values import NCHW_TO_NHWC, NHWC_TO_NCHW
 
 from .models import seeded
 

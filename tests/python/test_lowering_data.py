@@ -9,12 +9,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.errors import CompileError
-from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.pipeline import quantize
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect
 
 from .models import seeded
 

@@ -9,11 +9,11 @@ import torch
 from torch import nn
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.check.harness import check_dialect, count_operators
 from cortex_m_nn.core.families import DEQUANTIZE
-from cortex_m_nn.options import QuantizationOptions, RangeMethod
+from cortex_m_nn.core.options import QuantizationOptions, RangeMethod
+from cortex_m_nn.core.target import Target
 from cortex_m_nn.pipeline import CompiledProgram
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect, count_operators
 
 from .activation_models import (
     ACTIVATIONS,

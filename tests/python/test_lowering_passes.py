@@ -9,15 +9,15 @@ import torch
 from torch import nn
 from torch.fx import GraphModule
 
-from cortex_m_nn.calibration import synthetic
 from cortex_m_nn.core.refusals import Refusal
-from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.passes.context import LoweringContext
-from cortex_m_nn.passes.hygiene import mark_removed
-from cortex_m_nn.passes.pipeline import PASSES, Lowering, lower
-from cortex_m_nn.passes.records import REMOVED, OpRecord
+from cortex_m_nn.core.target import DEFAULT_TARGET
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
+from cortex_m_nn.lower.context import LoweringContext
+from cortex_m_nn.lower.hygiene import mark_removed
+from cortex_m_nn.lower.passes import PASSES, Lowering, lower
+from cortex_m_nn.lower.records import REMOVED, OpRecord
 from cortex_m_nn.pipeline import quantize
-from cortex_m_nn.target import DEFAULT_TARGET
 
 READ_THROUGH = "read through (no kernel)"
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.target import Target
 
 from .activation_models import Function, seeded
 

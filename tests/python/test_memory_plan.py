@@ -13,14 +13,15 @@ from executorch.exir.tensor import TensorSpec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cortex_m_nn import memory_plan, report
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.memory_plan import ALIGNMENT, MemoryPlan, PlannedTensor
-from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.pipeline import compile_model
-from cortex_m_nn.plot import render
-from cortex_m_nn.pte import load_temp_bytes, runtime_overhead
-from cortex_m_nn.target import Target
+from cortex_m_nn.plan import memory_plan
+from cortex_m_nn.plan.memory_plan import ALIGNMENT, MemoryPlan, PlannedTensor
+from cortex_m_nn.report import compile_report as report
+from cortex_m_nn.report.plot import render
+from cortex_m_nn.serialize.pte import load_temp_bytes, runtime_overhead
 
 from .models import conv_stack, pools, split, with_rms_norm
 

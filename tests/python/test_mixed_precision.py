@@ -15,15 +15,15 @@ import pytest
 import torch
 from torch import nn
 
-from cortex_m_nn import mixed_precision
-from cortex_m_nn.abi import KernelAbi, Rounding
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.errors import CompileError
-from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.options import QuantizationOptions
+from cortex_m_nn.check.verify import verify_program
+from cortex_m_nn.core.abi import KernelAbi, Rounding
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.options import QuantizationOptions
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.pipeline import compile_model
-from cortex_m_nn.target import Target
-from cortex_m_nn.verify import verify_program
+from cortex_m_nn.search import activations as mixed_precision
 
 from .test_cli import error_line, run
 

@@ -10,15 +10,16 @@ import pytest
 import torch
 
 import cortex_m_nn.ops  # noqa: F401  (registers the operators)
-from cortex_m_nn import kernel_codegen
+from cortex_m_nn.core import operators
+from cortex_m_nn.embed import kernel_codegen
 from cortex_m_nn.ops.library import SCHEMAS
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"
 
 
-def yaml_operators() -> dict[str, kernel_codegen.Operator]:
-    return {op.name: op for op in kernel_codegen.load_yaml()[1]}
+def yaml_operators() -> dict[str, operators.Operator]:
+    return {op.name: op for op in operators.load_yaml()[1]}
 
 
 def test_yaml_lists_exactly_the_python_operators() -> None:
@@ -57,7 +58,7 @@ def test_generated_registration_covers_each_operator(tmp_path: Path) -> None:
     kernel_codegen.generate(tmp_path)
     source = (tmp_path / kernel_codegen.SOURCE_NAME).read_text()
     header = (tmp_path / kernel_codegen.HEADER_NAME).read_text()
-    version = kernel_codegen.ops_version()
+    version = operators.ops_version()
     assert f"#define CORTEX_M_NN_OPS_VERSION {version}" in header
     for name, op in yaml_operators().items():
         assert f'Kernel("cortex_m_nn::{name}.out", {name}_boxed)' in source
@@ -82,6 +83,6 @@ def test_selective_registration_rejects_unknown_operators(tmp_path: Path) -> Non
 
 def test_schema_parser_rejects_unmapped_types() -> None:
     with pytest.raises(ValueError, match="no kernel mapping"):
-        kernel_codegen.parse_operator(
+        operators.parse_operator(
             "cortex_m_nn::x.out(Tensor input, float[] scales, *, Tensor(a!) out) -> Tensor(a!)"
         )

@@ -13,7 +13,8 @@ import yaml
 from tests.zephyr.test_yaml import MODULE, MODULE_BUILD, MODULE_SETTINGS
 
 import cortex_m_nn
-from cortex_m_nn import cli, subcommands
+from cortex_m_nn.cli import main as cli
+from cortex_m_nn.cli import subcommands
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
@@ -50,7 +51,7 @@ def test_project_metadata(pyproject):
     attr = pyproject["tool"]["setuptools"]["dynamic"]["version"]["attr"]
     assert attr == "cortex_m_nn.version.__version__"
     assert cortex_m_nn.__version__ == "0.1.0"
-    assert project["scripts"] == {"cortex-m-compile": "cortex_m_nn.cli:main"}
+    assert project["scripts"] == {"cortex-m-compile": "cortex_m_nn.cli.main:main"}
 
 
 def test_dependency_pins(pyproject):
@@ -62,7 +63,7 @@ def test_dependency_pins(pyproject):
     assert set(requirements["torchao"].split(",")) == {">=0.18", "<0.19"}
     for name in ("west", "pyelftools", "kconfiglib", "tqdm", "numpy", "pyyaml", "matplotlib"):
         assert name in requirements, name
-    assert requirements["flatbuffers"] == ""  # the .pte reader (pte_format.py), unpinned
+    assert requirements["flatbuffers"] == ""  # the .pte reader (serialize/pte_format.py), unpinned
     assert set(requirements) == {
         "torch",
         "torchao",

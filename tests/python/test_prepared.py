@@ -1,4 +1,4 @@
-"""The prepared-call table ``cortex-m-compile embed`` writes (``cortex_m_nn.prepared``): its
+"""The prepared-call table ``cortex-m-compile embed`` writes (``cortex_m_nn.embed.prepared``): its
 kinds are the C header's, and its entries hold the geometry of each call as worked out by hand
 for a model of known shapes. (That every entry equals what the kernel derives, byte for byte,
 is checked by the proof pass of every program in ``tests/target``.)"""
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cortex_m_nn import embed, prepared
-from cortex_m_nn.kernel_codegen import load_yaml
+from cortex_m_nn.core.operators import load_yaml
+from cortex_m_nn.embed import prepared
+from cortex_m_nn.embed import pte_source as embed
 
 from .test_cli import invoke
 

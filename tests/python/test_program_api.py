@@ -15,9 +15,9 @@ import pytest
 import torch
 
 import cortex_m_nn
-from cortex_m_nn import cli
-from cortex_m_nn.abi import Rounding
-from cortex_m_nn.errors import CompileError
+from cortex_m_nn.cli import main as cli
+from cortex_m_nn.core.abi import Rounding
+from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.ops.library import run_references
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,18 +17,20 @@ import torch
 from tests.python import models
 from torch import nn
 
-from cortex_m_nn import embed, report, test_vector
-from cortex_m_nn.abi import KernelAbi
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.errors import CompileError
-from cortex_m_nn.io_spec import IoQuantization, read_io
-from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.check import vector as test_vector
+from cortex_m_nn.check.verify import verify_program
+from cortex_m_nn.core.abi import KernelAbi
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.options import IoType
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.embed import pte_source as embed
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.ops.library import run_references
-from cortex_m_nn.options import IoType
 from cortex_m_nn.pipeline import CompiledProgram, compile_model
-from cortex_m_nn.pte import forward_plan, pte_metadata, pte_operators
-from cortex_m_nn.target import Target
-from cortex_m_nn.verify import verify_program
+from cortex_m_nn.report import compile_report as report
+from cortex_m_nn.serialize.io_spec import IoQuantization, read_io
+from cortex_m_nn.serialize.pte import forward_plan, pte_metadata, pte_operators
 
 INT8 = 1  # ExecuTorch's ScalarType::Char
 

@@ -1,10 +1,11 @@
-"""The lean ``.pte`` reader (``cortex_m_nn.pte_format``, under ``cortex_m_nn.pte``) against
+"""The lean ``.pte`` reader (``cortex_m_nn.serialize.pte_format``, under
+``cortex_m_nn.serialize.pte``) against
 ExecuTorch's own ``deserialize_pte_binary``.
 
 Real programs (the built-in DS-CNN, test models with and without fallback operators, a zoo
 model), the flatbuffer alone with its constants inline, and a program with a method holding
 every kind of value and instruction are read both ways: every field the reader returns and
-every ``cortex_m_nn.pte`` function's result must equal what the ExecuTorch reading gives.
+every ``cortex_m_nn.serialize.pte`` function's result must equal what the ExecuTorch reading gives.
 A truncated or foreign file is one clear error, and ``embed`` imports neither torch nor
 ExecuTorch.
 """
@@ -28,10 +29,12 @@ from executorch.exir._serialize._program import (
 from tests.quantized_models import QuantizedModels
 from tests.zoo import ZOO
 
-from cortex_m_nn import cli, embed, pte
-from cortex_m_nn.errors import CompileError
-from cortex_m_nn.kernel_codegen import load_yaml
-from cortex_m_nn.pte_format import PteFormatError, read_program
+from cortex_m_nn.cli import main as cli
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.operators import load_yaml
+from cortex_m_nn.embed import pte_source as embed
+from cortex_m_nn.serialize import pte
+from cortex_m_nn.serialize.pte_format import PteFormatError, read_program
 
 from .models import conv_stack, with_rms_norm
 
@@ -151,12 +154,13 @@ def _lean_plan(plan) -> dict[str, object]:
     }
 
 
-#: Bytes per element of the scalar types, as pte.py counts them.
+#: Bytes per element of the scalar types, as serialize/pte.py counts them.
 _ELEMENT = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 12: 1, 13: 1, 15: 2}
 
 
 def _reference_results(data: bytes) -> dict[str, object]:
-    """What each ``cortex_m_nn.pte`` function returns, computed from ExecuTorch's reading."""
+    """What each ``cortex_m_nn.serialize.pte`` function returns, computed from ExecuTorch's
+    reading."""
     program = deserialize_pte_binary(data).program
     plan = next(p for p in program.execution_plan if p.name == "forward")
     ops = [f"{op.name}.{op.overload}" if op.overload else op.name for op in plan.operators]
@@ -337,7 +341,8 @@ def test_embed_and_inspect_import_neither_torch_nor_executorch(programs, tmp_pat
     path = tmp_path / "model.pte"
     path.write_bytes(programs["ds_cnn-m55"])
     script = (
-        "import sys\nfrom pathlib import Path\nfrom cortex_m_nn import cli, firmware\n"
+        "import sys\nfrom pathlib import Path\nfrom cortex_m_nn.cli import main as cli\n"
+        "from cortex_m_nn.embed import firmware\n"
         f"assert cli.main(['embed', {str(path)!r}, '--output-dir', {str(tmp_path)!r}, '-q']) == 0\n"
         f"assert 'error' not in firmware._summary(Path({str(path)!r}).read_bytes())\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'torchao', 'executorch'}))"

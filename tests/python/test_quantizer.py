@@ -15,8 +15,8 @@ from torch import nn
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from cortex_m_nn.options import QuantizationOptions, RangeMethod
-from cortex_m_nn.quantizer import CortexMQuantizer
+from cortex_m_nn.core.options import QuantizationOptions, RangeMethod
+from cortex_m_nn.quantize import CortexMQuantizer
 
 from .models import with_rms_norm
 
@@ -247,9 +247,9 @@ def test_nonfinite_calibration_is_refused_before_calibrating() -> None:
     # The compile API refuses what the CLI refuses: an observer cannot range NaN or ±Inf.
     import math
 
-    from cortex_m_nn.calibration import Calibration
-    from cortex_m_nn.errors import CompileError
-    from cortex_m_nn.model_source import ModelSource
+    from cortex_m_nn.core.errors import CompileError
+    from cortex_m_nn.frontend.calibration import Calibration
+    from cortex_m_nn.frontend.model_source import ModelSource
     from cortex_m_nn.pipeline import quantize
 
     module = torch.nn.Sequential(torch.nn.Linear(4, 2)).eval()

@@ -16,17 +16,17 @@ from torch import nn
 from torchao.quantization.pt2e.observer import MinMaxObserver
 from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 
-from cortex_m_nn.abi import KernelAbi
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.models import ds_cnn
-from cortex_m_nn.options import QuantizationOptions, RangeMethod
+from cortex_m_nn.check.verify import verify_program
+from cortex_m_nn.core.abi import KernelAbi
+from cortex_m_nn.core.options import QuantizationOptions, RangeMethod
+from cortex_m_nn.core.target import DEFAULT_TARGET
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
+from cortex_m_nn.frontend.models import ds_cnn
 from cortex_m_nn.pipeline import compile_model
-from cortex_m_nn.quantizer import CortexMQuantizer
-from cortex_m_nn.quantizer.config import EPS
-from cortex_m_nn.quantizer.observers import BINS, MseObserver, PercentileObserver
-from cortex_m_nn.target import DEFAULT_TARGET
-from cortex_m_nn.verify import verify_program
+from cortex_m_nn.quantize import CortexMQuantizer
+from cortex_m_nn.quantize.config import EPS
+from cortex_m_nn.quantize.observers import BINS, MseObserver, PercentileObserver
 
 from .models import excite, extremes, pools, probability_floor
 from .test_cli import TINY_SOURCE, invoke_to

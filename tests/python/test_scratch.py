@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 from torch.fx.passes.shape_prop import ShapeProp
 
-from cortex_m_nn.scratch import (
+from cortex_m_nn.core.cmsis_nn import mve_one_by_n_inexact
+from cortex_m_nn.core.target import Core, Isa, Target
+from cortex_m_nn.lower.scratch import (
     TransposeConvScratch,
     avg_pool2d_scratch_bytes,
     batch_matmul_scratch_bytes,
     conv2d_scratch_bytes,
     depthwise_conv2d_scratch_bytes,
     linear_scratch_bytes,
-    mve_one_by_n_inexact,
     transpose_conv2d_scratch,
 )
-from cortex_m_nn.target import Core, Isa, Target
 
 M55 = {isa: Target(Core.M55, isa) for isa in Isa}
 CH_IN_BLOCK_MVE = 124  # CMSIS-NN's channel block for the MVE depthwise kernel

@@ -23,7 +23,7 @@ from executorch.exir.schema import (
     TensorShapeDynamism,
 )
 
-from cortex_m_nn.shared_values import share_values
+from cortex_m_nn.serialize.shared_values import share_values
 
 
 def _tensor(offset: int = 0, size: int = 4) -> EValue:

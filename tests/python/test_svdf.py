@@ -10,16 +10,16 @@ import pytest
 import torch
 from torch import nn
 
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.errors import CompileError
-from cortex_m_nn.macs import fp32_macs
-from cortex_m_nn.model_source import ModelSource
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.check.vector import c_header
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
+from cortex_m_nn.frontend.states import fresh, reset_states, state_buffers
+from cortex_m_nn.lower.macs import fp32_macs
 from cortex_m_nn.nn import SVDF, svdf_memory, svdf_time
 from cortex_m_nn.pipeline import compile_model
-from cortex_m_nn.states import fresh, reset_states, state_buffers
-from cortex_m_nn.target import Target
-from cortex_m_nn.test_vector import c_header
-from cortex_m_nn.testing import check_dialect
 
 
 def tflite_steps(layer: SVDF, frames: np.ndarray) -> np.ndarray:

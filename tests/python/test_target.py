@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cortex_m_nn.target import DEFAULT_TARGET, Core, Isa, Target, TargetError
+from cortex_m_nn.core.target import DEFAULT_TARGET, Core, Isa, Target, TargetError
 
-# The table from the design, written out independently of target.py.
+# The table from the design, written out independently of core/target.py.
 EXPECTED_DEFAULT_ISA = {
     "cortex-m0": Isa.SCALAR,
     "cortex-m0plus": Isa.SCALAR,

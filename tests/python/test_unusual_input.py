@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from cortex_m_nn import cli
+from cortex_m_nn.cli import main as cli
 
 MODELS = Path(__file__).with_name("unusual_models.py")
 

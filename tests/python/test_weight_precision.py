@@ -17,16 +17,17 @@ from dataclasses import replace
 import pytest
 import torch
 
-from cortex_m_nn import mixed_precision, weight_precision
-from cortex_m_nn.abi import KernelAbi, Rounding
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.errors import CompileError
-from cortex_m_nn.model_source import ModelSource
-from cortex_m_nn.options import Activations, QuantizationOptions, Weights
+from cortex_m_nn.check.verify import verify_program
+from cortex_m_nn.core.abi import KernelAbi, Rounding
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.options import Activations, QuantizationOptions, Weights
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.pipeline import compile_model
-from cortex_m_nn.report import weight_precision_lines
-from cortex_m_nn.target import Target
-from cortex_m_nn.verify import verify_program
+from cortex_m_nn.report.compile_report import weight_precision_lines
+from cortex_m_nn.search import activations as mixed_precision
+from cortex_m_nn.search import weights as weight_precision
 
 from .test_cli import error_line, run, tiny_model  # noqa: F401  (tiny_model: the fixture)
 from .test_mixed_precision import Classifier

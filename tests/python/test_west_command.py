@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cortex_m_nn import cli
+from cortex_m_nn.cli import main as cli
+from cortex_m_nn.core.target import Core
 from cortex_m_nn.pipeline import pte_operators
-from cortex_m_nn.target import Core
 
 ROOT = Path(__file__).resolve().parents[2]
 WEST = [sys.executable, "-m", "west"]
@@ -104,7 +104,7 @@ def test_unknown_target_is_a_one_line_error(workspace):
 
     # Same status and message as the console script.
     script = subprocess.run(
-        [sys.executable, "-m", "cortex_m_nn.cli", "--target", "cortex-m99"],
+        [sys.executable, "-m", "cortex_m_nn.cli.main", "--target", "cortex-m99"],
         env=workspace[1],
         capture_output=True,
         text=True,

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import torch
 
-from cortex_m_nn import test_vector
-from cortex_m_nn.calibration import synthetic
-from cortex_m_nn.model_source import ModelSource, load_model
+from cortex_m_nn.check import vector as test_vector
+from cortex_m_nn.core.options import IoType
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource, load_model
+from cortex_m_nn.frontend.states import fresh, has_states
 from cortex_m_nn.ops.library import run_references
-from cortex_m_nn.options import IoType
 from cortex_m_nn.pipeline import CompiledProgram, compile_model
-from cortex_m_nn.states import fresh, has_states
-from cortex_m_nn.target import Target
 
 REPO = Path(__file__).resolve().parents[2]
 RUNNER = REPO / "tests" / "target" / "runner"
@@ -207,10 +207,12 @@ def build(
     build_dir: Path,
     optimization: str = "-O3",
     runtime_optimization: str = "-Os",
+    rounding: str = "double",
 ) -> Path:
     """Configure and build the runners for every model in ``models_dir``; returns build_dir.
     ``optimization``: the kernels', CMSIS-NN's and the runner's flags; ``runtime_optimization``:
-    ExecuTorch's runtime's (the runner's RUNNER_RUNTIME_OPTIMIZATION)."""
+    ExecuTorch's runtime's (the runner's RUNNER_RUNTIME_OPTIMIZATION); ``rounding``: the
+    requantization rounding CMSIS-NN and the kernels are built with (CORTEX_M_NN_ROUNDING)."""
     flatc, include = flatbuffers()
     definitions = [
         f"-DRUNNER_MODELS_DIR={models_dir}",
@@ -224,6 +226,7 @@ def build(
         f"-DCMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}",
         f"-DFLATC_EXECUTABLE={flatc}",
         f"-DFLATBUFFERS_INCLUDE_DIR={include}",
+        f"-DCORTEX_M_NN_ROUNDING={rounding}",
     ]
     cmake_build(RUNNER, build_dir, core, definitions)
     return build_dir

@@ -1,5 +1,5 @@
 """MLPerf Tiny reference architectures as small seeded modules (random weights), for the
-on-target tests and benchmarks. DS-CNN is the built-in model (``cortex_m_nn.models``).
+on-target tests and benchmarks. DS-CNN is the built-in model (``cortex_m_nn.frontend.models``).
 
 Defined here until the shared model zoo (tests/zoo) lands; the layer shapes and padding follow
 the MLPerf Tiny v1 reference models (Keras's SAME: a stride-2 3×3 convolution of an even
@@ -17,7 +17,7 @@ from tests.zoo.svdf_kws import svdf_kws
 from torch import nn
 from torch.nn import functional as F
 
-from cortex_m_nn.options import Activations, LinearWeights, QuantizationOptions, Weights
+from cortex_m_nn.core.options import Activations, LinearWeights, QuantizationOptions, Weights
 
 
 def same(stride: int) -> tuple[nn.Module, int]:

@@ -16,7 +16,7 @@ from executorch.exir import schema
 from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 from tests.target import harness
 
-from cortex_m_nn.pte import forward_plan, runtime_overhead
+from cortex_m_nn.serialize.pte import forward_plan, runtime_overhead
 
 pytestmark = pytest.mark.skipif(harness.missing() is not None, reason=str(harness.missing()))
 
@@ -115,3 +115,71 @@ def test_a_damaged_shift_is_refused_on_every_core(core_build: tuple) -> None:
     assert "runner: load: " in result.stdout, result.stdout
     assert "refused its arguments" in result.stdout, result.stdout
     assert "PASS" not in result.stdout and "output 0" not in result.stdout
+
+
+# -- a program compiled with single rounding, on kernels built with it -------------------------
+
+#: ds_cnn: a whole network; boundary: inputs on exact rounding ties, where the roundings differ
+SINGLE_ROUNDING_MODELS = ("ds_cnn", "boundary")
+
+
+@pytest.fixture(scope="module")
+def single_rounding_build(request: pytest.FixtureRequest) -> tuple[Path, dict]:
+    """Each model compiled through the front door with ``rounding="single"``, its expected
+    outputs from ``Program.run``, and runners built on CMSIS-NN with single rounding (M55)."""
+    from tests.target.models import TARGET_INPUTS
+
+    import cortex_m_nn
+    from cortex_m_nn.frontend.calibration import synthetic
+
+    core = harness.CORES["m55"]
+    root = Path(request.config.cache.mkdir("target-m55-single"))
+    models_dir = root / "models"
+    for stale in models_dir.glob("*"):
+        stale.unlink()
+    runs = {}
+    for name in SINGLE_ROUNDING_MODELS:
+        source = harness.model_source(name)
+        samples = synthetic(source.example_inputs, count=8).samples
+        program = cortex_m_nn.compile(
+            source.module,
+            source.example_inputs,
+            calibration=samples,
+            target=core.target,
+            rounding="single",
+        )
+        gen = torch.Generator().manual_seed(3)
+        inputs = tuple(torch.randn(x.shape, generator=gen) for x in source.example_inputs)
+        if name in TARGET_INPUTS:
+            inputs = TARGET_INPUTS[name](program.compiled.lowered, gen)
+        expected = program.run(*inputs)
+        runs[name] = (program, harness.ModelRun(name, program.compiled, inputs, expected))
+        harness.write_model(runs[name][1], models_dir)
+    harness.build(core, models_dir, root / "build", rounding="single")
+    return root / "build", runs
+
+
+def test_the_roundings_differ_on_the_boundary_inputs(single_rounding_build: tuple) -> None:
+    """The comparison below can fail: on the boundary inputs the program's references under
+    double rounding give other outputs than under its own single rounding."""
+    from cortex_m_nn.core.abi import Rounding
+    from cortex_m_nn.frontend.states import fresh
+    from cortex_m_nn.ops.library import run_references
+
+    program, run = single_rounding_build[1]["boundary"]
+    double = run_references(fresh(program.compiled.io.graph), run.inputs, Rounding.DOUBLE)
+    assert not all(map(torch.equal, double, run.expected))
+
+
+@pytest.mark.parametrize("model", SINGLE_ROUNDING_MODELS)
+def test_program_run_matches_the_device_with_single_rounding(
+    single_rounding_build: tuple, model: str
+) -> None:
+    """``Program.run`` of a ``rounding="single"`` program gives, byte for byte, what the
+    kernels built with CMSIS-NN's single rounding give on the emulated M55."""
+    build_dir, runs = single_rounding_build
+    program, run = runs[model]
+    result = harness.run(build_dir / f"runner_{model}.elf", harness.CORES["m55"])
+    assert result.returncode == 0, f"runner exit {result.returncode}:\n{result.stdout}"
+    assert "PASS (bit-exact)" in result.stdout
+    assert result.outputs() == harness.output_bytes(run.expected)

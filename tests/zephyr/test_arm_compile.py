@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from tests.zephyr import zephyr_flags
 
-from cortex_m_nn import cli
+from cortex_m_nn.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 STAND_INS = Path(__file__).resolve().parent / "zephyr_package" / "include"
@@ -61,7 +61,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("arm-none-eabi-g++") is None:
         pytest.skip("arm-none-eabi-g++ is not installed (Debian: gcc-arm-none-eabi)")
     out = tmp_path_factory.mktemp("arm")
-    from cortex_m_nn.kernel_codegen import generate
+    from cortex_m_nn.embed.kernel_codegen import generate
 
     model = f"{ROOT / 'samples/hello_cortex_m_nn/model.py'}:hello"
     builds = [(isa, target, io) for isa, target in CORE_ISAS for io in ("float", "int8")]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex_m_nn import cli
+from cortex_m_nn.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 STAND_IN = Path(__file__).resolve().parent / "cmake_stand_in"

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cortex_m_nn import cli, host_kernels
+from cortex_m_nn.check import host_kernels
+from cortex_m_nn.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = Path(__file__).resolve().parent / "host"
@@ -44,7 +45,7 @@ APPS = {
 }
 
 
-#: hello with a prepared-call entry that no longer matches its program (cortex_m_nn.prepared)
+#: hello with a prepared-call entry that no longer matches its program (cortex_m_nn.embed.prepared)
 DAMAGED = "hello_damaged_prepared"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex_m_nn.target import Core
+from cortex_m_nn.core.target import Core
 
 from .kconfig_tree import ROOT, SOCS, STUBS, configure, kconfiglib, top_kconfig
 
@@ -232,7 +232,7 @@ def test_every_stub_names_the_file_it_copies() -> None:
         assert path in verification, f"{path} is not in docs/zephyr-verification.md"
 
 
-# --- the core -> ISA defaults agree with cortex_m_nn.target --------------------------------
+# --- the core -> ISA defaults agree with cortex_m_nn.core.target --------------------------------
 
 #: Zephyr CPU symbols the stand-in tree lacks, with the architecture each selects (as Zephyr's
 #: arch/arm/core/cortex_m/Kconfig does for its Armv8-M and Armv8.1-M Mainline cores).
@@ -245,7 +245,7 @@ def cpu_symbol(core: Core) -> str:
 
 
 def core_kconfig(directory: Path) -> Path:
-    """The tree plus one ``TEST_CORE_*`` symbol per core of target.py, each giving its core
+    """The tree plus one ``TEST_CORE_*`` symbol per core of core/target.py, each giving its core
     every option the core's architecture allows (DSP, MVE, an FPU), so that the Kconfig's
     default ISA for it is the core's best path."""
     stubs = STUBS.read_text()

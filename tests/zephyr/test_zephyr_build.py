@@ -31,7 +31,7 @@ from tests.zephyr import kconfig_tree, zephyr_flags
 from tests.zephyr.test_arm_compile import CORES
 from tests.zephyr.test_cmake_module import AN547, python_without_torch
 
-from cortex_m_nn import cli
+from cortex_m_nn.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(__file__).resolve().parent / "zephyr_package"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cortex_m_nn.models import ds_cnn
+from cortex_m_nn.frontend.models import ds_cnn
 
 from .audio1d import audio1d
 from .autoencoder import autoencoder

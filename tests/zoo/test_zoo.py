@@ -16,13 +16,13 @@ import pytest
 import torch
 from tests.quantized_models import SAMPLES, Quantized, QuantizedModels
 
-from cortex_m_nn import report
-from cortex_m_nn.options import Activations, QuantizationOptions, Weights
-from cortex_m_nn.passes.pipeline import lower
-from cortex_m_nn.passes.records import LoweringResult
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import count_operators
-from cortex_m_nn.verify import verify
+from cortex_m_nn.check.harness import count_operators
+from cortex_m_nn.check.verify import verify
+from cortex_m_nn.core.options import Activations, QuantizationOptions, Weights
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.lower.passes import lower
+from cortex_m_nn.lower.records import LoweringResult
+from cortex_m_nn.report import compile_report as report
 
 from . import MAY_FALL_BACK, ZOO
 

@@ -2,7 +2,7 @@
  * hands CMSIS-NN besides the tensors' data (params, quantization, dims), as constants in flash.
  *
  * `cortex-m-compile embed` writes one table per program into cortex_m_nn_model.c
- * (python/cortex_m_nn/prepared.py computes the entries from the .pte), one entry per
+ * (python/cortex_m_nn/embed/prepared.py computes the entries from the .pte), one entry per
  * cortex_m_nn kernel call in instruction order. The firmware API registers it when it loads the
  * program: the proof pass (cortex_m_nn/call_mode.h) has each kernel compare the entry with what
  * it derives from its arguments, byte for byte, and refuse the program if they differ; from then

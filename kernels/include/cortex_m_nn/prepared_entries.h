@@ -1,6 +1,6 @@
 /* The entries of the prepared-call table (cortex_m_nn/prepared.h), one struct per operator
  * with a prepared form, of CMSIS-NN's own types: what its kernel hands CMSIS-NN besides the
- * tensors' data. python/cortex_m_nn/prepared.py writes them with the same field names. */
+ * tensors' data. python/cortex_m_nn/embed/prepared.py writes them with the same field names. */
 #ifndef CORTEX_M_NN_PREPARED_ENTRIES_H
 #define CORTEX_M_NN_PREPARED_ENTRIES_H
 

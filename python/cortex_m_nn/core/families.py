@@ -176,7 +176,7 @@ MATMULS = {aten.matmul.default, aten.bmm.default, aten.mm.default}
 BINARY = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor}
 #: Element-wise ops that cannot requantize: both inputs and the output share one quantization.
 MINMAX = {aten.minimum.default, aten.maximum.default}
-#: Gathers (passes/rules/movement.py): a view, one transpose or one strided copy each.
+#: Gathers (lower/rules/movement.py): a view, one transpose or one strided copy each.
 MOVEMENT = {
     aten.slice.Tensor,
     aten.narrow.default,

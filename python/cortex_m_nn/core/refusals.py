@@ -1,7 +1,7 @@
 """Why a rule refuses a pattern: a kind the advice table is keyed by, and a message for people.
 
 Every ``LoweringRefused`` names a :class:`Refusal`; its message (shown in the report and the
-one-line compile error) stays free text. ``cortex_m_nn.rewrites`` finds advice by the kind,
+one-line compile error) stays free text. ``cortex_m_nn.core.rewrites`` finds advice by the kind,
 never by reading the message.
 """
 
@@ -103,7 +103,7 @@ class Refusal(Enum):
     SVDF_SHAPE = "svdf_shape"
     SVDF_REQUANTIZATION = "svdf_requantization"
     SVDF_ACCUMULATOR = "svdf_accumulator"
-    # -- mutation (the functional form made before quantization: passes/functional) ---------
+    # -- mutation (the functional form made before quantization: lower/functional) ---------
     MUTATED_INPUT = "mutated_input"
     MUTATED_BUFFER = "mutated_buffer"
     MUTATED_VIEW = "mutated_view"

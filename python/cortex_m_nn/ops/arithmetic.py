@@ -7,7 +7,7 @@ broadcast along the last dimension).
 
 Requantization has two modes, chosen when CMSIS-NN is built: the default (doubling high
 multiply, then a rounding right shift) and ``CMSIS_NN_USE_SINGLE_ROUNDING`` (one rounding
-of the 64-bit product). :class:`~cortex_m_nn.abi.Rounding` names them; the operator
+of the 64-bit product). :class:`~cortex_m_nn.core.abi.Rounding` names them; the operator
 references take it as their ``rounding`` argument (``ops/library.py``).
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import torch
 
-from cortex_m_nn.abi import Rounding
+from cortex_m_nn.core.abi import Rounding
 from cortex_m_nn.core.integers import INT32_MAX, INT32_MIN
 
 TensorLike = torch.Tensor | int

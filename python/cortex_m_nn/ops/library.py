@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
-from cortex_m_nn.abi import Rounding
+from cortex_m_nn.core.abi import Rounding
 
 NAMESPACE = "cortex_m_nn"
 #: What a call without a rounding computes: CMSIS-NN's default build.

@@ -31,7 +31,7 @@ import math
 
 import torch
 
-from cortex_m_nn.abi import Rounding
+from cortex_m_nn.core.abi import Rounding
 from cortex_m_nn.ops.arithmetic import (
     quantize_multiplier,
     reduce_multiplier,

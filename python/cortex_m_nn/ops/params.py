@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from cortex_m_nn.abi import Rounding
+from cortex_m_nn.core.abi import Rounding
 from cortex_m_nn.ops.arithmetic import (
     reduce_multiplier,
     requantize,

@@ -5,7 +5,7 @@ Rounds exactly as PT2E's ``quantize_per_tensor`` does (``round(x * (1 / scale))`
 even, in float32), so the lowered graph's input matches the PT2E reference bit for bit.
 ``permutation`` reorders the dimensions on the way in (NCHW → NHWC is ``[0, 2, 3, 1]``);
 an empty list keeps the order. ``dtype`` is the output's ExecuTorch ``ScalarType`` code
-(``cortex_m_nn.precision.scalar_type``): 1, int8 in [-128, 127]; 2, int16 in [-32768, 32767]
+(``cortex_m_nn.core.precision.scalar_type``): 1, int8 in [-128, 127]; 2, int16 in [-32768, 32767]
 with zero point 0 (int16 activations are symmetric).
 """
 

@@ -1,8 +1,8 @@
 """Rewrite ``operators.yaml`` from the operators Python defines: a developer step, run as
 ``python -m cortex_m_nn.ops.sync_yaml`` after changing a schema (bump ``version`` by hand).
 
-It lives apart from ``cortex_m_nn.kernel_codegen`` because it needs the operators, and the
-operators need the kernel ABI, which reads the version from ``kernel_codegen``.
+It lives apart from ``cortex_m_nn.core.operators`` because it needs the operators, and the
+operators need the kernel ABI, which reads the version from ``core.operators``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 import cortex_m_nn.ops  # noqa: F401  (defines the operators)
-from cortex_m_nn.kernel_codegen import load_yaml, yaml_path
+from cortex_m_nn.core.operators import load_yaml, yaml_path
 from cortex_m_nn.ops.library import SCHEMAS
 
 

@@ -19,7 +19,7 @@
 
 namespace {
 
-/* cortex_m_nn.models.ds_cnn.CLASSES: MLPerf Tiny's label order. */
+/* cortex_m_nn.frontend.models.ds_cnn.CLASSES: MLPerf Tiny's label order. */
 const char *const labels[] = {
 	"down", "go", "left", "no", "off", "on", "right", "stop", "up", "yes", "silence", "unknown",
 };

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn.abi import Rounding
+from cortex_m_nn.core.abi import Rounding
 from cortex_m_nn.ops.conv2d import conv2d, dsp_tail_defect, output_size
 from cortex_m_nn.ops.depthwise_conv2d import depthwise_conv2d
 from cortex_m_nn.ops.params import int16_sums_fit, sides

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn.abi import Rounding
+from cortex_m_nn.core.abi import Rounding
 from cortex_m_nn.ops.add import LEFT_SHIFT_INT16, add, add_parameters, sub_parameters
 from cortex_m_nn.ops.mul import MAX_OUTPUT_SHIFT, mul, mul_parameters
 

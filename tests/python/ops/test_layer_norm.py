@@ -17,6 +17,8 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.target import Target
 from cortex_m_nn.ops.layer_norm import (
     MAX_GROUP,
     channel_parameters,
@@ -24,8 +26,6 @@ from cortex_m_nn.ops.layer_norm import (
     inverse_sqrt,
     layer_norm,
 )
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect
 
 F = nn.functional
 #: The documented bound (``ops/layer_norm.py``): |out − clamp(v)| for the exact real v.

@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from torch import nn
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn.errors import CompileError
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.options import Activations, QuantizationOptions
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.lower.rules.lstm import ALLOWED_LSB
 from cortex_m_nn.ops import lstm as op
-from cortex_m_nn.options import Activations, QuantizationOptions
-from cortex_m_nn.passes.rules.lstm import ALLOWED_LSB
-from cortex_m_nn.quantizer.recurrent import cell_scale_power
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect
+from cortex_m_nn.quantize.recurrent import cell_scale_power
 
 from .independent import ref_requantize, ref_requantize_s64
 

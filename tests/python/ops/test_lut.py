@@ -317,6 +317,7 @@ def test_per_channel_prelu_tables_are_pt2e_and_the_function(
 
 # --- int16: interpolated tables -----------------------------------------------------------
 
+from cortex_m_nn.core.precision import INT16_TABLES  # noqa: E402
 from cortex_m_nn.ops.lut import (  # noqa: E402
     INT16_STEP_BITS,
     INT16_TARGET_ERROR,
@@ -325,7 +326,6 @@ from cortex_m_nn.ops.lut import (  # noqa: E402
     interpolated_table,
     interpolation_error,
 )
-from cortex_m_nn.precision import INT16_TABLES  # noqa: E402
 
 #: The functions of FUNCTIONS with an int16 case (``precision.INT16_TABLES``).
 INT16_FUNCTIONS = [

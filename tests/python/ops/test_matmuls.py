@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn.abi import Rounding
+from cortex_m_nn.core.abi import Rounding
 from cortex_m_nn.ops.batch_matmul import batch_matmul
 from cortex_m_nn.ops.linear import kernel_sums, linear
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.check.harness import check_dialect
 from cortex_m_nn.ops.avg_pool2d import avg_pool2d
-from cortex_m_nn.testing import check_dialect
 
 from ..models import seeded
 

@@ -25,11 +25,11 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.check.harness import check_dialect, count_operators
 from cortex_m_nn.core.families import QUANTIZE
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.lower.gather import as_strided
 from cortex_m_nn.ops.strided_copy import strided_copy, strided_span
-from cortex_m_nn.passes.gather import as_strided
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect, count_operators
 
 Move = Callable[[torch.Tensor], torch.Tensor | tuple[torch.Tensor, ...]]
 COPY, TRANSPOSE, CONCAT = "cortex_m_nn.strided_copy", "cortex_m_nn.transpose", "cortex_m_nn.concat"

@@ -22,6 +22,8 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.core.target import Target
 from cortex_m_nn.ops.resize import (
     FRACTION_BITS,
     ONE,
@@ -31,8 +33,6 @@ from cortex_m_nn.ops.resize import (
     nearest_table,
     resize,
 )
-from cortex_m_nn.target import Target
-from cortex_m_nn.testing import check_dialect
 
 from ..models import seeded
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn.abi import Rounding
+from cortex_m_nn.core.abi import Rounding
 from cortex_m_nn.ops.softmax import (
     softmax,
     softmax_parameters,

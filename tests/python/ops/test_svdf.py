@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cortex_m_nn.ops  # noqa: F401
-from cortex_m_nn.abi import Rounding
+from cortex_m_nn.core.abi import Rounding
 from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.svdf import scratch_bytes, svdf, svdf_kernel_sums
 

@@ -14,11 +14,11 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx import GraphModule
 
 import cortex_m_nn.ops  # noqa: F401
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.lower.context import LoweringContext
+from cortex_m_nn.lower.graph_values import QValue
+from cortex_m_nn.lower.layout import as_transpose, collapse, permute
 from cortex_m_nn.ops.transpose import transpose
-from cortex_m_nn.passes.context import LoweringContext
-from cortex_m_nn.passes.graph_values import QValue
-from cortex_m_nn.passes.layout import as_transpose, collapse, permute
-from cortex_m_nn.target import Target
 
 OP = torch.ops.cortex_m_nn.transpose
 NHWC = [0, 2, 3, 1]
@@ -91,7 +91,7 @@ def test_transpose_functional_out_and_fake() -> None:
     assert fake.shape == (4, 2, 3) and fake.dtype == torch.int8
 
 
-# --- collapsing and composing permutations (passes/layout.py) -------------------------------
+# --- collapsing and composing permutations (lower/layout.py) -------------------------------
 
 
 @st.composite

@@ -7,7 +7,7 @@
 //
 // The model and its sizes come from `cortex-m-compile embed` (cortex_m_nn_model.c/.h, as in
 // the Zephyr build; the runner's CMake asks for a method allocator of exactly the report's
-// runtime-overhead count), the inputs and expected outputs from cortex_m_nn.test_vector
+// runtime-overhead count), the inputs and expected outputs from cortex_m_nn.check.vector
 // (cortex_m_nn_test_vector.h, the header `cortex-m-compile --test-vector` writes).
 #include <cinttypes>
 #include <cstdio>

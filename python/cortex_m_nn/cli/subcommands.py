@@ -1,0 +1,195 @@
+"""``cortex-m-compile inspect`` (the firmware report) and ``cortex-m-compile embed`` (what a
+firmware build needs to embed a ``.pte``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from cortex_m_nn.cli.command import add_debug_argument, guarded
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.outputs import write_all
+
+INSPECT_DESCRIPTION = (
+    "Report what a built firmware image (an ARM ELF) spends its flash and RAM on, by "
+    "component, and check the model embedded in it."
+)
+
+
+def add_inspect_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``cortex-m-compile inspect``."""
+    parser.add_argument("elf", type=Path, metavar="ELF", help="the built firmware image")
+    parser.add_argument(
+        "--pte",
+        type=Path,
+        help="the .pte the image should embed: its bytes must equal the model section's",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
+    add_debug_argument(parser)
+    return parser
+
+
+def inspect_from_args(args: argparse.Namespace) -> int:
+    import json
+
+    from cortex_m_nn.embed import firmware
+    from cortex_m_nn.embed.pte_source import MODEL_ALIGNMENT, MODEL_SECTION
+
+    if not args.elf.is_file():
+        raise CompileError(f"{args.elf} does not exist")
+    pte = None
+    if args.pte is not None:
+        if not args.pte.is_file():
+            raise CompileError(f"{args.pte} does not exist")
+        pte = args.pte.read_bytes()
+    try:
+        document = firmware.inspect(args.elf, pte)
+    except Exception as error:  # pyelftools raises several types for a file that is no ELF
+        raise CompileError(f"cannot read {args.elf} as an ARM ELF: {error}") from error
+    print(firmware.to_text(document), end="")
+    if args.json is not None:
+        write_all({args.json: (json.dumps(document, indent=2) + "\n").encode()})
+    model = document["model"]
+    if model is None:
+        if pte is not None:
+            raise CompileError(
+                f"{args.elf} has no {MODEL_SECTION} section; embed the model with "
+                "cortex_m_nn.embed.pte_source.c_source"
+            )
+        return 0
+    if not model["aligned"]:
+        raise CompileError(
+            f"{MODEL_SECTION} is at 0x{model['address']:x} with alignment {model['alignment']}; "
+            f"it must be aligned to {MODEL_ALIGNMENT} (keep the section's alignment in the "
+            "linker script)"
+        )
+    if model["matches_pte"] is False:
+        raise CompileError(
+            f"{MODEL_SECTION} ({model['size']:,} B) differs from {args.pte} ({len(pte):,} B) "
+            f"from byte {model['first_difference']:,}; rebuild the firmware with this .pte"
+        )
+    return 0
+
+
+def inspect_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="cortex-m-compile inspect", description=INSPECT_DESCRIPTION
+    )
+    args = add_inspect_arguments(parser).parse_args(argv)
+    return guarded("cortex-m-compile inspect", inspect_from_args, args, "inspect")
+
+
+EMBED_DESCRIPTION = (
+    "Write what a firmware build needs to embed a compiled .pte: a C source holding it "
+    "(16-byte aligned, in section .cortex_m_nn_model), a header with the memory to reserve "
+    "for it (planned arena, scratch, method allocator) and what it was compiled for, and a "
+    "CMake file listing the operators to register; optionally check it fits the memories."
+)
+
+
+def add_embed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``cortex-m-compile embed``."""
+    parser.add_argument("pte", type=Path, metavar="PTE", help="the compiled program")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        metavar="DIR",
+        required=True,
+        help="where to write cortex_m_nn_model.c, cortex_m_nn_model.h, cortex_m_nn_model.cmake",
+    )
+    parser.add_argument(
+        "--board", metavar="NAME", help="check the model fits this board (as for compiling)"
+    )
+    parser.add_argument(
+        "--flash", metavar="SIZE", help="size of the memory that holds the model (.pte)"
+    )
+    parser.add_argument("--ram", metavar="SIZE", help="size of the memory that holds the arena")
+    parser.add_argument(
+        "--flash-region",
+        metavar="NAME",
+        default="--flash",
+        help="name of the --flash memory in messages (e.g. ITCM, DDR4)",
+    )
+    parser.add_argument(
+        "--ram-region",
+        metavar="NAME",
+        default="--ram",
+        help="name of the --ram memory in messages (e.g. DTCM, ISRAM)",
+    )
+    parser.add_argument(
+        "--model-alone",
+        action="store_true",
+        help="the model has its memory to itself: do not count the runtime's code there",
+    )
+    parser.add_argument(
+        "--arena-alone",
+        action="store_true",
+        help="the arena has its memory to itself: do not count the runtime's RAM there",
+    )
+    parser.add_argument(
+        "--method-margin",
+        type=int,
+        metavar="PERCENT",
+        default=25,
+        help="method allocator = runtime-overhead estimate plus this many percent (default 25)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    add_debug_argument(parser)
+    return parser
+
+
+def embed_from_args(args: argparse.Namespace) -> int:
+    from cortex_m_nn.embed import pte_source as embed
+    from cortex_m_nn.plan import fit
+    from cortex_m_nn.plan.boards import format_size
+
+    if not args.pte.is_file():
+        raise CompileError(f"{args.pte} does not exist")
+    pte = args.pte.read_bytes()
+    budget = fit.budget(args.board, args.flash, args.ram, args.flash_region, args.ram_region)
+    facts = embed.model_facts(pte, args.method_margin)
+    report = None
+    if budget is not None:
+        report = fit.check(
+            budget,
+            facts.pte_bytes,
+            len(facts.operators),
+            facts.arena_bytes,
+            facts.method_allocator_bytes,
+            code_with_model=not args.model_alone,
+            runtime_with_arena=not args.arena_alone,
+        )
+        fit.require_fit(report)
+    written = embed.write_embedding(pte, args.output_dir, facts)
+    if not args.quiet:
+        print(
+            f"{args.pte}: {facts.pte_bytes:,} B, {facts.core}+{facts.isa}, rounding "
+            f"{facts.rounding}; arena {facts.arena_bytes:,} B "
+            f"({len(facts.planned_buffers)} planned buffer(s), largest scratch "
+            f"{max(facts.scratch_buffers, default=0):,} B); method allocator "
+            f"{facts.method_allocator_bytes:,} B"
+        )
+        print(f"kernels: {', '.join(facts.kernels) or 'none'}")
+        if facts.fallback_operators:
+            print(f"portable (fallback) operators: {', '.join(facts.fallback_operators)}")
+        if report is not None:
+            for role in ("flash", "ram"):
+                found = report[role]
+                if found is not None:
+                    print(
+                        f"fits {found['region']}: {found['needed_bytes']:,} B needed "
+                        f"({found['share']:.0%} of {format_size(found['size_bytes'])})"
+                    )
+        for path in written:
+            print(f"wrote {path}")
+    return 0
+
+
+def embed_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="cortex-m-compile embed", description=EMBED_DESCRIPTION)
+    args = add_embed_arguments(parser).parse_args(argv)
+    return guarded("cortex-m-compile embed", embed_from_args, args, "embed")
+
+
+#: Subcommands: the first argument selects them (a model file of that name is ./NAME).
+SUBCOMMANDS = {"inspect": inspect_main, "embed": embed_main}

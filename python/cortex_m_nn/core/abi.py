@@ -1,0 +1,121 @@
+"""The kernel ABI: the one value a program and a kernel build must agree on.
+
+Three things decide whether kernels can run a program: the CMSIS-NN code path (ISA), the
+requantization rounding CMSIS-NN is built with, and the operator ABI version (the argument
+lists of ``operators.yaml``). :class:`KernelAbi` names them once; a program's ABI also knows
+the core it was compiled for. Its text is what the C++ ``cortex_m_nn_kernels_abi()`` returns,
+``isa=mve rounding=double ops_version=1``; a ``.pte`` records it as ``cortex_m_nn_*``
+constant methods (:meth:`KernelAbi.metadata`), and loaders compare the two
+(:meth:`KernelAbi.mismatch`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from cortex_m_nn.core.operators import ops_version as release_ops_version
+from cortex_m_nn.core.target import Core, Isa, Target
+from cortex_m_nn.version import __version__
+
+#: Prefix of the constant methods a .pte records its ABI (and the compiler version) in.
+METADATA_PREFIX = "cortex_m_nn_"
+
+
+class Rounding(str, enum.Enum):
+    """CMSIS-NN requantization rounding, a build-time choice of the library."""
+
+    DOUBLE = "double"  #: default: rounding doubling high multiply, then rounding shift
+    SINGLE = "single"  #: ``CMSIS_NN_USE_SINGLE_ROUNDING``: one rounding of the 64-bit product
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+@dataclass(frozen=True)
+class KernelAbi:
+    """ISA, rounding and operator version; ``core`` is the core a program was compiled for
+    (None for a kernel build, which serves every core with its ISA). Equality and
+    :meth:`mismatch` compare the ABI only, never the core."""
+
+    isa: Isa
+    rounding: Rounding = Rounding.DOUBLE
+    ops_version: int = field(default_factory=release_ops_version)
+    core: Core | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "isa", Isa(self.isa))
+        object.__setattr__(self, "rounding", Rounding(self.rounding))
+        object.__setattr__(self, "ops_version", int(self.ops_version))
+        if self.core is not None:
+            Target(Core(self.core), self.isa)  # raises TargetError for a path the core lacks
+
+    @classmethod
+    def for_target(
+        cls, target: Target, rounding: Rounding = Rounding.DOUBLE, ops_version: int | None = None
+    ) -> KernelAbi:
+        """The ABI of a program compiled for ``target`` (this release's operator version)."""
+        version = release_ops_version() if ops_version is None else ops_version
+        return cls(target.isa, rounding, version, target.core)
+
+    @property
+    def target(self) -> Target:
+        """The program's core and ISA (a kernel build has no core: ValueError)."""
+        if self.core is None:
+            raise ValueError(f"{self} is a kernel build's ABI: it names no core")
+        return Target(self.core, self.isa)
+
+    def __str__(self) -> str:
+        return f"isa={self.isa.value} rounding={self.rounding.value} ops_version={self.ops_version}"
+
+    @classmethod
+    def parse(cls, text: str) -> KernelAbi:
+        """Read :meth:`__str__`'s text (``cortex_m_nn_kernels_abi()``'s)."""
+        fields = dict(part.split("=", 1) for part in text.split())
+        return cls(Isa(fields["isa"]), Rounding(fields["rounding"]), int(fields["ops_version"]))
+
+    @classmethod
+    def from_metadata(cls, values: Mapping[str, object]) -> KernelAbi:
+        """The ABI a .pte records, from its ``cortex_m_nn_*`` methods' values by name."""
+        core = values.get(METADATA_PREFIX + "core")
+        return cls(
+            Isa(str(values[METADATA_PREFIX + "isa"])),
+            Rounding(str(values[METADATA_PREFIX + "rounding"])),
+            int(str(values[METADATA_PREFIX + "ops_version"])),
+            None if core is None else Core(str(core)),
+        )
+
+    def metadata(self) -> dict[str, str | int]:
+        """The constant methods a .pte records (with the compiler's version)."""
+        return {
+            f"{METADATA_PREFIX}core": self.target.core.value,
+            f"{METADATA_PREFIX}isa": self.isa.value,
+            f"{METADATA_PREFIX}rounding": self.rounding.value,
+            f"{METADATA_PREFIX}version": __version__,
+            f"{METADATA_PREFIX}ops_version": self.ops_version,
+        }
+
+    def mismatch(self, kernels: KernelAbi) -> str | None:
+        """None when ``kernels`` can run a program of this ABI; else what differs and the fix."""
+        problems = []
+        if self.isa is not kernels.isa:
+            problems.append(
+                f"ISA {self.isa.value} (kernels: {kernels.isa.value}; recompile with a "
+                f"--target whose ISA is {kernels.isa.value}, e.g. cortex-m55+{kernels.isa.value})"
+            )
+        if self.rounding is not kernels.rounding:
+            problems.append(
+                f"rounding {self.rounding.value} (kernels: {kernels.rounding.value}; "
+                f"recompile with --rounding {kernels.rounding.value})"
+            )
+        if self.ops_version != kernels.ops_version:
+            problems.append(
+                f"operator version {self.ops_version} (kernels: "
+                f"{kernels.ops_version}; rebuild the kernels and the .pte from one "
+                "cortex-m-nn release)"
+            )
+        return "the .pte was compiled for " + "; ".join(problems) if problems else None

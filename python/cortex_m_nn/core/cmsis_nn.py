@@ -1,0 +1,63 @@
+"""Which CMSIS-NN code path a call takes where its shape, not only its dtype and ISA,
+decides: the lowering's scratch sizing, the prepared-call table and the kernels
+(``op_conv2d.cpp``) must agree on it, so it is decided once, here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def mve_one_by_n_inexact(*shapes_and_window: Sequence[int]) -> bool:
+    """Whether CMSIS-NN's MVE ``arm_convolve_1_x_n_s8`` would fail or miscompute this
+    convolution, given as (input NHWC, weight OHWI, output NHWC, stride, padding, dilation);
+    the kernel (``op_conv2d.cpp``, the same test) then calls ``arm_convolve_s8`` directly.
+
+    The wrapper takes a 1xN convolution (input height 1, kernel height 1, dilation 1,
+    ``stride_w * Cin`` a multiple of 4, not grouped, not an unpadded 1x1) to that path. It
+    fails unless ``2 * pad + total % 2 == total`` (``total``: the padding the output length
+    implies), and it computes three sections from buffers it fills: the left-padded windows from
+    ``pad`` pads and the first ``kernel`` inputs, the unpadded ones from the input, the
+    right-padded ones from the last ``kernel - 1`` inputs and pads. That is exact only when
+    every window of a section reads inside its buffer and the first right-padded window starts
+    ``kernel - 1`` before the input's end (PyTorch's kernel 5, stride 2, padding 2 on length 9
+    does not: its last window holds two pads).
+    """
+    input_shape_nhwc, weight_shape_ohwi, output_shape_nhwc, stride, padding, dilation = (
+        shapes_and_window
+    )
+    _, in_h, in_w, in_c = (int(d) for d in input_shape_nhwc)
+    _, k_h, k, k_c = (int(d) for d in weight_shape_ohwi)
+    out_w = int(output_shape_nhwc[2])
+    stride_w, pad, dilation_w = int(stride[1]), int(padding[1]), int(dilation[1])
+    unpadded = (int(padding[0]), pad) == (0, 0)
+    undilated = (int(dilation[0]), dilation_w) == (1, 1)
+    one_by_one = (k_h, k) == (1, 1) and unpadded and undilated and in_c == k_c
+    one_by_n = in_h == 1 and k_h == 1 and dilation_w == 1 and (stride_w * in_c) % 4 == 0
+    if one_by_one or not (one_by_n and in_c == k_c):
+        return False
+    return not _one_by_n_exact(in_w, k, out_w, stride_w, pad)
+
+
+def _one_by_n_exact(in_w: int, k: int, out_w: int, stride: int, pad: int) -> bool:
+    """The sections of ``arm_convolve_1_x_n_s8`` (see :func:`mve_one_by_n_inexact`), in C's
+    integer arithmetic."""
+    total = (out_w - 1) * stride + k - in_w
+    asym = int(math.fmod(total, 2))  # C's remainder: -1 for a total of -1
+    if pad * 2 + asym != total:
+        return False  # CMSIS-NN fails the call
+    right = max(1, (pad + asym + stride - 1) // stride) if pad + asym != 0 else 0
+    left = max(1, (pad + stride - 1) // stride) if pad != 0 else 0
+    middle = max(out_w - (right + left), 0)
+    if right + middle + left != out_w:
+        return True  # CMSIS-NN calls arm_convolve_s8 itself
+    if k > in_w or (left and (left - 1) * stride - pad + k > in_w):
+        return False  # the left section copies k inputs; its windows end inside the input
+    if middle and (left * stride - pad < 0 or (left + middle - 1) * stride - pad + k > in_w):
+        return False
+    if right:
+        first = (left + middle) * stride - pad
+        pads = right if asym else pad
+        return first + k - 1 == in_w and (right - 1) * stride + 1 <= pads
+    return True

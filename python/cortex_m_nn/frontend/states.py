@@ -1,0 +1,94 @@
+"""The states a model keeps between inferences (SVDF layers), in each of its forms.
+
+The float model keeps them in its :class:`~cortex_m_nn.nn.SVDF` layers' ``state`` buffers,
+the PT2E graph in the buffers its state write-backs update, the lowered graph in its
+``mutable_state_*`` buffers (which ``cortex_m_nn::svdf`` updates in place, and the program
+keeps in its arena). Running a form on a sequence of inputs gives the sequence's outputs only
+from zero states; :func:`reset_states` makes them zero.
+
+The write-back: ``cortex_m_nn.nn.SVDF`` ends each step with ``self.state.copy_(new_state)``,
+an ``aten.copy_`` into the buffer its ``svdf_memory`` read, of that operator's output (through
+``detach`` before the functional form, through PT2E's ``quantize``/``dequantize`` after). It
+is the one mutation of a buffer the compiler keeps: the functional form leaves it, and the
+lowering drops it where ``cortex_m_nn::svdf`` updates its state in place (``rules/svdf``).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch.fx import GraphModule, Node
+
+from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
+from cortex_m_nn.nn import SVDF, SVDF_MEMORY
+from cortex_m_nn.ops.svdf import STATE_PREFIX
+
+
+def state_buffers(module: torch.nn.Module) -> list[torch.Tensor]:
+    """Every state buffer of ``module`` (any of the three forms)."""
+    found = [m.state for m in module.modules() if isinstance(m, SVDF)]
+    found += [b for name, b in module.named_buffers() if name.startswith(STATE_PREFIX)]
+    if isinstance(module, GraphModule):
+        for node in module.graph.nodes:
+            if is_state_write(node):
+                found.append(module.get_buffer(str(node.args[0].target)))
+    unique: dict[int, torch.Tensor] = {id(b): b for b in found}
+    return list(unique.values())
+
+
+def has_states(module: torch.nn.Module) -> bool:
+    return bool(state_buffers(module))
+
+
+def reset_states(module: torch.nn.Module) -> None:
+    """Every state of ``module`` back to zero (in place)."""
+    with torch.no_grad():
+        for buffer in state_buffers(module):
+            buffer.zero_()
+
+
+def fresh(module: GraphModule) -> GraphModule:
+    """A copy of ``module`` with zero states of its own, or ``module`` when it keeps none."""
+    if not has_states(module):
+        return module
+    copied = copy.deepcopy(module)
+    reset_states(copied)
+    return copied
+
+
+COPY = torch.ops.aten.copy_.default
+#: What may stand between ``svdf_memory`` and the write-back.
+_THROUGH = {torch.ops.aten.detach.default, *DEQUANTIZE, *QUANTIZE}
+
+
+def state_source(node: Node) -> Node | None:
+    """The ``svdf_memory`` node whose output ``node`` writes back into the buffer it read,
+    or None when ``node`` is no such write-back."""
+    if node.op != "call_function" or node.target is not COPY or len(node.args) != 2:
+        return None
+    if node.users:  # read again in this forward (a layer called twice): not a write-back
+        return None
+    buffer, value = node.args
+    while isinstance(value, Node) and value.target in _THROUGH:
+        value = value.args[0]
+    if not isinstance(value, Node) or value.target is not SVDF_MEMORY:
+        return None
+    if not isinstance(buffer, Node) or buffer.op != "get_attr" or value.args[1] is not buffer:
+        return None
+    return value
+
+
+def is_state_write(node: Node) -> bool:
+    return state_source(node) is not None
+
+
+def writes_svdf_state(node: Node) -> bool:
+    """An ``aten.copy_`` of an ``svdf_memory`` output that is no state write-back: the layer
+    called on a sequence, or more than once in one forward."""
+    if node.op != "call_function" or node.target is not COPY or len(node.args) != 2:
+        return False
+    value = node.args[1]
+    while isinstance(value, Node) and value.target in _THROUGH:
+        value = value.args[0]
+    return isinstance(value, Node) and value.target is SVDF_MEMORY

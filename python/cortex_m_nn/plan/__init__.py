@@ -1,0 +1,11 @@
+"""Stage 4, plan: the memory of one core, ahead of time.
+
+In: the program's graph in the execution dialect (and a board's memories). Out: the memory
+plan (each planned tensor's lifetime and arena offset, the live-tensor bound, the constants)
+and whether the model fits the board.
+
+* ``memory_plan``: the planner ExecuTorch's memory planning pass runs, and the plan read back;
+* ``fit``, ``boards``: flash and RAM against a board's memories.
+
+Scratch buffers are sized where the lowering chooses the CMSIS-NN call (``lower.scratch``).
+"""

@@ -1,0 +1,8 @@
+"""Per-layer precision searches: compile, measure, choose, compile again.
+
+In: a model, calibration samples and a minimum output SNR. Out: the compiled program whose
+layers take the cheapest precision that keeps the SNR.
+
+* ``activations``: ``--precision auto``, int8 or int16 activations per layer;
+* ``weights``: ``--weights auto``, int4 or int8 weights per layer.
+"""
