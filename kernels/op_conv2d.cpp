@@ -107,35 +107,22 @@ void conv2d_s16(CallContext& context, ConvArgs& args, Tensor& scratch) {
 // What the s4 wrapper calls for a convolution that is neither 1x1 nor 1xN: on MVE
 // arm_convolve_even_s4 when KH * KW * Cin is even (always here: int4 weights have an even Cin),
 // else arm_convolve_s4: the wrapper's own choice for such a convolution, and its buffer.
-arm_cmsis_nn_status convolve_s4(
-    const cmsis_nn_context* ctx,
-    const cmsis_nn_conv_params* params,
-    const cmsis_nn_per_channel_quant_params* quant,
-    const cmsis_nn_dims* input_dims,
-    const int8_t* input,
-    const cmsis_nn_dims* filter_dims,
-    const int8_t* filter,
-    const cmsis_nn_dims* bias_dims,
-    const int32_t* bias,
-    const cmsis_nn_dims* output_dims,
-    int8_t* output) {
+decltype(&arm_convolve_s4) general_s4(const ConvArgs& args) {
 #if defined(ARM_MATH_MVEI)
-  if ((filter_dims->h * filter_dims->w * input_dims->c) % 2 == 0) {
-    return arm_convolve_even_s4(
-        ctx, params, quant, input_dims, input, filter_dims, filter, bias_dims, bias, output_dims,
-        output);
+  if ((args.filter_dims.h * args.filter_dims.w * args.input_dims.c) % 2 == 0) {
+    return arm_convolve_even_s4;
   }
+#else
+  (void)args;
 #endif
-  return arm_convolve_s4(
-      ctx, params, quant, input_dims, input, filter_dims, filter, bias_dims, bias, output_dims,
-      output);
+  return arm_convolve_s4;
 }
 
 // The int4 case (packed weights, int8 activations), unprepared: arm_convolve_wrapper_s4, but a
 // 1xN convolution calls arm_convolve_s4 itself. The wrapper's 1xN path is
 // arm_convolve_1_x_n_s4, whose MVE code returns a failure for some shapes it does not compute
 // and never falls back (docs/int4.md); off MVE it only calls arm_convolve_s4. So a 1xN one
-// takes the wrapper's general path (convolve_s4) here. Mirrored by
+// takes the wrapper's general path (general_s4) here. Mirrored by
 // python/cortex_m_nn/lower/scratch.py.
 void conv2d_s4(CallContext& context, ConvArgs& args, Tensor& scratch) {
   const auto params = args.params<cmsis_nn_conv_params>();
@@ -153,7 +140,7 @@ void conv2d_s4(CallContext& context, ConvArgs& args, Tensor& scratch) {
   if (unprepared_scratch(context, "conv2d", scratch, required, &buffer)) {
     check_status(
         context, "conv2d",
-        direct ? call_conv_s8(convolve_s4, args, params, &buffer)
+        direct ? call_conv_s8(general_s4(args), args, params, &buffer)
                : call_conv_s8(arm_convolve_wrapper_s4, args, params, &buffer));
   }
 }

@@ -55,8 +55,9 @@ void dequantize_run(
   }
 }
 
-template <typename Q>
-void dequantize_from(
+}  // namespace
+
+void dequantize_out(
     CallContext& context,
     const Tensor& input,
     double scale,
@@ -65,29 +66,19 @@ void dequantize_from(
     Tensor& out) {
   const float factor = static_cast<float>(scale);
   const int32_t zero = static_cast<int32_t>(zero_point);
-  convert_permuted<Q, float>(
-      context, "dequantize", "input must be int8 or int16, out float32", input, scale,
-      zero_point, permutation, out,
-      [&](const Q* source, float* destination, ptrdiff_t count, ptrdiff_t out_step,
-          ptrdiff_t in_step) {
-        dequantize_run<Q>(source, destination, count, out_step, in_step, factor, zero);
-      });
-}
-
-}  // namespace
-
-// The input's dtype (int8 or int16) picks the case.
-void dequantize_out(
-    CallContext& context,
-    const Tensor& input,
-    double scale,
-    int64_t zero_point,
-    IntArrayRef permutation,
-    Tensor& out) {
+  // a run of int8_t or int16_t values, whichever the input holds
+  const auto convert = [&](const auto* source, float* destination, ptrdiff_t count,
+                           ptrdiff_t out_step, ptrdiff_t in_step) {
+    dequantize_run(source, destination, count, out_step, in_step, factor, zero);
+  };
+  constexpr const char* kTypes = "input must be int8 or int16, out float32";
+  // The input's dtype (int8 or int16) picks the case.
   if (input.scalar_type() == ScalarType::Short) {
-    dequantize_from<int16_t>(context, input, scale, zero_point, permutation, out);
+    convert_permuted<int16_t, float>(
+        context, "dequantize", kTypes, input, scale, zero_point, permutation, out, convert);
   } else {
-    dequantize_from<int8_t>(context, input, scale, zero_point, permutation, out);
+    convert_permuted<int8_t, float>(
+        context, "dequantize", kTypes, input, scale, zero_point, permutation, out, convert);
   }
 }
 

@@ -43,17 +43,20 @@ bool kernel_sums_buffer(
   return true;
 }
 
+// The optional tensors of a linear call (bias, kernel sums, per-channel requantization), as
+// linear_out receives them.
+struct LinearVectors {
+  const std::optional<Tensor>& bias;
+  const std::optional<Tensor>& kernel_sums;
+  const std::optional<Tensor>& multipliers;
+  const std::optional<Tensor>& shifts;
+};
+
 // bias, kernel sums, multipliers and shifts: each absent or int32 [out_features]; the
 // requantization per tensor (no vectors) or per channel (both, valid shifts, the numbers 0).
 bool check_vectors(
-    CallContext& context,
-    int32_t out_features,
-    const std::optional<Tensor>& bias,
-    const std::optional<Tensor>& kernel_sums,
-    const std::optional<Tensor>& multipliers,
-    const std::optional<Tensor>& shifts,
-    const FcQuant& q) {
-  for (const auto* vector : {&bias, &kernel_sums, &multipliers, &shifts}) {
+    CallContext& context, int32_t out_features, const LinearVectors& v, const FcQuant& q) {
+  for (const auto* vector : {&v.bias, &v.kernel_sums, &v.multipliers, &v.shifts}) {
     if (vector->has_value() && (!has_layout(vector->value(), ScalarType::Int, 1) ||
                                 vector->value().size(0) != out_features)) {
       ET_LOG(Error, "cortex_m_nn::linear: bias, kernel sums, multipliers and shifts must be "
@@ -62,9 +65,10 @@ bool check_vectors(
       return false;
     }
   }
-  const bool per_channel = multipliers.has_value();
-  if (per_channel != shifts.has_value() || (per_channel && (q.multiplier != 0 || q.shift != 0)) ||
-      (per_channel && !are_shifts(shifts.value()))) {
+  const bool per_channel = v.multipliers.has_value();
+  if (per_channel != v.shifts.has_value() ||
+      (per_channel && (q.multiplier != 0 || q.shift != 0)) ||
+      (per_channel && !are_shifts(v.shifts.value()))) {
     return refuse(
         context, "linear",
         "requantization must be per tensor (multiplier, shift) or per channel (multipliers "
@@ -73,38 +77,45 @@ bool check_vectors(
   return true;
 }
 
-// The CMSIS-NN call of an entry: per tensor or per channel.
-arm_cmsis_nn_status fully_connected(
-    const cmsis_nn_context& buffer,
-    const cortex_m_nn_linear_prepared& p,
-    const Tensor* multipliers,
-    const Tensor* shifts,
-    const int8_t* input,
-    const int8_t* weight,
-    const int32_t* bias,
-    int8_t* out) {
-  if (p.per_channel) {
-    const cmsis_nn_per_channel_quant_params quant{
-        const_cast<int32_t*>(multipliers->const_data_ptr<int32_t>()),
-        const_cast<int32_t*>(shifts->const_data_ptr<int32_t>())};
-    return arm_fully_connected_per_channel_s8(
-        &buffer, &p.params, &quant, &p.input, input, &p.filter, weight, &p.bias, bias, &p.output,
-        out);
-  }
-  return arm_fully_connected_s8(
+// Calls a CMSIS-NN fully connected function of the per-tensor signature (arm_fully_connected_s8,
+// and the int16 and int4 cases' _s16 and _s4) with entry p's params, quantization and dims.
+template <typename Function, typename In, typename Bias, typename Out>
+arm_cmsis_nn_status call_per_tensor(
+    Function function, const cmsis_nn_context& buffer, const cortex_m_nn_linear_prepared& p,
+    const In* input, const int8_t* weight, const Bias* bias, Out* out) {
+  return function(
       &buffer, &p.params, &p.quant, &p.input, input, &p.filter, weight, &p.bias, bias, &p.output,
       out);
 }
+
+// The int8 call of an entry: per tensor, or per channel with the multipliers and shifts tensors.
+arm_cmsis_nn_status fully_connected(
+    const cmsis_nn_context& buffer, const cortex_m_nn_linear_prepared& p,
+    const Tensor* multipliers, const Tensor* shifts, const int8_t* input, const int8_t* weight,
+    const int32_t* bias, int8_t* out) {
+  if (!p.per_channel) {
+    return call_per_tensor(arm_fully_connected_s8, buffer, p, input, weight, bias, out);
+  }
+  const cmsis_nn_per_channel_quant_params quant{
+      const_cast<int32_t*>(multipliers->const_data_ptr<int32_t>()),
+      const_cast<int32_t*>(shifts->const_data_ptr<int32_t>())};
+  return arm_fully_connected_per_channel_s8(
+      &buffer, &p.params, &quant, &p.input, input, &p.filter, weight, &p.bias, bias, &p.output,
+      out);
+}
+
 // The matrix shapes: input [..., in], weight int8 [out, in], out [..., out] of `activations`
 // (the input's type too), in 32-bit counts.
 struct LinearShape {
   int32_t in_features, out_features, batches;
 
-  // CMSIS-NN's dims of a fully connected call of this shape.
-  cmsis_nn_dims input() const { return {batches, 1, 1, in_features}; }
-  cmsis_nn_dims filter() const { return {in_features, 1, 1, out_features}; }
-  cmsis_nn_dims bias() const { return {1, 1, 1, out_features}; }
-  cmsis_nn_dims output() const { return {batches, 1, 1, out_features}; }
+  // The prepared entry of a call of this shape with q's params and quantization (its form for
+  // the int16 and int4 cases too, which run unprepared).
+  cortex_m_nn_linear_prepared entry(const FcQuant& q, bool per_channel) const {
+    return cortex_m_nn_linear_prepared{
+        q.params(), q.quant(), {batches, 1, 1, in_features}, {in_features, 1, 1, out_features},
+        {1, 1, 1, out_features}, {batches, 1, 1, out_features}, per_channel ? 1 : 0};
+  }
 };
 
 bool check_shapes(
@@ -149,95 +160,51 @@ bool check_shapes(
 // s16 output stage takes (arm_nn_requantize_s64 shifts right by 14 - shift), no kernel sums,
 // activation range in int16.
 bool check_s16(
-    CallContext& context,
-    const LinearShape& shape,
-    const std::optional<Tensor>& bias,
-    const std::optional<Tensor>& kernel_sums,
-    const std::optional<Tensor>& multipliers,
-    const std::optional<Tensor>& shifts,
-    const FcQuant& q) {
-  const bool ok = is_fc_quant_s16(q) && !kernel_sums.has_value() && !multipliers.has_value() &&
-      !shifts.has_value() &&
-      (!bias.has_value() || (has_layout(bias.value(), ScalarType::Long, 1) &&
-                             bias.value().size(0) == shape.out_features));
+    CallContext& context, const LinearShape& shape, const LinearVectors& v, const FcQuant& q) {
+  const bool ok = is_fc_quant_s16(q) && !v.kernel_sums.has_value() &&
+      !v.multipliers.has_value() && !v.shifts.has_value() &&
+      (!v.bias.has_value() || (has_layout(v.bias.value(), ScalarType::Long, 1) &&
+                               v.bias.value().size(0) == shape.out_features));
   return ok ||
       refuse(context, "linear",
              "int16 linear takes zero offsets, an int64 bias [out], one multiplier with a shift "
              "in [-31, 14], no kernel sums and an int16 activation range");
 }
 
-void linear_s16(
-    CallContext& context,
-    const Tensor& input,
-    const Tensor& weight,
-    const std::optional<Tensor>& bias,
-    const std::optional<Tensor>& kernel_sums,
-    const std::optional<Tensor>& multipliers,
-    const std::optional<Tensor>& shifts,
-    const FcQuant& q,
-    Tensor& out) {
-  LinearShape shape{};
-  if (!check_shapes(context, input, weight, out, ScalarType::Short, &shape) ||
-      (context.checks() && !check_s16(context, shape, bias, kernel_sums, multipliers, shifts, q)) ||
-      (context.checks() &&
-       !context.prepared_agrees("linear", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) ||
-      !context.computes()) {
-    return;
+// int4 weights (uint8 [out, in / 2], packed pairs): per tensor (CMSIS-NN has no per-channel s4
+// fully connected), an int32 bias or none, no kernel sums (its MVE code sums the weights itself).
+bool check_s4(CallContext& context, const LinearShape& shape, const LinearVectors& v,
+              const FcQuant& q) {
+  if (!check_vectors(context, shape.out_features, v, q) || v.kernel_sums.has_value() ||
+      v.multipliers.has_value()) {
+    return refuse(context, "linear", "int4 weights take a bias, no kernel sums and one multiplier");
   }
-  const cmsis_nn_context buffer{};
-  const cmsis_nn_fc_params params = q.params();
-  const cmsis_nn_per_tensor_quant_params quant = q.quant();
-  const cmsis_nn_dims input_dims = shape.input(), filter_dims = shape.filter();
-  const cmsis_nn_dims bias_dims = shape.bias(), output_dims = shape.output();
-  check_status(
-      context, "linear",
-      arm_fully_connected_s16(
-          &buffer, &params, &quant, &input_dims, input.const_data_ptr<int16_t>(), &filter_dims,
-          weight.const_data_ptr<int8_t>(), &bias_dims,
-          bias.has_value() ? bias.value().const_data_ptr<int64_t>() : nullptr, &output_dims,
-          out.mutable_data_ptr<int16_t>()));
+  return check_fc_quant(context, "linear", q);
 }
-// The int4 case (uint8 weight of packed pairs): arm_fully_connected_s4, per tensor (CMSIS-NN
-// has no per-channel s4 fully connected), an int32 bias or none, no kernel sums (its MVE code
-// sums the weights itself), unprepared.
-void linear_s4(
-    CallContext& context,
-    const Tensor& input,
-    const Tensor& weight,
-    const std::optional<Tensor>& bias,
-    const std::optional<Tensor>& kernel_sums,
-    const std::optional<Tensor>& multipliers,
-    const std::optional<Tensor>& shifts,
-    const FcQuant& q,
-    Tensor& out) {
+
+// The cases that run unprepared, per tensor: int16 activations → arm_fully_connected_s16 (int64
+// bias), int4 weights → arm_fully_connected_s4.
+void linear_unprepared(CallContext& context, const Tensor& input, const Tensor& weight,
+                       const LinearVectors& v, const FcQuant& q, Tensor& out) {
+  const bool s16 = is_type(input, ScalarType::Short);
   LinearShape shape{};
-  if (!check_shapes(context, input, weight, out, ScalarType::Char, &shape)) {
-    return;
-  }
-  if (context.checks() &&
-      (!check_vectors(context, shape.out_features, bias, kernel_sums, multipliers, shifts, q) ||
-       kernel_sums.has_value() || multipliers.has_value())) {
-    refuse(context, "linear", "int4 weights take a bias, no kernel sums and one multiplier");
-    return;
-  }
-  if (!check_fc_quant(context, "linear", q) ||
+  if (!check_shapes(context, input, weight, out, s16 ? ScalarType::Short : ScalarType::Char,
+                    &shape) ||
       (context.checks() &&
-       !context.prepared_agrees("linear", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) ||
-      !context.computes()) {
+       !(s16 ? check_s16(context, shape, v, q) : check_s4(context, shape, v, q))) ||
+      !runs_unprepared(context, "linear") || !context.computes()) {
     return;
   }
-  const cmsis_nn_context buffer{};  // unused by arm_fully_connected_s4
-  const cmsis_nn_fc_params params = q.params();
-  const cmsis_nn_per_tensor_quant_params quant = q.quant();
-  const cmsis_nn_dims input_dims = shape.input(), filter_dims = shape.filter();
-  const cmsis_nn_dims bias_dims = shape.bias(), output_dims = shape.output();
+  const cmsis_nn_context buffer{};  // neither function uses one
+  const cortex_m_nn_linear_prepared p = shape.entry(q, false);
   check_status(
       context, "linear",
-      arm_fully_connected_s4(
-          &buffer, &params, &quant, &input_dims, input.const_data_ptr<int8_t>(), &filter_dims,
-          static_cast<const int8_t*>(weight.const_data_ptr()), &bias_dims,
-          bias.has_value() ? bias.value().const_data_ptr<int32_t>() : nullptr, &output_dims,
-          out.mutable_data_ptr<int8_t>()));
+      s16 ? call_per_tensor(arm_fully_connected_s16, buffer, p, input.const_data_ptr<int16_t>(),
+                            weight.const_data_ptr<int8_t>(), optional_data<int64_t>(v.bias),
+                            out.mutable_data_ptr<int16_t>())
+          : call_per_tensor(arm_fully_connected_s4, buffer, p, input.const_data_ptr<int8_t>(),
+                            static_cast<const int8_t*>(weight.const_data_ptr()),
+                            optional_data<int32_t>(v.bias), out.mutable_data_ptr<int8_t>()));
 }
 }  // namespace
 
@@ -258,12 +225,9 @@ void linear_out(
     Tensor& out) {
   const FcQuant q{
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
-  if (is_type(input, ScalarType::Short)) {
-    linear_s16(context, input, weight, bias, kernel_sums, multipliers, shifts, q, out);
-    return;
-  }
-  if (is_type(weight, ScalarType::Byte)) {
-    linear_s4(context, input, weight, bias, kernel_sums, multipliers, shifts, q, out);
+  const LinearVectors v{bias, kernel_sums, multipliers, shifts};
+  if (is_type(input, ScalarType::Short) || is_type(weight, ScalarType::Byte)) {
+    linear_unprepared(context, input, weight, v, q, out);
     return;
   }
   LinearShape shape{};
@@ -271,14 +235,11 @@ void linear_out(
     return;
   }
   cmsis_nn_context buffer{};
-  if ((context.checks() &&
-       !check_vectors(context, shape.out_features, bias, kernel_sums, multipliers, shifts, q)) ||
+  if ((context.checks() && !check_vectors(context, shape.out_features, v, q)) ||
       !check_fc_quant(context, "linear", q) || !kernel_sums_buffer(context, kernel_sums, &buffer)) {
     return;
   }
-  const cortex_m_nn_linear_prepared derived{
-      q.params(), q.quant(), shape.input(), shape.filter(), shape.bias(), shape.output(),
-      multipliers.has_value() ? 1 : 0};
+  const cortex_m_nn_linear_prepared derived = shape.entry(q, multipliers.has_value());
   const auto kind = CORTEX_M_NN_PREPARED_LINEAR;
   if ((context.checks() && !context.prepared_agrees("linear", kind, &derived, sizeof(derived))) ||
       !context.computes()) {
@@ -289,8 +250,7 @@ void linear_out(
       fully_connected(
           buffer, derived, derived.per_channel ? &multipliers.value() : nullptr,
           derived.per_channel ? &shifts.value() : nullptr, input.const_data_ptr<int8_t>(),
-          weight.const_data_ptr<int8_t>(),
-          bias.has_value() ? bias.value().const_data_ptr<int32_t>() : nullptr,
+          weight.const_data_ptr<int8_t>(), optional_data<int32_t>(bias),
           out.mutable_data_ptr<int8_t>()));
 }
 

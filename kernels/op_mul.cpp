@@ -13,8 +13,7 @@ namespace {
 void mul_s16(CallContext& context, const Tensor& input1, const Tensor& input2,
              const OutputQuant& output, bool offsets_zero, Tensor& out) {
   const bool valid = output.valid_s16() && offsets_zero && output.shift <= 14;
-  if (context.checks() &&
-      !context.prepared_agrees("mul", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
+  if (!runs_unprepared(context, "mul")) {
     return;
   }
   const OutputQuant::Int32 q = output.int32();

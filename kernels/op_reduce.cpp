@@ -14,9 +14,8 @@ namespace native {
 
 namespace {
 
-constexpr int64_t kSum = 0;
-constexpr int64_t kMax = 1;
-constexpr int64_t kMin = 2;
+// The schema's `kind`.
+enum Kind : int64_t { kSum = 0, kMax = 1, kMin = 2 };
 constexpr int64_t kMaxCount = int64_t{1} << 23;
 
 // The input's dims split into the kept ones (an output element) and the reduced ones.

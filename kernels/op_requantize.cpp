@@ -29,39 +29,33 @@ bool is_offset(ScalarType type, int64_t offset, int64_t low, int64_t high) {
   return type == ScalarType::Short ? offset == 0 : (offset >= low && offset <= high);
 }
 
+// One call's arithmetic, as arm_nn_requantize and the offsets take it.
+struct Requantization {
+  int32_t input_offset, output_offset, multiplier, shift;
+};
+
 template <typename In, typename Out>
-void requantize_all(
-    const Tensor& input,
-    Tensor& out,
-    int32_t input_offset,
-    int32_t output_offset,
-    int32_t multiplier,
-    int32_t shift) {
+void requantize_all(const Tensor& input, Tensor& out, const Requantization& r) {
   constexpr int32_t low = std::numeric_limits<Out>::min();
   constexpr int32_t high = std::numeric_limits<Out>::max();
   const In* source = input.const_data_ptr<In>();
   Out* destination = out.mutable_data_ptr<Out>();
   const ssize_t count = input.numel();
   for (ssize_t i = 0; i < count; ++i) {
-    const int32_t value = static_cast<int32_t>(source[i]) + input_offset;
-    int32_t q = arm_nn_requantize(value, multiplier, shift) + output_offset;
+    const int32_t value = static_cast<int32_t>(source[i]) + r.input_offset;
+    int32_t q = arm_nn_requantize(value, r.multiplier, r.shift) + r.output_offset;
     q = q < low ? low : (q > high ? high : q);
     destination[i] = static_cast<Out>(q);
   }
 }
 
+// out's dtype (int8 or int16) picks the case.
 template <typename In>
-void requantize_from(
-    const Tensor& input,
-    Tensor& out,
-    int32_t input_offset,
-    int32_t output_offset,
-    int32_t multiplier,
-    int32_t shift) {
+void requantize_from(const Tensor& input, Tensor& out, const Requantization& r) {
   if (out.scalar_type() == ScalarType::Short) {
-    requantize_all<In, int16_t>(input, out, input_offset, output_offset, multiplier, shift);
+    requantize_all<In, int16_t>(input, out, r);
   } else {
-    requantize_all<In, int8_t>(input, out, input_offset, output_offset, multiplier, shift);
+    requantize_all<In, int8_t>(input, out, r);
   }
 }
 
@@ -93,14 +87,13 @@ void requantize_out(
   if (!context.computes()) {
     return;
   }
-  const auto in_offset = static_cast<int32_t>(input_offset);
-  const auto out_offset = static_cast<int32_t>(output_offset);
-  const auto m = static_cast<int32_t>(multiplier);
-  const auto s = static_cast<int32_t>(shift);
+  const Requantization r{
+      static_cast<int32_t>(input_offset), static_cast<int32_t>(output_offset),
+      static_cast<int32_t>(multiplier), static_cast<int32_t>(shift)};
   if (in_type == ScalarType::Short) {
-    requantize_from<int16_t>(input, out, in_offset, out_offset, m, s);
+    requantize_from<int16_t>(input, out, r);
   } else {
-    requantize_from<int8_t>(input, out, in_offset, out_offset, m, s);
+    requantize_from<int8_t>(input, out, r);
   }
 }
 

@@ -38,11 +38,7 @@ void softmax_s16(
       "softmax",
       "int16: out int16 of the input's size, rows of 2 or more, two int16[513] tables, "
       "multiplier in [0, 2^31) and shift in [-31, 15]");
-  if (context.checks() &&
-      !context.prepared_agrees("softmax", CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
-    return;
-  }
-  if (!context.computes()) {
+  if (!runs_unprepared(context, "softmax") || !context.computes()) {
     return;
   }
   const cmsis_nn_softmax_lut_s16 tables{

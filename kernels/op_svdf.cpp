@@ -108,7 +108,7 @@ arm_cmsis_nn_status run_svdf(
   const cmsis_nn_context input_ctx{buffer.buf, 4 * batch * a.filters};
   const cmsis_nn_context output_ctx{
       static_cast<int8_t*>(buffer.buf) + 4 * batch * a.filters, 4 * batch * a.units};
-  const int32_t* bias_data = bias.has_value() ? bias->const_data_ptr<int32_t>() : nullptr;
+  const int32_t* bias_data = optional_data<int32_t>(bias);
   if (!is_type(state, ScalarType::Short)) {
     return svdf_s8(
         a, input_ctx, output_ctx, input, state, feature, time, bias_data, kernel_sums, out);

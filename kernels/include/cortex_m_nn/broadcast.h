@@ -63,22 +63,13 @@ inline bool same_shape(const Shape4& x, const Shape4& y) {
 // Calls block(x, y, out, n) once over the whole output when neither input broadcasts, else over
 // every output row (the innermost dimension), replicating an input broadcast along that
 // dimension through a small buffer; elements of type T (int8_t, or int16_t for the s16
-// kernels). block returns a CMSIS-NN status; the first failure fails the call.
+// kernels). block returns a CMSIS-NN status; the walk stops at the first failure and returns it.
 template <typename T = int8_t, typename Block>
-void for_each_row(
-    CallContext& context,
-    const char* op,
-    const Tensor& a,
-    const Tensor& b,
-    Tensor& out,
-    Block block) {
+arm_cmsis_nn_status for_each_row(const Tensor& a, const Tensor& b, Tensor& out, Block block) {
   const Shape4 sa = shape4(a), sb = shape4(b), so = shape4(out);
   if (same_shape(sa, so) && same_shape(sb, so)) {
     const int32_t n = so.d[0] * so.d[1] * so.d[2] * so.d[3];
-    check_status(
-        context, op,
-        block(a.const_data_ptr<T>(), b.const_data_ptr<T>(), out.mutable_data_ptr<T>(), n));
-    return;
+    return block(a.const_data_ptr<T>(), b.const_data_ptr<T>(), out.mutable_data_ptr<T>(), n);
   }
   int64_t stride_a[4], stride_b[4];
   int64_t step_a = 1, step_b = 1;
@@ -115,13 +106,13 @@ void for_each_row(
           }
         }
         if (status != ARM_CMSIS_NN_SUCCESS) {
-          check_status(context, op, status);
-          return;
+          return status;
         }
         po += row;
       }
     }
   }
+  return ARM_CMSIS_NN_SUCCESS;
 }
 
 }  // namespace native

@@ -73,7 +73,7 @@ void elementwise_rows(
   if (!context.computes()) {
     return;
   }
-  for_each_row<T>(context, op, input1, input2, out, block);
+  check_status(context, op, for_each_row<T>(input1, input2, out, block));
 }
 
 }  // namespace native

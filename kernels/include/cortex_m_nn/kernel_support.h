@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include <executorch/runtime/kernel/kernel_includes.h>
 
@@ -128,20 +129,19 @@ inline bool scratch_context(
   return true;
 }
 
-// The start of a call of a case that runs unprepared (int16 activations, int4 weights): the
-// program must carry no prepared entry for it, the planned scratch must hold what CMSIS-NN
-// asks (scratch_context), and the call must compute. False: return without computing.
+// Unless the call is proven: whether the program carries no prepared entry for this call, as a
+// case that runs unprepared (int16 activations, int4 weights) must; fails the call otherwise.
+inline bool runs_unprepared(CallContext& context, const char* op) {
+  return !context.checks() || context.prepared_agrees(op, CORTEX_M_NN_PREPARED_NONE, nullptr, 0);
+}
+
+// scratch_context for a case that runs unprepared (runs_unprepared), in a call that computes.
+// False: return without computing.
 template <typename Required>
-inline bool unprepared_scratch(
-    CallContext& context,
-    const char* op,
-    const Tensor& scratch,
-    Required required_bytes,
-    cmsis_nn_context* out) {
-  if (context.checks() && !context.prepared_agrees(op, CORTEX_M_NN_PREPARED_NONE, nullptr, 0)) {
-    return false;
-  }
-  return scratch_context(context, op, scratch, required_bytes, out) && context.computes();
+inline bool unprepared_scratch(CallContext& context, const char* op, const Tensor& scratch,
+                               Required required_bytes, cmsis_nn_context* out) {
+  return runs_unprepared(context, op) &&
+      scratch_context(context, op, scratch, required_bytes, out) && context.computes();
 }
 
 // A proven call's planned scratch tensor (argument `index`) as CMSIS-NN's context.
@@ -150,6 +150,12 @@ inline cmsis_nn_context proven_scratch(executorch::runtime::EValue** args, size_
   return cmsis_nn_context{
       scratch.numel() ? scratch.mutable_data_ptr<int8_t>() : nullptr,
       static_cast<int32_t>(scratch.numel())};
+}
+
+// An optional tensor's data, or null when it is absent.
+template <typename T>
+const T* optional_data(const std::optional<Tensor>& tensor) {
+  return tensor.has_value() ? tensor->const_data_ptr<T>() : nullptr;
 }
 
 // Log and fail the call when CMSIS-NN reports an error.
