@@ -815,6 +815,31 @@ def measure_fold(args: argparse.Namespace, run: Run, fold: int) -> dict[str, dic
     return results
 
 
+def json_document(
+    run: Run,
+    missing: dict[str, str],
+    missing_peer: str | None,
+    results: dict[str, dict],
+    seconds: float,
+) -> dict[str, Any]:
+    """What ``--json`` writes: the run's choices, what this build lacks, every measurement."""
+    return {
+        "seed": run.seed,
+        "seeds": run.seeds,
+        "version": VERSION,
+        "calibration": run.calibration,
+        "sizes": run.sizes,
+        "lowered_images_per_fold": run.lowered,
+        "draws": run.draws,
+        "folds": run.folds,
+        "configs": {name: options.as_dict() for name, options in run.configs.items()},
+        "unavailable": missing,
+        "peer": missing_peer or "ExecuTorch CortexMQuantizer",
+        "models": results,
+        "seconds": seconds,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
     start = time.perf_counter()
@@ -843,21 +868,7 @@ def main(argv: list[str] | None = None) -> int:
     named = f"seeds {seeds[0]}–{seeds[-1]}" if len(seeds) > 1 else f"seed {args.seed}"
     print(f"\n{seconds:.0f} s in all ({named}, weights version {VERSION})")
     if args.json:
-        document = {
-            "seed": args.seed,
-            "seeds": len(seeds),
-            "version": VERSION,
-            "calibration": run.calibration,
-            "sizes": run.sizes,
-            "lowered_images_per_fold": run.lowered,
-            "draws": run.draws,
-            "folds": run.folds,
-            "configs": {name: options.as_dict() for name, options in run.configs.items()},
-            "unavailable": missing,
-            "peer": missing_peer or "ExecuTorch CortexMQuantizer",
-            "models": results,
-            "seconds": seconds,
-        }
+        document = json_document(run, missing, missing_peer, results, seconds)
         args.json.write_text(json.dumps(document, indent=2) + "\n")
     return 0
 

@@ -54,6 +54,7 @@ import json
 import math
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,12 +187,12 @@ def _auto(
     """``--precision auto`` at X (``goal``, from the uniform programs' SNR as the search
     measures it, on the calibration samples their ranges were not fitted to): the chosen
     layers and X, or why there is no such program."""
-    from cortex_m_nn.core.abi import KernelAbi, Rounding
+    from cortex_m_nn.core.abi import ProgramAbi, Rounding
     from cortex_m_nn.core.options import QuantizationOptions
     from cortex_m_nn.core.target import Target
     from cortex_m_nn.search import activations as mixed_precision
 
-    abi = KernelAbi.for_target(Target.parse(target), Rounding.DOUBLE)
+    abi = ProgramAbi.for_target(Target.parse(target), Rounding.DOUBLE)
     _, bounds = mixed_precision.choose(
         source, abi, calibration, QuantizationOptions(), -math.inf
     )  # int8 meets any target: the two uniform programs, measured as the search does
@@ -216,13 +217,13 @@ def _int4_auto(
     """``--weights auto`` at X = all int4's SNR + ``share`` of the way to all int8's (both as
     the search measures them, on the calibration samples their ranges were not fitted to):
     X, the layers chosen, and the program's row on the held-out samples."""
-    from cortex_m_nn.core.abi import KernelAbi, Rounding
+    from cortex_m_nn.core.abi import ProgramAbi, Rounding
     from cortex_m_nn.core.options import QuantizationOptions
     from cortex_m_nn.core.target import Target
     from cortex_m_nn.pipeline import compile_model
     from cortex_m_nn.search import weights as weight_precision
 
-    abi = KernelAbi.for_target(Target.parse(target), Rounding.DOUBLE)
+    abi = ProgramAbi.for_target(Target.parse(target), Rounding.DOUBLE)
     base = QuantizationOptions()
     _, bounds = weight_precision.choose(source, abi, calibration, base, -math.inf)
     x = bounds.int4_snr_db + share * (bounds.int8_snr_db - bounds.int4_snr_db)
@@ -236,23 +237,80 @@ def _int4_auto(
     } | _row(program, source.module, held_out)
 
 
-def int4_auto_table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """``--weights auto`` against all int8 and all int4 weights: SNR and weight bytes."""
+#: A model's rows by program; a column of a table of them: heading, width, format spec
+#: (without the width) and value; a group: a heading over the columns it spans.
+Rows = dict[str, dict[str, Any]]
+Column = tuple[str, int, str, Callable[[Rows], Any]]
+Group = tuple[str, list[Column]]
+#: What the tables' column headings call each program.
+LABELS = {"int8": "int8", "int16": "int16", "int4w": "int4", "int4auto": "auto"}
+
+
+def _render(results: dict[str, Rows], groups: list[Group]) -> str:
+    """A row per model under two header lines: each group's heading right-aligned across its
+    columns, then each column's own; every value right-aligned at its column's width."""
+    columns = [column for _, group in groups for column in group]
+    titles = [title.rjust(sum(c[1] + 1 for c in group) - 1) for title, group in groups]
     lines = [
-        f"{'model':<22} {'target X dB':>11} {'int4 layers':>11} {'SNR dB':>20} "
-        f"{'weights+params B':>26}",
-        f"{'':<22} {'':>11} {'':>11} {'int8':>6} {'int4':>6} {'auto':>6} "
-        f"{'int8':>8} {'int4':>8} {'auto':>8}",
+        " ".join([f"{'model':<22}", *titles]),
+        " ".join([f"{'':<22}", *(heading.rjust(width) for heading, width, _, _ in columns)]),
     ]
     for name, rows in results.items():
-        a, b, c = rows["int8"], rows["int4w"], rows["int4auto"]
-        chosen = f"{len(c['int4_layers_chosen'])}/{c['candidates']}"
-        lines.append(
-            f"{name:<22} {c['target_db']:>11.1f} {chosen:>11} {a['snr_db']:>6.1f} "
-            f"{b['snr_db']:>6.1f} {c['snr_db']:>6.1f} {a['weight_bytes']:>8,} "
-            f"{b['weight_bytes']:>8,} {c['weight_bytes']:>8,}"
-        )
+        cells = [format(value(rows), spec).rjust(width) for _, width, spec, value in columns]
+        lines.append(" ".join([f"{name:<22}", *cells]))
     return "\n".join(lines)
+
+
+def _of(program: str, key: str) -> Callable[[Rows], Any]:
+    return lambda rows: rows[program][key]
+
+
+def _single(heading: str, width: int, spec: str, value: Callable[[Rows], Any]) -> Group:
+    """One column, its heading on the first header line."""
+    return heading, [("", width, spec, value)]
+
+
+def _per_program(heading: str, key: str, spec: str, widths: dict[str, int]) -> Group:
+    """``key`` of each program of ``widths`` (program → its column's width) under ``heading``."""
+    return heading, [(LABELS[p], width, spec, _of(p, key)) for p, width in widths.items()]
+
+
+def _ratio(key: str, program: str, spec: str) -> Group:
+    return _single("ratio", 6, spec, lambda rows: rows[program][key] / rows["int8"][key])
+
+
+def _against_int8(
+    program: str, snr_width: int, counts: list[Group], sizes: list[tuple[str, str, int]], spec: str
+) -> list[Group]:
+    """``program`` against the int8 one: both SNRs (``snr_width`` wide) and the difference,
+    ``counts``, then for each (heading, key, int8 column width) of ``sizes`` both sizes and
+    their ratio (formatted with ``spec``)."""
+    snr = _per_program("SNR dB", "snr_db", ".1f", {"int8": snr_width, program: snr_width})
+    gain = _single("Δ dB", 6, "+.1f", lambda rows: rows[program]["snr_db"] - rows["int8"]["snr_db"])
+    groups = [snr, gain, *counts]
+    for heading, key, width in sizes:
+        groups.append(_per_program(heading, key, ",", {"int8": width, program: 8}))
+        groups.append(_ratio(key, program, spec))
+    return groups
+
+
+def int4_auto_table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """``--weights auto`` against all int8 and all int4 weights: SNR and weight bytes."""
+    programs = ("int8", "int4w", "int4auto")
+    return _render(
+        results,
+        [
+            _single("target X dB", 11, ".1f", _of("int4auto", "target_db")),
+            _single("int4 layers", 11, "", _int4_layers_chosen),
+            _per_program("SNR dB", "snr_db", ".1f", dict.fromkeys(programs, 6)),
+            _per_program("weights+params B", "weight_bytes", ",", dict.fromkeys(programs, 8)),
+        ],
+    )
+
+
+def _int4_layers_chosen(rows: Rows) -> str:
+    auto = rows["int4auto"]
+    return f"{len(auto['int4_layers_chosen'])}/{auto['candidates']}"
 
 
 #: The programs of a model: int8, int16 activations, auto (int8 or int16 per layer), int4
@@ -331,24 +389,13 @@ def device_table(device: dict[str, dict[str, dict[str, Any]]], core: str) -> str
 
 def weights_table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     """int8 against int4 weights (int8 activations): SNR, layers packed, weight bytes, .pte."""
-    lines = [
-        f"{'model':<22} {'SNR dB':>13} {'Δ dB':>6} {'s4':>3} {'weight tensors B':>18} "
-        f"{'ratio':>6} {'weights+params B':>18} {'ratio':>6} {'.pte B':>17} {'ratio':>6}",
-        f"{'':<22} {'int8':>6} {'int4':>6} {'':>6} {'':>3} {'int8':>9} {'int4':>8} {'':>6} "
-        f"{'int8':>9} {'int4':>8} {'':>6} {'int8':>8} {'int4':>8} {'':>6}",
+    packed = [_single("s4", 3, "", _of("int4w", "int4_layers"))]
+    sizes = [
+        ("weight tensors B", "weight_tensor_bytes", 9),
+        ("weights+params B", "weight_bytes", 9),
+        (".pte B", "pte_bytes", 8),
     ]
-    for name, rows in results.items():
-        a, b = rows["int8"], rows["int4w"]
-        tensors = b["weight_tensor_bytes"] / a["weight_tensor_bytes"]
-        lines.append(
-            f"{name:<22} {a['snr_db']:>6.1f} {b['snr_db']:>6.1f} "
-            f"{b['snr_db'] - a['snr_db']:>+6.1f} {b['int4_layers']:>3} "
-            f"{a['weight_tensor_bytes']:>9,} {b['weight_tensor_bytes']:>8,} {tensors:>6.3f} "
-            f"{a['weight_bytes']:>9,} {b['weight_bytes']:>8,} "
-            f"{b['weight_bytes'] / a['weight_bytes']:>6.3f} "
-            f"{a['pte_bytes']:>8,} {b['pte_bytes']:>8,} {b['pte_bytes'] / a['pte_bytes']:>6.3f}"
-        )
-    return "\n".join(lines)
+    return _render(results, _against_int8("int4w", 6, packed, sizes, ".3f"))
 
 
 def auto_table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
@@ -371,22 +418,12 @@ def auto_table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
 
 def table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     """The printed table: a row per model, int8 then int16 columns and the differences."""
-    lines = [
-        f"{'model':<22} {'SNR dB':>15} {'Δ dB':>6} {'int16 ops':>9} {'requant':>7} "
-        f"{'arena B':>17} {'ratio':>6} {'.pte B':>17} {'ratio':>6}",
-        f"{'':<22} {'int8':>7} {'int16':>7} {'':>6} {'':>9} {'':>7} {'int8':>8} {'int16':>8} "
-        f"{'':>6} {'int8':>8} {'int16':>8} {'':>6}",
+    counts = [
+        _single("int16 ops", 9, "", _of("int16", "int16_ops")),
+        _single("requant", 7, "", _of("int16", "requantizations")),
     ]
-    for name, rows in results.items():
-        a, b = rows["int8"], rows["int16"]
-        lines.append(
-            f"{name:<22} {a['snr_db']:>7.1f} {b['snr_db']:>7.1f} "
-            f"{b['snr_db'] - a['snr_db']:>+6.1f} {b['int16_ops']:>9} {b['requantizations']:>7} "
-            f"{a['arena_bytes']:>8,} {b['arena_bytes']:>8,} "
-            f"{b['arena_bytes'] / a['arena_bytes']:>6.2f} {a['pte_bytes']:>8,} "
-            f"{b['pte_bytes']:>8,} {b['pte_bytes'] / a['pte_bytes']:>6.2f}"
-        )
-    return "\n".join(lines)
+    sizes = [("arena B", "arena_bytes", 8), (".pte B", "pte_bytes", 8)]
+    return _render(results, _against_int8("int16", 7, counts, sizes, ".2f"))
 
 
 def main(argv: list[str] | None = None) -> int:

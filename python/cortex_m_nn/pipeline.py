@@ -29,7 +29,7 @@ import re
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -40,7 +40,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from tqdm import tqdm
 
 import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
-from cortex_m_nn.core.abi import KernelAbi, Rounding
+from cortex_m_nn.core.abi import ProgramAbi, Rounding
 from cortex_m_nn.core.errors import CompileError, mark_stage, stage
 from cortex_m_nn.core.options import IoType, QuantizationOptions
 from cortex_m_nn.core.rewrites import rewrite_for
@@ -84,11 +84,20 @@ class Stages:
     lowering: LoweringResult | None = None
     #: the graph the .pte serialises and what its inputs and outputs hold
     io: ProgramIo | None = None
-    edge_text: str = ""
-    executorch_text: str = ""
-    #: the memory plan of ``forward`` read back from the executorch-dialect graph
-    memory: MemoryPlan | None = None
+    #: the report's rows: the lowering's, with what ``--io int8`` removed marked so
+    records: list[OpRecord] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Serialised:
+    """What serialising gives: the ``.pte``, the memory plan of ``forward`` read back from the
+    executorch-dialect graph, and the graph's text in the edge and execution dialects."""
+
+    pte: bytes
+    memory: MemoryPlan
+    edge_text: str
+    executorch_text: str
 
 
 @dataclass
@@ -98,20 +107,25 @@ class CompiledProgram:
 
     model: ModelSource
     #: the kernel ABI (core, ISA, rounding, operator version) the program was compiled for
-    abi: KernelAbi
+    abi: ProgramAbi
     calibration: Calibration
     stages: Stages
     #: how the quantizer calibrated (ranges, float-model preparations)
     options: QuantizationOptions = field(default_factory=QuantizationOptions)
-    _pte: bytes | None = field(default=None, repr=False)
+    _serialised: Serialised | None = field(default=None, repr=False)
+
+    @property
+    def serialised(self) -> Serialised:
+        """The program serialised (on first use when ``compile_quantized`` deferred it)."""
+        if self._serialised is None:
+            with _Timer(self.stages.seconds)("serialise"):
+                self._serialised = to_program(self.io, self.model, self.abi)
+        return self._serialised
 
     @property
     def pte(self) -> bytes:
         """The serialised ExecuTorch program."""
-        if self._pte is None:
-            with _Timer(self.stages.seconds)("serialise"):
-                self._pte = to_program(self.io, self.model, self.abi, self.stages)
-        return self._pte
+        return self.serialised.pte
 
     @property
     def target(self) -> Target:
@@ -123,7 +137,7 @@ class CompiledProgram:
 
     @property
     def records(self) -> list[OpRecord]:
-        return self.stages.lowering.records
+        return self.stages.records
 
     @property
     def notes(self) -> list[str]:
@@ -153,11 +167,10 @@ class CompiledProgram:
     @property
     def memory(self) -> MemoryPlan:
         """The memory plan of ``forward``, read back from the serialised program."""
-        self.pte  # noqa: B018  (the plan is read while serialising)
-        return self.stages.memory
+        return self.serialised.memory
 
 
-def metadata(abi: KernelAbi, io: ProgramIo | None = None) -> dict[str, str | int]:
+def metadata(abi: ProgramAbi, io: ProgramIo | None = None) -> dict[str, str | int]:
     """What the .pte records about how it was compiled (kernels built differently refuse it)
     and, for int8 inputs and outputs, their quantization."""
     return {**abi.metadata(), **(io.metadata() if io is not None else {})}
@@ -222,18 +235,21 @@ def quantize(
         return float_graph, converted
 
 
-def program_io(lowering: LoweringResult, io: IoType) -> ProgramIo:
-    """The graph the program serialises for ``io``; with int8 I/O the report rows of the
-    boundary operators it leaves to the caller say so."""
+def program_io(lowering: LoweringResult, io: IoType) -> tuple[ProgramIo, list[OpRecord]]:
+    """The graph the program serialises for ``io``, and the report's rows: with int8 I/O, the
+    rows of the boundary operators it leaves to the caller say so (new rows; the lowering's
+    stay as they are)."""
     if io is IoType.FLOAT:
-        return float_io(lowering.graph_module)
+        return float_io(lowering.graph_module), list(lowering.records)
     program = int8_io(lowering.graph_module)
+    records = []
     for record in lowering.records:
         if record.output_node in program.removed:
-            record.kernel = REMOVED
             given = record.source_op == "quantize"
-            record.cmsis_function = f"(--io int8: {'given' if given else 'read'} as int8)"
-    return program
+            function = f"(--io int8: {'given' if given else 'read'} as int8)"
+            record = replace(record, kernel=REMOVED, cmsis_function=function)
+        records.append(record)
+    return program, records
 
 
 #: The edge stage's text when a fully lowered graph skipped it.
@@ -243,12 +259,7 @@ DIRECT = (
 )
 
 
-def to_program(
-    io: ProgramIo,
-    source: ModelSource,
-    abi: KernelAbi,
-    stages: Stages,
-) -> bytes:
+def to_program(io: ProgramIo, source: ModelSource, abi: ProgramAbi) -> Serialised:
     """Serialise the program's graph as an ExecuTorch program: a fully lowered graph straight
     from the execution dialect (``execution_graph``, equal constant arguments stored once),
     any other through ``torch.export``, ``to_edge`` and ``to_executorch``."""
@@ -257,22 +268,20 @@ def to_program(
     if execution_graph.unsupported(io.graph) is None:
         program = execution_graph.execution_program(io.graph, inputs)
         pte = execution_graph.serialise(program, metadata(abi, io), planning)
-        stages.edge_text = DIRECT
+        edge_text = DIRECT
     else:
         refuse_states(io.graph)
         edge = to_edge_program(torch.export.export(io.graph, inputs), metadata(abi, io))
-        stages.edge_text = str(edge.exported_program().graph_module.graph)
+        edge_text = str(edge.exported_program().graph_module.graph)
         executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
         program, pte = executorch.exported_program(), executorch.buffer
-    stages.executorch_text = str(program.graph_module.graph)
     memory = analyse(program.graph_module, planned_buffer_bytes(pte))
     conflicts = memory.conflicts()
     if conflicts:  # a planner bug, never the user's: do not hand out a program that corrupts
         raise RuntimeError(f"memory plan gives live tensors the same bytes: {conflicts[:3]}")
     memory.planner = planning.memory_planning_algo.chosen or ""
     memory.constants = constants(program)
-    stages.memory = memory
-    return pte
+    return Serialised(pte, memory, edge_text, str(program.graph_module.graph))
 
 
 def refuse_states(graph: GraphModule) -> None:
@@ -288,7 +297,7 @@ def refuse_states(graph: GraphModule) -> None:
 
 def compile_model(
     source: ModelSource,
-    target: Target | KernelAbi,
+    target: Target | ProgramAbi,
     calibration: Calibration,
     *,
     allow_fallback: bool = False,
@@ -302,7 +311,7 @@ def compile_model(
     ``serialise``: as for :func:`compile_quantized`; ``io``: what the program's inputs and
     outputs hold (:mod:`cortex_m_nn.serialize.program_io`).
 
-    ``target`` is the program's :class:`~cortex_m_nn.core.abi.KernelAbi` (what the .pte records
+    ``target`` is the program's :class:`~cortex_m_nn.core.abi.ProgramAbi` (what the .pte records
     and the references run with), or a Target and ``rounding``, the requantization rounding
     the kernels' CMSIS-NN is built with, to make it from.
     """
@@ -326,7 +335,7 @@ def compile_model(
 
 def compile_quantized(
     source: ModelSource,
-    target: Target | KernelAbi,
+    target: Target | ProgramAbi,
     calibration: Calibration,
     quantized: tuple[GraphModule, GraphModule],
     *,
@@ -342,7 +351,7 @@ def compile_quantized(
     changed). ``serialise=False`` defers ``to_edge``/``to_executorch`` (three quarters of a
     small model's compile) to the first use of the ``.pte`` or its memory plan, for callers
     that check only the lowered graph."""
-    abi = target if isinstance(target, KernelAbi) else KernelAbi.for_target(target, rounding)
+    abi = target if isinstance(target, ProgramAbi) else ProgramAbi.for_target(target, rounding)
     stages = Stages(seconds=dict(seconds or {}))
     stages.exported, stages.quantized = quantized
     timer = _Timer(stages.seconds)
@@ -351,7 +360,7 @@ def compile_quantized(
     fallbacks = stages.lowering.fallbacks
     if fallbacks and not allow_fallback:
         raise CompileError(unsupported_message(fallbacks))
-    stages.io = program_io(stages.lowering, io)
+    stages.io, stages.records = program_io(stages.lowering, io)
     compiled = CompiledProgram(source, abi, calibration, stages, options or QuantizationOptions())
     if serialise:
         compiled.pte  # noqa: B018
@@ -407,15 +416,14 @@ class _Timer:
 
 def write_intermediates(compiled: CompiledProgram, directory: Path) -> list[Path]:
     """Each stage's graph as readable text."""
-    compiled.pte  # noqa: B018  (the edge and executorch texts are kept while serialising)
     directory.mkdir(parents=True, exist_ok=True)
     stages = compiled.stages
     texts: dict[str, Callable[[], str]] = {
         "1-exported.txt": lambda: str(stages.exported.graph),
         "2-quantized.txt": lambda: str(stages.quantized.graph),
         "3-lowered.txt": lambda: str(stages.lowering.graph_module.graph),
-        "4-edge.txt": lambda: stages.edge_text,
-        "5-executorch.txt": lambda: stages.executorch_text,
+        "4-edge.txt": lambda: compiled.serialised.edge_text,
+        "5-executorch.txt": lambda: compiled.serialised.executorch_text,
     }
     written = []
     for name, text in texts.items():

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import torch
 
     from cortex_m_nn.check.verify import Verification
-    from cortex_m_nn.core.abi import KernelAbi
+    from cortex_m_nn.core.abi import ProgramAbi
     from cortex_m_nn.frontend.calibration import Calibration
     from cortex_m_nn.frontend.model_source import ModelSource
     from cortex_m_nn.pipeline import CompiledProgram
@@ -184,7 +184,7 @@ class Program:
         return self.compiled.memory
 
     @property
-    def abi(self) -> KernelAbi:
+    def abi(self) -> ProgramAbi:
         """What the program was compiled for: core, ISA, rounding, operator version."""
         return self.compiled.abi
 
@@ -290,7 +290,7 @@ def build(
     returned whatever verification and the fit found (:meth:`Program.require_passed`)."""
     from cortex_m_nn.check.layer_snr import layer_snr
     from cortex_m_nn.check.verify import verify_program
-    from cortex_m_nn.core.abi import KernelAbi, Rounding
+    from cortex_m_nn.core.abi import ProgramAbi, Rounding
     from cortex_m_nn.pipeline import compile_model
     from cortex_m_nn.plan import fit
     from cortex_m_nn.report import compile_report as report
@@ -298,7 +298,7 @@ def build(
 
     budget = options.budget()
     target = resolve_target(options.target, budget.board if budget else None)
-    abi = KernelAbi.for_target(target, Rounding(options.rounding))
+    abi = ProgramAbi.for_target(target, Rounding(options.rounding))
     quantization, plan = _searched(options, source, abi, calibration, say)
     compiled = compile_model(
         source,
@@ -334,7 +334,7 @@ def build(
 def _searched(
     options: Options,
     source: ModelSource,
-    abi: KernelAbi,
+    abi: ProgramAbi,
     calibration: Calibration,
     say: Callable[[str], None] | None,
 ) -> tuple[QuantizationOptions, object | None]:

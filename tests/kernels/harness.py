@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import cortex_m_nn.ops  # noqa: F401
 from cortex_m_nn.check import host_kernels
-from cortex_m_nn.core.abi import KernelAbi
+from cortex_m_nn.core.abi import KernelAbi, ProgramAbi
 from cortex_m_nn.core.target import Core, Isa, Target
 from cortex_m_nn.ops.library import FUNCTIONALS
 from cortex_m_nn.pipeline import metadata
@@ -90,7 +90,7 @@ def program(calls: list[Call], kernels: KernelAbi, isa: str | None = None) -> by
     edge = to_edge(
         exported,
         compile_config=EdgeCompileConfig(_check_ir_validity=True),
-        constant_methods=metadata(KernelAbi.for_target(target, kernels.rounding)),
+        constant_methods=metadata(ProgramAbi.for_target(target, kernels.rounding)),
     )
     return edge.to_executorch(ExecutorchBackendConfig()).buffer
 

@@ -88,39 +88,19 @@ def conv_calls(
                 assume(int16_sums_fit(kernel))
                 assume(not dsp_tail_defect(kh * kw * c_in, c_out, oh * ow))
             low = draw(st.integers(-32768, 0))
-            args = (
-                torch.randint(-32768, 32768, (n, h, w, c_in), generator=gen).to(torch.int16),
-                kernel,
-                torch.randint(-(2**40), 2**40, (c_out,), generator=gen, dtype=torch.int64),
-                multipliers,
-                shifts,
-                *window,
-                *((mult,) if depthwise else ()),
-                0,
-                0,
-                low,
-                draw(st.integers(low, 32767)),
-                need,
-            )
-            return Call("depthwise_conv2d" if depthwise else "conv2d", args)
-        kernel = int8(weight, gen, low=-127)
-        if int4:
-            values = torch.randint(-8, 8, weight, generator=gen, dtype=torch.int8)
-            kernel = packing.pack(values if depthwise else values.flatten(2))
-        args = (
-            int8((n, h, w, c_in), gen),
-            kernel,
-            bias,
-            multipliers,
-            shifts,
-            *window,
-            *((mult,) if depthwise else ()),
-            draw(st.integers(-127, 128)),
-            draw(st.integers(-128, 127)),
-            act_min,
-            act_max,
-            need,
-        )
+            x = torch.randint(-32768, 32768, (n, h, w, c_in), generator=gen).to(torch.int16)
+            bias = torch.randint(-(2**40), 2**40, (c_out,), generator=gen, dtype=torch.int64)
+            numbers = (0, 0, low, draw(st.integers(low, 32767)))  # zero offsets, int16 range
+        else:
+            kernel = int8(weight, gen, low=-127)
+            if int4:
+                values = torch.randint(-8, 8, weight, generator=gen, dtype=torch.int8)
+                kernel = packing.pack(values if depthwise else values.flatten(2))
+            x = int8((n, h, w, c_in), gen)
+            offsets = draw(st.integers(-127, 128)), draw(st.integers(-128, 127))
+            numbers = (*offsets, act_min, act_max)
+        depth = (mult,) if depthwise else ()
+        args = (x, kernel, bias, multipliers, shifts, *window, *depth, *numbers, need)
         return Call("depthwise_conv2d" if depthwise else "conv2d", args)
 
     return calls()
@@ -179,21 +159,10 @@ def transpose_conv2d_calls(isa: str) -> st.SearchStrategy[Call]:
         )
         gen = generator(draw)
         bias, multipliers, shifts = per_channel(draw, c_out, gen)
-        args = (
-            int8((n, h, w, c_in), gen),
-            int8((c_out, kh, kw, c_in), gen, low=-127),
-            bias,
-            multipliers,
-            shifts,
-            stride,
-            padding,
-            output_padding,
-            draw(st.integers(-127, 128)),
-            draw(st.integers(-128, 127)),
-            *activation_range(draw),
-            plan.reverse_conv_offset,
-            plan.total_bytes,
-        )
+        x, kernel = int8((n, h, w, c_in), gen), int8((c_out, kh, kw, c_in), gen, low=-127)
+        offsets = draw(st.integers(-127, 128)), draw(st.integers(-128, 127))
+        numbers = (*offsets, *activation_range(draw), plan.reverse_conv_offset, plan.total_bytes)
+        args = (x, kernel, bias, multipliers, shifts, stride, padding, output_padding, *numbers)
         return Call("transpose_conv2d", args)
 
     return calls()

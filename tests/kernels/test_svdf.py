@@ -15,10 +15,12 @@ import torch
 from executorch.runtime import Runtime
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.python.ops.test_svdf import layer_sizes
 from torch.fx import Graph, GraphModule
 
 from cortex_m_nn.check import host_kernels
 from cortex_m_nn.check.host_kernels import KernelAbi
+from cortex_m_nn.core.abi import ProgramAbi
 from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.library import FUNCTIONALS
 from cortex_m_nn.ops.library import operator as cortex_op
@@ -44,12 +46,7 @@ STEPS, EXECUTIONS = 2, 2
 def svdf_cases(draw: st.DrawFn, dtype: torch.dtype) -> dict:
     """One layer: its initial state, constant arguments and the inputs of every step."""
     gen = generator(draw)
-    batch, size, memory = (
-        draw(st.integers(1, 3)),
-        draw(st.integers(1, 40)),
-        draw(st.integers(1, 12)),
-    )
-    rank, units = draw(st.integers(1, 3)), draw(st.integers(1, 8))
+    batch, size, memory, rank, units = layer_sizes(draw, size=40, memory=12, units=8)
     filters = rank * units
     info = torch.iinfo(dtype)
     # time weights as TFLite makes them (int16: 10 bits) or wider; no int32 sum can wrap
@@ -98,7 +95,7 @@ def _program(cases: list[dict], kernels: KernelAbi) -> bytes:
             call = graph.call_function(cortex_op("svdf"), args)
             outputs.append(graph.call_function(operator.getitem, (call, 0)))
     graph.output(tuple(outputs))
-    abi = KernelAbi.for_target(host_target(kernels.isa), kernels.rounding)
+    abi = ProgramAbi.for_target(host_target(kernels.isa), kernels.rounding)
     examples = [case["inputs"][k] for case in cases for k in range(STEPS)]
     program = execution_graph.execution_program(GraphModule(root, graph), examples)
     return execution_graph.serialise(program, metadata(abi), memory_planning_pass())

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cortex_m_nn import __version__
-from cortex_m_nn.core.abi import METADATA_PREFIX, KernelAbi, Rounding
+from cortex_m_nn.core.abi import METADATA_PREFIX, KernelAbi, ProgramAbi, Rounding
 from cortex_m_nn.core.operators import ops_version
 from cortex_m_nn.core.target import Core, Isa, Target, TargetError
 from cortex_m_nn.ops.conv2d import conv2d
@@ -26,7 +26,7 @@ def test_text_round_trips_in_the_kernels_form() -> None:
 
 
 def test_defaults_are_this_release_and_cmsis_nn_default_rounding() -> None:
-    abi = KernelAbi.for_target(Target.parse("cortex-m33"))
+    abi = ProgramAbi.for_target(Target.parse("cortex-m33"))
     assert (abi.isa, abi.rounding, abi.ops_version, abi.core) == (
         Isa.DSP,
         Rounding.DOUBLE,
@@ -37,7 +37,7 @@ def test_defaults_are_this_release_and_cmsis_nn_default_rounding() -> None:
 
 
 def test_metadata_in_the_recorded_order_and_read_back() -> None:
-    abi = KernelAbi.for_target(Target.parse("cortex-m0plus"), Rounding.SINGLE)
+    abi = ProgramAbi.for_target(Target.parse("cortex-m0plus"), Rounding.SINGLE)
     recorded = abi.metadata()
     assert list(recorded) == [
         f"{METADATA_PREFIX}{name}" for name in ("core", "isa", "rounding", "version", "ops_version")
@@ -48,29 +48,37 @@ def test_metadata_in_the_recorded_order_and_read_back() -> None:
     assert recorded[f"{METADATA_PREFIX}version"] == __version__
     assert recorded[f"{METADATA_PREFIX}ops_version"] == ops_version()
     as_text = {name: str(value) for name, value in recorded.items()}  # how a .pte reads back
-    back = KernelAbi.from_metadata(as_text)
+    back = ProgramAbi.from_metadata(as_text)
     assert back == abi and back.core is Core.M0PLUS
 
 
 def test_equality_is_the_abi_not_the_core() -> None:
-    m55 = KernelAbi.for_target(Target.parse("cortex-m55+dsp"))
-    m33 = KernelAbi.for_target(Target.parse("cortex-m33"))
+    m55 = ProgramAbi.for_target(Target.parse("cortex-m55+dsp"))
+    m33 = ProgramAbi.for_target(Target.parse("cortex-m33"))
     assert m55 == m33 and m55.mismatch(m33) is None
-    assert m55 != KernelAbi.for_target(Target.parse("cortex-m55"))
+    assert m55 != ProgramAbi.for_target(Target.parse("cortex-m55"))
+    assert m55.kernels == m33.kernels == KernelAbi(Isa.DSP)
 
 
 def test_a_kernel_build_names_no_core() -> None:
-    with pytest.raises(ValueError, match="names no core"):
-        _ = KernelAbi.parse("isa=mve rounding=double ops_version=1").target
+    """A kernel build serves every core with its ISA: its ABI has no core nor target, and
+    the kernels a program's ABI reads from a .pte need none either."""
+    kernels = KernelAbi.parse("isa=mve rounding=double ops_version=1")
+    assert not hasattr(kernels, "core") and not hasattr(kernels, "target")
+    recorded = ProgramAbi.for_target(Target.parse("cortex-m55")).metadata()
+    del recorded[f"{METADATA_PREFIX}core"]
+    assert KernelAbi.from_metadata(recorded) == KernelAbi(Isa.MVE)
+    with pytest.raises(KeyError):
+        ProgramAbi.from_metadata(recorded)
 
 
 def test_a_core_without_the_isa_is_refused() -> None:
     with pytest.raises(TargetError, match="cannot run the mve path"):
-        KernelAbi(Isa.MVE, core=Core.M4)
+        ProgramAbi(Isa.MVE, core=Core.M4)
 
 
 def test_mismatch_names_each_difference_and_its_fix() -> None:
-    program = KernelAbi(Isa.MVE, Rounding.SINGLE, 2, Core.M55)
+    program = ProgramAbi(Isa.MVE, Rounding.SINGLE, 2, core=Core.M55)
     kernels = KernelAbi(Isa.DSP, Rounding.DOUBLE, 3)
     assert program.mismatch(kernels) == (
         "the .pte was compiled for ISA mve (kernels: dsp; recompile with a --target whose ISA "

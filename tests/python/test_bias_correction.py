@@ -9,6 +9,7 @@ half to even), run with ``F.conv2d`` / ``F.linear`` and compared with the float 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -97,12 +98,20 @@ class Net(nn.Module):
         return [a, b, F.linear(torch.flatten(F.relu(b), 1), w["fc"], self.fc.bias)]
 
 
+def _correct(
+    model: nn.Module, samples: list[torch.Tensor], options: QuantizationOptions | None = None
+) -> tuple[torch.fx.GraphModule, dict[str, torch.Tensor]]:
+    """``model``'s exported graph (functional form) with the biases bias correction chooses on
+    ``samples`` for the weights ``options`` give, and the corrections by layer."""
+    graph = torch.export.export(model, (samples[0],)).module()
+    functional_form(graph)
+    return graph, correct_biases(graph, [(x,) for x in samples], options)
+
+
 def _corrected(model: Net, samples: list[torch.Tensor]) -> tuple[Net, dict[str, torch.Tensor]]:
     """``model`` with the biases bias correction chooses on ``samples`` (read back from the
     corrected graph), and the corrections."""
-    graph = torch.export.export(model, (samples[0],)).module()
-    functional_form(graph)
-    corrections = correct_biases(graph, [(x,) for x in samples])
+    graph, corrections = _correct(model, samples)
     corrected = copy.deepcopy(model)
     with torch.no_grad():
         corrected.a.bias.copy_(graph.get_parameter("a.bias"))
@@ -146,20 +155,35 @@ def test_correction_removes_the_mean_error_of_the_quantized_weights() -> None:
     assert float(first.max()) < 1e-3 * float(_mean_errors(model, model, calibration)[0].max())
 
 
-def test_correction_of_one_layer_is_its_mean_error_and_is_bounded() -> None:
-    """A single convolution: the correction is exactly the mean weight-quantization error on
-    the calibration inputs, and no larger than half a weight step times the input mass."""
+def _one_layer(
+    options: QuantizationOptions | None = None,
+) -> tuple[nn.Conv2d, torch.Tensor, torch.fx.GraphModule, torch.Tensor]:
+    """A single convolution, its calibration inputs (one batch), its graph with the bias
+    corrected for the weights ``options`` give, and the correction."""
     torch.manual_seed(3)
     conv = nn.Conv2d(4, 6, 3, padding=1).eval()
     generator = torch.Generator().manual_seed(2)
     samples = [torch.rand(2, 4, 5, 5, generator=generator) + 0.5 for _ in range(4)]
-    graph = torch.export.export(conv, (samples[0],)).module()
-    functional_form(graph)
-    correction = next(iter(correct_biases(graph, [(x,) for x in samples]).values()))
+    graph, corrections = _correct(conv, samples, options)
+    return conv, torch.cat(samples), graph, next(iter(corrections.values()))
+
+
+def _mean_weight_error(
+    conv: nn.Conv2d, x: torch.Tensor, reference: Callable[[torch.Tensor, bool], torch.Tensor]
+) -> torch.Tensor:
+    """The mean output error per channel on ``x`` of ``conv`` with its weights as ``reference``
+    quantizes them (per channel)."""
     with torch.no_grad():
-        x = torch.cat(samples)
-        delta = _int8(conv.weight, True) - conv.weight
-        expected = F.conv2d(x, delta, padding=1).mean(dim=(0, 2, 3))
+        delta = reference(conv.weight, True) - conv.weight
+        return F.conv2d(x, delta, padding=1).mean(dim=(0, 2, 3))
+
+
+def test_correction_of_one_layer_is_its_mean_error_and_is_bounded() -> None:
+    """A single convolution: the correction is exactly the mean weight-quantization error on
+    the calibration inputs, and no larger than half a weight step times the input mass."""
+    conv, x, graph, correction = _one_layer()
+    expected = _mean_weight_error(conv, x, _int8)
+    with torch.no_grad():
         torch.testing.assert_close(correction, expected, rtol=1e-4, atol=1e-7)
         torch.testing.assert_close(
             graph.get_parameter("bias"), conv.bias - expected, rtol=1e-5, atol=1e-6
@@ -189,14 +213,6 @@ def _int4(weight: torch.Tensor, per_channel: bool) -> torch.Tensor:
 )
 def test_the_correction_uses_the_layers_weight_precision(options, reference) -> None:
     """The mean error corrected is that of the weights the options give the layer."""
-    torch.manual_seed(3)
-    conv = nn.Conv2d(4, 6, 3, padding=1).eval()
-    generator = torch.Generator().manual_seed(2)
-    samples = [torch.rand(2, 4, 5, 5, generator=generator) + 0.5 for _ in range(4)]
-    graph = torch.export.export(conv, (samples[0],)).module()
-    functional_form(graph)
-    correction = next(iter(correct_biases(graph, [(x,) for x in samples], options).values()))
-    with torch.no_grad():
-        delta = reference(conv.weight, True) - conv.weight
-        expected = F.conv2d(torch.cat(samples), delta, padding=1).mean(dim=(0, 2, 3))
+    conv, x, _, correction = _one_layer(options)
+    expected = _mean_weight_error(conv, x, reference)
     torch.testing.assert_close(correction, expected, rtol=1e-4, atol=1e-7)

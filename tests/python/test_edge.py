@@ -49,7 +49,7 @@ def test_same_bytes_as_to_edge(name: str, monkeypatch: pytest.MonkeyPatch) -> No
     with monkeypatch.context() as patch:
         patch.setattr(execution_graph, "unsupported", lambda graph: "forced")
         patch.setattr(compile_module, "to_edge_program", _plain_to_edge)
-        compiled._pte = None
+        compiled._serialised = None
         theirs = compiled.pte
     assert ours == theirs
 

@@ -70,8 +70,8 @@ def test_same_program_as_the_retraced_path(
     io = compiled.io
     assert execution_graph.unsupported(io.graph) is None
     direct = compiled.pte
-    assert compiled.stages.edge_text == DIRECT  # the direct path was taken
-    text, plan = compiled.stages.executorch_text, compiled.stages.memory.as_dict()
+    assert compiled.serialised.edge_text == DIRECT  # the direct path was taken
+    text, plan = compiled.serialised.executorch_text, compiled.memory.as_dict()
     program = execution_graph.execution_program(
         io.graph, io.program_inputs(compiled.model.example_inputs)
     )
@@ -79,12 +79,12 @@ def test_same_program_as_the_retraced_path(
     unshared = execution_graph.serialise(program, methods, memory_planning_pass(), share=False)
 
     monkeypatch.setattr(execution_graph, "unsupported", lambda graph: "forced")
-    compiled._pte = None
+    compiled._serialised = None
     retraced = compiled.pte
-    assert compiled.stages.edge_text != DIRECT  # and now the re-traced one
+    assert compiled.serialised.edge_text != DIRECT  # and now the re-traced one
     assert unshared == retraced  # without sharing: byte for byte
-    assert text == compiled.stages.executorch_text
-    assert plan == compiled.stages.memory.as_dict()
+    assert text == compiled.serialised.executorch_text
+    assert plan == compiled.memory.as_dict()
     # with sharing: the re-traced program with its equal constants stored once
     theirs = deserialize_pte_binary(retraced).program
     theirs.execution_plan[0] = share_values(theirs.execution_plan[0])
@@ -100,7 +100,7 @@ def test_a_fallback_is_serialised_through_to_edge() -> None:
     reason = execution_graph.unsupported(compiled.io.graph)
     assert reason is not None and "not a cortex_m_nn operator" in reason
     compiled.pte  # noqa: B018
-    assert compiled.stages.edge_text != DIRECT
+    assert compiled.serialised.edge_text != DIRECT
 
 
 def _graph(build: Callable[[torch.fx.Graph, torch.fx.Node], object]) -> torch.fx.GraphModule:

@@ -226,7 +226,7 @@ def test_int16_boundaries_refuse_int8_io() -> None:
         torch.manual_seed(3)
         module = Mlp(1.0).eval()
     options = QuantizationOptions(activations=Activations.INT16, equalize=False)
-    from cortex_m_nn.core.abi import KernelAbi
+    from cortex_m_nn.core.abi import ProgramAbi
     from cortex_m_nn.frontend.calibration import synthetic
     from cortex_m_nn.frontend.model_source import ModelSource
     from cortex_m_nn.pipeline import compile_model
@@ -236,7 +236,7 @@ def test_int16_boundaries_refuse_int8_io() -> None:
     with pytest.raises(CompileError, match="is int16 .* use --io float"):
         compile_model(
             source,
-            KernelAbi.for_target(Target.parse("cortex-m55"), Rounding.DOUBLE),
+            ProgramAbi.for_target(Target.parse("cortex-m55"), Rounding.DOUBLE),
             synthetic(example, count=4),
             progress=False,
             serialise=False,

@@ -63,6 +63,8 @@ class Packs(nn.Module):
     (height 1), a global pool and a linear layer (per channel a 1x1 s4 convolution, per tensor
     arm_fully_connected_s4)."""
 
+    input_shape = (1, 1, 10, 8)
+
     def __init__(self) -> None:
         super().__init__()
         self.first = nn.Conv2d(1, 8, (3, 4), padding=(1, 2))
@@ -82,6 +84,8 @@ class KeepsInt8(nn.Module):
     """Layers without an int4 case: rows of KW * Cin = 9 (odd), a grouped convolution (no s4
     one), a depthwise convolution of 3 channels (CMSIS-NN's generic s4 kernel misreads odd
     counts), a linear layer of 7 inputs; the 1x1 convolution of 6 channels between has one."""
+
+    input_shape = (1, 3, 6, 6)
 
     def __init__(self) -> None:
         super().__init__()
@@ -104,105 +108,56 @@ S4 = {
     "depthwise": "arm_depthwise_conv_wrapper_s4",
     "fc": "arm_fully_connected_s4",
 }
+S8 = {
+    "conv": "arm_convolve_wrapper_s8",
+    "depthwise": "arm_depthwise_conv_wrapper_s8",
+    "fc": "arm_fully_connected_s8",
+}
+S16 = {
+    "conv": "arm_convolve_wrapper_s16",
+    "depthwise": "arm_depthwise_conv_wrapper_s16",
+    "fc": "arm_fully_connected_s16",
+}
+#: Packs' layers (first, depthwise, pointwise, 1xN, head) all int4, the head per tensor
+PACKS_S4 = [S4["conv"], S4["depthwise"], S4["conv"], S4["1xN"], S4["fc"]]
 
-#: (id, model, input shape, options, the layers' CMSIS-NN functions in order)
+
+def _int4(**options: object) -> QuantizationOptions:
+    """``--weights int4`` and ``options``."""
+    return QuantizationOptions(weights=Weights.INT4, **options)
+
+
+#: (id, model, options, the layers' CMSIS-NN functions in order)
 CASES = [
-    (
-        "int4-per-channel-linear",
-        Packs,
-        (1, 1, 10, 8),
-        QuantizationOptions(weights=Weights.INT4, linear_weights=LinearWeights.PER_CHANNEL),
-        [S4["conv"], S4["depthwise"], S4["conv"], S4["1xN"], S4["conv"]],
-    ),
+    ("int4-per-channel-linear", Packs, _int4(linear_weights=LinearWeights.PER_CHANNEL),
+     [S4["conv"], S4["depthwise"], S4["conv"], S4["1xN"], S4["conv"]]),
     # the head's rows have like peaks: per channel would not halve its 4-bit rounding noise
-    (
-        "int4",
-        Packs,
-        (1, 1, 10, 8),
-        QuantizationOptions(weights=Weights.INT4),
-        [S4["conv"], S4["depthwise"], S4["conv"], S4["1xN"], S4["fc"]],
-    ),
-    (
-        "int4-per-tensor-linear",
-        Packs,
-        (1, 1, 10, 8),
-        QuantizationOptions(weights=Weights.INT4, linear_weights=LinearWeights.PER_TENSOR),
-        [S4["conv"], S4["depthwise"], S4["conv"], S4["1xN"], S4["fc"]],
-    ),
-    (
-        "int8",
-        Packs,
-        (1, 1, 10, 8),
-        QuantizationOptions(),
-        [
-            "arm_convolve_wrapper_s8",
-            "arm_depthwise_conv_wrapper_s8",
-            "arm_convolve_wrapper_s8",
-            "arm_convolve_wrapper_s8",
-            "arm_fully_connected_s8",
-        ],
-    ),
-    (
-        "int4-mse-ranges",
-        Packs,
-        (1, 1, 10, 8),
-        QuantizationOptions(weights=Weights.INT4, int4_ranges=Int4Ranges.MSE),
-        [S4["conv"], S4["depthwise"], S4["conv"], S4["1xN"], S4["fc"]],
-    ),
+    ("int4", Packs, _int4(), PACKS_S4),
+    ("int4-per-tensor-linear", Packs, _int4(linear_weights=LinearWeights.PER_TENSOR), PACKS_S4),
+    ("int8", Packs, QuantizationOptions(),
+     [S8["conv"], S8["depthwise"], S8["conv"], S8["conv"], S8["fc"]]),
+    ("int4-mse-ranges", Packs, _int4(int4_ranges=Int4Ranges.MSE), PACKS_S4),
     # --weights auto's choice: int4 only where named
-    (
-        "int4-layers-named",
-        Packs,
-        (1, 1, 10, 8),
-        QuantizationOptions(int4_layers=("conv2d_1", "linear")),
-        [
-            "arm_convolve_wrapper_s8",
-            S4["depthwise"],
-            "arm_convolve_wrapper_s8",
-            "arm_convolve_wrapper_s8",
-            S4["fc"],
-        ],
-    ),
-    (
-        "int16-activations-keep-int8-weights",
-        Packs,
-        (1, 1, 10, 8),
-        QuantizationOptions(weights=Weights.INT4, activations=Activations.INT16),
-        [
-            "arm_convolve_wrapper_s16",
-            "arm_depthwise_conv_wrapper_s16",
-            "arm_convolve_wrapper_s16",
-            "arm_convolve_wrapper_s16",
-            "arm_fully_connected_s16",
-        ],
-    ),
-    (
-        "no-int4-case",
-        KeepsInt8,
-        (1, 3, 6, 6),
-        QuantizationOptions(weights=Weights.INT4),
-        [
-            "arm_convolve_wrapper_s8",
-            "arm_convolve_wrapper_s8",
-            "arm_depthwise_conv_wrapper_s8",
-            S4["conv"],
-            "arm_fully_connected_s8",
-        ],
-    ),
-]
+    ("int4-layers-named", Packs, QuantizationOptions(int4_layers=("conv2d_1", "linear")),
+     [S8["conv"], S4["depthwise"], S8["conv"], S8["conv"], S4["fc"]]),
+    ("int16-activations-keep-int8-weights", Packs, _int4(activations=Activations.INT16),
+     [S16["conv"], S16["depthwise"], S16["conv"], S16["conv"], S16["fc"]]),
+    ("no-int4-case", KeepsInt8, _int4(),
+     [S8["conv"], S8["conv"], S8["depthwise"], S4["conv"], S8["fc"]]),
+]  # fmt: skip
 
 WEIGHTED = ("conv", "linear")
 
 
 @pytest.mark.parametrize("target", ["cortex-m55", "cortex-m33", "cortex-m0plus"])
 @pytest.mark.parametrize(
-    ("model", "shape", "options", "functions"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+    ("model", "options", "functions"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
-def test_weights_lower_and_verify(target: str, model, shape, options, functions) -> None:
+def test_weights_lower_and_verify(target: str, model, options, functions) -> None:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(5)
         module = model().eval()
-        example = (torch.randn(*shape),)
+        example = (torch.randn(*model.input_shape),)
     compiled, verification = check_dialect(
         module, example, target=Target.parse(target), options=options
     )
@@ -228,7 +183,7 @@ def test_int4_halves_the_weights_it_packs() -> None:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(5)
         module = Packs().eval()
-        example = (torch.randn(1, 1, 10, 8),)
+        example = (torch.randn(*Packs.input_shape),)
     bytes_ = {}
     for weights in Weights:
         options = QuantizationOptions(weights=weights, linear_weights=LinearWeights.PER_CHANNEL)

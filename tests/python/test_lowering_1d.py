@@ -8,11 +8,10 @@ import torch
 from torch import nn
 
 from cortex_m_nn.check.harness import check_dialect
-from cortex_m_nn.core.target import Target
 
 from .models import seeded
-
-TARGETS = ["cortex-m55", "cortex-m33", "cortex-m0plus"]
+from .test_lowering_conv import TARGETS, lowers_completely
+from .test_lowering_conv import operator_nodes as operators
 
 
 class Temporal(nn.Module):
@@ -37,17 +36,6 @@ class Temporal(nn.Module):
         return self.fc(pooled), y.mean(-1, keepdim=True)
 
 
-class SequenceOut(nn.Module):
-    """A 1-D convolution's output leaves the graph: dequantized from NLC to [N, C, L]."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv1d(3, 4, 3, padding=1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv(x)
-
-
 class Tokens(nn.Module):
     """A [N, L, D] sequence transposed into a 1-D convolution and back: the transposes fold
     into the input quantize and the output dequantize."""
@@ -62,11 +50,6 @@ class Tokens(nn.Module):
         return self.linear(y)
 
 
-def operators(compiled, name: str) -> list[torch.fx.Node]:
-    target = f"cortex_m_nn.{name}.default"
-    return [n for n in compiled.lowered.graph.nodes if str(n.target) == target]
-
-
 def permutations(compiled) -> list[list[int]]:
     """The layout changes of the boundary quantize/dequantize operators."""
     return [
@@ -79,24 +62,10 @@ def permutations(compiled) -> list[list[int]]:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_temporal_model_lowers_completely(target: str) -> None:
-    module, inputs = seeded(Temporal, 1, 6, 40)
-    compiled, verification = check_dialect(
-        module,
-        inputs,
-        target=Target.parse(target),
-        before={"aten.conv1d": 4},
-        after={
-            "cortex_m_nn.conv2d": 3,
-            "cortex_m_nn.depthwise_conv2d": 1,
-            "cortex_m_nn.max_pool2d": 1,
-            "cortex_m_nn.avg_pool2d": 3,
-            "cortex_m_nn.add": 1,
-            "cortex_m_nn.transpose": 0,
-            "aten.conv1d": 0,
-        },
+    counts = {"conv2d": 3, "depthwise_conv2d": 1, "max_pool2d": 1, "avg_pool2d": 3, "add": 1}
+    compiled, _ = lowers_completely(
+        *seeded(Temporal, 1, 6, 40), target, {"aten.conv1d": 4}, counts | {"transpose": 0}
     )
-    assert not compiled.stages.lowering.fallbacks
-    assert verification.passed
     # the input quantized straight to NLC, the mean's [1, 8, 1] output dequantized from it
     assert permutations(compiled) == [[0, 2, 1], [0, 2, 1]]
     first = operators(compiled, "conv2d")[0]
@@ -110,7 +79,8 @@ def test_temporal_model_lowers_completely(target: str) -> None:
 
 
 def test_sequence_output_is_dequantized_back_to_channels_first() -> None:
-    module, inputs = seeded(SequenceOut, 1, 3, 10)
+    """A 1-D convolution's output leaves the graph: dequantized from NLC to [N, C, L]."""
+    module, inputs = seeded(lambda: nn.Conv1d(3, 4, 3, padding=1), 1, 3, 10)
     compiled, verification = check_dialect(module, inputs, after={"cortex_m_nn.conv2d": 1})
     assert verification.passed
     assert permutations(compiled) == [[0, 2, 1], [0, 2, 1]]
@@ -130,18 +100,9 @@ def test_transposed_tokens_need_no_transpose_kernel() -> None:
     assert permutations(compiled) == []
 
 
-class Grouped(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv1d(4, 4, 3, groups=2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv(x)
-
-
 def test_grouped_1d_convolution_is_a_grouped_conv2d() -> None:
     """groups=2 of 4 channels: one conv2d whose OHWI weight holds 2 channels per group."""
-    module, inputs = seeded(Grouped, 1, 4, 9)
+    module, inputs = seeded(lambda: nn.Conv1d(4, 4, 3, groups=2), 1, 4, 9)
     compiled, verification = check_dialect(module, inputs, after={"cortex_m_nn.conv2d": 1})
     assert verification.passed
     (conv,) = operators(compiled, "conv2d")
@@ -166,20 +127,8 @@ class Upsampler1d(nn.Module):
 @pytest.mark.parametrize("target", TARGETS)
 def test_transposed_1d_convolutions_lower(target: str) -> None:
     module, inputs = seeded(Upsampler1d, 1, 4, 10)
-    compiled, verification = check_dialect(
-        module,
-        inputs,
-        target=Target.parse(target),
-        before={"aten.conv_transpose1d": 2},
-        after={
-            "cortex_m_nn.conv2d": 1,
-            "cortex_m_nn.transpose_conv2d": 2,
-            "cortex_m_nn.transpose": 0,
-            "aten.conv_transpose1d": 0,
-        },
-    )
-    assert not compiled.stages.lowering.fallbacks
-    assert verification.passed
+    replaced, counts = {"aten.conv_transpose1d": 2}, {"conv2d": 1, "transpose_conv2d": 2}
+    compiled, _ = lowers_completely(module, inputs, target, replaced, counts | {"transpose": 0})
     up2, up4 = operators(compiled, "transpose_conv2d")
     assert list(up2.args[5:8]) == [[1, 2], [0, 1], [0, 1]]  # stride, padding, output padding
     assert getattr(compiled.lowered, up2.args[1].target).shape == (6, 1, 3, 8)  # OHWI, H = 1

@@ -9,10 +9,12 @@ import torch
 from torch import nn
 
 from cortex_m_nn.check.harness import check_dialect
+from cortex_m_nn.check.verify import Verification
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.integers import SOFTMAX_OUTPUT_SCALE
 from cortex_m_nn.core.target import Target
 from cortex_m_nn.lower.graph_values import NCHW_TO_NHWC, NHWC_TO_NCHW
+from cortex_m_nn.pipeline import CompiledProgram
 
 from .models import seeded
 
@@ -183,22 +185,31 @@ def operator_nodes(compiled, name: str) -> list[torch.fx.Node]:
     return [n for n in compiled.lowered.graph.nodes if str(n.target) == target]
 
 
+def lowers_completely(
+    module: nn.Module,
+    example: tuple[torch.Tensor, ...],
+    target: str,
+    replaced: dict[str, int],
+    counts: dict[str, int],
+) -> tuple[CompiledProgram, Verification]:
+    """``module`` compiled for ``target``: the ATen operators ``replaced`` counts before the
+    lowering are all gone after it, the cortex_m_nn operators ``counts`` names are there that
+    many times, nothing falls back and the numerics verify."""
+    after = {f"cortex_m_nn.{name}": n for name, n in counts.items()} | dict.fromkeys(replaced, 0)
+    compiled, verification = check_dialect(
+        module, example, target=Target.parse(target), before=replaced, after=after
+    )
+    assert not compiled.stages.lowering.fallbacks
+    assert verification.passed
+    return compiled, verification
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_decoder_lowers_completely(target: str) -> None:
     module, example = seeded(Decoder, 1, 3, 8, 8)
-    compiled, verification = check_dialect(
-        module,
-        example,
-        target=Target.parse(target),
-        before={"aten.conv_transpose2d.input": 3},
-        after={
-            "cortex_m_nn.conv2d": 1,
-            "cortex_m_nn.transpose_conv2d": 3,
-            "aten.conv_transpose2d.input": 0,
-        },
-    )
-    assert not [r for r in compiled.records if not r.lowered]
-    assert verification.passed and verification.snr_db > 20
+    replaced, counts = {"aten.conv_transpose2d.input": 3}, {"conv2d": 1, "transpose_conv2d": 3}
+    compiled, verification = lowers_completely(module, example, target, replaced, counts)
+    assert verification.snr_db > 20
     assert layout_changes(compiled) == [NCHW_TO_NHWC, NHWC_TO_NCHW]  # only at the boundary
     # up1 (24 input channels, stride 2) plans a reversed-filter buffer after the conv buffer.
     up1, up2, out = operator_nodes(compiled, "transpose_conv2d")

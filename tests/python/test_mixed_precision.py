@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from cortex_m_nn.check.verify import verify_program
-from cortex_m_nn.core.abi import KernelAbi, Rounding
+from cortex_m_nn.core.abi import ProgramAbi, Rounding
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.options import QuantizationOptions
 from cortex_m_nn.core.target import Target
@@ -24,6 +24,7 @@ from cortex_m_nn.frontend.calibration import synthetic
 from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.pipeline import compile_model
 from cortex_m_nn.search import activations as mixed_precision
+from cortex_m_nn.search import layers as search_layers
 
 from .test_cli import error_line, run
 
@@ -41,15 +42,21 @@ class Classifier(nn.Module):
         return torch.softmax(self.head(y.mean(dim=(2, 3))) * 3, dim=-1)
 
 
-@pytest.fixture(scope="module")
-def setting() -> tuple[ModelSource, KernelAbi, object]:
+def classifier_setting() -> tuple[ModelSource, ProgramAbi, object]:
+    """The classifier (seed 11) as a model source, cortex-m55's program ABI (double rounding)
+    and 8 synthetic calibration samples."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(11)
         module = Classifier().eval()
         example = (torch.randn(1, 1, 10, 8),)
     source = ModelSource("classifier", module, example)
-    abi = KernelAbi.for_target(Target.parse("cortex-m55"), Rounding.DOUBLE)
+    abi = ProgramAbi.for_target(Target.parse("cortex-m55"), Rounding.DOUBLE)
     return source, abi, synthetic(example, count=8)
+
+
+@pytest.fixture(scope="module")
+def setting() -> tuple[ModelSource, ProgramAbi, object]:
+    return classifier_setting()
 
 
 def _snr(setting: tuple, layers: tuple[str, ...]) -> float:
@@ -59,9 +66,7 @@ def _snr(setting: tuple, layers: tuple[str, ...]) -> float:
     options = QuantizationOptions(int16_layers=layers)
     fitted = replace(calibration, samples=calibration.samples[0::2])
     program = compile_model(source, abi, fitted, progress=False, options=options, serialise=False)
-    return mixed_precision.output_snr(
-        program.lowered, abi, source.module, calibration.samples[1::2]
-    )
+    return search_layers.output_snr(program.lowered, abi, source.module, calibration.samples[1::2])
 
 
 def test_bounds_are_the_uniform_programs(setting: tuple) -> None:
@@ -132,7 +137,7 @@ def test_a_1d_model_whose_export_keeps_symbolic_sizes() -> None:
 
     module, example = ZOO["audio1d"]()
     source = ModelSource("audio1d", module, example)
-    abi = KernelAbi.for_target(Target.parse("cortex-m55"), Rounding.DOUBLE)
+    abi = ProgramAbi.for_target(Target.parse("cortex-m55"), Rounding.DOUBLE)
     calibration = synthetic(example, count=4)
     _, bounds = mixed_precision.choose(source, abi, calibration, QuantizationOptions(), -100.0)
     assert all(isinstance(layer.activation_bytes, int) for layer in bounds.layers)

@@ -19,7 +19,7 @@ from torch import nn
 
 from cortex_m_nn.check import vector as test_vector
 from cortex_m_nn.check.verify import verify_program
-from cortex_m_nn.core.abi import KernelAbi
+from cortex_m_nn.core.abi import ProgramAbi
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.options import IoType
 from cortex_m_nn.core.target import Target
@@ -159,7 +159,7 @@ def test_a_float_program_records_nothing_new() -> None:
     module, example = models.conv_stack()
     program = compile_model(
         ModelSource("conv_stack", module, example),
-        KernelAbi.for_target(Target.parse("cortex-m55")),
+        ProgramAbi.for_target(Target.parse("cortex-m55")),
         synthetic(example, count=2),
         progress=False,
     )

@@ -17,7 +17,7 @@ from torchao.quantization.pt2e.observer import MinMaxObserver
 from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 
 from cortex_m_nn.check.verify import verify_program
-from cortex_m_nn.core.abi import KernelAbi
+from cortex_m_nn.core.abi import ProgramAbi
 from cortex_m_nn.core.options import QuantizationOptions, RangeMethod
 from cortex_m_nn.core.target import DEFAULT_TARGET
 from cortex_m_nn.frontend.calibration import synthetic
@@ -320,7 +320,7 @@ def _compile(module: nn.Module, inputs: tuple, method: RangeMethod):
     source = ModelSource(type(module).__name__, module.eval(), tuple(inputs))
     return compile_model(
         source,
-        KernelAbi.for_target(DEFAULT_TARGET),
+        ProgramAbi.for_target(DEFAULT_TARGET),
         synthetic(source.example_inputs, count=8),
         progress=False,
         options=QuantizationOptions(ranges=method),

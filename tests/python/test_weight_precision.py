@@ -15,36 +15,27 @@ import json
 from dataclasses import replace
 
 import pytest
-import torch
 
 from cortex_m_nn.check.verify import verify_program
-from cortex_m_nn.core.abi import KernelAbi, Rounding
+from cortex_m_nn.core.abi import ProgramAbi
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.options import Activations, QuantizationOptions, Weights
-from cortex_m_nn.core.target import Target
-from cortex_m_nn.frontend.calibration import synthetic
 from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.pipeline import compile_model
 from cortex_m_nn.report.compile_report import weight_precision_lines
-from cortex_m_nn.search import activations as mixed_precision
+from cortex_m_nn.search import layers as search_layers
 from cortex_m_nn.search import weights as weight_precision
 
 from .test_cli import error_line, run, tiny_model  # noqa: F401  (tiny_model: the fixture)
-from .test_mixed_precision import Classifier
+from .test_mixed_precision import classifier_setting
 
 #: the classifier's layers with an int4 case (exported-graph names)
 INT4_CAPABLE = {"conv2d_1", "conv2d_2", "linear"}
 
 
 @pytest.fixture(scope="module")
-def setting() -> tuple[ModelSource, KernelAbi, object]:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(11)
-        module = Classifier().eval()
-        example = (torch.randn(1, 1, 10, 8),)
-    source = ModelSource("classifier", module, example)
-    abi = KernelAbi.for_target(Target.parse("cortex-m55"), Rounding.DOUBLE)
-    return source, abi, synthetic(example, count=8)
+def setting() -> tuple[ModelSource, ProgramAbi, object]:
+    return classifier_setting()
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +57,7 @@ def _snr(setting: tuple, int4_layers: tuple[str, ...]) -> float:
     """The SNR the search measures, computed here on the odd-numbered samples."""
     source, abi, calibration = setting
     program = _compiled(setting, int4_layers)
-    return mixed_precision.output_snr(
-        program.lowered, abi, source.module, calibration.samples[1::2]
-    )
+    return search_layers.output_snr(program.lowered, abi, source.module, calibration.samples[1::2])
 
 
 def test_candidates_are_what_weights_int4_packs(setting: tuple, bounds) -> None:

@@ -20,7 +20,7 @@ from torch.fx import GraphModule
 from cortex_m_nn.check import host_kernels
 from cortex_m_nn.check.host_kernels import RuntimeUnavailable
 from cortex_m_nn.check.verify import Verification, verify_program
-from cortex_m_nn.core.abi import KernelAbi, Rounding
+from cortex_m_nn.core.abi import KernelAbi, ProgramAbi, Rounding
 from cortex_m_nn.core.families import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
 from cortex_m_nn.core.graph import op_name
 from cortex_m_nn.core.options import QuantizationOptions
@@ -68,7 +68,7 @@ def check_dialect(
     calibration = calibration or synthetic(source.example_inputs, count=8)
     compiled = compile_model(
         source,
-        KernelAbi.for_target(target, rounding),
+        ProgramAbi.for_target(target, rounding),
         calibration,
         allow_fallback=allow_fallback,
         progress=False,

@@ -35,7 +35,7 @@ class ProgramMismatch(Exception):
 
 def kernels_source_dir() -> Path:
     """``kernels/`` of the checkout this package runs from."""
-    path = Path(__file__).resolve().parents[2] / "kernels"
+    path = Path(__file__).resolve().parents[3] / "kernels"
     if not (path / "CMakeLists.txt").is_file():
         raise RuntimeUnavailable(
             "the kernels/ sources are not next to this package; use a source checkout "

@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import sys
 import warnings
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,6 @@ from cortex_m_nn.core.options import (
     Int4Ranges,
     IoType,
     LinearWeights,
-    QuantizationOptions,
     RangeMethod,
     Weights,
 )
@@ -53,13 +53,20 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the compiler's options to ``parser`` (the west command and the script share them)."""
+    """Add the compiler's options to ``parser`` (the west command and the script share them),
+    with :class:`~cortex_m_nn.program.Options`' defaults: the Python API's."""
+    parser.set_defaults(**dataclasses.asdict(Options()))
     _add_model_arguments(parser)
     _add_quantizer_arguments(parser)
     _add_precision_arguments(parser)
     _add_output_arguments(parser)
     _add_fit_arguments(parser)
     return parser
+
+
+def _values(choices: type[Enum], *more: str) -> list[str]:
+    """The values of an option whose choices are an enum's (then ``more``)."""
+    return [*(choice.value for choice in choices), *more]
 
 
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,8 +104,7 @@ def _add_quantizer_arguments(parser: argparse.ArgumentParser) -> None:
     """How the quantizer chooses ranges and scales (``QuantizationOptions``)."""
     parser.add_argument(
         "--calibration-method",
-        choices=[m.value for m in RangeMethod],
-        default=QuantizationOptions().ranges.value,
+        choices=_values(RangeMethod),
         help="how each activation's int8 range is chosen from the calibration values: "
         "minmax (observed minimum and maximum), mse (least expected quantization error, "
         "rounding inside and clipping outside, over a histogram of the values) or percentile "
@@ -107,7 +113,6 @@ def _add_quantizer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--equalize",
         action=argparse.BooleanOptionalAction,
-        default=QuantizationOptions().equalize,
         help="cross-layer equalization before quantizing: rescale the channels between "
         "consecutive layers so each channel's calibration range matches the next layer's "
         "weight range for it (the float model's function is unchanged; default: %(default)s)",
@@ -115,14 +120,12 @@ def _add_quantizer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bias-correction",
         action=argparse.BooleanOptionalAction,
-        default=QuantizationOptions().bias_correction,
         help="subtract each layer's mean weight-quantization error, measured on the "
         "calibration samples, from its bias (default: %(default)s)",
     )
     parser.add_argument(
         "--linear-weights",
-        choices=[m.value for m in LinearWeights],
-        default=QuantizationOptions().linear_weights.value,
+        choices=_values(LinearWeights),
         help="scale each linear layer's int8 weights per-tensor, per-channel, or auto: per "
         "channel where that takes at least 3 dB off the weights' rounding noise "
         "(default: %(default)s)",
@@ -130,7 +133,6 @@ def _add_quantizer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--precision",
         choices=["uniform", "auto"],
-        default="uniform",
         help="uniform: every layer as --activations says; auto: each layer with an int16 case "
         "int8 or int16, measured, so that the model's output SNR against the float model on "
         "calibration samples its ranges were not fitted to (half of them) reaches --min-snr-db "
@@ -149,8 +151,7 @@ def _add_precision_arguments(parser: argparse.ArgumentParser) -> None:
     """The precision of weights and activations."""
     parser.add_argument(
         "--weights",
-        choices=[*(m.value for m in Weights), "auto"],
-        default=QuantizationOptions().weights.value,
+        choices=_values(Weights, "auto"),
         help="int8 weights, or int4 (per output channel, symmetric, packed two per byte: "
         "CMSIS-NN's s4 kernels) for every convolution, depthwise and linear layer with an int4 "
         "case (int8 activations; packed rows of whole bytes, docs/int4.md); the report gives "
@@ -159,15 +160,13 @@ def _add_precision_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--int4-ranges",
-        choices=[m.value for m in Int4Ranges],
-        default=QuantizationOptions().int4_ranges.value,
+        choices=_values(Int4Ranges),
         help="each int4 weight channel's scale: max, max |w| / 7, or mse: the clipping of "
         "max |w| with the least squared error of its weights (default: %(default)s)",
     )
     parser.add_argument(
         "--activations",
-        choices=[m.value for m in Activations],
-        default=QuantizationOptions().activations.value,
+        choices=_values(Activations),
         help="int8 activations, or int16 (symmetric, CMSIS-NN's s16 kernels with 8-bit "
         "weights) for every op that has an int16 case, the others int8 with a requantization "
         "where the precision changes; the report gives each layer's (default: %(default)s)",
@@ -179,8 +178,7 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report-json", type=Path, help="also write the report as JSON")
     parser.add_argument(
         "--io",
-        choices=[t.value for t in IoType],
-        default=IoType.FLOAT.value,
+        choices=_values(IoType),
         help="what the program's inputs and outputs hold: float in the model's layout "
         "(quantized and dequantized inside the program) or int8 that the caller quantizes "
         "(x / scale + zero point, 4-D tensors channels-last; the report and the .pte give "
@@ -200,7 +198,6 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rounding",
         choices=["double", "single"],
-        default="double",
         help="requantization rounding of the CMSIS-NN build the kernels use: CMSIS-NN's "
         "default (double) or CMSIS_NN_USE_SINGLE_ROUNDING (single); recorded in the .pte",
     )

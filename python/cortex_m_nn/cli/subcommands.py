@@ -4,16 +4,13 @@ firmware build needs to embed a ``.pte``)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from cortex_m_nn.cli.command import add_debug_argument, guarded
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.outputs import write_all
-
-INSPECT_DESCRIPTION = (
-    "Report what a built firmware image (an ARM ELF) spends its flash and RAM on, by "
-    "component, and check the model embedded in it."
-)
 
 
 def add_inspect_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -69,22 +66,6 @@ def inspect_from_args(args: argparse.Namespace) -> int:
             f"from byte {model['first_difference']:,}; rebuild the firmware with this .pte"
         )
     return 0
-
-
-def inspect_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="cortex-m-compile inspect", description=INSPECT_DESCRIPTION
-    )
-    args = add_inspect_arguments(parser).parse_args(argv)
-    return guarded("cortex-m-compile inspect", inspect_from_args, args, "inspect")
-
-
-EMBED_DESCRIPTION = (
-    "Write what a firmware build needs to embed a compiled .pte: a C source holding it "
-    "(16-byte aligned, in section .cortex_m_nn_model), a header with the memory to reserve "
-    "for it (planned arena, scratch, method allocator) and what it was compiled for, and a "
-    "CMake file listing the operators to register; optionally check it fits the memories."
-)
 
 
 def add_embed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -185,11 +166,43 @@ def embed_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
-def embed_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="cortex-m-compile embed", description=EMBED_DESCRIPTION)
-    args = add_embed_arguments(parser).parse_args(argv)
-    return guarded("cortex-m-compile embed", embed_from_args, args, "embed")
+@dataclass(frozen=True)
+class Subcommand:
+    """``cortex-m-compile NAME …``: its ``--help`` description, options and what it runs."""
+
+    name: str
+    description: str
+    add_arguments: Callable[[argparse.ArgumentParser], argparse.ArgumentParser]
+    run: Callable[[argparse.Namespace], int]
+
+    def __call__(self, argv: list[str]) -> int:
+        """Run it on ``argv`` (what follows its name); returns the process exit status."""
+        prog = f"cortex-m-compile {self.name}"
+        parser = argparse.ArgumentParser(prog=prog, description=self.description)
+        args = self.add_arguments(parser).parse_args(argv)
+        return guarded(prog, self.run, args, self.name)
 
 
 #: Subcommands: the first argument selects them (a model file of that name is ./NAME).
-SUBCOMMANDS = {"inspect": inspect_main, "embed": embed_main}
+SUBCOMMANDS = {
+    subcommand.name: subcommand
+    for subcommand in (
+        Subcommand(
+            "inspect",
+            "Report what a built firmware image (an ARM ELF) spends its flash and RAM on, by "
+            "component, and check the model embedded in it.",
+            add_inspect_arguments,
+            inspect_from_args,
+        ),
+        Subcommand(
+            "embed",
+            "Write what a firmware build needs to embed a compiled .pte: a C source holding it "
+            "(16-byte aligned, in section .cortex_m_nn_model), a header with the memory to "
+            "reserve for it (planned arena, scratch, method allocator) and what it was compiled "
+            "for, and a CMake file listing the operators to register; optionally check it fits "
+            "the memories.",
+            add_embed_arguments,
+            embed_from_args,
+        ),
+    )
+}

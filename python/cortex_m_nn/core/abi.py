@@ -2,11 +2,11 @@
 
 Three things decide whether kernels can run a program: the CMSIS-NN code path (ISA), the
 requantization rounding CMSIS-NN is built with, and the operator ABI version (the argument
-lists of ``operators.yaml``). :class:`KernelAbi` names them once; a program's ABI also knows
-the core it was compiled for. Its text is what the C++ ``cortex_m_nn_kernels_abi()`` returns,
-``isa=mve rounding=double ops_version=1``; a ``.pte`` records it as ``cortex_m_nn_*``
-constant methods (:meth:`KernelAbi.metadata`), and loaders compare the two
-(:meth:`KernelAbi.mismatch`).
+lists of ``operators.yaml``). :class:`KernelAbi` names them once, as a kernel build has them;
+a program's ABI (:class:`ProgramAbi`) also knows the core it was compiled for. The kernel
+ABI's text is what the C++ ``cortex_m_nn_kernels_abi()`` returns, ``isa=mve rounding=double
+ops_version=1``; a ``.pte`` records the program's as ``cortex_m_nn_*`` constant methods
+(:meth:`ProgramAbi.metadata`), and loaders compare the two (:meth:`KernelAbi.mismatch`).
 """
 
 from __future__ import annotations
@@ -38,36 +38,17 @@ class Rounding(str, enum.Enum):
 
 @dataclass(frozen=True)
 class KernelAbi:
-    """ISA, rounding and operator version; ``core`` is the core a program was compiled for
-    (None for a kernel build, which serves every core with its ISA). Equality and
-    :meth:`mismatch` compare the ABI only, never the core."""
+    """What a kernel build serves: ISA, rounding and operator version, for every core with
+    that ISA (``cortex_m_nn_kernels_abi()``'s text). A program's is a :class:`ProgramAbi`."""
 
     isa: Isa
     rounding: Rounding = Rounding.DOUBLE
     ops_version: int = field(default_factory=release_ops_version)
-    core: Core | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "isa", Isa(self.isa))
         object.__setattr__(self, "rounding", Rounding(self.rounding))
         object.__setattr__(self, "ops_version", int(self.ops_version))
-        if self.core is not None:
-            Target(Core(self.core), self.isa)  # raises TargetError for a path the core lacks
-
-    @classmethod
-    def for_target(
-        cls, target: Target, rounding: Rounding = Rounding.DOUBLE, ops_version: int | None = None
-    ) -> KernelAbi:
-        """The ABI of a program compiled for ``target`` (this release's operator version)."""
-        version = release_ops_version() if ops_version is None else ops_version
-        return cls(target.isa, rounding, version, target.core)
-
-    @property
-    def target(self) -> Target:
-        """The program's core and ISA (a kernel build has no core: ValueError)."""
-        if self.core is None:
-            raise ValueError(f"{self} is a kernel build's ABI: it names no core")
-        return Target(self.core, self.isa)
 
     def __str__(self) -> str:
         return f"isa={self.isa.value} rounding={self.rounding.value} ops_version={self.ops_version}"
@@ -80,24 +61,12 @@ class KernelAbi:
 
     @classmethod
     def from_metadata(cls, values: Mapping[str, object]) -> KernelAbi:
-        """The ABI a .pte records, from its ``cortex_m_nn_*`` methods' values by name."""
-        core = values.get(METADATA_PREFIX + "core")
+        """The kernels a .pte needs, from its ``cortex_m_nn_*`` methods' values by name."""
         return cls(
             Isa(str(values[METADATA_PREFIX + "isa"])),
             Rounding(str(values[METADATA_PREFIX + "rounding"])),
             int(str(values[METADATA_PREFIX + "ops_version"])),
-            None if core is None else Core(str(core)),
         )
-
-    def metadata(self) -> dict[str, str | int]:
-        """The constant methods a .pte records (with the compiler's version)."""
-        return {
-            f"{METADATA_PREFIX}core": self.target.core.value,
-            f"{METADATA_PREFIX}isa": self.isa.value,
-            f"{METADATA_PREFIX}rounding": self.rounding.value,
-            f"{METADATA_PREFIX}version": __version__,
-            f"{METADATA_PREFIX}ops_version": self.ops_version,
-        }
 
     def mismatch(self, kernels: KernelAbi) -> str | None:
         """None when ``kernels`` can run a program of this ABI; else what differs and the fix."""
@@ -119,3 +88,51 @@ class KernelAbi:
                 "cortex-m-nn release)"
             )
         return "the .pte was compiled for " + "; ".join(problems) if problems else None
+
+
+@dataclass(frozen=True)
+class ProgramAbi(KernelAbi):
+    """A program's ABI: the kernels it needs (equality and :meth:`mismatch` compare only
+    those) and the core it was compiled for (``core``, given by keyword)."""
+
+    core: Core = field(kw_only=True, compare=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "core", Core(self.core))
+        Target(self.core, self.isa)  # raises TargetError for a path the core lacks
+
+    @classmethod
+    def for_target(
+        cls, target: Target, rounding: Rounding = Rounding.DOUBLE, ops_version: int | None = None
+    ) -> ProgramAbi:
+        """The ABI of a program compiled for ``target`` (this release's operator version)."""
+        version = release_ops_version() if ops_version is None else ops_version
+        return cls(target.isa, rounding, version, core=target.core)
+
+    @property
+    def target(self) -> Target:
+        """The program's core and ISA."""
+        return Target(self.core, self.isa)
+
+    @property
+    def kernels(self) -> KernelAbi:
+        """The kernel build this program needs."""
+        return KernelAbi(self.isa, self.rounding, self.ops_version)
+
+    @classmethod
+    def from_metadata(cls, values: Mapping[str, object]) -> ProgramAbi:
+        """The ABI a .pte records, from its ``cortex_m_nn_*`` methods' values by name."""
+        kernels = KernelAbi.from_metadata(values)
+        core = Core(str(values[METADATA_PREFIX + "core"]))
+        return cls(kernels.isa, kernels.rounding, kernels.ops_version, core=core)
+
+    def metadata(self) -> dict[str, str | int]:
+        """The constant methods a .pte records (with the compiler's version)."""
+        return {
+            f"{METADATA_PREFIX}core": self.core.value,
+            f"{METADATA_PREFIX}isa": self.isa.value,
+            f"{METADATA_PREFIX}rounding": self.rounding.value,
+            f"{METADATA_PREFIX}version": __version__,
+            f"{METADATA_PREFIX}ops_version": self.ops_version,
+        }

@@ -1,12 +1,26 @@
-"""Which CMSIS-NN code path a call takes where its shape, not only its dtype and ISA,
-decides: the lowering's scratch sizing, the prepared-call table and the kernels
-(``op_conv2d.cpp``) must agree on it, so it is decided once, here.
+"""Which CMSIS-NN code path a call takes: its dtype case (:class:`Case`, which the lowering
+records on each report row and the precision searches read), and where the shape, not only
+the dtype and ISA, decides (:func:`mve_one_by_n_inexact`: the lowering's scratch sizing, the
+prepared-call table and the kernels, ``op_conv2d.cpp``, must agree on it). Torch-free: the
+firmware steps (``cortex-m-compile embed``) read it.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Sequence
+
+
+class Case(str, enum.Enum):
+    """The dtype case of a CMSIS-NN call, as its functions' suffixes name it."""
+
+    S8 = "s8"  #: int8 activations, int8 weights (if any)
+    S16 = "s16"  #: int16 activations, int8 weights (if any)
+    S4 = "s4"  #: int8 activations, packed int4 weights
+
+    def __str__(self) -> str:
+        return self.value
 
 
 def mve_one_by_n_inexact(*shapes_and_window: Sequence[int]) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from cortex_m_nn.core.abi import KernelAbi
+from cortex_m_nn.core.abi import ProgramAbi
 from cortex_m_nn.embed.prepared import PreparedCall, c_table, prepared_calls
 from cortex_m_nn.serialize.io_spec import IoQuantization, read_io
 
@@ -99,7 +99,7 @@ class ModelFacts:
     #: the temporary allocator forward loads with (``pte.load_temp_bytes``)
     load_temp_bytes: int
     #: the kernel ABI (core, ISA, rounding, operator version) the program was compiled for
-    abi: KernelAbi
+    abi: ProgramAbi
     version: str
     operators: tuple[str, ...]
     inputs: int
@@ -191,7 +191,7 @@ def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> Model
         )
     inputs, outputs = _read(pte_reader.forward_io, pte)
     try:
-        abi = KernelAbi.from_metadata(metadata)
+        abi = ProgramAbi.from_metadata(metadata)
     except (KeyError, ValueError) as error:  # a core, ISA or rounding no build has
         raise CompileError(
             f"the .pte records a kernel ABI cortex-m-compile does not write ({error}); "

@@ -40,13 +40,12 @@ from torch._ops import OpOverload
 from torch.fx import GraphModule, Node
 
 from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.graph import module_of, op_name, source_line
 from cortex_m_nn.core.refusals import Refusal
 from cortex_m_nn.core.rewrites import rewrite_for
 from cortex_m_nn.frontend.equivalents import equivalents
 from cortex_m_nn.frontend.states import is_state_write, writes_svdf_state
-
-aten = torch.ops.aten
 
 #: Copies and aliases that always hand back their input's elements unchanged.
 ALWAYS_SAME = {

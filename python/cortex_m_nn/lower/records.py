@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.core.cmsis_nn import Case
 from cortex_m_nn.core.graph import op_name, source_line, source_location
 from cortex_m_nn.core.refusals import Refusal
 
@@ -40,6 +41,8 @@ class OpRecord:
     #: how many LSB ``verify`` allows this op against the PT2E reference: None, its standard
     #: bound (``verify.MAX_LSB``), or an approximating kernel's (the int16 softmax's tables)
     allowed_lsb: int | None = None
+    #: the dtype case of the CMSIS-NN call a lowered op runs (None: not lowered by a rule)
+    case: Case | None = None
 
     @property
     def lowered(self) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.cmsis_nn import Case
 from cortex_m_nn.lower.context import LoweringContext
 from cortex_m_nn.lower.graph_values import QValue
 
@@ -29,6 +30,15 @@ class Lowered:
     #: LSB ``verify`` allows against the PT2E reference: None, the standard bound, or an
     #: approximating kernel's, which its rule derives
     allowed_lsb: int | None = None
+    #: whether the call runs CMSIS-NN's int4-weight case (its activations give the rest)
+    int4_weights: bool = False
+
+    @property
+    def case(self) -> Case:
+        """The call's dtype case: int4 weights, else its output's activations."""
+        if self.int4_weights:
+            return Case.S4
+        return Case.S16 if self.value.dtype is torch.int16 else Case.S8
 
 
 @dataclass

@@ -146,6 +146,7 @@ def fill_lowered(record: OpRecord, lowered: Lowered) -> None:
     record.weight_bytes = lowered.weight_bytes
     record.output_node = lowered.value.node.name
     record.allowed_lsb = lowered.allowed_lsb
+    record.case = lowered.case
 
 
 def walk(context: LoweringContext, plan: Plan) -> None:

@@ -50,6 +50,22 @@ def _regions(**sizes: int) -> tuple[Region, ...]:
     return tuple(Region(name.upper(), size) for name, size in sizes.items())
 
 
+def _alif_e8(core: str, dtcm: int, aliases: tuple[str, ...], note: str) -> Board:
+    """An M55 core (``rtss_hp``, ``rtss_he``) of the Alif Ensemble E8 DK: the SoC's MRAM,
+    SRAM0 and SRAM1 (dts/arm/alif/ensemble/ae822fa0e5597ls0.dtsi), which both cores share, and
+    the core's own ITCM and DTCM (dts/arm/alif/ensemble/common/ensemble_<core>.dtsi); flash
+    and RAM as boards/alif/ensemble_e8_dk/ensemble_e8_dk_ae822fa0e5597ls0_<core>.dts chooses."""
+    return Board(
+        f"ensemble_e8_dk/ae822fa0e5597ls0/{core}",
+        Core.M55,
+        "MRAM",
+        "DTCM",
+        _regions(mram=5632 * KIB, itcm=256 * KIB, dtcm=dtcm, sram0=4 * MIB, sram1=4 * MIB),
+        aliases,
+        note,
+    )
+
+
 BOARDS: tuple[Board, ...] = (
     # boards/arm/mps3/mps3_corstone300_an547.dts (ITCM, SRAM, DTCM, ISRAM) and
     # boards/arm/mps3/mps3_common.dtsi (DDR4, 8 x 256 MB); QEMU's mps3-an547 has the same map.
@@ -72,27 +88,15 @@ BOARDS: tuple[Board, ...] = (
         ("corstone300-fvp", "corstone-300-fvp"),
         "Arm FVP",
     ),
-    # boards/alif/ensemble_e8_dk/ensemble_e8_dk_ae822fa0e5597ls0_rtss_hp.dts (chosen),
-    # dts/arm/alif/ensemble/common/ensemble_rtss_hp.dtsi (ITCM, DTCM) and
-    # dts/arm/alif/ensemble/ae822fa0e5597ls0.dtsi (SRAM0, SRAM1, MRAM)
-    Board(
-        "ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp",
-        Core.M55,
-        "MRAM",
-        "DTCM",
-        _regions(mram=5632 * KIB, itcm=256 * KIB, dtcm=1 * MIB, sram0=4 * MIB, sram1=4 * MIB),
+    _alif_e8(
+        "rtss_hp",
+        1 * MIB,
         ("alif-e8-hp", "e8-hp", "alif-e8-rtss-hp"),
         "Alif Ensemble E8, high-performance M55",
     ),
-    # boards/alif/ensemble_e8_dk/ensemble_e8_dk_ae822fa0e5597ls0_rtss_he.dts (chosen),
-    # dts/arm/alif/ensemble/common/ensemble_rtss_he.dtsi (ITCM, DTCM) and
-    # dts/arm/alif/ensemble/ae822fa0e5597ls0.dtsi (SRAM0, SRAM1, MRAM)
-    Board(
-        "ensemble_e8_dk/ae822fa0e5597ls0/rtss_he",
-        Core.M55,
-        "MRAM",
-        "DTCM",
-        _regions(mram=5632 * KIB, itcm=256 * KIB, dtcm=256 * KIB, sram0=4 * MIB, sram1=4 * MIB),
+    _alif_e8(
+        "rtss_he",
+        256 * KIB,
         ("alif-e8-he", "e8-he", "alif-e8-rtss-he"),
         "Alif Ensemble E8, high-efficiency M55",
     ),

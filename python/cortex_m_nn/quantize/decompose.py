@@ -19,9 +19,8 @@ import operator
 import torch
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.graph import argument
-
-aten = torch.ops.aten
 
 #: The ops with several outputs rewritten into one op per output used.
 MULTI_OUTPUT = {

@@ -122,40 +122,50 @@ def verify_dict(verification: Verification) -> dict[str, Any]:
 
 def precision_lines(plan: dict[str, Any]) -> list[str]:
     """``--precision auto``: the layers with an int16 case, the precision chosen and why."""
-    lines = [
-        "",
+    title = (
         f"precision per layer (--precision auto): output SNR vs float {plan['snr_db']:.1f} dB "
         f"(target {plan['min_snr_db']:g}; all int8 {plan['int8_snr_db']:.1f}, all int16 "
         f"{plan['int16_snr_db']:.1f}), {plan['compiles']} compiles measured on calibration "
-        "samples their ranges were not fitted to",
-        f"  {'layer':<18} {'op':<22} {'precision':<9} {'alone':>8}  why",
+        "samples their ranges were not fitted to"
+    )
+    cells = [
+        f"{layer['precision']:<9} {layer['gain_db_alone']:>+7.1f}  {layer['why']}"
+        for layer in plan["layers"]
     ]
-    for layer in plan["layers"]:
-        lines.append(
-            f"  {layer['name'][:18]:<18} {layer['op'][:22]:<22} {layer['precision']:<9} "
-            f"{layer['gain_db_alone']:>+7.1f}  {layer['why']}"
-        )
-    return lines
+    return _per_layer(title, f"{'precision':<9} {'alone':>8}  why", plan["layers"], cells)
 
 
 def weight_precision_lines(plan: dict[str, Any]) -> list[str]:
     """``--weights auto``: the layers with an int4 case, the weights chosen and why."""
-    lines = [
-        "",
+    title = (
         f"weights per layer (--weights auto): output SNR vs float {plan['snr_db']:.1f} dB, "
         f"{plan['weight_bytes']:,} B of weights (target {plan['min_snr_db']:g}; all int8 "
         f"{plan['int8_snr_db']:.1f} dB {plan['int8_weight_bytes']:,} B, all int4 "
         f"{plan['int4_snr_db']:.1f} dB {plan['int4_weight_bytes']:,} B), {plan['compiles']} "
         "compiles measured on calibration samples their ranges were not fitted to; loss: dB "
-        "its int4 weights cost (measured alone back in int8), saves: bytes they save",
-        f"  {'layer':<18} {'op':<22} {'weights':<7} {'loss':>7} {'saves B':>8}  why",
+        "its int4 weights cost (measured alone back in int8), saves: bytes they save"
+    )
+    headings = f"{'weights':<7} {'loss':>7} {'saves B':>8}  why"
+    cells = [
+        f"{layer['precision']:<7} {layer['loss_db_alone']:>+7.1f} {layer['saved_bytes']:>8,}  "
+        f"{layer['why']}"
+        for layer in plan["layers"]
     ]
-    for layer in plan["layers"]:
-        lines.append(
-            f"  {layer['name'][:18]:<18} {layer['op'][:22]:<22} {layer['precision']:<7} "
-            f"{layer['loss_db_alone']:>+7.1f} {layer['saved_bytes']:>8,}  {layer['why']}"
-        )
-    return lines
+    return _per_layer(title, headings, plan["layers"], cells)
+
+
+def _per_layer(
+    title: str, headings: str, layers: list[dict[str, Any]], cells: list[str]
+) -> list[str]:
+    """A per-layer search's lines: a blank line, ``title``, then a row per layer, its name
+    and op followed by its ``cells`` (under ``headings``)."""
+    rows = zip(layers, cells, strict=True)
+    return [
+        "",
+        title,
+        f"  {'layer':<18} {'op':<22} {headings}",
+        *(f"  {layer['name'][:18]:<18} {layer['op'][:22]:<22} {cell}" for layer, cell in rows),
+    ]
 
 
 def _wider(verification: dict[str, Any]) -> str:

@@ -1,13 +1,11 @@
 """``--weights auto --min-snr-db X``: int4 or int8 weights per layer, measured.
 
-The criterion and the samples are those of ``--precision auto`` (``mixed_precision``): the
-model's output SNR against the float model of the lowered program, every program the search
-measures calibrated on the even-numbered calibration samples and measured on the odd-numbered
-ones, with the same search machinery (``mixed_precision.LayerSearch``). What it minimises is
-the flash: the weight bytes the report counts (weights, biases, multipliers and shifts). The
-search:
+The criterion, the samples and the machinery are the searches' (``search.layers``): the
+model's output SNR against the float model of the lowered program, on calibration samples its
+ranges were not fitted to. What it minimises is the flash: the weight bytes the report counts
+(weights, biases, multipliers and shifts). The search:
 
-1. compile ``--weights int4``; its ``_s4`` layers are the candidates; compile and measure
+1. compile ``--weights int4``; its layers of case s4 are the candidates; compile and measure
    them all in int4 (``int4_layers``), and all in int8; if all int4 reaches X, keep it;
 2. if all int8 does not reach X, no choice does: refused with both numbers;
 3. measure each candidate's sensitivity: the SNR with that layer alone back in int8 (its
@@ -28,67 +26,58 @@ combine with ``--precision auto`` or ``--activations int16``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
-from cortex_m_nn.core.abi import KernelAbi
+from cortex_m_nn.core.abi import ProgramAbi
+from cortex_m_nn.core.cmsis_nn import Case
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.options import Activations, QuantizationOptions, Weights
 from cortex_m_nn.frontend.calibration import Calibration
 from cortex_m_nn.frontend.model_source import ModelSource
-from cortex_m_nn.search.activations import LayerSearch
+from cortex_m_nn.search.layers import Choice, LayerSearch, SearchPlan, explain
 
 
 @dataclass
-class WeightChoice:
+class WeightChoice(Choice):
     """One layer with an int4 case: what the search measured and chose."""
 
-    name: str
-    op: str
+    PRECISIONS: ClassVar[tuple[str, str]] = ("int4", "int8")
+
     #: SNR (dB) regained with this layer alone back in int8 (the others int4)
     loss_db: float = 0.0
     #: weight bytes its int4 weights save (measured: that program's minus all int4's)
     saved_bytes: int = 0
-    int4: bool = False
-    why: str = ""
+
+    @property
+    def int4(self) -> bool:
+        return self.chosen
+
+    def measurements(self) -> dict[str, object]:
+        return {"loss_db_alone": self.loss_db, "saved_bytes": self.saved_bytes}
 
 
 @dataclass
-class WeightPlan:
-    """The search's outcome, for the report."""
+class WeightPlan(SearchPlan):
+    """The search's outcome, for the report; its size is the weight bytes."""
 
-    min_snr_db: float
-    int8_snr_db: float
-    int4_snr_db: float
-    int8_weight_bytes: int
-    int4_weight_bytes: int
-    snr_db: float = 0.0
-    weight_bytes: int = 0
-    layers: list[WeightChoice] = field(default_factory=list)
-    compiles: int = 0
-    #: every program the search measured: (its int4 layers, SNR dB, weight bytes)
-    measured: list[tuple[tuple[str, ...], float, int]] = field(default_factory=list)
+    int8_snr_db: float = 0.0
+    int4_snr_db: float = 0.0
+    int8_weight_bytes: int = 0
+    int4_weight_bytes: int = 0
 
-    def as_dict(self) -> dict[str, object]:
+    @property
+    def weight_bytes(self) -> int:
+        return self.size
+
+    def numbers(self) -> dict[str, object]:
         return {
-            "min_snr_db": self.min_snr_db,
-            "snr_db": self.snr_db,
             "weight_bytes": self.weight_bytes,
             "int8_snr_db": self.int8_snr_db,
             "int4_snr_db": self.int4_snr_db,
             "int8_weight_bytes": self.int8_weight_bytes,
             "int4_weight_bytes": self.int4_weight_bytes,
             "compiles": self.compiles,
-            "layers": [
-                {
-                    "name": c.name,
-                    "op": c.op,
-                    "precision": "int4" if c.int4 else "int8",
-                    "loss_db_alone": c.loss_db,
-                    "saved_bytes": c.saved_bytes,
-                    "why": c.why,
-                }
-                for c in self.layers
-            ],
         }
 
 
@@ -98,17 +87,13 @@ def weight_bytes(program) -> int:
 
 
 def _candidates(program) -> list[WeightChoice]:
-    """The layers an all-int4 compile runs on an ``_s4`` kernel."""
-    return [
-        WeightChoice(r.name, r.source_op)
-        for r in program.records
-        if "_s4" in (r.cmsis_function or "")
-    ]
+    """The layers an all-int4 compile runs in CMSIS-NN's int4-weight case."""
+    return [WeightChoice(r.name, r.source_op) for r in program.records if r.case is Case.S4]
 
 
 def choose(
     source: ModelSource,
-    abi: KernelAbi,
+    abi: ProgramAbi,
     calibration: Calibration,
     options: QuantizationOptions,
     min_snr_db: float,
@@ -132,8 +117,14 @@ def choose(
     layers = _candidates(search.compile(replace(base, weights=Weights.INT4)))
     full = frozenset(layer.name for layer in layers)
     int8, int4 = search.snr(frozenset()), search.snr(full)
-    plan = WeightPlan(min_snr_db, int8, int4, search.sizes[frozenset()], search.sizes[full])
-    plan.layers = layers
+    plan = WeightPlan(
+        min_snr_db,
+        layers=layers,
+        int8_snr_db=int8,
+        int4_snr_db=int4,
+        int8_weight_bytes=search.sizes[frozenset()],
+        int4_weight_bytes=search.sizes[full],
+    )
     say = progress or (lambda message: None)
     say(
         f"weights: int8 {int8:.1f} dB {plan.int8_weight_bytes:,} B, int4 {int4:.1f} dB "
@@ -141,8 +132,8 @@ def choose(
     )
     if int4 >= min_snr_db:
         for layer in layers:
-            layer.int4, layer.why = True, "all int4 reaches the target"
-        return _done(base, plan, search, full)
+            layer.chosen, layer.why = True, "all int4 reaches the target"
+        return search.finish(plan, base, "int4_layers", full), plan
     if int8 < min_snr_db:
         raise CompileError(
             f"--min-snr-db {min_snr_db:g} cannot be reached with --weights auto: every layer's "
@@ -150,7 +141,8 @@ def choose(
             f"samples their ranges were not fitted to (all int4: {int4:.1f} dB); lower the "
             "target or use --weights int8 with --precision auto"
         )
-    return _done(base, plan, search, _greedy(search, layers, full, min_snr_db))
+    chosen = _greedy(search, layers, full, min_snr_db)
+    return search.finish(plan, base, "int4_layers", chosen), plan
 
 
 def _greedy(
@@ -165,22 +157,12 @@ def _greedy(
     names = [layer.name for layer in ranked]
     greedy = full - search.greedy(names, lambda reverted: full - reverted, min_snr_db)
     best = search.smallest(min_snr_db)
-    for layer in layers:
-        layer.int4 = layer.name in best
-        if best != greedy:
-            layer.why = f"{'int4' if layer.int4 else 'int8'} in the fewest bytes reaching it"
-        elif layer.int4:
-            layer.why = "the target holds with it in int4"
-        else:
-            layer.why = "in int4 the target failed (measured)"
+    explain(
+        layers,
+        best,
+        greedy,
+        "fewest bytes",
+        "the target holds with it in int4",
+        "in int4 the target failed (measured)",
+    )
     return best
-
-
-def _done(
-    base: QuantizationOptions, plan: WeightPlan, search: LayerSearch, chosen: frozenset[str]
-) -> tuple[QuantizationOptions, WeightPlan]:
-    plan.snr_db = search.snr(chosen)
-    plan.weight_bytes = search.sizes[chosen]
-    plan.measured = search.table()
-    plan.compiles = search.compiles
-    return replace(base, int4_layers=tuple(sorted(chosen))), plan

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cortex_m_nn.core.abi import METADATA_PREFIX, KernelAbi
+from cortex_m_nn.core.abi import METADATA_PREFIX, ProgramAbi
 from cortex_m_nn.serialize.pte_format import ExecutionPlan, Program, PteFormatError, read_program
 
 __all__ = ["METADATA_PREFIX", "PteFormatError", "pte_abi", "pte_metadata"]
@@ -83,9 +83,9 @@ def pte_metadata(pte: bytes) -> dict[str, str]:
     return found
 
 
-def pte_abi(pte: bytes) -> KernelAbi:
+def pte_abi(pte: bytes) -> ProgramAbi:
     """The kernel ABI (with the core) a .pte was compiled for; KeyError if it records none."""
-    return KernelAbi.from_metadata(pte_metadata(pte))
+    return ProgramAbi.from_metadata(pte_metadata(pte))
 
 
 # --- runtime overhead ----------------------------------------------------------------------

@@ -313,15 +313,21 @@ def _fixed_tensors(
     multipliers: list[int],
     shifts: list[int],
     weight_low: int = -128,
+    int16: bool = False,
 ) -> Case:
-    """A fixed case's int8 input and weight (random from ``seed``, ``shapes`` in that order)
-    and its per-channel bias, multipliers and shifts."""
+    """A fixed case's int8 input (``int16``: an int16 one at full scale, and an int64 bias) and
+    int8 weight (random from ``seed``, ``shapes`` in that order) and its per-channel bias,
+    multipliers and shifts."""
     gen = torch.Generator().manual_seed(seed)
     input_shape, weight_shape = shapes
+    if int16:
+        input_ = torch.randint(-32768, 32768, input_shape, generator=gen).to(torch.int16)
+    else:
+        input_ = torch.randint(-128, 128, input_shape, generator=gen, dtype=torch.int8)
     return {
-        "input": torch.randint(-128, 128, input_shape, generator=gen, dtype=torch.int8),
+        "input": input_,
         "weight": torch.randint(weight_low, 128, weight_shape, generator=gen, dtype=torch.int8),
-        "bias": torch.tensor(bias, dtype=torch.int32),
+        "bias": torch.tensor(bias, dtype=torch.int64 if int16 else torch.int32),
         "multipliers": torch.tensor(multipliers, dtype=torch.int32),
         "shifts": torch.tensor(shifts, dtype=torch.int32),
     }
@@ -357,38 +363,19 @@ def depthwise_fixed() -> Case:
 
 def conv_s16_fixed() -> Case:
     """conv_fixed's geometry in int16: an input at full scale, a bias near 2^40."""
-    gen = torch.Generator().manual_seed(4)
+    shapes, bias, shifts = ((1, 6, 5, 3), (4, 3, 3, 3)), [0, 100, -100, 2**40], [-9, -8, -12, 1]
+    tensors = _fixed_tensors(4, shapes, bias, MULTIPLIERS, shifts, weight_low=-127, int16=True)
     geometry = {"stride": [2, 1], "padding": [1, 1], "dilation": [1, 1]}
-    return (
-        {
-            "input": torch.randint(-32768, 32768, (1, 6, 5, 3), generator=gen).to(torch.int16),
-            "weight": torch.randint(-127, 128, (4, 3, 3, 3), generator=gen, dtype=torch.int8),
-            "bias": torch.tensor([0, 100, -100, 2**40], dtype=torch.int64),
-            "multipliers": torch.tensor(MULTIPLIERS, dtype=torch.int32),
-            "shifts": torch.tensor([-9, -8, -12, 1], dtype=torch.int32),
-        }
-        | geometry
-        | _fixed_offsets(0, 0, -30000, 32767)
-    )
+    return tensors | geometry | _fixed_offsets(0, 0, -30000, 32767)
 
 
 def depthwise_s16_fixed() -> Case:
     """depthwise_fixed's geometry in int16 (a 3x3 end padded by 2, which only the s8 3x3 path
     cannot compute)."""
-    gen = torch.Generator().manual_seed(5)
+    shapes, bias, shifts = ((1, 5, 7, 4), (1, 3, 3, 4)), [0, 10, -10, 2**40], [-7, -8, -9, 2]
+    tensors = _fixed_tensors(5, shapes, bias, MULTIPLIERS, shifts, int16=True)
     geometry = {"stride": [1, 2], "padding": [1, 1, 2, 2], "dilation": [1, 1]}
-    return (
-        {
-            "input": torch.randint(-32768, 32768, (1, 5, 7, 4), generator=gen).to(torch.int16),
-            "weight": torch.randint(-128, 128, (1, 3, 3, 4), generator=gen, dtype=torch.int8),
-            "bias": torch.tensor([0, 10, -10, 2**40], dtype=torch.int64),
-            "multipliers": torch.tensor(MULTIPLIERS, dtype=torch.int32),
-            "shifts": torch.tensor([-7, -8, -9, 2], dtype=torch.int32),
-        }
-        | geometry
-        | {"depth_multiplier": 1}
-        | _fixed_offsets(0, 0, -32768, 32767)
-    )
+    return tensors | geometry | {"depth_multiplier": 1} | _fixed_offsets(0, 0, -32768, 32767)
 
 
 def conv_s4_fixed() -> Case:

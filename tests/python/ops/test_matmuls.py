@@ -52,18 +52,20 @@ def batch_matmul_expected(case: dict, single: bool = False) -> torch.Tensor:
     return torch.tensor(out, dtype=lhs.dtype).reshape(*batch, rows, cols)
 
 
-def _output_stage(draw: st.DrawFn, shift_low: int) -> dict:
+def _output_stage(draw: st.DrawFn, shift_low: int, int16: bool = False) -> dict:
     """The arguments both operators end with, drawn: output offset, one requantization
-    (multiplier, shift from ``shift_low`` to 1) and the activation range."""
-    output_offset = draw(st.integers(-128, 127))
+    (multiplier, shift from ``shift_low`` to 1) and the activation range; ``int16``: the int16
+    case's, a zero output offset and an int16 range."""
+    output_offset = 0 if int16 else draw(st.integers(-128, 127))
     multiplier, shift = draw(st.integers(2**30, 2**31 - 1)), draw(st.integers(shift_low, 1))
-    act_min = draw(st.integers(-128, 0))
+    info = torch.iinfo(torch.int16 if int16 else torch.int8)
+    act_min = draw(st.integers(info.min, 0))
     return {
         "output_offset": output_offset,
         "multiplier": multiplier,
         "shift": shift,
         "activation_min": act_min,
-        "activation_max": draw(st.integers(act_min, 127)),
+        "activation_max": draw(st.integers(act_min, info.max)),
     }
 
 
@@ -79,18 +81,9 @@ def batch_matmul_cases(draw: st.DrawFn) -> dict:
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
     lhs_shape, rhs_shape = (*operand_batch(), m, k), (*operand_batch(), n, k)
     if draw(st.sampled_from([False, False, True])):  # int16 activations: arm_batch_matmul_s16
-        act_min = draw(st.integers(-32768, 0))
-        return {
-            "lhs": _int16(lhs_shape, gen),
-            "rhs_transposed": _int16(rhs_shape, gen),
-            "lhs_offset": 0,
-            "rhs_offset": 0,
-            "output_offset": 0,
-            "multiplier": draw(st.integers(2**30, 2**31 - 1)),
-            "shift": draw(st.integers(-30, 1)),
-            "activation_min": act_min,
-            "activation_max": draw(st.integers(act_min, 32767)),
-        }
+        operands = {"lhs": _int16(lhs_shape, gen), "rhs_transposed": _int16(rhs_shape, gen)}
+        offsets = {"lhs_offset": 0, "rhs_offset": 0}
+        return operands | offsets | _output_stage(draw, shift_low=-30, int16=True)
     return {
         "lhs": torch.randint(-128, 128, lhs_shape, generator=gen, dtype=torch.int8),
         "rhs_transposed": torch.randint(-128, 128, rhs_shape, generator=gen, dtype=torch.int8),
@@ -182,7 +175,6 @@ def _s16(
 ) -> dict:
     """The int16 case of linear's arguments: int16 input, int64 bias, zero offsets, per
     tensor, an int16 activation range."""
-    act_min = draw(st.integers(-32768, 0))
     return {
         "input": torch.randint(-32768, 32768, (*lead, n_in), generator=gen, dtype=torch.int16),
         "weight": torch.randint(-127, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
@@ -190,12 +182,7 @@ def _s16(
         if has_bias
         else None,
         "input_offset": 0,
-        "output_offset": 0,
-        "multiplier": draw(st.integers(2**30, 2**31 - 1)),
-        "shift": draw(st.integers(-24, 1)),
-        "activation_min": act_min,
-        "activation_max": draw(st.integers(act_min, 32767)),
-    }
+    } | _output_stage(draw, shift_low=-24, int16=True)
 
 
 #: (reference, independent result, random cases, rounding, examples)
@@ -451,17 +438,15 @@ def test_linear_rejects_mismatch() -> None:
 
 
 def linear_s16_fixed() -> dict:
+    """linear_fixed in int16: an int16 input, weights in [-127, 127], a bias past int32, zero
+    offsets, a smaller shift and the int16 range."""
     gen = torch.Generator().manual_seed(4)
-    return {
+    return linear_fixed() | {
         "input": torch.randint(-32768, 32768, (2, 16), generator=gen, dtype=torch.int16),
         "weight": torch.randint(-127, 128, (5, 16), generator=gen, dtype=torch.int8),
         "bias": torch.tensor([0, 1000, -1000, 2**40, -(2**40)], dtype=torch.int64),
-        "kernel_sums": None,
-        "multipliers": None,
-        "shifts": None,
         "input_offset": 0,
         "output_offset": 0,
-        "multiplier": 1717986918,
         "shift": -10,
         "activation_min": -32768,
         "activation_max": 32767,

@@ -56,16 +56,17 @@ def _arguments(p: dict, dtype: torch.dtype, sums: bool) -> tuple:
     return (wf, torch.tensor(p["wt"], dtype=dtype), bias, kernel_sums, *numbers, *tail)
 
 
+def layer_sizes(draw: st.DrawFn, size: int, memory: int, units: int) -> tuple[int, ...]:
+    """A layer's batches (up to 3), input size, memory, rank (up to 3) and units, each drawn
+    from 1 to its bound."""
+    return tuple(draw(st.integers(1, high)) for high in (3, size, memory, 3, units))
+
+
 @st.composite
 def layers(draw: st.DrawFn, dtype: torch.dtype) -> tuple[dict, list[int], list]:
     """Parameters, an initial flat state and the inputs of three steps."""
     info = torch.iinfo(dtype)
-    batches, size, memory = (
-        draw(st.integers(1, 3)),
-        draw(st.integers(1, 9)),
-        draw(st.integers(1, 6)),
-    )
-    rank, units = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    batches, size, memory, rank, units = layer_sizes(draw, size=9, memory=6, units=4)
     filters = rank * units
     ints = lambda lo, hi, n: draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))  # noqa: E731
     bound = 127 if dtype is torch.int8 else 1800

@@ -275,4 +275,4 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     value = reshaped(context, value, pattern.shape)  # a 1-D convolution's [N, C, L], NLC
     function = noting_transposes(context, before, function)
     weights = weight_bytes(kernel, out_channels, 8 if int16 else 4, int4)
-    return Lowered(value, name, function, macs, weights)
+    return Lowered(value, name, function, macs, weights, int4_weights=int4)

@@ -114,6 +114,7 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
         "arm_fully_connected_s4" if int4 else function,
         batches * in_features * out_features,
         weight_bytes,
+        int4_weights=int4,
     )
 
 
@@ -236,4 +237,4 @@ def _as_convolution(
     macs = batches * in_features * out_features
     weights = conv_weight_bytes(kernel, out_features, 8 if int16 else 4, int4=not int16)
     function = "arm_convolve_wrapper_s16" if int16 else "arm_convolve_wrapper_s4"
-    return Lowered(value, "conv2d", function, macs, weights)
+    return Lowered(value, "conv2d", function, macs, weights, int4_weights=not int16)
