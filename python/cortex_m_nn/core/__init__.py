@@ -7,7 +7,8 @@
 * ``target``, ``abi``, ``options``: the cores and ISAs, the kernel ABI a program and a kernel
   build agree on, the quantization options;
 * ``operators``: ``ops/operators.yaml``, the operators' schemas, read;
-* ``precision``: which operators compute in int16; ``cmsis_nn``: CMSIS-NN paths chosen by shape;
+* ``precision``: which operators compute in int16; ``cmsis_nn``: the dtype cases and the
+  CMSIS-NN function each operator's kernel calls for each, and the paths a shape decides;
 * ``float_ops``: the float operators a model's layers are rewritten into before quantization;
 * ``errors``, ``outputs``: the user's errors, and outputs written all together or not at all.
 

@@ -1,6 +1,8 @@
 """Which CMSIS-NN code path a call takes: its dtype case (:class:`Case`, which the lowering
-records on each report row and the precision searches read), and where the shape, not only
-the dtype and ISA, decides (:func:`mve_one_by_n_inexact`: the lowering's scratch sizing, the
+records on each report row and the precision searches read), the CMSIS-NN function each
+operator's kernel calls for each case (:data:`FUNCTIONS`: the rules name it from here, and a
+test finds each in its kernel's source), and where the shape, not only the dtype and ISA,
+decides (:func:`mve_one_by_n_inexact`: the lowering's scratch sizing, the
 prepared-call table and the kernels, ``op_conv2d.cpp``, must agree on it). Torch-free: the
 firmware steps (``cortex-m-compile embed``) read it.
 """
@@ -21,6 +23,44 @@ class Case(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+S8, S16, S4 = Case.S8, Case.S16, Case.S4
+
+#: (operator, case) → the CMSIS-NN functions its kernel (``kernels/op_<operator>.cpp``) calls
+#: for that case: the usual one first, then those a shape or the ISA selects (named where the
+#: rule decides: a 1xN int4 convolution, int4 depthwise on MVE, per-channel int8 linear).
+FUNCTIONS: dict[tuple[str, Case], tuple[str, ...]] = {
+    ("conv2d", S8): ("arm_convolve_wrapper_s8",),
+    ("conv2d", S16): ("arm_convolve_wrapper_s16",),
+    ("conv2d", S4): ("arm_convolve_wrapper_s4", "arm_convolve_s4"),
+    ("depthwise_conv2d", S8): ("arm_depthwise_conv_wrapper_s8",),
+    ("depthwise_conv2d", S16): ("arm_depthwise_conv_wrapper_s16",),
+    ("depthwise_conv2d", S4): ("arm_depthwise_conv_wrapper_s4", "arm_depthwise_conv_s4"),
+    ("linear", S8): ("arm_fully_connected_s8", "arm_fully_connected_per_channel_s8"),
+    ("linear", S16): ("arm_fully_connected_s16",),
+    ("linear", S4): ("arm_fully_connected_s4",),
+    ("add", S8): ("arm_elementwise_add_s8",),
+    ("add", S16): ("arm_elementwise_add_s16",),
+    ("mul", S8): ("arm_elementwise_mul_s8",),
+    ("mul", S16): ("arm_elementwise_mul_s16",),
+    ("batch_matmul", S8): ("arm_batch_matmul_s8",),
+    ("batch_matmul", S16): ("arm_batch_matmul_s16",),
+    ("avg_pool2d", S8): ("arm_avgpool_s8",),
+    ("avg_pool2d", S16): ("arm_avgpool_s16",),
+    ("max_pool2d", S8): ("arm_max_pool_s8",),
+    ("max_pool2d", S16): ("arm_max_pool_s16",),
+    ("softmax", S8): ("arm_softmax_s8",),
+    ("softmax", S16): ("arm_softmax_s16",),
+    ("lstm", S8): ("arm_lstm_unidirectional_s8",),
+    ("lstm", S16): ("arm_lstm_unidirectional_s16",),
+}
+
+
+def cmsis_function(operator: str, case: Case, variant: int = 0) -> str:
+    """The CMSIS-NN function ``operator``'s kernel calls for ``case``: the usual one, or the
+    ``variant``-th a shape or the ISA selects (:data:`FUNCTIONS`)."""
+    return FUNCTIONS[operator, case][variant]
 
 
 def mve_one_by_n_inexact(*shapes_and_window: Sequence[int]) -> bool:

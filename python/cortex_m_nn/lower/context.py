@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch.fx import Graph, GraphModule, Node
 
+from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
 from cortex_m_nn.core.families import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
 from cortex_m_nn.core.graph import base_name, op_name
 from cortex_m_nn.core.integers import INT8_MAX, INT8_MIN, scalar_type
@@ -241,7 +242,7 @@ class LoweringContext:
         )
         out = self.view(out, value.stored_shape)
         self.records.append(
-            boundary(out, "requantize", "cortex_m_nn::mul", "arm_elementwise_mul_s8")
+            boundary(out, "requantize", "cortex_m_nn::mul", cmsis_function("mul", Case.S8))
         )
         return QValue(out, scale, zero_point, value.shape, value.nhwc)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
 from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.lower.binary import lower_binary, operands, parameters_of
@@ -28,7 +29,7 @@ def _lower(context: LoweringContext, pattern: Pattern, subtract: bool) -> Lowere
     shift = LEFT_SHIFT_INT16 if int16 else LEFT_SHIFT_INT8
     function = sub_parameters if subtract else add_parameters
     p = parameters_of(function, inputs, pattern, left_shift=shift)
-    name = "arm_elementwise_add_s16" if int16 else "arm_elementwise_add_s8"
+    name = cmsis_function("add", Case.S16 if int16 else Case.S8)
     return lower_binary(context, pattern, inputs, before, "add", name, p)
 
 

@@ -17,6 +17,7 @@ import math
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
 from cortex_m_nn.core.families import DEQUANTIZE, MATMULS, QUANTIZE
 from cortex_m_nn.core.graph import swaps_last_two_dims
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
@@ -201,6 +202,6 @@ def lower_batch_matmul(context: LoweringContext, pattern: Pattern) -> Lowered:
     )
     value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape, dtype=pattern.dtype)
     macs = math.prod(shape) * lhs.shape[-1]
-    cmsis = "arm_batch_matmul_s16" if int16 else "arm_batch_matmul_s8"
+    cmsis = cmsis_function("batch_matmul", Case.S16 if int16 else Case.S8)
     function = noting_transposes(context, before, cmsis, pattern.dtype)
     return Lowered(value, "batch_matmul", function, macs, weight_bytes)

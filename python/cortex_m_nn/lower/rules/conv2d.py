@@ -32,6 +32,7 @@ from dataclasses import replace
 
 import torch
 
+from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
 from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.core.target import Isa
@@ -76,7 +77,7 @@ def _variant(
     ``int16``: the operator's int16-activation case (``_s16`` functions); ``int4``: its
     int4-weight case (``_s4``; a 1xN convolution calls ``arm_convolve_s4`` itself)."""
     out_channels, in_channels = weight.shape[0], input_nhwc[3]
-    suffix = "s16" if int16 else "s4" if int4 else "s8"
+    case = Case.S16 if int16 else Case.S4 if int4 else Case.S8
     if depthwise:
         kernel = weight.permute(1, 2, 3, 0)  # [1, KH, KW, C_out]
         scratch_bytes = scratch.depthwise_conv2d_scratch_bytes(
@@ -90,18 +91,16 @@ def _variant(
             int4=int4,
         )
         extra = [out_channels // in_channels]
-        function = f"arm_depthwise_conv_wrapper_{suffix}"
-        if int4 and context.target.isa is Isa.MVE:  # op_depthwise_conv2d.cpp, docs/int4.md
-            function = "arm_depthwise_conv_s4"
+        mve_s4 = int4 and context.target.isa is Isa.MVE  # op_depthwise_conv2d.cpp, docs/int4.md
+        function = cmsis_function("depthwise_conv2d", case, 1 if mve_s4 else 0)
         return "depthwise_conv2d", function, kernel, extra, scratch_bytes
     kernel = weight.permute(0, 2, 3, 1)  # OHWI
     shapes = (input_nhwc, tuple(kernel.shape), output_nhwc)
     scratch_bytes = scratch.conv2d_scratch_bytes(
         context.target, *shapes, **common, int16=int16, int4=int4
     )
-    function = f"arm_convolve_wrapper_{suffix}"
-    if int4 and scratch.is_one_by_n(*shapes, **common):
-        function = "arm_convolve_s4"
+    one_by_n = int4 and scratch.is_one_by_n(*shapes, **common)
+    function = cmsis_function("conv2d", case, 1 if one_by_n else 0)
     return "conv2d", function, kernel, [], scratch_bytes
 
 

@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
 from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.core.target import Isa
@@ -107,11 +108,11 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
     value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape)
     weight_bytes = stored.numel() + (0 if bias is None and sums is None else 4 * out_features)
     weight_bytes += 8 * out_features if per_channel else 0
-    function = "arm_fully_connected_per_channel_s8" if per_channel else "arm_fully_connected_s8"
+    case = Case.S4 if int4 else Case.S8
     return Lowered(
         value,
         "linear",
-        "arm_fully_connected_s4" if int4 else function,
+        cmsis_function("linear", case, 1 if per_channel and not int4 else 0),
         batches * in_features * out_features,
         weight_bytes,
         int4_weights=int4,
@@ -181,7 +182,7 @@ def _lower_s16(
     value = QValue(out, pattern.scale, 0, pattern.shape, dtype=torch.int16)
     weight_bytes = weight.numel() + (0 if bias is None else 8 * out_features)
     macs = batches * in_features * out_features
-    return Lowered(value, "linear", "arm_fully_connected_s16", macs, weight_bytes)
+    return Lowered(value, "linear", cmsis_function("linear", Case.S16), macs, weight_bytes)
 
 
 def _as_convolution(
@@ -236,5 +237,5 @@ def _as_convolution(
     value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape, dtype=x.dtype)
     macs = batches * in_features * out_features
     weights = conv_weight_bytes(kernel, out_features, 8 if int16 else 4, int4=not int16)
-    function = "arm_convolve_wrapper_s16" if int16 else "arm_convolve_wrapper_s4"
-    return Lowered(value, "conv2d", function, macs, weights, int4_weights=not int16)
+    call = cmsis_function("conv2d", Case.S16 if int16 else Case.S4)
+    return Lowered(value, "conv2d", call, macs, weights, int4_weights=not int16)

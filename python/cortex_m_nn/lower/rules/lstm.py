@@ -29,6 +29,7 @@ import math
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
 from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.float_ops import LSTM
 from cortex_m_nn.core.graph import lstm_refusal
@@ -122,7 +123,7 @@ def lower_lstm(context: LoweringContext, pattern: Pattern) -> Lowered:
     biases = sum(t.numel() * t.element_size() for t in (p["input_biases"], p["hidden_biases"]))
     return Lowered(
         value, "lstm",
-        noting_transposes(context, before, f"arm_lstm_unidirectional_s{16 if int16 else 8}"),
+        noting_transposes(context, before, cmsis_function("lstm", Case.S16 if int16 else Case.S8)),
         macs=macs, weight_bytes=weights + biases,
         allowed_lsb=max(ALLOWED_LSB, math.ceil(HIDDEN_TOLERANCE / pattern.scale)),
     )  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
 from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.lower.binary import Operands, lower_binary, operands, parameters_of
@@ -42,5 +43,5 @@ def lower_mul(context: LoweringContext, pattern: Pattern) -> Lowered:
         p = parameters_of(mul_parameters, inputs, pattern, **extra)
     except ValueError as error:
         raise LoweringRefused(Refusal.MUL_REQUANTIZATION, str(error)) from error
-    name = "arm_elementwise_mul_s16" if int16 else "arm_elementwise_mul_s8"
+    name = cmsis_function("mul", Case.S16 if int16 else Case.S8)
     return lower_binary(context, pattern, inputs, before, "mul", name, p)

@@ -16,6 +16,7 @@ from dataclasses import replace
 import torch
 from torch.fx import Node
 
+from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
 from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.graph import argument
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
@@ -90,8 +91,8 @@ def _pool(
         "avg_pool2d", x.node, kernel, stride, padding, act_min, act_max, scratch_bytes
     )
     value = replace(x, node=out, shape=(n, channels, out_h, out_w), nhwc=True)
-    function = "arm_avgpool_s16" if int16 else "arm_avgpool_s8"
-    return Lowered(_result(context, value, pattern), "avg_pool2d", function)
+    call = cmsis_function("avg_pool2d", Case.S16 if int16 else Case.S8)
+    return Lowered(_result(context, value, pattern), "avg_pool2d", call)
 
 
 def _range(pattern: Pattern) -> tuple[int, int]:
@@ -177,5 +178,5 @@ def lower_max_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     out_w = pool_output_size(width, kernel[1], stride[1], padding[1], ceil_mode)
     out = context.call("max_pool2d", x.node, kernel, stride, padding, ceil_mode, act_min, act_max)
     value = replace(x, node=out, shape=(n, channels, out_h, out_w), nhwc=True)
-    function = "arm_max_pool_s16" if x.dtype is torch.int16 else "arm_max_pool_s8"
-    return Lowered(_result(context, value, pattern), "max_pool2d", function)
+    call = cmsis_function("max_pool2d", Case.S16 if x.dtype is torch.int16 else Case.S8)
+    return Lowered(_result(context, value, pattern), "max_pool2d", call)

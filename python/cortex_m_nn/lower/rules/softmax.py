@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
 from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.integers import SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
@@ -48,7 +49,7 @@ def lower_softmax(context: LoweringContext, pattern: Pattern) -> Lowered:
     multiplier, shift, diff_min = softmax_parameters(x.scale)
     out = context.call("softmax", x.node, None, None, multiplier, shift, diff_min)
     value = QValue(out, pattern.scale, pattern.zero_point, x.shape, nhwc=x.nhwc)
-    return Lowered(value, "softmax", "arm_softmax_s8")
+    return Lowered(value, "softmax", cmsis_function("softmax", Case.S8))
 
 
 def _lower_s16(context: LoweringContext, pattern: Pattern, x: QValue, dim: int) -> Lowered:
@@ -81,4 +82,5 @@ def _lower_s16(context: LoweringContext, pattern: Pattern, x: QValue, dim: int) 
     # each output within 4 per entry of the row, and 4 for the output's own rounding
     allowed = 4 * x.shape[dim] + 4
     weights = 2 * 2 * S16_TABLE
-    return Lowered(value, "softmax", "arm_softmax_s16", weight_bytes=weights, allowed_lsb=allowed)
+    call = cmsis_function("softmax", Case.S16)
+    return Lowered(value, "softmax", call, weight_bytes=weights, allowed_lsb=allowed)
