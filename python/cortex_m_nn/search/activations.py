@@ -46,40 +46,30 @@ class LayerChoice(Choice):
     """One layer with an int16 case: what the search measured and chose."""
 
     PRECISIONS: ClassVar[tuple[str, str]] = ("int16", "int8")
+    MEASURED: ClassVar[dict[str, str]] = {
+        "gain_db_alone": "gain_db",
+        "activation_bytes": "activation_bytes",
+    }
 
     #: bytes of its input and output activations (what int16 doubles)
     activation_bytes: int = 0
     #: SNR gain (dB) with this layer alone in int16
     gain_db: float = 0.0
 
-    @property
-    def int16(self) -> bool:
-        return self.chosen
-
-    def measurements(self) -> dict[str, object]:
-        return {"gain_db_alone": self.gain_db, "activation_bytes": self.activation_bytes}
+    int16 = property(lambda self: self.chosen)
 
 
 @dataclass
 class PrecisionPlan(SearchPlan):
-    """The search's outcome, for the report; its size is the planned arena."""
+    """The search's outcome, for the report; its size is the planned arena (fitted on half the
+    samples: the final program's may differ by a few bytes of scratch)."""
+
+    NUMBERS: ClassVar[tuple[str, ...]] = ("int8_snr_db", "int16_snr_db", "compiles", "arena_bytes")
 
     int8_snr_db: float = 0.0
     int16_snr_db: float = 0.0
 
-    @property
-    def arena_bytes(self) -> int:
-        """The chosen program's planned arena as the search compiled it (fitted on half the
-        samples: the final program's may differ by a few bytes of scratch)."""
-        return self.size
-
-    def numbers(self) -> dict[str, object]:
-        return {
-            "int8_snr_db": self.int8_snr_db,
-            "int16_snr_db": self.int16_snr_db,
-            "compiles": self.compiles,
-            "arena_bytes": self.arena_bytes,
-        }
+    arena_bytes = property(lambda self: self.size)
 
 
 def _candidates(program) -> list[LayerChoice]:

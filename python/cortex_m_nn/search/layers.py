@@ -34,23 +34,22 @@ class Choice:
 
     #: (the precision searched, the other) as the report names them
     PRECISIONS: ClassVar[tuple[str, str]] = ("", "")
+    #: the report's key → the attribute holding what the search measured of this layer
+    MEASURED: ClassVar[dict[str, str]] = {}
 
     name: str
     op: str
     chosen: bool = False
     why: str = ""
 
-    def measurements(self) -> dict[str, object]:
-        """What the search measured of this layer alone, for the report."""
-        return {}
-
     def row(self) -> dict[str, object]:
         precision = self.PRECISIONS[0] if self.chosen else self.PRECISIONS[1]
+        measured = {key: getattr(self, name) for key, name in self.MEASURED.items()}
         return {
             "name": self.name,
             "op": self.op,
             "precision": precision,
-            **self.measurements(),
+            **measured,
             "why": self.why,
         }
 
@@ -60,6 +59,9 @@ class SearchPlan:
     """A search's outcome, for the report: the target, what the chosen program reaches, its
     size, and every program measured."""
 
+    #: the search's own numbers (attributes), in the report's order
+    NUMBERS: ClassVar[tuple[str, ...]] = ()
+
     min_snr_db: float
     snr_db: float = 0.0
     #: the chosen program's size as the search compiled it (fitted on half the samples)
@@ -68,17 +70,10 @@ class SearchPlan:
     layers: list = field(default_factory=list)
     measured: Measured = field(default_factory=list)
 
-    def numbers(self) -> dict[str, object]:
-        """The search's own numbers, in the report's order."""
-        return {}
-
     def as_dict(self) -> dict[str, object]:
-        return {
-            "min_snr_db": self.min_snr_db,
-            "snr_db": self.snr_db,
-            **self.numbers(),
-            "layers": [layer.row() for layer in self.layers],
-        }
+        numbers = {name: getattr(self, name) for name in self.NUMBERS}
+        layers = [layer.row() for layer in self.layers]
+        return {"min_snr_db": self.min_snr_db, "snr_db": self.snr_db, **numbers, "layers": layers}
 
 
 def output_snr(lowered: GraphModule, abi: ProgramAbi, module: torch.nn.Module, samples) -> float:

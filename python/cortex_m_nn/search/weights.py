@@ -43,42 +43,35 @@ class WeightChoice(Choice):
     """One layer with an int4 case: what the search measured and chose."""
 
     PRECISIONS: ClassVar[tuple[str, str]] = ("int4", "int8")
+    MEASURED: ClassVar[dict[str, str]] = {"loss_db_alone": "loss_db", "saved_bytes": "saved_bytes"}
 
     #: SNR (dB) regained with this layer alone back in int8 (the others int4)
     loss_db: float = 0.0
     #: weight bytes its int4 weights save (measured: that program's minus all int4's)
     saved_bytes: int = 0
 
-    @property
-    def int4(self) -> bool:
-        return self.chosen
-
-    def measurements(self) -> dict[str, object]:
-        return {"loss_db_alone": self.loss_db, "saved_bytes": self.saved_bytes}
+    int4 = property(lambda self: self.chosen)
 
 
 @dataclass
 class WeightPlan(SearchPlan):
     """The search's outcome, for the report; its size is the weight bytes."""
 
+    NUMBERS: ClassVar[tuple[str, ...]] = (
+        "weight_bytes",
+        "int8_snr_db",
+        "int4_snr_db",
+        "int8_weight_bytes",
+        "int4_weight_bytes",
+        "compiles",
+    )
+
     int8_snr_db: float = 0.0
     int4_snr_db: float = 0.0
     int8_weight_bytes: int = 0
     int4_weight_bytes: int = 0
 
-    @property
-    def weight_bytes(self) -> int:
-        return self.size
-
-    def numbers(self) -> dict[str, object]:
-        return {
-            "weight_bytes": self.weight_bytes,
-            "int8_snr_db": self.int8_snr_db,
-            "int4_snr_db": self.int4_snr_db,
-            "int8_weight_bytes": self.int8_weight_bytes,
-            "int4_weight_bytes": self.int4_weight_bytes,
-            "compiles": self.compiles,
-        }
+    weight_bytes = property(lambda self: self.size)
 
 
 def weight_bytes(program) -> int:
