@@ -1,7 +1,7 @@
-"""The four networks ``accuracy.py`` trains on scikit-learn's digits (1 input channel, 10 classes).
+"""The seven networks ``accuracy.py`` trains on scikit-learn's digits (10 classes).
 
-Written for this benchmark after the published layouts, narrowed so each trains in about a
-minute on two cores:
+Four written for this benchmark after the published layouts (1 input channel), narrowed so
+each trains in about a minute on two cores:
 
 * ``small_cnn`` (16×16): a convolution, a depthwise-separable block with a residual add, two
   strided depthwise-separable blocks, a linear layer on the flattened 4×4 features;
@@ -14,6 +14,11 @@ minute on two cores:
 * ``resnet_narrow`` (32×32): ResNet-18's layout (He et al. 2016: four stages of two basic
   blocks, 1×1 strided projections) at widths 8/16/32/64.
 
+and three as torchvision defines them (``torchvision_models.py``, 3 input channels, the grey
+digits repeated): ``tv_mobilenet_v2_035``, ``tv_mobilenet_v3_small`` and ``tv_resnet18_025``,
+so that a detail of a definition users bring (ReLU6 and adds in place, a 1,280-channel last
+convolution, dropout, 7×7 stem and max pool) cannot hide a gap.
+
 Batch norms are modules; PT2E folds them into the convolutions.
 """
 
@@ -22,11 +27,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torchvision_models  # noqa: E402
+
 # the zoo's building blocks: the same layers, one definition
 from tests.zoo.common import make_divisible  # noqa: E402
 from tests.zoo.mobilenet import InvertedResidual  # noqa: E402
@@ -197,10 +206,22 @@ class ResNet(nn.Module):
         return self.head(self.features(x))
 
 
-#: name → (constructor, input side in pixels, training epochs).
-ARCHITECTURES: dict[str, tuple[Callable[[], nn.Module], int, int]] = {
-    "small_cnn": (SmallCnn, 16, 6),
-    "mobilenet_v2_035": (MobileNetV2, 32, 6),
-    "lcnet_050": (LcNet, 32, 6),
-    "resnet_narrow": (ResNet, 32, 5),
+class Architecture(NamedTuple):
+    build: Callable[[], nn.Module]
+    #: input side in pixels
+    side: int
+    epochs: int
+    #: input channels: the torchvision-defined networks take 3, the grey digits repeated
+    channels: int = 1
+
+
+ARCHITECTURES: dict[str, Architecture] = {
+    "small_cnn": Architecture(SmallCnn, 16, 6),
+    "mobilenet_v2_035": Architecture(MobileNetV2, 32, 6),
+    "lcnet_050": Architecture(LcNet, 32, 6),
+    "resnet_narrow": Architecture(ResNet, 32, 5),
+    # torchvision's definitions (torchvision_models.py)
+    "tv_mobilenet_v2_035": Architecture(torchvision_models.MobileNetV2, 32, 12, 3),
+    "tv_mobilenet_v3_small": Architecture(torchvision_models.MobileNetV3Small, 32, 20, 3),
+    "tv_resnet18_025": Architecture(torchvision_models.ResNet18, 32, 6, 3),
 }

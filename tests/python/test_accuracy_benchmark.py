@@ -64,3 +64,31 @@ def test_mcnemar_is_the_exact_two_sided_binomial_of_the_discordant_images(
 ) -> None:
     pytest.importorskip("scipy", reason="McNemar's test uses scipy (pip install scikit-learn)")
     assert accuracy.mcnemar(ours, theirs) == pytest.approx(p)
+
+
+def test_torchvision_definitions_have_torchvision_parameter_counts() -> None:
+    """At torchvision's own widths and 1,000 classes, the re-implementations hold exactly the
+    parameters torchvision's model table lists for mobilenet_v2, mobilenet_v3_small and
+    resnet18: a layer, width rounding or bias out of place would change the count."""
+    import torchvision_models as tv
+
+    def count(model: torch.nn.Module) -> int:
+        return sum(p.numel() for p in model.parameters())
+
+    assert count(tv.MobileNetV2(1.0, 1000)) == 3_504_872
+    assert count(tv.MobileNetV3Small(1000)) == 2_542_856
+    assert count(tv.ResNet18((64, 128, 256, 512), 1000)) == 11_689_512
+
+
+def test_torchvision_definitions_export_their_in_place_operators() -> None:
+    """torchvision's activations and residual adds run in place; exported, they stay in-place
+    ATen operators, which is what a user's graph holds and what the quantizers must read."""
+    import torchvision_models as tv
+
+    def targets(model: torch.nn.Module) -> set[str]:
+        graph = torch.export.export(model.eval(), (torch.randn(1, 3, 32, 32),)).graph
+        return {str(n.target) for n in graph.nodes if n.op == "call_function"}
+
+    assert "aten.hardtanh_.default" in targets(tv.MobileNetV2())
+    assert {"aten.hardswish_.default", "aten.add_.Tensor"} <= targets(tv.MobileNetV3Small())
+    assert {"aten.relu_.default", "aten.add_.Tensor"} <= targets(tv.ResNet18())
