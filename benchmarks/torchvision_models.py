@@ -25,16 +25,16 @@ At 32×32 inputs every network ends on a 1×1 feature map, as torchvision's do o
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from torch import Tensor, nn
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# torchvision's channel rounding (``_make_divisible``) is the zoo's
+from tests.zoo.common import make_divisible as divisible  # noqa: E402
+
 CLASSES = 10
-
-
-def divisible(value: float, divisor: int = 8) -> int:
-    """torchvision's channel rounding: the nearest multiple of ``divisor``, never below it, and
-    one step up if rounding lost more than 10 %."""
-    rounded = max(divisor, int(value + divisor / 2) // divisor * divisor)
-    return rounded + divisor if rounded < 0.9 * value else rounded
 
 
 class ConvNormActivation(nn.Sequential):
