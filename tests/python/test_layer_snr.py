@@ -103,3 +103,27 @@ def test_report_names_the_layers_that_lose_most(quantized) -> None:
     marked = [line for line in text.splitlines() if line.endswith("<- most lost")]
     assert any(worst.module in line for line in marked)
     assert report.to_json(document)
+
+
+def test_an_in_place_activation_is_named_with_the_layer_it_is_fused_onto() -> None:
+    """A graph exported from in-place modules (torchvision's ``ReLU6(inplace=True)``) holds
+    ``hardtanh_``: its row is the convolution's, as ``conv2d+hardtanh``, like the functional
+    form's."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from cortex_m_nn.quantize.quantizer import CortexMQuantizer
+
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU6(inplace=True), nn.Flatten()).eval()
+    example = (torch.randn(1, 3, 6, 6),)
+    exported = torch.export.export(module, example).module()
+    targets = {str(n.target) for n in exported.graph.nodes}
+    assert "aten.hardtanh_.default" in targets  # the in-place op survives export
+    prepared = prepare_pt2e(exported, CortexMQuantizer())
+    samples = [(torch.randn(1, 3, 6, 6),) for _ in range(4)]
+    for sample in samples:
+        prepared(*sample)
+    rows = layer_snr(torch.export.export(module, example).module(), convert_pt2e(prepared), samples)
+    fused = [r for r in rows if r.op.startswith("conv2d")]
+    assert [r.op for r in fused] == ["conv2d+hardtanh"]
+    assert fused[0].module.startswith("0 (Conv2d)")

@@ -147,10 +147,16 @@ def layer_snr(
     return rows
 
 
+def _name(node: Node) -> str:
+    """``conv2d`` for ``aten.conv2d.default``; an in-place op by its functional name
+    (``hardtanh_`` → ``hardtanh``: a graph exported from in-place modules holds those)."""
+    return str(node.target).split(".")[-2].rstrip("_") if node.op == "call_function" else ""
+
+
 def _fused_into(node: Node) -> Node | None:
     """The producer an activation is fused onto, if ``node`` is such an activation."""
     producer = node.args[0] if node.op == "call_function" and node.args else None
-    name = str(node.target).split(".")[-2] if node.op == "call_function" else ""
+    name = _name(node)
     if name in _FUSED and isinstance(producer, Node) and producer.op == "call_function":
         return producer
     return None
@@ -167,7 +173,7 @@ def _op(node: Node) -> str:
     """``conv2d``; an activation fused onto its producer as ``conv2d+relu``."""
     if node.op != "call_function":
         return node.op
-    name = str(node.target).split(".")[-2]
+    name = _name(node)
     producer = _fused_into(node)
     return name if producer is None else f"{_op(producer)}+{name}"
 
