@@ -336,8 +336,9 @@ def lowered_runner(model: nn.Module, samples: torch.Tensor, options: Any) -> tup
     return graphs[1], run
 
 
-def quantize_peer(model: nn.Module, samples: torch.Tensor) -> Callable[[torch.Tensor], Any]:
-    """The peer's PT2E-quantized graph (``channels_last``, as its compiler gives it)."""
+def peer_graphs(model: nn.Module, samples: torch.Tensor) -> tuple[Any, Any]:
+    """(exported float graph, the peer's PT2E-quantized graph), ``channels_last`` as its
+    compiler gives them: run them on ``image.to(memory_format=torch.channels_last)``."""
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
@@ -345,12 +346,18 @@ def quantize_peer(model: nn.Module, samples: torch.Tensor) -> Callable[[torch.Te
     module = copy.deepcopy(model).to(memory_format=last)
     example = (samples[:1].to(memory_format=last),)
     graph = torch.export.export(module, example, strict=True).module(check_guards=False)
+    float_graph = copy.deepcopy(graph)  # prepare_pt2e changes the graph it is given
     prepared = prepare_pt2e(graph, CortexMQuantizer())
     with torch.no_grad():
         for sample in samples:
             prepared(sample[None].to(memory_format=last))
-    quantized = convert_pt2e(prepared)
-    return lambda image: quantized(image.to(memory_format=last))
+    return float_graph, convert_pt2e(prepared)
+
+
+def quantize_peer(model: nn.Module, samples: torch.Tensor) -> Callable[[torch.Tensor], Any]:
+    """The peer's PT2E-quantized graph (``channels_last``, as its compiler gives it)."""
+    quantized = peer_graphs(model, samples)[1]
+    return lambda image: quantized(image.to(memory_format=torch.channels_last))
 
 
 def lowered_peer(model: nn.Module, samples: torch.Tensor) -> Callable[[torch.Tensor], Any]:
@@ -490,6 +497,66 @@ def measure_model(name: str, model: nn.Module, digits: Digits, run: Run) -> dict
     result["seconds"]["lowered"] = time.perf_counter() - start - result["seconds"]["pt2e"]
     print(f"{name}: measured, {result['seconds']}", file=sys.stderr, flush=True)
     return result
+
+
+# --- where the error enters ------------------------------------------------------------------
+
+
+def _ranges(quantized: Any) -> dict[str, tuple[float, float]]:
+    """Producer node name → the int8 range (low, high) its output is quantized to."""
+    ranges = {}
+    for node in quantized.graph.nodes:
+        if node.op == "call_function" and "quantize_per_tensor" in str(node.target):
+            if "dequantize" in str(node.target) or not hasattr(node.args[0], "name"):
+                continue
+            scale, zero, low, high = (float(a) for a in node.args[1:5])
+            ranges[node.args[0].name] = ((low - zero) * scale, (high - zero) * scale)
+    return ranges
+
+
+def _module_key(module: str) -> str:
+    """``features.3.conv.1 (Conv2d)`` → ``features.3.conv.1``: the row's module path."""
+    return module.split(" (")[0]
+
+
+def layers_table(model: nn.Module, samples: torch.Tensor, test: torch.Tensor, options: Any) -> str:
+    """Where the error enters, ours (``options``) against the peer: for each quantized
+    activation, in graph order, its SNR against the float graph over ``test`` (cumulative:
+    every layer upstream included) and the range it is quantized to. Rows pair by the module
+    that computed them (the n-th row of a module with the n-th); a row one side lacks (an
+    activation one quantizer fuses and the other does not) is left blank there."""
+    from cortex_m_nn.check.layer_snr import layer_snr
+
+    ours_float, ours = quantize_ours(model, samples, options)[2]
+    peer_float, peer = peer_graphs(model, samples)
+    last = torch.channels_last
+    ours_rows = layer_snr(ours_float, ours, [(t[None],) for t in test])
+    peer_rows = layer_snr(peer_float, peer, [(t[None].to(memory_format=last),) for t in test])
+    ours_ranges, peer_ranges = _ranges(ours), _ranges(peer)
+    by_module: dict[str, list[list[Any]]] = {}
+    for side, rows in enumerate((peer_rows, ours_rows)):
+        counts: dict[str, int] = {}
+        for row in rows:
+            key = _module_key(row.module)
+            index = counts[key] = counts.get(key, -1) + 1
+            pairs = by_module.setdefault(key, [])
+            if index == len(pairs):
+                pairs.append([None, None])
+            pairs[index][side] = row
+
+    def cell(row: Any, ranges: dict[str, tuple[float, float]]) -> list[str]:
+        if row is None:
+            return ["", ""]
+        low, high = ranges.get(row.name, (math.nan, math.nan))
+        return [f"{row.snr_db:.1f}", f"[{low:.2f}, {high:.2f}]"]
+
+    table = [["module", "op", "peer dB", "range", "ours dB", "range"]]
+    for key, pairs in by_module.items():
+        for peer_row, ours_row in pairs:
+            op = (ours_row or peer_row).op
+            table.append([key or "(input)", op, *cell(peer_row, peer_ranges)])
+            table[-1] += cell(ours_row, ours_ranges)
+    return render(table, headers=1)
 
 
 # --- tables ---------------------------------------------------------------------------------
@@ -739,6 +806,15 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "--jobs", type=int, default=1, help="folds measured at once, in separate processes"
     )
     parser.add_argument("--retrain", action="store_true", help="ignore cached weights")
+    parser.add_argument(
+        "--layers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead of the tables: where the error enters, per quantized activation, ours "
+        "(the first configuration) against the peer, for each model on fold 1 of the seed, "
+        "over its first N test images",
+    )
     parser.add_argument("--json", type=Path, help="write every measurement to this file")
     return parser.parse_args(argv)
 
@@ -849,6 +925,27 @@ def json_document(
     }
 
 
+def print_layers(args: argparse.Namespace, run: Run) -> int:
+    """``--layers N``: each model's per-layer table, ours against the peer (fold 1)."""
+    if not run.peer or not run.configs:
+        print("--layers compares ours with the peer: both must be available")
+        return 1
+    digits = load_digits(run.seed, run.folds, 0)
+    tag = f"-fold1of{run.folds}" if run.folds > 1 else ""
+    name_of, options = next(iter(run.configs.items()))
+    for name in args.models or list(ARCHITECTURES):
+        model, how = trained(name, digits, run.seed, args.retrain, tag)
+        architecture = ARCHITECTURES[name]
+        train_images, test = digits.at(architecture.side, architecture.channels)
+        samples = calibration_images(train_images, run.calibration, run.seed)
+        print(
+            f"\n{name} (seed {run.seed}{tag}, {how}): peer against {name_of}, "
+            f"{min(args.layers, len(test))} test images"
+        )
+        print(layers_table(model, samples, test[: args.layers], options))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
     start = time.perf_counter()
@@ -860,6 +957,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configuration {name}: not available in this build (no {what})")
     if missing_peer:
         print(f"peer not available ({missing_peer}); showing ours alone")
+    if args.layers:
+        return print_layers(args, run)
     seeds = range(run.seed, run.seed + run.seeds)
     runs = [dataclasses.replace(run, seed=seed) for seed in seeds for _ in range(run.folds)]
     folds = [fold for _ in seeds for fold in range(run.folds)]
