@@ -4,7 +4,7 @@ Usage::
 
     PYTHONPATH=python python benchmarks/accuracy.py [--models M ...] [--configs C ...]
         [--calibration N] [--sizes 16,64,256] [--lowered N] [--seed S] [--seeds N] [--folds K]
-        [--draws D] [--threads T] [--jobs J] [--retrain] [--json FILE]
+        [--draws D] [--threads T] [--jobs J] [--retrain] [--json FILE] [--layers N]
 
 Seven networks of ``accuracy_models.py`` (four written for the benchmark, three as torchvision
 defines them) are trained (Adam, fixed seed) on scikit-learn's handwritten digits (1,797 8×8
@@ -215,6 +215,8 @@ class Score:
     #: "1" for each image classified right, "0" for each one wrong, in test-image order: two
     #: quantizers' results pair image by image (``paired_table``)
     right: str = ""
+    #: "1" for each image whose top-1 class is the float model's, "0" for each changed
+    kept: str = ""
 
     def as_dict(self) -> dict[str, float | None]:
         """JSON-ready: an exact match's infinite SNR is null."""
@@ -235,8 +237,12 @@ def score(logits: torch.Tensor, labels: torch.Tensor, reference: torch.Tensor) -
     snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
     fixed, broken = int((right & ~float_right).sum()), int((~right & float_right).sum())
     marks = "".join("1" if r else "0" for r in right.tolist())
+    same = logits.argmax(1) == reference.argmax(1)
+    kept = "".join("1" if k else "0" for k in same.tolist())
     accuracy = 100.0 * correct / len(logits)
-    return Score(accuracy, snr, len(logits), correct, flips, signal, noise, fixed, broken, marks)
+    return Score(
+        accuracy, snr, len(logits), correct, flips, signal, noise, fixed, broken, marks, kept
+    )
 
 
 def pool(scores: list[dict[str, Any]]) -> dict[str, Any]:
@@ -260,6 +266,7 @@ def pool(scores: list[dict[str, Any]]) -> dict[str, Any]:
         "fixed": sum(s["fixed"] for s in scores),
         "broken": sum(s["broken"] for s in scores),
         "right": "".join(s["right"] for s in scores),  # in fold (or draw) order
+        "kept": "".join(s.get("kept", "") for s in scores),
     }
 
 
@@ -707,17 +714,18 @@ def _split(only_ours: int, only_theirs: int) -> str:
     return f"{only_ours} / {only_theirs}, p {mcnemar(only_ours, only_theirs):.2f}"
 
 
-def paired_table(results: dict[str, dict], run: Run, form: str) -> str:
+def paired_table(results: dict[str, dict], run: Run, form: str, field: str = "right") -> str:
     """Per model and over all: each configuration's ``form`` graph against the peer's on the
-    same test images: images only ours gets right, only the peer's, and McNemar's p."""
+    same test images: images only ours gets right (``field`` "right"; "kept": keeps the float
+    model's top-1 class), only the peer's does, and McNemar's p."""
     rows = [["model", *run.configs]]
     totals = {name: [0, 0] for name in run.configs}
     for model, result in results.items():
         scores = _form_scores(result, run, form)
-        theirs = scores.get("peer", {}).get("right")
+        theirs = scores.get("peer", {}).get(field)
         row = [model]
         for name in run.configs:
-            ours = scores.get(name, {}).get("right")
+            ours = scores.get(name, {}).get(field)
             if not ours or not theirs or len(ours) != len(theirs):
                 row.append("failed")
                 continue
@@ -872,6 +880,9 @@ def report(results: dict[str, dict], run: Run) -> str:
             "classifies right / only the peer's does; p: exact McNemar test, the chance of a "
             "split at least this uneven between two equally accurate quantizers",
             paired_table(results, run, form),
+            "\nthe same, for following the float model: test images whose top-1 class only "
+            "ours keeps from the float model's / only the peer's keeps; p: exact McNemar test",
+            paired_table(results, run, form, "kept"),
         ]
     if run.draws > 1:
         parts += [

@@ -29,6 +29,7 @@ def test_score_counts_fixes_and_breaks_against_the_float_model() -> None:
     assert (s.correct, s.flips) == (3, 3)
     assert (s.fixed, s.broken) == (1, 1)  # image 2 fixed, image 1 broken; image 3 wrong both ways
     assert s.right == "10101"
+    assert s.kept == "10001"  # top-1 as the float model's on images 0 and 4 only
 
 
 def test_pool_keeps_the_folds_images_in_order() -> None:
@@ -92,3 +93,15 @@ def test_torchvision_definitions_export_their_in_place_operators() -> None:
     assert "aten.hardtanh_.default" in targets(tv.MobileNetV2())
     assert {"aten.hardswish_.default", "aten.add_.Tensor"} <= targets(tv.MobileNetV3Small())
     assert {"aten.relu_.default", "aten.add_.Tensor"} <= targets(tv.ResNet18())
+
+
+def test_paired_table_of_kept_classes_counts_images_only_one_quantizer_keeps() -> None:
+    pytest.importorskip("scipy", reason="McNemar's test uses scipy (pip install scikit-learn)")
+    run = accuracy.Run({"ours": None}, 200, [], None, 0, True)
+    peer = {"right": "0000", "kept": "0111"}
+    results = {"a": {"lowered": {"peer": peer, "ours": {"right": "1111", "kept": "1101"}}}}
+    # kept: only ours on image 0, only the peer on image 2; right: only ours on all 4
+    kept = accuracy.paired_table(results, run, "lowered", "kept").splitlines()[2]
+    right = accuracy.paired_table(results, run, "lowered").splitlines()[2]
+    assert kept.split() == ["a", "1", "/", "1,", "p", "1.00"]
+    assert right.split()[:4] == ["a", "4", "/", "0,"]
