@@ -32,6 +32,7 @@ from torch import Tensor, nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # torchvision's channel rounding (``_make_divisible``) is the zoo's
+from tests.coverage.architectures.resnet import ResNet18 as CorpusResNet18  # noqa: E402
 from tests.zoo.common import make_divisible as divisible  # noqa: E402
 
 CLASSES = 10
@@ -230,55 +231,15 @@ class MobileNetV3Small(nn.Module):
 # --- ResNet-18 ------------------------------------------------------------------------------
 
 
-class BasicBlock(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU(inplace=True)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.downsample: nn.Module | None = None
-        if stride != 1 or cin != cout:
-            self.downsample = nn.Sequential(
-                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
-            )
-
-    def forward(self, x: Tensor) -> Tensor:
-        identity = x if self.downsample is None else self.downsample(x)
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        out += identity
-        return self.relu(out)
-
-
-class ResNet18(nn.Module):
-    def __init__(
-        self, widths: tuple[int, ...] = (16, 32, 64, 128), num_classes: int = CLASSES
-    ) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, widths[0], 7, 2, 3, bias=False)
-        self.bn1 = nn.BatchNorm2d(widths[0])
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, 2, 1)
-        stages, channels = [], widths[0]
-        for index, width in enumerate(widths):
-            stride = 1 if index == 0 else 2
-            stages.append(
-                nn.Sequential(BasicBlock(channels, width, stride), BasicBlock(width, width, 1))
-            )
-            channels = width
-        self.layer1, self.layer2, self.layer3, self.layer4 = stages
-        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(channels, num_classes)
-        for module in self.modules():
-            if isinstance(module, nn.Conv2d):
-                nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(module, nn.BatchNorm2d):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
-
-    def forward(self, x: Tensor) -> Tensor:
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(self.avgpool(x).flatten(1))
+def ResNet18(width: int = 16, num_classes: int = CLASSES) -> nn.Module:  # noqa: N802
+    """``resnet18()``'s layout at stage widths ``width`` … 8·``width`` (the coverage corpus's
+    ResNet-18, which follows torchvision's), with torchvision's initialisation: He-normal (fan
+    out, ReLU gain) convolutions and unit batch norms."""
+    model = CorpusResNet18(width, num_classes)
+    for module in model.modules():
+        if isinstance(module, nn.Conv2d):
+            nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
+        elif isinstance(module, nn.BatchNorm2d):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+    return model

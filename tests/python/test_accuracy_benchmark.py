@@ -78,7 +78,7 @@ def test_torchvision_definitions_have_torchvision_parameter_counts() -> None:
 
     assert count(tv.MobileNetV2(1.0, 1000)) == 3_504_872
     assert count(tv.MobileNetV3Small(1000)) == 2_542_856
-    assert count(tv.ResNet18((64, 128, 256, 512), 1000)) == 11_689_512
+    assert count(tv.ResNet18(64, 1000)) == 11_689_512
 
 
 def test_torchvision_definitions_export_their_in_place_operators() -> None:
