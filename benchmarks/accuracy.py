@@ -236,13 +236,26 @@ def score(logits: torch.Tensor, labels: torch.Tensor, reference: torch.Tensor) -
     noise = float((reference.double() - logits.double()).pow(2).sum())
     snr = math.inf if noise == 0 else 10 * math.log10(signal / noise)
     fixed, broken = int((right & ~float_right).sum()), int((~right & float_right).sum())
-    marks = "".join("1" if r else "0" for r in right.tolist())
-    same = logits.argmax(1) == reference.argmax(1)
-    kept = "".join("1" if k else "0" for k in same.tolist())
+    kept = _marks(logits.argmax(1) == reference.argmax(1))
     accuracy = 100.0 * correct / len(logits)
     return Score(
-        accuracy, snr, len(logits), correct, flips, signal, noise, fixed, broken, marks, kept
+        accuracy,
+        snr,
+        len(logits),
+        correct,
+        flips,
+        signal,
+        noise,
+        fixed,
+        broken,
+        _marks(right),
+        kept,
     )
+
+
+def _marks(mask: torch.Tensor) -> str:
+    """ "1" for each true element, "0" for each false one, in order."""
+    return "".join("1" if m else "0" for m in mask.tolist())
 
 
 def pool(scores: list[dict[str, Any]]) -> dict[str, Any]:
@@ -266,7 +279,7 @@ def pool(scores: list[dict[str, Any]]) -> dict[str, Any]:
         "fixed": sum(s["fixed"] for s in scores),
         "broken": sum(s["broken"] for s in scores),
         "right": "".join(s["right"] for s in scores),  # in fold (or draw) order
-        "kept": "".join(s.get("kept", "") for s in scores),
+        "kept": "".join(s["kept"] for s in scores),
     }
 
 
@@ -511,11 +524,11 @@ def measure_model(name: str, model: nn.Module, digits: Digits, run: Run) -> dict
 
 def _ranges(quantized: Any) -> dict[str, tuple[float, float]]:
     """Producer node name → the int8 range (low, high) its output is quantized to."""
+    from cortex_m_nn.core.families import QUANTIZE
+
     ranges = {}
     for node in quantized.graph.nodes:
-        if node.op == "call_function" and "quantize_per_tensor" in str(node.target):
-            if "dequantize" in str(node.target) or not hasattr(node.args[0], "name"):
-                continue
+        if node.target in QUANTIZE:
             scale, zero, low, high = (float(a) for a in node.args[1:5])
             ranges[node.args[0].name] = ((low - zero) * scale, (high - zero) * scale)
     return ranges
