@@ -18,7 +18,8 @@ initialisation; only the class count (10) and, for ResNet-18, the stage widths a
   hardswish, dropout, linear;
 * ``tv_resnet18_025``: ``resnet18()``'s layout (7×7 stride-2 stem, 3×3 stride-2 max pool,
   four stages of two basic blocks, 1×1 strided projections, ReLU after each add) at a quarter
-  of its widths (16/32/64/128).
+  of its widths (16/32/64/128): the coverage corpus's ResNet-18, which already follows it,
+  with torchvision's initialisation.
 
 At 32×32 inputs every network ends on a 1×1 feature map, as torchvision's do on small images.
 """
