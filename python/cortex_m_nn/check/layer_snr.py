@@ -20,7 +20,7 @@ import torch
 from torch.fx import GraphModule, Interpreter, Node
 
 from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
-from cortex_m_nn.core.graph import module_of
+from cortex_m_nn.core.graph import base_name, module_of, op_name
 from cortex_m_nn.frontend.states import fresh
 
 #: Activations the quantizer fuses onto the convolution or linear layer before them.
@@ -150,7 +150,7 @@ def layer_snr(
 def _name(node: Node) -> str:
     """``conv2d`` for ``aten.conv2d.default``; an in-place op by its functional name
     (``hardtanh_`` → ``hardtanh``: a graph exported from in-place modules holds those)."""
-    return str(node.target).split(".")[-2].rstrip("_") if node.op == "call_function" else ""
+    return base_name(op_name(node.target)) if node.op == "call_function" else ""
 
 
 def _fused_into(node: Node) -> Node | None:
