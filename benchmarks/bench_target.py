@@ -24,8 +24,9 @@ insncount TCG plugin (benchmarks/qemu/plugin, ``symbols=on``). Per model and cor
   (every function symbol of ``libcmsis-nn.a``), as a fraction of the above;
 * instructions per MAC: instructions per inference ÷ the model's MACs (compile report);
 * flash and RAM of the runner ELF (``cortex_m_nn.embed.firmware.inspect``; RAM = ``.data`` +
-  ``.bss``
-  incl. the planned arena and method allocator, stack and heap not counted);
+  ``.bss`` incl. the planned arena and method allocator, stack and heap not counted), by
+  component, and the kernel cases it links (each case's function's bytes) with CMSIS-NN's bytes
+  by width (an image links only the cases its program calls);
 * whether the outputs were bit-exact against the Python reference (the runner's exit status);
 * the model boundary: instructions in our quantize and dequantize kernels per element of the
   float input and output;
@@ -39,8 +40,9 @@ CMSIS-NN, the peers (``--peers``): ExecuTorch 1.5.1's own ``backends/cortex_m``
 (benchmarks/peer_executorch.py: its pipeline, runtime and kernels, float input as its models
 take) and TensorFlow Lite Micro + CMSIS-NN (benchmarks/peer_tflm.py: the MLPerf Tiny reference
 int8 models, int8 input). It prints instructions per inference ours / each peer / ours ÷ the
-better peer, and each image's flash and RAM. A peer that cannot run here (no ``TFLM_ROOT`` or
-``MLPERF_TINY_ROOT``, the peer's pipeline not importable) says why in its column; the rest runs.
+better peer, and each image's flash and RAM with our flash ÷ the smaller peer's. A peer that
+cannot run here (no ``TFLM_ROOT`` or ``MLPERF_TINY_ROOT``, the peer's pipeline not importable)
+says why in its column; the rest runs.
 
 The weights (``--weights``): with ``TFLM_ROOT`` and ``MLPERF_TINY_ROOT`` set, the four MLPerf
 Tiny models run by default the trained weights and int8 quantization of the ``.tflite``
@@ -182,6 +184,8 @@ def measure(run: harness.ModelRun, core: harness.Core, build_dir: Path, plugin: 
         "ram_bytes": report["ram_bytes"],
         "flash": report["flash"],
         "ram": report["ram"],
+        "cases": report["cases"],
+        "cmsis_nn_widths": report["cmsis_nn_widths"],
         "pte_bytes": len(run.compiled.pte),
         "arena_bytes": run.compiled.arena_bytes,
         "method_allocator_used": result.method_allocator_used(),
@@ -306,6 +310,9 @@ def peer_table(rows: list[dict], peers: dict[str, dict[tuple[str, str], dict]]) 
                 if "flash_bytes" in cell
                 else f"{name} -"
             )
+        theirs = [c["flash_bytes"] for c in cells if "flash_bytes" in c]
+        if theirs:
+            sizes.append(f"flash ours/smaller peer {r['flash_bytes'] / min(theirs):.3f}")
         memory.append(f"  {r['model']:<18}{r['core']:<5}" + "; ".join(sizes))
     lines += ["", "flash / RAM of each image (B; RAM = .data + .bss):", *memory]
     failed = [
@@ -415,6 +422,11 @@ def main(argv: list[str] | None = None) -> int:
         print(profile_table(row) + "\n")
     by = {(r["model"], r["core"]): r for r in rows}
     print(table(rows) + "\n\n" + components(by))
+    print("\nkernel cases each image links (B of each case's function), CMSIS-NN by width (B):")
+    for r in rows:
+        cases = ", ".join(f"{case} {size:,}" for case, size in r["cases"].items())
+        widths = ", ".join(f"{width} {size:,}" for width, size in r["cmsis_nn_widths"].items())
+        print(f"  {r['model']:<18}{r['core']:<5}{cases}; CMSIS-NN {widths}")
     print("\nmodel boundary, instructions per element (quantize of the float input, dequantize of")
     print("the float output):")
     for r in rows:

@@ -367,11 +367,16 @@ message(STATUS "cortex-m-nn: model ${CORTEX_M_NN_MODEL_BYTES} B, arena ${CORTEX_
 # --- 4. the kernels the model calls, registered, and the API ----------------------------------
 
 set(_cmnn_generated "${_cmnn_out}/generated")
-string(REPLACE ";" "," _cmnn_only "${CORTEX_M_NN_MODEL_KERNELS}")
+# Registration of the kernel cases the model calls: the others' functions (and the CMSIS-NN
+# functions only they call) are left out of the image by Zephyr's --gc-sections.
+string(REPLACE ";" "," _cmnn_only "${CORTEX_M_NN_MODEL_CASES}")
 _cmnn_run("generating the kernel registration" ${_cmnn_python} -m cortex_m_nn.embed.kernel_codegen
           --output-dir "${_cmnn_generated}" --only "${_cmnn_only}")
 
 zephyr_library_named(cortex_m_nn)
+# Each case in a section of its own, so the link (Zephyr's --gc-sections; it links libraries
+# whole) drops the cases the registration does not reference, whatever the application's flags.
+zephyr_library_compile_options(-ffunction-sections -fdata-sections)
 foreach(_cmnn_kernel IN LISTS CORTEX_M_NN_MODEL_KERNELS)
   zephyr_library_sources("${CORTEX_M_NN_ROOT}/kernels/op_${_cmnn_kernel}.cpp")
 endforeach()

@@ -1,5 +1,6 @@
-// cortex_m_nn::add.out → arm_elementwise_add_s8 (int16: arm_elementwise_add_s16), row by row
-// for broadcast inputs (see cortex_m_nn/elementwise.h). Also runs sub: the lowering negates input 2's multiplier.
+// cortex_m_nn::add.out → arm_elementwise_add_s8 (add_out), the int16 case
+// (add_int16_out) arm_elementwise_add_s16, row by row for broadcast inputs (see
+// cortex_m_nn/elementwise.h). Also runs sub: the lowering negates input 2's multiplier.
 // Reference: python/cortex_m_nn/ops/add.py.
 #include "cortex_m_nn/elementwise.h"
 #include "cortex_m_nn_operators.h"
@@ -28,6 +29,29 @@ void add_rows(CallContext& context, Function function, const cortex_m_nn_add_pre
       context, "add", input1, input2, out, valid,
       [&](const T* a, const T* b, T* o, int32_t n) { return add_block(function, p, a, b, o, n); });
 }
+
+// Every case's parameters, as the prepared entry holds them (`size` 0: it is set where an entry
+// is compared); used once the case finds them valid.
+cortex_m_nn_add_prepared add_parameters(
+    int64_t input1_offset, int64_t input1_multiplier, int64_t input1_shift,
+    int64_t input2_offset, int64_t input2_multiplier, int64_t input2_shift, int64_t left_shift,
+    const OutputQuant& output) {
+  const OutputQuant::Int32 q = output.int32();
+  return cortex_m_nn_add_prepared{
+      static_cast<int32_t>(input1_offset), static_cast<int32_t>(input1_multiplier),
+      static_cast<int32_t>(input1_shift), static_cast<int32_t>(input2_offset),
+      static_cast<int32_t>(input2_multiplier), static_cast<int32_t>(input2_shift),
+      static_cast<int32_t>(left_shift), q.offset, q.multiplier, q.shift, q.activation_min,
+      q.activation_max, 0};
+}
+
+// Both input requantizations in CMSIS-NN's ranges, a left shift of at least 0.
+bool are_input_requantizations(int64_t input1_multiplier, int64_t input1_shift,
+                               int64_t input2_multiplier, int64_t input2_shift,
+                               int64_t left_shift) {
+  return is_requantization(input1_multiplier, input1_shift) &&
+      is_requantization(input2_multiplier, input2_shift) && left_shift >= 0;
+}
 }  // namespace
 
 void add_out(
@@ -49,27 +73,11 @@ void add_out(
     Tensor& out) {
   const OutputQuant output{
       output_offset, output_multiplier, output_shift, activation_min, activation_max};
-  const OutputQuant::Int32 q = output.int32();
-  // Every case's parameters, as the prepared entry holds them (its `size` is set below, where an
-  // entry is compared); used once `valid`.
-  const cortex_m_nn_add_prepared p{
-      static_cast<int32_t>(input1_offset), static_cast<int32_t>(input1_multiplier),
-      static_cast<int32_t>(input1_shift), static_cast<int32_t>(input2_offset),
-      static_cast<int32_t>(input2_multiplier), static_cast<int32_t>(input2_shift),
-      static_cast<int32_t>(left_shift), q.offset, q.multiplier, q.shift, q.activation_min,
-      q.activation_max, 0};
-  const bool requantizations = is_requantization(input1_multiplier, input1_shift) &&
-      is_requantization(input2_multiplier, input2_shift) && left_shift >= 0;
-  if (is_type(input1, ScalarType::Short)) {
-    // The int16 case, unprepared: offsets 0 (the s16 kernel ignores them); a left shift of at
-    // most 15 and input shifts of at most 0 keep an int16 in int32.
-    const bool valid = output.valid_s16() && requantizations && input1_offset == 0 &&
-        input2_offset == 0 && input1_shift <= 0 && input2_shift <= 0 && left_shift <= 15;
-    if (runs_unprepared(context, "add")) {
-      add_rows<int16_t>(context, arm_elementwise_add_s16, p, input1, input2, valid, out);
-    }
-    return;
-  }
+  const cortex_m_nn_add_prepared p = add_parameters(
+      input1_offset, input1_multiplier, input1_shift, input2_offset, input2_multiplier,
+      input2_shift, left_shift, output);
+  const bool requantizations = are_input_requantizations(
+      input1_multiplier, input1_shift, input2_multiplier, input2_shift, left_shift);
   const bool valid = output.valid_s8() && requantizations && left_shift <= 30 &&
       is_s8_input_offset(input1_offset) && is_s8_input_offset(input2_offset);
   if (context.checks() && valid) {  // an entry only where nothing broadcasts (prepared.h)
@@ -85,6 +93,29 @@ void add_out(
     }
   }
   add_rows<int8_t>(context, arm_elementwise_add_s8, p, input1, input2, valid, out);
+}
+
+// The int16 case, unprepared: offsets 0 (the s16 kernel ignores them); a left shift of at most
+// 15 and input shifts of at most 0 keep an int16 in int32.
+void add_int16_out(
+    CallContext& context, const Tensor& input1, const Tensor& input2, int64_t input1_offset,
+    int64_t input1_multiplier, int64_t input1_shift, int64_t input2_offset,
+    int64_t input2_multiplier, int64_t input2_shift, int64_t left_shift, int64_t output_offset,
+    int64_t output_multiplier, int64_t output_shift, int64_t activation_min,
+    int64_t activation_max, Tensor& out) {
+  const OutputQuant output{
+      output_offset, output_multiplier, output_shift, activation_min, activation_max};
+  const bool valid = output.valid_s16() &&
+      are_input_requantizations(
+          input1_multiplier, input1_shift, input2_multiplier, input2_shift, left_shift) &&
+      input1_offset == 0 && input2_offset == 0 && input1_shift <= 0 && input2_shift <= 0 &&
+      left_shift <= 15;
+  if (runs_unprepared(context, "add")) {
+    const cortex_m_nn_add_prepared p = add_parameters(
+        input1_offset, input1_multiplier, input1_shift, input2_offset, input2_multiplier,
+        input2_shift, left_shift, output);
+    add_rows<int16_t>(context, arm_elementwise_add_s16, p, input1, input2, valid, out);
+  }
 }
 
 void add_prepared(CallContext& context, EValue** args) {

@@ -1,5 +1,5 @@
-// cortex_m_nn::avg_pool2d.out → arm_avgpool_s8 (NHWC int8, same quantization in and out);
-// int16 → arm_avgpool_s16.
+// cortex_m_nn::avg_pool2d.out → arm_avgpool_s8 (avg_pool2d_out: NHWC int8, same quantization
+// in and out); the int16 case (avg_pool2d_int16_out) → arm_avgpool_s16.
 // Checks and arguments: cortex_m_nn/pool_common.h.
 // Reference: python/cortex_m_nn/ops/avg_pool2d.py.
 #include "cortex_m_nn/pool_common.h"
@@ -47,10 +47,6 @@ void avg_pool2d_out(
   if (!prepare_pool(context, kOp, input, window, out, &args)) {
     return;
   }
-  if (is_type(input, ScalarType::Short)) {
-    avg_pool2d_s16(context, args, input, out, scratch);
-    return;
-  }
   if (context.checks()) {
     const cortex_m_nn_avg_pool2d_prepared derived{
         args.params, args.input_dims, args.filter_dims, args.output_dims};
@@ -76,6 +72,19 @@ void avg_pool2d_out(
           &args.filter_dims,
           &args.output_dims,
           out.mutable_data_ptr<int8_t>()));
+}
+
+void avg_pool2d_int16_out(
+    CallContext& context, const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+    IntArrayRef padding, int64_t activation_min, int64_t activation_max, int64_t scratch_bytes,
+    Tensor& out, Tensor& scratch) {
+  (void)scratch_bytes;
+  PoolArgs args;
+  const PoolWindow window{
+      kernel_size, stride, padding, /*ceil_mode=*/false, activation_min, activation_max};
+  if (prepare_pool(context, "avg_pool2d", input, window, out, &args)) {
+    avg_pool2d_s16(context, args, input, out, scratch);
+  }
 }
 
 void avg_pool2d_prepared(CallContext& context, EValue** args) {

@@ -1,9 +1,10 @@
-// cortex_m_nn::conv2d.out → arm_convolve_wrapper_s8 (NHWC int8, OHWI weights, per-channel
-// requantization); int16 activations (an int16 input) → arm_convolve_wrapper_s16, int64 bias;
-// int4 weights (uint8, packed pairs) → arm_convolve_wrapper_s4. Grouped when the weight has
-// fewer channels than the input (CMSIS-NN's
-// convention: groups = input channels / weight channels); the wrapper then calls
-// arm_convolve_s8, which computes groups on every ISA. Checks and arguments: cortex_m_nn/conv_common.h.
+// cortex_m_nn::conv2d.out, one function per case (operators.yaml): conv2d_out →
+// arm_convolve_wrapper_s8 (NHWC int8, OHWI weights, per-channel requantization);
+// conv2d_int16_out (an int16 input) → arm_convolve_wrapper_s16, int64 bias; conv2d_int4_out
+// (int4 weights: uint8, packed pairs) → arm_convolve_wrapper_s4. Grouped when the weight has
+// fewer channels than the input (CMSIS-NN's convention: groups = input channels / weight
+// channels); the wrapper then calls arm_convolve_s8, which computes groups on every ISA. An
+// image links only the cases its program calls. Checks and arguments: cortex_m_nn/conv_common.h.
 // Reference: python/cortex_m_nn/ops/conv2d.py.
 #include "arm_nnsupportfunctions.h"
 #include "cortex_m_nn/conv_common.h"
@@ -145,6 +146,14 @@ void conv2d_s4(CallContext& context, ConvArgs& args, Tensor& scratch) {
   }
 }
 
+// What every case does first: its checks (unless the call is proven) and CMSIS-NN's arguments.
+bool prepare_conv2d(CallContext& context, const ConvTensors& tensors, IntArrayRef stride,
+                    IntArrayRef padding, IntArrayRef dilation, const ConvQuant& quant,
+                    ConvArgs* args) {
+  return prepare_conv(context, "conv2d", tensors, ConvWeight::kGroupedOhwi, quant, args) &&
+      prepare_window(context, "conv2d", stride, padding, dilation, args);
+}
+
 }  // namespace
 
 void conv2d_out(
@@ -166,18 +175,9 @@ void conv2d_out(
     Tensor& scratch) {
   (void)scratch_bytes;  // the planned scratch tensor carries its size
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
-  const ConvQuant quant{input_offset, output_offset, activation_min, activation_max};
   ConvArgs args;
-  if (!prepare_conv(context, "conv2d", tensors, ConvWeight::kGroupedOhwi, quant, &args) ||
-      !prepare_window(context, "conv2d", stride, padding, dilation, &args)) {
-    return;
-  }
-  if (is_type(input, ScalarType::Short)) {
-    conv2d_s16(context, args, scratch);
-    return;
-  }
-  if (is_int4_weight(weight)) {
-    conv2d_s4(context, args, scratch);
+  if (!prepare_conv2d(context, tensors, stride, padding, dilation,
+                      {input_offset, output_offset, activation_min, activation_max}, &args)) {
     return;
   }
   const auto params = args.params<cmsis_nn_conv_params>();
@@ -202,6 +202,34 @@ void conv2d_out(
         "conv2d",
         direct ? call_conv_s8(convolve_s8, args, params, &buffer)
                : call_conv_s8(arm_convolve_wrapper_s8, args, params, &buffer));
+  }
+}
+
+void conv2d_int16_out(
+    CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
+    const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
+    IntArrayRef dilation, int64_t input_offset, int64_t output_offset, int64_t activation_min,
+    int64_t activation_max, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
+  (void)scratch_bytes;
+  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
+  ConvArgs args;
+  if (prepare_conv2d(context, tensors, stride, padding, dilation,
+                     {input_offset, output_offset, activation_min, activation_max}, &args)) {
+    conv2d_s16(context, args, scratch);
+  }
+}
+
+void conv2d_int4_out(
+    CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
+    const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
+    IntArrayRef dilation, int64_t input_offset, int64_t output_offset, int64_t activation_min,
+    int64_t activation_max, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
+  (void)scratch_bytes;
+  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
+  ConvArgs args;
+  if (prepare_conv2d(context, tensors, stride, padding, dilation,
+                     {input_offset, output_offset, activation_min, activation_max}, &args)) {
+    conv2d_s4(context, args, scratch);
   }
 }
 

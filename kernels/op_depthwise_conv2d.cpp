@@ -1,7 +1,8 @@
-// cortex_m_nn::depthwise_conv2d.out → arm_depthwise_conv_wrapper_s8 (NHWC int8, weights
-// [1, KH, KW, Cout], per-channel requantization); int16 activations (an int16 input) →
-// arm_depthwise_conv_wrapper_s16, int64 bias; int4 weights (uint8, packed pairs) →
-// arm_depthwise_conv_wrapper_s4. Checks and arguments:
+// cortex_m_nn::depthwise_conv2d.out, one function per case (operators.yaml):
+// depthwise_conv2d_out → arm_depthwise_conv_wrapper_s8 (NHWC int8, weights [1, KH, KW, Cout],
+// per-channel requantization); depthwise_conv2d_int16_out (an int16 input) →
+// arm_depthwise_conv_wrapper_s16, int64 bias; depthwise_conv2d_int4_out (int4 weights: uint8,
+// packed pairs) → arm_depthwise_conv_wrapper_s4. Checks and arguments:
 // cortex_m_nn/conv_common.h. Reference: python/cortex_m_nn/ops/depthwise_conv2d.py.
 #include "cortex_m_nn/conv_common.h"
 #include "cortex_m_nn_operators.h"
@@ -98,6 +99,20 @@ void depthwise_s4(CallContext& context, const ConvArgs& args,
   }
 }
 
+// What every case does first: its checks (unless the call is proven) and CMSIS-NN's arguments.
+bool prepare_depthwise(CallContext& context, const ConvTensors& tensors, IntArrayRef stride,
+                       IntArrayRef padding, IntArrayRef dilation, int64_t depth_multiplier,
+                       const ConvQuant& quant, ConvArgs* args, cmsis_nn_dw_conv_params* params) {
+  if (!prepare_conv(context, "depthwise_conv2d", tensors, ConvWeight::kDepthwise, quant, args) ||
+      !check_depthwise(context, tensors.input, tensors.weight, stride, padding, dilation,
+                       depth_multiplier, args)) {
+    return false;
+  }
+  *params = args->params<cmsis_nn_dw_conv_params>();
+  params->ch_mult = static_cast<int32_t>(depth_multiplier);
+  return true;
+}
+
 }  // namespace
 
 void depthwise_conv2d_out(
@@ -120,19 +135,11 @@ void depthwise_conv2d_out(
     Tensor& scratch) {
   (void)scratch_bytes;
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
-  const ConvQuant quant{input_offset, output_offset, activation_min, activation_max};
   ConvArgs args;
-  if (!prepare_conv(context, "depthwise_conv2d", tensors, ConvWeight::kDepthwise, quant, &args)) {
-    return;
-  }
-  if (!check_depthwise(
-          context, input, weight, stride, padding, dilation, depth_multiplier, &args)) {
-    return;
-  }
-  auto params = args.params<cmsis_nn_dw_conv_params>();
-  params.ch_mult = static_cast<int32_t>(depth_multiplier);
-  if (is_type(input, ScalarType::Short) || is_int4_weight(weight)) {  // unprepared cases
-    (is_int4_weight(weight) ? depthwise_s4 : depthwise_s16)(context, args, params, scratch);
+  cmsis_nn_dw_conv_params params;
+  if (!prepare_depthwise(context, tensors, stride, padding, dilation, depth_multiplier,
+                         {input_offset, output_offset, activation_min, activation_max}, &args,
+                         &params)) {
     return;
   }
   if (context.checks()) {
@@ -155,6 +162,40 @@ void depthwise_conv2d_out(
         context,
         "depthwise_conv2d",
         call_conv_s8(arm_depthwise_conv_wrapper_s8, args, params, &buffer));
+  }
+}
+
+void depthwise_conv2d_int16_out(
+    CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
+    const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
+    IntArrayRef dilation, int64_t depth_multiplier, int64_t input_offset, int64_t output_offset,
+    int64_t activation_min, int64_t activation_max, int64_t scratch_bytes, Tensor& out,
+    Tensor& scratch) {
+  (void)scratch_bytes;
+  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
+  ConvArgs args;
+  cmsis_nn_dw_conv_params params;
+  if (prepare_depthwise(context, tensors, stride, padding, dilation, depth_multiplier,
+                        {input_offset, output_offset, activation_min, activation_max}, &args,
+                        &params)) {
+    depthwise_s16(context, args, params, scratch);
+  }
+}
+
+void depthwise_conv2d_int4_out(
+    CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
+    const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
+    IntArrayRef dilation, int64_t depth_multiplier, int64_t input_offset, int64_t output_offset,
+    int64_t activation_min, int64_t activation_max, int64_t scratch_bytes, Tensor& out,
+    Tensor& scratch) {
+  (void)scratch_bytes;
+  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
+  ConvArgs args;
+  cmsis_nn_dw_conv_params params;
+  if (prepare_depthwise(context, tensors, stride, padding, dilation, depth_multiplier,
+                        {input_offset, output_offset, activation_min, activation_max}, &args,
+                        &params)) {
+    depthwise_s4(context, args, params, scratch);
   }
 }
 

@@ -1,4 +1,5 @@
-// cortex_m_nn::dequantize.out: int8 or int16 → float32 at the model output, with the layout change
+// cortex_m_nn::dequantize.out: int8 (dequantize_out) or, the int16 case (dequantize_int16_out),
+// int16 → float32 at the model output, with the layout change
 // folded in: (q - zero_point) * scale in float32, as PT2E's dequantize_per_tensor computes it.
 // CMSIS-NN has no such kernel: ours converts each run of the permuted walk
 // (cortex_m_nn/quantize_common.h) with MVE where the core has floating-point MVE, else a
@@ -55,6 +56,20 @@ void dequantize_run(
   }
 }
 
+// Either case: the input holds Q, int8_t or int16_t.
+template <typename Q>
+void dequantize(CallContext& context, const Tensor& input, double scale, int64_t zero_point,
+                IntArrayRef permutation, Tensor& out, const char* types) {
+  const float factor = static_cast<float>(scale);
+  const int32_t zero = static_cast<int32_t>(zero_point);
+  const auto convert = [&](const Q* source, float* destination, ptrdiff_t count,
+                           ptrdiff_t out_step, ptrdiff_t in_step) {
+    dequantize_run(source, destination, count, out_step, in_step, factor, zero);
+  };
+  convert_permuted<Q, float>(
+      context, "dequantize", types, input, scale, zero_point, permutation, out, convert);
+}
+
 }  // namespace
 
 void dequantize_out(
@@ -64,22 +79,14 @@ void dequantize_out(
     int64_t zero_point,
     IntArrayRef permutation,
     Tensor& out) {
-  const float factor = static_cast<float>(scale);
-  const int32_t zero = static_cast<int32_t>(zero_point);
-  // a run of int8_t or int16_t values, whichever the input holds
-  const auto convert = [&](const auto* source, float* destination, ptrdiff_t count,
-                           ptrdiff_t out_step, ptrdiff_t in_step) {
-    dequantize_run(source, destination, count, out_step, in_step, factor, zero);
-  };
-  constexpr const char* kTypes = "input must be int8 or int16, out float32";
-  // The input's dtype (int8 or int16) picks the case.
-  if (input.scalar_type() == ScalarType::Short) {
-    convert_permuted<int16_t, float>(
-        context, "dequantize", kTypes, input, scale, zero_point, permutation, out, convert);
-  } else {
-    convert_permuted<int8_t, float>(
-        context, "dequantize", kTypes, input, scale, zero_point, permutation, out, convert);
-  }
+  dequantize<int8_t>(context, input, scale, zero_point, permutation, out,
+                     "input must be int8, out float32");
+}
+
+void dequantize_int16_out(CallContext& context, const Tensor& input, double scale,
+                          int64_t zero_point, IntArrayRef permutation, Tensor& out) {
+  dequantize<int16_t>(context, input, scale, zero_point, permutation, out,
+                      "input must be int16, out float32");
 }
 
 }  // namespace native

@@ -1,10 +1,11 @@
-// cortex_m_nn::linear.out → arm_fully_connected_s8 (per-tensor requantization: the multiplier
-// and shift numbers) or arm_fully_connected_per_channel_s8 (per output channel: the
-// multipliers and shifts tensors, the numbers 0). On MVE the program passes the compile-time
-// kernel sums (bias folded in) as CMSIS-NN's context buffer; elsewhere it passes the bias.
-// int16 activations (an int16 input) → arm_fully_connected_s16: zero points 0, int64 bias,
-// per tensor, no kernel sums, no prepared entry. int4 weights (uint8 [out, in / 2], packed
-// pairs) → arm_fully_connected_s4, per tensor, no kernel sums. Quantization checks and params:
+// cortex_m_nn::linear.out, one function per case (operators.yaml): linear_out →
+// arm_fully_connected_s8 (per-tensor requantization: the multiplier and shift numbers) or
+// arm_fully_connected_per_channel_s8 (per output channel: the multipliers and shifts tensors,
+// the numbers 0). On MVE the program passes the compile-time kernel sums (bias folded in) as
+// CMSIS-NN's context buffer; elsewhere it passes the bias. linear_int16_out (an int16 input) →
+// arm_fully_connected_s16: zero points 0, int64 bias, per tensor, no kernel sums, no prepared
+// entry. linear_int4_out (int4 weights: uint8 [out, in / 2], packed pairs) →
+// arm_fully_connected_s4, per tensor, no kernel sums. Quantization checks and params:
 // cortex_m_nn/fc_common.h. Reference: python/cortex_m_nn/ops/linear.py.
 #include "cortex_m_nn/fc_common.h"
 #include "cortex_m_nn_operators.h"
@@ -182,29 +183,32 @@ bool check_s4(CallContext& context, const LinearShape& shape, const LinearVector
   return check_fc_quant(context, "linear", q);
 }
 
-// The cases that run unprepared, per tensor: int16 activations → arm_fully_connected_s16 (int64
-// bias), int4 weights → arm_fully_connected_s4.
+// The cases that run unprepared, per tensor: int16 activations (kS16) →
+// arm_fully_connected_s16 (int64 bias), int4 weights → arm_fully_connected_s4.
+template <bool kS16>
 void linear_unprepared(CallContext& context, const Tensor& input, const Tensor& weight,
                        const LinearVectors& v, const FcQuant& q, Tensor& out) {
-  const bool s16 = is_type(input, ScalarType::Short);
   LinearShape shape{};
-  if (!check_shapes(context, input, weight, out, s16 ? ScalarType::Short : ScalarType::Char,
+  if (!check_shapes(context, input, weight, out, kS16 ? ScalarType::Short : ScalarType::Char,
                     &shape) ||
       (context.checks() &&
-       !(s16 ? check_s16(context, shape, v, q) : check_s4(context, shape, v, q))) ||
+       !(kS16 ? check_s16(context, shape, v, q) : check_s4(context, shape, v, q))) ||
       !runs_unprepared(context, "linear") || !context.computes()) {
     return;
   }
   const cmsis_nn_context buffer{};  // neither function uses one
   const cortex_m_nn_linear_prepared p = shape.entry(q, false);
-  check_status(
-      context, "linear",
-      s16 ? call_per_tensor(arm_fully_connected_s16, buffer, p, input.const_data_ptr<int16_t>(),
-                            weight.const_data_ptr<int8_t>(), optional_data<int64_t>(v.bias),
-                            out.mutable_data_ptr<int16_t>())
-          : call_per_tensor(arm_fully_connected_s4, buffer, p, input.const_data_ptr<int8_t>(),
-                            static_cast<const int8_t*>(weight.const_data_ptr()),
-                            optional_data<int32_t>(v.bias), out.mutable_data_ptr<int8_t>()));
+  if constexpr (kS16) {
+    check_status(context, "linear",
+                 call_per_tensor(arm_fully_connected_s16, buffer, p,
+                                 input.const_data_ptr<int16_t>(), weight.const_data_ptr<int8_t>(),
+                                 optional_data<int64_t>(v.bias), out.mutable_data_ptr<int16_t>()));
+  } else {
+    check_status(context, "linear",
+                 call_per_tensor(arm_fully_connected_s4, buffer, p, input.const_data_ptr<int8_t>(),
+                                 static_cast<const int8_t*>(weight.const_data_ptr()),
+                                 optional_data<int32_t>(v.bias), out.mutable_data_ptr<int8_t>()));
+  }
 }
 }  // namespace
 
@@ -226,10 +230,6 @@ void linear_out(
   const FcQuant q{
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
   const LinearVectors v{bias, kernel_sums, multipliers, shifts};
-  if (is_type(input, ScalarType::Short) || is_type(weight, ScalarType::Byte)) {
-    linear_unprepared(context, input, weight, v, q, out);
-    return;
-  }
   LinearShape shape{};
   if (!check_shapes(context, input, weight, out, ScalarType::Char, &shape)) {
     return;
@@ -252,6 +252,30 @@ void linear_out(
           derived.per_channel ? &shifts.value() : nullptr, input.const_data_ptr<int8_t>(),
           weight.const_data_ptr<int8_t>(), optional_data<int32_t>(bias),
           out.mutable_data_ptr<int8_t>()));
+}
+
+void linear_int16_out(
+    CallContext& context, const Tensor& input, const Tensor& weight,
+    const std::optional<Tensor>& bias, const std::optional<Tensor>& kernel_sums,
+    const std::optional<Tensor>& multipliers, const std::optional<Tensor>& shifts,
+    int64_t input_offset, int64_t output_offset, int64_t multiplier, int64_t shift,
+    int64_t activation_min, int64_t activation_max, Tensor& out) {
+  const FcQuant q{
+      input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
+  linear_unprepared<true>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q,
+                          out);
+}
+
+void linear_int4_out(
+    CallContext& context, const Tensor& input, const Tensor& weight,
+    const std::optional<Tensor>& bias, const std::optional<Tensor>& kernel_sums,
+    const std::optional<Tensor>& multipliers, const std::optional<Tensor>& shifts,
+    int64_t input_offset, int64_t output_offset, int64_t multiplier, int64_t shift,
+    int64_t activation_min, int64_t activation_max, Tensor& out) {
+  const FcQuant q{
+      input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
+  linear_unprepared<false>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q,
+                           out);
 }
 
 void linear_prepared(CallContext& context, EValue** args) {

@@ -1,5 +1,5 @@
-// cortex_m_nn::lstm.out → arm_lstm_unidirectional_s8 (int8 input and hidden state) or
-// arm_lstm_unidirectional_s16 (int16; int64 biases): one LSTM layer over a [B, T, I] or
+// cortex_m_nn::lstm.out → arm_lstm_unidirectional_s8 (lstm_out: int8 input and hidden state) or,
+// the int16 case (lstm_int16_out), arm_lstm_unidirectional_s16 (int64 biases): one LSTM layer over a [B, T, I] or
 // [T, B, I] sequence, every step's hidden state out. Gates are stored in PyTorch's order
 // (input, forget, cell, output); gate_parameters rows are (input multiplier, input shift,
 // hidden multiplier, hidden shift). The scratch holds the two int16 gate buffers, the int16
@@ -176,18 +176,52 @@ cmsis_nn_lstm_context buffers_of(
   return buffers;
 }
 
-arm_cmsis_nn_status run(
-    const Tensor& input,
-    Tensor& out,
-    const cmsis_nn_lstm_params& params,
-    cmsis_nn_lstm_context& buffers,
-    bool s16) {
-  if (s16) {
-    return arm_lstm_unidirectional_s16(
-        input.const_data_ptr<int16_t>(), out.mutable_data_ptr<int16_t>(), &params, &buffers);
+// Either case: int8 (kS16 false: arm_lstm_unidirectional_s8) or int16 activations
+// (arm_lstm_unidirectional_s16).
+template <bool kS16>
+void lstm(CallContext& context, const Tensor& input, const std::optional<Tensor>& hidden,
+          const std::optional<Tensor>& cell, const LstmTensors& t, const LstmScalars& a,
+          int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
+  constexpr bool s16 = kS16;
+  constexpr ScalarType type = s16 ? ScalarType::Short : ScalarType::Char;
+  CORTEX_M_NN_CHECK(
+      context,
+      has_layout(input, type, 3) && has_layout(t.hidden_weights, ScalarType::Char, 3) &&
+          t.hidden_weights.size(0) == kGates,
+      "lstm",
+      "input must be a 3-D int8 (or int16) sequence, hidden_weights int8 [4, H, H]");
+  const LstmShape s = shape_of(input, t.hidden_weights, a.time_major != 0);
+  CORTEX_M_NN_CHECK(
+      context,
+      valid_tensors(t, s, s16) && valid_output(input, out, s, type) &&
+          valid_state(hidden, type, s) && valid_state(cell, ScalarType::Short, s) &&
+          hidden.has_value() == cell.has_value(),
+      "lstm",
+      "weights int8 [4, H, I] and [4, H, H], biases [4, H] (int32; int64 for int16), gate "
+      "parameters int32 [4, 4] with shifts in [-31, 30], out [.., .., H] and an initial state "
+      "(hidden [B, H] and cell [B, H] int16, or neither) of the input's type");
+  CORTEX_M_NN_CHECK(
+      context,
+      valid_scalars(a, s16) && scratch_bytes == needed_scratch(s, s16) &&
+          check_scratch_type(context, kOp, scratch) &&
+          scratch.nbytes() >= static_cast<size_t>(scratch_bytes),
+      "lstm",
+      "requantizations, cell scale power in [-27, 0], cell clip, output offset or scratch "
+      "(B x H x 7 bytes, x 8 for int16) out of range");
+  if (!context.computes()) {  // no prepared form: the boxed entry checked the plan has none
+    return;
   }
-  return arm_lstm_unidirectional_s8(
-      input.const_data_ptr<int8_t>(), out.mutable_data_ptr<int8_t>(), &params, &buffers);
+  cmsis_nn_lstm_context buffers = buffers_of(scratch, s, hidden, cell);
+  const cmsis_nn_lstm_params params = params_of(s, a, t);
+  if constexpr (s16) {
+    check_status(context, kOp,
+                 arm_lstm_unidirectional_s16(input.const_data_ptr<int16_t>(),
+                                             out.mutable_data_ptr<int16_t>(), &params, &buffers));
+  } else {
+    check_status(context, kOp,
+                 arm_lstm_unidirectional_s8(input.const_data_ptr<int8_t>(),
+                                            out.mutable_data_ptr<int8_t>(), &params, &buffers));
+  }
 }
 
 }  // namespace
@@ -215,41 +249,26 @@ void lstm_out(
     int64_t scratch_bytes,
     Tensor& out,
     Tensor& scratch) {
-  const bool s16 = is_type(input, ScalarType::Short);
-  const ScalarType type = s16 ? ScalarType::Short : ScalarType::Char;
-  CORTEX_M_NN_CHECK(
-      context,
-      has_layout(input, type, 3) && has_layout(hidden_weights, ScalarType::Char, 3) &&
-          hidden_weights.size(0) == kGates,
-      "lstm",
-      "input must be a 3-D int8 (or int16) sequence, hidden_weights int8 [4, H, H]");
-  const LstmShape s = shape_of(input, hidden_weights, time_major != 0);
   const LstmTensors t{input_weights, hidden_weights, input_biases, hidden_biases, gate_parameters};
-  CORTEX_M_NN_CHECK(
-      context,
-      valid_tensors(t, s, s16) && valid_output(input, out, s, type) &&
-          valid_state(hidden, type, s) && valid_state(cell, ScalarType::Short, s) &&
-          hidden.has_value() == cell.has_value(),
-      "lstm",
-      "weights int8 [4, H, I] and [4, H, H], biases [4, H] (int32; int64 for int16), gate "
-      "parameters int32 [4, 4] with shifts in [-31, 30], out [.., .., H] and an initial state "
-      "(hidden [B, H] and cell [B, H] int16, or neither) of the input's type");
   const LstmScalars a{
       time_major,        cell_scale_power, cell_clip,         forget_multiplier, forget_shift,
       update_multiplier, update_shift,     output_multiplier, output_shift,      output_offset};
-  CORTEX_M_NN_CHECK(
-      context,
-      valid_scalars(a, s16) && scratch_bytes == needed_scratch(s, s16) &&
-          check_scratch_type(context, kOp, scratch) &&
-          scratch.nbytes() >= static_cast<size_t>(scratch_bytes),
-      "lstm",
-      "requantizations, cell scale power in [-27, 0], cell clip, output offset or scratch "
-      "(B x H x 7 bytes, x 8 for int16) out of range");
-  if (!context.computes()) {  // no prepared form: the boxed entry checked the plan has none
-    return;
-  }
-  cmsis_nn_lstm_context buffers = buffers_of(scratch, s, hidden, cell);
-  check_status(context, kOp, run(input, out, params_of(s, a, t), buffers, s16));
+  lstm<false>(context, input, hidden, cell, t, a, scratch_bytes, out, scratch);
+}
+
+void lstm_int16_out(
+    CallContext& context, const Tensor& input, const std::optional<Tensor>& hidden,
+    const std::optional<Tensor>& cell, const Tensor& input_weights, const Tensor& hidden_weights,
+    const Tensor& input_biases, const Tensor& hidden_biases, const Tensor& gate_parameters,
+    int64_t time_major, int64_t cell_scale_power, int64_t cell_clip, int64_t forget_multiplier,
+    int64_t forget_shift, int64_t update_multiplier, int64_t update_shift,
+    int64_t output_multiplier, int64_t output_shift, int64_t output_offset,
+    int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
+  const LstmTensors t{input_weights, hidden_weights, input_biases, hidden_biases, gate_parameters};
+  const LstmScalars a{
+      time_major,        cell_scale_power, cell_clip,         forget_multiplier, forget_shift,
+      update_multiplier, update_shift,     output_multiplier, output_shift,      output_offset};
+  lstm<true>(context, input, hidden, cell, t, a, scratch_bytes, out, scratch);
 }
 
 }  // namespace native

@@ -2,7 +2,7 @@
 // (table[i] is the output for input i - 128), or one such table per channel (int8[C, 256],
 // C the input's innermost dim: PReLU with a slope per channel). CMSIS-NN has no s8 kernel for
 // these functions (sigmoid, tanh, hardswish, gelu, ...); this is the table lookup. The int16
-// case interpolates between the knots of an int16 table (one every 2^b inputs, b in [4, 7]).
+// case (lut_int16_out) interpolates between the knots of an int16 table (one every 2^b inputs, b in [4, 7]).
 // Reference: python/cortex_m_nn/ops/lut.py.
 #include "cortex_m_nn/kernel_support.h"
 #include "cortex_m_nn_operators.h"
@@ -68,10 +68,6 @@ ssize_t table_count(const Tensor& table) {
 }  // namespace
 
 void lut_out(CallContext& context, const Tensor& input, const Tensor& table, Tensor& out) {
-  if (is_type(input, ScalarType::Short)) {
-    lut_s16(context, input, table, out);
-    return;
-  }
   const ssize_t channels = table_count(table);
   const bool innermost = channels == 1 ||
       (channels > 1 && input.dim() > 0 && input.size(input.dim() - 1) == channels);
@@ -101,6 +97,10 @@ void lut_out(CallContext& context, const Tensor& input, const Tensor& table, Ten
       destination[i + c] = row[static_cast<uint8_t>(source[i + c]) ^ 0x80u];
     }
   }
+}
+
+void lut_int16_out(CallContext& context, const Tensor& input, const Tensor& table, Tensor& out) {
+  lut_s16(context, input, table, out);
 }
 
 }  // namespace native

@@ -1,5 +1,5 @@
-// cortex_m_nn::mul.out → arm_elementwise_mul_s8 (int16: arm_elementwise_mul_s16), row by row
-// for broadcast inputs (see cortex_m_nn/elementwise.h). Reference: python/cortex_m_nn/ops/mul.py.
+// cortex_m_nn::mul.out → arm_elementwise_mul_s8 (mul_out), the int16 case (mul_int16_out)
+// arm_elementwise_mul_s16, row by row for broadcast inputs (see cortex_m_nn/elementwise.h). Reference: python/cortex_m_nn/ops/mul.py.
 #include "cortex_m_nn/elementwise.h"
 #include "cortex_m_nn_operators.h"
 
@@ -40,10 +40,6 @@ void mul_out(
     Tensor& out) {
   const OutputQuant output{
       output_offset, output_multiplier, output_shift, activation_min, activation_max};
-  if (is_type(input1, ScalarType::Short)) {
-    mul_s16(context, input1, input2, output, input1_offset == 0 && input2_offset == 0, out);
-    return;
-  }
   const bool valid = output.valid_s8() && is_s8_input_offset(input1_offset) &&
       is_s8_input_offset(input2_offset);
   const OutputQuant::Int32 q = output.int32();
@@ -54,6 +50,15 @@ void mul_out(
             a, b, static_cast<int32_t>(input1_offset), static_cast<int32_t>(input2_offset),
             o, q.offset, q.multiplier, q.shift, q.activation_min, q.activation_max, n);
       });
+}
+
+void mul_int16_out(
+    CallContext& context, const Tensor& input1, const Tensor& input2, int64_t input1_offset,
+    int64_t input2_offset, int64_t output_offset, int64_t output_multiplier, int64_t output_shift,
+    int64_t activation_min, int64_t activation_max, Tensor& out) {
+  const OutputQuant output{
+      output_offset, output_multiplier, output_shift, activation_min, activation_max};
+  mul_s16(context, input1, input2, output, input1_offset == 0 && input2_offset == 0, out);
 }
 
 }  // namespace native

@@ -1,6 +1,8 @@
-// cortex_m_nn::pad.out → arm_pad_s8 (an int8 tensor extended by a constant, already quantized
-// with the tensor's scale and zero point); an int16 tensor (int16 activations) by our own loop,
-// CMSIS-NN having no s16 pad. Reference: python/cortex_m_nn/ops/pad.py.
+// cortex_m_nn::pad.out → arm_pad_s8 (pad_out: an int8 tensor extended by a constant, already
+// quantized with the tensor's scale and zero point); the int16 case (pad_int16_out) by our own
+// loop, CMSIS-NN having no s16 pad. Reference: python/cortex_m_nn/ops/pad.py.
+#include <type_traits>
+
 #include "cortex_m_nn/kernel_checks.h"
 #include "cortex_m_nn_operators.h"
 
@@ -34,17 +36,13 @@ void pad_s16(
     }
   }
 }
-}  // namespace
 
-void pad_out(
-    CallContext& context,
-    const Tensor& input,
-    IntArrayRef pre_pad,
-    IntArrayRef post_pad,
-    int64_t pad_value,
-    Tensor& out) {
+// Either case: T int8_t (arm_pad_s8) or int16_t (pad_s16).
+template <typename T>
+void pad(CallContext& context, const Tensor& input, IntArrayRef pre_pad, IntArrayRef post_pad,
+         int64_t pad_value, Tensor& out) {
   const ssize_t rank = input.dim();
-  const bool s16 = is_type(input, ScalarType::Short);
+  constexpr bool s16 = std::is_same_v<T, int16_t>;
   const int64_t low = s16 ? INT16_MIN : -128;
   const int64_t high = s16 ? INT16_MAX : 127;
   CORTEX_M_NN_CHECK(
@@ -73,24 +71,40 @@ void pad_out(
   if (!context.computes()) {
     return;
   }
-  if (s16) {
+  if constexpr (s16) {
     pad_s16(input.const_data_ptr<int16_t>(), out.mutable_data_ptr<int16_t>(),
             static_cast<int16_t>(pad_value), size, pre, post);
-    return;
+  } else {
+    const cmsis_nn_dims input_size{size[0], size[1], size[2], size[3]};
+    const cmsis_nn_dims pre_dims{pre[0], pre[1], pre[2], pre[3]};
+    const cmsis_nn_dims post_dims{post[0], post[1], post[2], post[3]};
+    check_status(
+        context,
+        "pad",
+        arm_pad_s8(
+            input.const_data_ptr<int8_t>(),
+            out.mutable_data_ptr<int8_t>(),
+            static_cast<int8_t>(pad_value),
+            &input_size,
+            &pre_dims,
+            &post_dims));
   }
-  const cmsis_nn_dims input_size{size[0], size[1], size[2], size[3]};
-  const cmsis_nn_dims pre_dims{pre[0], pre[1], pre[2], pre[3]};
-  const cmsis_nn_dims post_dims{post[0], post[1], post[2], post[3]};
-  check_status(
-      context,
-      "pad",
-      arm_pad_s8(
-          input.const_data_ptr<int8_t>(),
-          out.mutable_data_ptr<int8_t>(),
-          static_cast<int8_t>(pad_value),
-          &input_size,
-          &pre_dims,
-          &post_dims));
+}
+}  // namespace
+
+void pad_out(
+    CallContext& context,
+    const Tensor& input,
+    IntArrayRef pre_pad,
+    IntArrayRef post_pad,
+    int64_t pad_value,
+    Tensor& out) {
+  pad<int8_t>(context, input, pre_pad, post_pad, pad_value, out);
+}
+
+void pad_int16_out(CallContext& context, const Tensor& input, IntArrayRef pre_pad,
+                   IntArrayRef post_pad, int64_t pad_value, Tensor& out) {
+  pad<int16_t>(context, input, pre_pad, post_pad, pad_value, out);
 }
 
 }  // namespace native

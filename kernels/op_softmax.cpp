@@ -1,6 +1,6 @@
-// cortex_m_nn::softmax.out → arm_softmax_s8 over the last dimension (output scale 1/256,
-// zero point -128); an int16 input → arm_softmax_s16 with the two int16[513] tables the compiler
-// made (output scale 1/32768, zero point 0). Reference: python/cortex_m_nn/ops/softmax.py.
+// cortex_m_nn::softmax.out → arm_softmax_s8 over the last dimension (softmax_out: output scale
+// 1/256, zero point -128); the int16 case (softmax_int16_out, an int16 input) → arm_softmax_s16
+// with the two int16[513] tables the compiler made (output scale 1/32768, zero point 0). Reference: python/cortex_m_nn/ops/softmax.py.
 #include "cortex_m_nn/kernel_support.h"
 #include "cortex_m_nn_operators.h"
 
@@ -62,10 +62,6 @@ void softmax_out(
     int64_t shift,
     int64_t diff_min,
     Tensor& out) {
-  if (is_type(input, ScalarType::Short) && input.dim() >= 1) {
-    softmax_s16(context, input, exp_table, reciprocal_table, multiplier, shift, out);
-    return;
-  }
   CORTEX_M_NN_CHECK(
           context,
           is_type(input, ScalarType::Char) && is_type(out, ScalarType::Char) && input.dim() >= 1 &&
@@ -93,6 +89,15 @@ void softmax_out(
         input.const_data_ptr<int8_t>(), p.rows, p.row, p.multiplier, p.shift, p.diff_min,
         out.mutable_data_ptr<int8_t>());
   }
+}
+
+void softmax_int16_out(
+    CallContext& context, const Tensor& input, const std::optional<Tensor>& exp_table,
+    const std::optional<Tensor>& reciprocal_table, int64_t multiplier, int64_t shift,
+    int64_t diff_min, Tensor& out) {
+  (void)diff_min;  // the int8 case's
+  CORTEX_M_NN_CHECK(context, input.dim() >= 1, "softmax", "int16: the input needs a dimension");
+  softmax_s16(context, input, exp_table, reciprocal_table, multiplier, shift, out);
 }
 
 void softmax_prepared(CallContext& context, EValue** args) {

@@ -1,5 +1,6 @@
-// cortex_m_nn::svdf.out → arm_svdf_state_s16_s8 (int16 state and time weights) or arm_svdf_s8
-// (int8 state and time weights; on MVE with the compile-time kernel sums as its context).
+// cortex_m_nn::svdf.out → arm_svdf_s8 (svdf_out: int8 state and time weights; on MVE with the
+// compile-time kernel sums as its context) or, the int16 case (svdf_int16_out),
+// arm_svdf_state_s16_s8 (int16 state and time weights).
 // One step: the state [B, F, M] is shifted and updated in place; the output is int8 [B, U].
 // Reference: python/cortex_m_nn/ops/svdf.py.
 #include "cortex_m_nn/kernel_checks.h"
@@ -99,7 +100,9 @@ arm_cmsis_nn_status svdf_s8(
       out.mutable_data_ptr<int8_t>());
 }
 
-// Splits the planned scratch into CMSIS-NN's two buffers and calls the state's case.
+// Splits the planned scratch into CMSIS-NN's two buffers and calls the state's case (kS16: an
+// int16 state).
+template <bool kS16>
 arm_cmsis_nn_status run_svdf(
     const SvdfArgs& a, const cmsis_nn_context& buffer, const Tensor& input, Tensor& state,
     const Tensor& feature, const Tensor& time, const std::optional<Tensor>& bias,
@@ -109,16 +112,59 @@ arm_cmsis_nn_status run_svdf(
   const cmsis_nn_context output_ctx{
       static_cast<int8_t*>(buffer.buf) + 4 * batch * a.filters, 4 * batch * a.units};
   const int32_t* bias_data = optional_data<int32_t>(bias);
-  if (!is_type(state, ScalarType::Short)) {
+  if constexpr (!kS16) {
     return svdf_s8(
         a, input_ctx, output_ctx, input, state, feature, time, bias_data, kernel_sums, out);
+  } else {
+    return arm_svdf_state_s16_s8(
+        &input_ctx, &output_ctx, &a.params, &a.input_quant, &a.output_quant, &a.input_dims,
+        input.const_data_ptr<int8_t>(), &a.state_dims, state.mutable_data_ptr<int16_t>(),
+        &a.feature_dims, feature.const_data_ptr<int8_t>(), &a.time_dims,
+        time.const_data_ptr<int16_t>(), &a.bias_dims, bias_data, &a.output_dims,
+        out.mutable_data_ptr<int8_t>());
   }
-  return arm_svdf_state_s16_s8(
-      &input_ctx, &output_ctx, &a.params, &a.input_quant, &a.output_quant, &a.input_dims,
-      input.const_data_ptr<int8_t>(), &a.state_dims, state.mutable_data_ptr<int16_t>(),
-      &a.feature_dims, feature.const_data_ptr<int8_t>(), &a.time_dims,
-      time.const_data_ptr<int16_t>(), &a.bias_dims, bias_data, &a.output_dims,
-      out.mutable_data_ptr<int8_t>());
+}
+
+// Either case: an int8 state (kS16 false) or an int16 one.
+template <bool kS16>
+void svdf(
+    CallContext& context, const Tensor& input, Tensor& state, const Tensor& weights_feature,
+    const Tensor& weights_time, const std::optional<Tensor>& bias,
+    const std::optional<Tensor>& kernel_sums, int64_t rank, int64_t input_offset,
+    int64_t output_offset, int64_t input_multiplier, int64_t input_shift,
+    int64_t output_multiplier, int64_t output_shift, int64_t activation_min,
+    int64_t activation_max, Tensor& out, Tensor& scratch) {
+  CORTEX_M_NN_CHECK(
+      context, valid_shapes(input, state, weights_feature, weights_time, bias, rank, out), "svdf",
+      "input [B, I] int8, state [B, F, M] int8 or int16, weights [F, I] int8 and [F, M] of the "
+      "state's dtype, bias int32 [F / rank], out int8 [B, F / rank]");
+  CORTEX_M_NN_CHECK(
+      context,
+      is_s8_output_offset(input_offset) && is_s8_output_offset(output_offset) &&
+          is_requantization(input_multiplier, input_shift) &&
+          is_requantization(output_multiplier, output_shift) &&
+          is_int8_range(activation_min, activation_max),
+      "svdf", "offsets, requantizations or the activation range out of range");
+  constexpr bool s16 = kS16;
+  CORTEX_M_NN_CHECK(
+      context,
+      !kernel_sums.has_value() ||
+          (!s16 && has_layout(*kernel_sums, ScalarType::Int, 1) &&
+           kernel_sums->size(0) == weights_feature.size(0)),
+      "svdf", "kernel sums are int32 [F], for an int8 state only");
+  const SvdfArgs a = svdf_args(
+      input, state, rank, input_offset, output_offset, input_multiplier, input_shift,
+      output_multiplier, output_shift, activation_min, activation_max);
+  const int32_t batch = a.input_dims.n;
+  const auto required = [&] { return static_cast<int32_t>(4 * batch * (a.filters + a.units)); };
+  cmsis_nn_context buffer;
+  if (!scratch_context(context, kOp, scratch, required, &buffer) || !context.computes()) {
+    return;
+  }
+  check_status(
+      context, kOp,
+      run_svdf<kS16>(
+          a, buffer, input, state, weights_feature, weights_time, bias, kernel_sums, out));
 }
 }  // namespace
 
@@ -143,36 +189,22 @@ void svdf_out(
     Tensor& out,
     Tensor& scratch) {
   (void)scratch_bytes;
-  CORTEX_M_NN_CHECK(
-      context, valid_shapes(input, state, weights_feature, weights_time, bias, rank, out), "svdf",
-      "input [B, I] int8, state [B, F, M] int8 or int16, weights [F, I] int8 and [F, M] of the "
-      "state's dtype, bias int32 [F / rank], out int8 [B, F / rank]");
-  CORTEX_M_NN_CHECK(
-      context,
-      is_s8_output_offset(input_offset) && is_s8_output_offset(output_offset) &&
-          is_requantization(input_multiplier, input_shift) &&
-          is_requantization(output_multiplier, output_shift) &&
-          is_int8_range(activation_min, activation_max),
-      "svdf", "offsets, requantizations or the activation range out of range");
-  const bool s16 = is_type(state, ScalarType::Short);
-  CORTEX_M_NN_CHECK(
-      context,
-      !kernel_sums.has_value() ||
-          (!s16 && has_layout(*kernel_sums, ScalarType::Int, 1) &&
-           kernel_sums->size(0) == weights_feature.size(0)),
-      "svdf", "kernel sums are int32 [F], for an int8 state only");
-  const SvdfArgs a = svdf_args(
-      input, state, rank, input_offset, output_offset, input_multiplier, input_shift,
-      output_multiplier, output_shift, activation_min, activation_max);
-  const int32_t batch = a.input_dims.n;
-  const auto required = [&] { return static_cast<int32_t>(4 * batch * (a.filters + a.units)); };
-  cmsis_nn_context buffer;
-  if (!scratch_context(context, kOp, scratch, required, &buffer) || !context.computes()) {
-    return;
-  }
-  check_status(
-      context, kOp,
-      run_svdf(a, buffer, input, state, weights_feature, weights_time, bias, kernel_sums, out));
+  svdf<false>(context, input, state, weights_feature, weights_time, bias, kernel_sums, rank,
+              input_offset, output_offset, input_multiplier, input_shift, output_multiplier,
+              output_shift, activation_min, activation_max, out, scratch);
+}
+
+void svdf_int16_out(
+    CallContext& context, const Tensor& input, Tensor& state, const Tensor& weights_feature,
+    const Tensor& weights_time, const std::optional<Tensor>& bias,
+    const std::optional<Tensor>& kernel_sums, int64_t rank, int64_t input_offset,
+    int64_t output_offset, int64_t input_multiplier, int64_t input_shift,
+    int64_t output_multiplier, int64_t output_shift, int64_t activation_min,
+    int64_t activation_max, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
+  (void)scratch_bytes;
+  svdf<true>(context, input, state, weights_feature, weights_time, bias, kernel_sums, rank,
+             input_offset, output_offset, input_multiplier, input_shift, output_multiplier,
+             output_shift, activation_min, activation_max, out, scratch);
 }
 
 }  // namespace native

@@ -291,6 +291,11 @@ Status Model::prove_forward() {
   size_t instruction = 0;
   const Error error =
       prove(method(), method_pool, method_pool + sizeof(method_pool), &instruction, &plan);
+  if (error == Error::OperatorMissing) {  // the generated registration's missing_case
+    return fail(Status::kLoadFailed, "instruction %u of forward calls a kernel case this image "
+                "does not link: build the image for this .pte (cortex-m-compile embed lists the "
+                "cases it calls)", static_cast<unsigned>(instruction));
+  }
   if (error != Error::Ok) {
     return fail(Status::kLoadFailed, "instruction %u of forward refused its arguments (error "
                 "0x%x): the log names the kernel and why; recompile the model with this "

@@ -41,16 +41,22 @@ def _normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).replace("( ", "(").replace(" )", ")").strip()
 
 
-@pytest.mark.parametrize("name", sorted(SCHEMAS))
-def test_kernel_signature_matches_the_generated_declaration(name: str) -> None:
+CASES = sorted((name, case) for name in SCHEMAS for case in yaml_operators()[name].case_names)
+
+
+@pytest.mark.parametrize(("name", "case"), CASES)
+def test_kernel_signature_matches_the_generated_declaration(name: str, case: str) -> None:
+    """Each case's function is defined in the operator's one kernel file, with the schema's
+    parameters."""
+    function = yaml_operators()[name].case_function(case)
     declared = re.search(
-        rf"void {name}_out\((.*?)\);",
+        rf"void {function}\((.*?)\);",
         kernel_codegen.header(1, [yaml_operators()[name]]),
         re.S,
     ).group(1)
     source = (KERNELS / f"op_{name}.cpp").read_text()
-    defined = re.search(rf"void {name}_out\((.*?)\)\s*\{{", source, re.S)
-    assert defined, f"kernels/op_{name}.cpp does not define {name}_out"
+    defined = re.search(rf"void {function}\((.*?)\)\s*\{{", source, re.S)
+    assert defined, f"kernels/op_{name}.cpp does not define {function}"
     assert _normalise(defined.group(1)) == _normalise(declared)
 
 
@@ -79,6 +85,81 @@ def test_selective_registration(tmp_path: Path) -> None:
 def test_selective_registration_rejects_unknown_operators(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="unknown operators"):
         kernel_codegen.main(["--output-dir", str(tmp_path), "--only", "conv3d"])
+    with pytest.raises(SystemExit, match=r"unknown operators or cases \['conv2d.int2'\]"):
+        kernel_codegen.main(["--output-dir", str(tmp_path), "--only", "conv2d.int2"])
+
+
+def _boxed(source: str, name: str) -> str:
+    start = source.index(f"void {name}_boxed(")
+    return source[start : source.index("\n}\n", start)]
+
+
+def test_registration_of_cases_references_only_the_linked_ones(tmp_path: Path) -> None:
+    """conv2d.int16 alone: its boxed entry calls conv2d_int16_out, refuses the other two cases
+    with one line and has no prepared path (a prepared call is of the default case); add
+    selected whole calls both its cases."""
+    kernel_codegen.main(["--output-dir", str(tmp_path), "--only", "conv2d.int16,add"])
+    source = (tmp_path / kernel_codegen.SOURCE_NAME).read_text()
+    conv2d = _boxed(source, "conv2d")
+    assert "native::conv2d_int16_out(" in conv2d
+    assert "native::conv2d_out(" not in conv2d and "native::conv2d_int4_out(" not in conv2d
+    assert 'missing_case(runtime, "conv2d", "int4");' in conv2d
+    assert 'missing_case(runtime, "conv2d", "int8");' in conv2d
+    assert "conv2d_prepared" not in conv2d
+    # the int16 test comes first: an int16 input with uint8 weights is the int16 case's to refuse
+    assert conv2d.index("ScalarType::Short") < conv2d.index("ScalarType::Byte")
+    add = _boxed(source, "add")
+    assert "native::add_out(" in add and "native::add_int16_out(" in add
+    assert "add_prepared" in add and "missing_case" not in add
+
+
+def test_case_conditions_read_the_schema() -> None:
+    """A condition tests a tensor's dtype, an optional tensor given, or an int's value; one on
+    an argument the schema lacks, or of the wrong kind, is refused when the yaml is read."""
+    op = yaml_operators()["quantize"]
+    with pytest.raises(ValueError, match="cannot test argument 'scale'"):
+        operators.parse_cases(op, {"int16": {"scale": 2}})
+    with pytest.raises(ValueError, match="cannot test argument 'nope'"):
+        operators.parse_cases(op, {"int16": {"nope": "int16"}})
+    with pytest.raises(ValueError, match="case name 'int8'"):
+        operators.parse_cases(op, {"int8": {"dtype": 1}})
+
+
+class _Call:
+    """Arguments of one call, for Operator.case_of."""
+
+    def __init__(self, dtypes: dict[str, int | None], ints: dict[str, int]) -> None:
+        self.dtypes, self.ints = dtypes, ints
+
+    def scalar_type(self, name: str) -> int:
+        dtype = self.dtypes[name]
+        assert dtype is not None
+        return dtype
+
+    def given(self, name: str) -> bool:
+        return self.dtypes.get(name) is not None
+
+    def value(self, name: str) -> int:
+        return self.ints[name]
+
+
+@pytest.mark.parametrize(
+    ("name", "dtypes", "ints", "case"),
+    [
+        ("conv2d", {"input": 1, "weight": 1}, {}, "int8"),
+        ("conv2d", {"input": 2, "weight": 1}, {}, "int16"),
+        ("conv2d", {"input": 1, "weight": 0}, {}, "int4"),
+        ("conv2d", {"input": 2, "weight": 0}, {}, "int16"),  # first condition that holds
+        ("quantize", {}, {"dtype": 1}, "int8"),
+        ("quantize", {}, {"dtype": 2}, "int16"),
+        ("svdf", {"state": 2}, {}, "int16"),
+        ("transpose", {"input": 2}, {}, "int8"),  # no cases: one function
+    ],
+)
+def test_case_of_a_call(
+    name: str, dtypes: dict[str, int | None], ints: dict[str, int], case: str
+) -> None:
+    assert yaml_operators()[name].case_of(_Call(dtypes, ints)) == case
 
 
 def test_schema_parser_rejects_unmapped_types() -> None:

@@ -16,6 +16,8 @@ from executorch.exir import schema
 from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 from tests.target import harness
 
+from cortex_m_nn.embed import firmware
+from cortex_m_nn.embed.pte_source import model_facts
 from cortex_m_nn.serialize.pte import forward_plan, runtime_overhead
 
 pytestmark = pytest.mark.skipif(harness.missing() is not None, reason=str(harness.missing()))
@@ -41,6 +43,15 @@ def core_build(request: pytest.FixtureRequest) -> tuple[harness.Core, Path, dict
             harness.ModelRun("ds_cnn_wrong_reference", ds_cnn.compiled, ds_cnn.inputs, wrong),
             models_dir,
         )
+        # one image built for conv2d's int16 case where its program calls the int8 one
+        harness.write_model(
+            harness.ModelRun("ds_cnn_missing_case", ds_cnn.compiled, ds_cnn.inputs, wrong),
+            models_dir,
+        )
+        cases = model_facts(ds_cnn.compiled.pte).cases
+        assert "conv2d.int8" in cases
+        other = [c.replace("conv2d.int8", "conv2d.int16") for c in cases]
+        (models_dir / "ds_cnn_missing_case.cases").write_text(",".join(other))
     # every core: the per-channel shift check on its own code path (DS-CNN's test vector)
     harness.write_model(runs["ds_cnn"], models_dir / "damaged")
     for suffix in (".pte", ".test_vector.h"):
@@ -114,6 +125,36 @@ def test_a_damaged_shift_is_refused_on_every_core(core_build: tuple) -> None:
     assert result.returncode not in (0, 1), result.stdout  # 1: ran and compared (wrongly)
     assert "runner: load: " in result.stdout, result.stdout
     assert "refused its arguments" in result.stdout, result.stdout
+    assert "PASS" not in result.stdout and "output 0" not in result.stdout
+
+
+@pytest.mark.parametrize("model", harness.MODEL_NAMES)
+def test_image_links_only_the_cases_its_program_calls(core_build: tuple, model: str) -> None:
+    """The image's kernel cases (the case functions its symbol table holds) are exactly those
+    its program's calls run: none it does not call (the flash every image used to pay for
+    int16, int4 and the rest), none missing (the bit-exact run above needs each). And no
+    CMSIS-NN function of a width (the _s16 or _s4 its name ends in) that no linked case is of:
+    those come only with their cases."""
+    core, build_dir, runs = core_build
+    elf = build_dir / f"runner_{model}.elf"
+    called = set(model_facts(runs[model].compiled.pte).cases)
+    report = firmware.inspect(elf)
+    assert set(report["cases"]) == called
+    kinds = {case.split(".")[1] for case in called}
+    for width, kind in (("s16", "int16"), ("s4", "int4")):
+        if kind not in kinds:
+            assert width not in report["cmsis_nn_widths"], (width, report["cmsis_nn_widths"])
+
+
+def test_a_call_of_a_case_the_image_lacks_is_refused_at_load(core_build: tuple) -> None:
+    """An image built for other cases than its program calls (conv2d's int16 case for a
+    program of int8 convolutions) refuses the program when it is loaded, in one line."""
+    core, build_dir, _ = core_build
+    if core.name != "m55":
+        pytest.skip("checked once, on the M55 build")
+    result = harness.run(build_dir / "runner_ds_cnn_missing_case.elf", core)
+    assert result.returncode not in (0, 1), result.stdout
+    assert "calls a kernel case this image does not link" in result.stdout, result.stdout
     assert "PASS" not in result.stdout and "output 0" not in result.stdout
 
 

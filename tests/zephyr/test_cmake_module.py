@@ -133,6 +133,11 @@ def test_builds_only_the_kernels_the_model_calls(cmake, hello_pte, tmp_path) -> 
     register = next(Path(s) for s in sources if s.endswith("cortex_m_nn_register.cpp"))
     registered = set(re.findall(r'"cortex_m_nn::(\w+)\.out"', register.read_text()))
     assert registered == set(HELLO_KERNELS)
+    # ... and calls only the int8 cases the model runs: no int16 or int4 case function is
+    # referenced, and each is compiled in a section of its own, so the link drops them.
+    calls = set(re.findall(r"native::(\w+_out)\(", register.read_text()))
+    assert calls == {f"{name}_out" for name in HELLO_KERNELS}
+    assert kinds(tmp_path, "library_option") == ["-ffunction-sections -fdata-sections"]
     # The model in its own ROM section; the arena in ordinary data; one rounding.
     assert kinds(tmp_path, "linker") == [f"ROM_SECTIONS {ROOT / 'cmake' / 'model_rom.ld'}"]
     assert kinds(tmp_path, "library_definition") == []

@@ -12,6 +12,10 @@ them. Bytes are attributed to components by symbol:
 * ExecuTorch runtime: the ``executorch`` and ``torch`` C++ namespaces, flatbuffers, ``et_pal_*``;
 * application: every other symbol (the application, RTOS, C library);
 * unattributed: bytes of a section no symbol covers (padding, literal pools, tables).
+
+It also lists the kernel cases the image links (:func:`linked_cases`: each case's function by
+its name, ``operators.yaml``), with the bytes of each case's function, and CMSIS-NN's bytes by
+the width its function names end in (``_s8``, ``_s16``, ``_s4``; other helpers apart).
 """
 
 from __future__ import annotations
@@ -125,6 +129,72 @@ def _usage(
     return usage, table
 
 
+#: ``cortex_m_nn::native::<identifier>`` as the Itanium ABI mangles it (the identifier's length,
+#: then the identifier).
+_NATIVE = re.compile(r"^_ZN11cortex_m_nn6native(\d+)")
+#: A CMSIS-NN function's width: the last ``_s<N>`` of its name (``arm_convolve_s8`` → s8,
+#: ``arm_svdf_state_s16_s8`` → s8, ``arm_nn_mat_mult_nt_t_s16`` → s16).
+_WIDTH = re.compile(r"_(s4|s8|s16|s32|s64)(?:_|$)")
+
+
+def _functions(elf: ELFFile) -> dict[str, int]:
+    """Every function symbol's name and size (aliases of one address once, the first name)."""
+    found: dict[str, int] = {}
+    seen: set[int] = set()
+    symbols = elf.get_section_by_name(".symtab")
+    if not isinstance(symbols, SymbolTableSection):
+        return found
+    for symbol in symbols.iter_symbols():
+        if symbol["st_info"]["type"] != "STT_FUNC" or symbol["st_size"] == 0:
+            continue
+        address = symbol["st_value"] & ~1
+        if address not in seen:
+            seen.add(address)
+            found[symbol.name] = symbol["st_size"]
+    return found
+
+
+def _case_functions() -> dict[str, str]:
+    """Each kernel case's function name (namespace cortex_m_nn::native) → ``<op>.<case>``."""
+    from cortex_m_nn.core.operators import load_yaml
+
+    return {
+        op.case_function(case): f"{op.name}.{case}"
+        for op in load_yaml()[1]
+        for case in op.case_names
+    }
+
+
+def _linked_cases(functions: dict[str, int]) -> dict[str, int]:
+    names = _case_functions()
+    cases: dict[str, int] = {}
+    for symbol, size in functions.items():
+        match = _NATIVE.match(symbol)
+        if match:
+            identifier = symbol[match.end() : match.end() + int(match.group(1))]
+            if identifier in names:
+                cases[names[identifier]] = cases.get(names[identifier], 0) + size
+    return dict(sorted(cases.items()))
+
+
+def linked_cases(path: Path) -> dict[str, int]:
+    """The kernel cases (``conv2d.int8``) the image at ``path`` links, each with its function's
+    bytes: the cases it can run (a call of any other is refused at load)."""
+    with open(path, "rb") as stream:
+        return _linked_cases(_functions(ELFFile(stream)))
+
+
+def _cmsis_nn_widths(functions: dict[str, int]) -> dict[str, int]:
+    """CMSIS-NN's function bytes by width (``other``: helpers without one)."""
+    widths: dict[str, int] = {}
+    for symbol, size in functions.items():
+        if _CMSIS_NN.search(symbol):
+            match = _WIDTH.findall(symbol)
+            width = match[-1] if match else "other"
+            widths[width] = widths.get(width, 0) + size
+    return dict(sorted(widths.items()))
+
+
 def _model(elf: ELFFile, pte: bytes | None) -> dict[str, Any] | None:
     section = elf.get_section_by_name(MODEL_SECTION)
     if section is None:
@@ -186,6 +256,7 @@ def inspect(
             raise ValueError(f"{path} is an ELF for {elf['e_machine']}, not ARM")
         usage, sections = _usage(elf, classify, components)
         model = _model(elf, pte)
+        functions = _functions(elf)
     return {
         "elf": str(path),
         "flash_bytes": sum(s["size"] for s in sections if s["flash"]),
@@ -194,6 +265,8 @@ def inspect(
         "ram": usage.ram,
         "sections": sections,
         "model": model,
+        "cases": _linked_cases(functions),
+        "cmsis_nn_widths": _cmsis_nn_widths(functions),
     }
 
 
@@ -211,6 +284,15 @@ def to_text(report: dict[str, Any]) -> str:
             f"{component:<22} {f:>11,} {f / flash if flash else 0:>5.0%} "
             f"{r:>11,} {r / ram if ram else 0:>5.0%}"
         )
+    cases = report.get("cases", {})
+    widths = report.get("cmsis_nn_widths", {})
+    lines += [
+        "",
+        "kernel cases linked (B of each case's function): "
+        + (", ".join(f"{case} {size:,}" for case, size in cases.items()) or "none"),
+        "CMSIS-NN by width (B): "
+        + (", ".join(f"{width} {size:,}" for width, size in widths.items()) or "none"),
+    ]
     model = report["model"]
     lines.append("")
     if model is None:

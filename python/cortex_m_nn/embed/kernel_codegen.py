@@ -3,20 +3,27 @@
 ``operators.yaml`` (next to the operator definitions) lists every ``cortex_m_nn`` operator's
 ``.out`` schema and the operator ABI version. From it this writes:
 
-- ``cortex_m_nn_operators.h``: one declaration per operator,
-  ``void <name>_out(CallContext&, <inputs>, Tensor& out[, Tensor& scratch])``, which
+- ``cortex_m_nn_operators.h``: one declaration per kernel case (``core.operators``: the
+  default ``void <name>_out(CallContext&, <inputs>, Tensor& out[, Tensor& scratch])``, and
+  ``<name>_<case>_out`` with the same parameters for each other case), which
   ``kernels/op_<name>.cpp`` defines; a kernel whose signature disagrees with the schema leaves
   the declared function undefined and the library fails to link.
 - ``cortex_m_nn_register.cpp``: a boxed entry point per operator that finds the call's mode
   (``kernels/include/cortex_m_nn/call_mode.h``), checks the number and kinds of the arguments
   the program passes unless a proof pass has (so a ``.pte`` from another operator version is
-  refused with a message instead of misread) and registers it under ``cortex_m_nn::<name>.out``.
+  refused with a message instead of misread), picks the call's case by the conditions of
+  ``operators.yaml`` and calls its function; it is registered under ``cortex_m_nn::<name>.out``.
   An operator with a ``prepared`` kind (``kernels/include/cortex_m_nn/prepared.h``) also gets
   its argument positions (``<name>_args``) and ``<name>_prepared(CallContext&, EValue**)``,
-  which its kernel defines and its boxed entry calls for a proven call with a prepared entry.
+  which its kernel defines and its boxed entry calls for a proven call with a prepared entry
+  (a call of the default case).
 
-``--only`` restricts registration to the operators a program uses (selective build).
-Run: ``python -m cortex_m_nn.embed.kernel_codegen --output-dir DIR [--only conv2d,add]``.
+``--only`` restricts registration to what a program calls (selective build): an operator name
+registers all its cases, ``<name>.<case>`` one case. Only the registration source references a
+case's function, and the images link with ``--gc-sections``: a case a program does not call,
+and the CMSIS-NN functions only it calls, are not in the image. A call of a case left out is
+refused with one line (in the proof pass when the program is loaded, so at load).
+Run: ``python -m cortex_m_nn.embed.kernel_codegen --output-dir DIR [--only conv2d.int8,add]``.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cortex_m_nn.core.operators import YAML_NAME, Operator, load_yaml
+from cortex_m_nn.core.operators import DEFAULT_CASE, DTYPES, GIVEN, YAML_NAME, Operator, load_yaml
 
 HEADER_NAME = "cortex_m_nn_operators.h"
 SOURCE_NAME = "cortex_m_nn_register.cpp"
@@ -87,7 +94,11 @@ def header(version: int, operators: list[Operator]) -> str:
         params = ",\n    ".join(
             ["CallContext& context"] + [f"{CPP_TYPE[a.kind]} {a.name}" for a in op.arguments]
         )
-        lines += [f"// {op.func}", f"void {op.name}_out(\n    {params});", ""]
+        lines.append(f"// {op.func}")
+        for case in op.case_names:
+            if case != DEFAULT_CASE:
+                lines.append(f"// its {case} case")
+            lines += [f"void {op.case_function(case)}(\n    {params});", ""]
         if op.prepared:
             positions = ", ".join(f"{a.name} = {i}" for i, a in enumerate(op.arguments))
             lines += [
@@ -112,6 +123,7 @@ _SOURCE_PRELUDE = (
     "namespace cortex_m_nn {",
     "namespace {",
     "",
+    "using executorch::aten::ScalarType;",
     "using executorch::aten::Tensor;",
     "using executorch::runtime::Error;",
     "using executorch::runtime::EValue;",
@@ -146,6 +158,16 @@ _SOURCE_PRELUDE = (
     "  return ok;",
     "}",
     "",
+    "// A case of the kernel that this image does not link: it was built for a program that",
+    "// does not call it.",
+    "[[maybe_unused]] void missing_case(",
+    "    KernelRuntimeContext& context, const char* name, const char* which) {",
+    '  ET_LOG(Error, "cortex_m_nn::%s: the program calls the kernel\'s %s case, which this "',
+    '      "image does not link: build the image for this .pte (cortex-m-compile embed lists "',
+    '      "its cases)", name, which);',
+    "  context.fail(Error::OperatorMissing);",
+    "}",
+    "",
 )
 
 #: After the kernel table: the registration function and its static call.
@@ -171,14 +193,27 @@ _SOURCE_EPILOGUE = (
 )
 
 
-def _boxed(op: Operator) -> list[str]:
+def _condition(op: Operator, argument: str, expected: str | int) -> str:
+    """C++ of one test of a case's condition on the boxed stack (whose kinds are checked)."""
+    index = [a.name for a in op.arguments].index(argument)
+    value = f"stack[{index}]"
+    if expected == GIVEN:
+        return f"{value}->isTensor()"
+    if isinstance(expected, int):
+        return f"{value}->toInt() == {expected}"
+    dtype = f"{value}->toTensor().scalar_type() == ScalarType::{DTYPES[expected][1]}"
+    kind = next(a.kind for a in op.arguments if a.name == argument)
+    return f"({value}->isTensor() && {dtype})" if kind == "optional_tensor" else dtype
+
+
+def _boxed(op: Operator, linked: frozenset[str]) -> list[str]:
     """The boxed entry point of one operator: the call's mode, the stack's checks (unless
-    proven), then the kernel."""
+    proven), then the function of the call's case (``linked``: the cases this image has)."""
     lines = [
         f"void {op.name}_boxed(KernelRuntimeContext& runtime, Span<EValue*> stack) {{",
         "  CallContext context(runtime, stack.data());",
     ]
-    if op.prepared:
+    if op.prepared and DEFAULT_CASE in linked:
         lines += [
             "  if (context.prepared() != nullptr) {",
             f"    native::{op.name}_prepared(context, stack.data());",
@@ -208,35 +243,60 @@ def _boxed(op: Operator) -> list[str]:
             "    }",
         ]
     lines.append("  }")
-    calls = ",\n      ".join(
+    calls = ",\n        ".join(
         ["context"] + [f"stack[{i}]->{CONVERT[a.kind]}" for i, a in enumerate(op.arguments)]
     )
-    return [*lines, f"  native::{op.name}_out(\n      {calls});", "}", ""]
+
+    def run(case: str) -> str:
+        if case in linked:
+            return f"native::{op.case_function(case)}(\n        {calls});"
+        return f'missing_case(runtime, "{op.name}", "{case}");'
+
+    for case in op.cases:
+        condition = " &&\n      ".join(_condition(op, a, e) for a, e in case.when)
+        lines += [f"  if ({condition}) {{", f"    {run(case.name)}", "    return;", "  }"]
+    return [*lines, f"  {run(DEFAULT_CASE)}", "}", ""]
 
 
-def source(operators: list[Operator]) -> str:
-    """The generated registration source: one boxed entry point per operator, one table."""
+def source(operators: list[Operator], linked: dict[str, frozenset[str]] | None = None) -> str:
+    """The generated registration source: one boxed entry point per operator, one table;
+    ``linked``: each operator's cases this image has (default: all)."""
     lines = list(_SOURCE_PRELUDE)
     for op in operators:
-        lines += _boxed(op)
+        lines += _boxed(op, (linked or {}).get(op.name, frozenset(op.case_names)))
     lines += ["const Kernel kernels[] = {"]
     lines += [f'    Kernel("cortex_m_nn::{op.name}.out", {op.name}_boxed),' for op in operators]
     return "\n".join([*lines, *_SOURCE_EPILOGUE])
 
 
+def selection(only: set[str], operators: list[Operator]) -> dict[str, frozenset[str]]:
+    """``--only``'s names (``conv2d``: every case; ``conv2d.int16``: one) as each selected
+    operator's cases."""
+    by_name = {op.name: op for op in operators}
+    chosen: dict[str, set[str]] = {}
+    unknown = []
+    for name in only:
+        op_name, _, case = name.partition(".")
+        if op_name not in by_name or (case and case not in by_name[op_name].case_names):
+            unknown.append(name)
+            continue
+        chosen.setdefault(op_name, set()).update([case] if case else by_name[op_name].case_names)
+    if unknown:
+        raise SystemExit(f"unknown operators or cases {sorted(unknown)}; see {YAML_NAME}")
+    return {name: frozenset(cases) for name, cases in chosen.items()}
+
+
 def generate(output_dir: Path, only: set[str] | None = None, yaml_path: Path | None = None) -> None:
     version, operators = load_yaml(yaml_path)
+    linked = None
+    selected = operators
     if only is not None:
-        unknown = only - {op.name for op in operators}
-        if unknown:
-            raise SystemExit(f"unknown operators {sorted(unknown)}; see {YAML_NAME}")
-        selected = [op for op in operators if op.name in only]
-    else:
-        selected = operators
+        linked = selection(only, operators)
+        selected = [op for op in operators if op.name in linked]
     output_dir.mkdir(parents=True, exist_ok=True)
     # All declarations (every kernel file compiles); registration only of the selected ones.
     _write_if_changed(output_dir / HEADER_NAME, header(version, operators))
-    _write_if_changed(output_dir / SOURCE_NAME, source(selected))
+    _write_if_changed(output_dir / SOURCE_NAME, source(selected, linked))
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -249,7 +309,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output-dir", type=Path)
     parser.add_argument("--yaml", type=Path, help=f"default: the package's {YAML_NAME}")
     parser.add_argument(
-        "--only", help="comma-separated operator names (or ns::name.out) to register"
+        "--only",
+        help="comma-separated operators (name or ns::name.out: every case) or cases "
+        "(name.case) to register",
     )
     args = parser.parse_args(argv)
     if args.output_dir is None:
@@ -257,7 +319,7 @@ def main(argv: list[str] | None = None) -> None:
     only = None
     if args.only is not None:
         only = {
-            part.strip().removeprefix("cortex_m_nn::").removesuffix(".out")
+            part.strip().removeprefix("cortex_m_nn::").replace(".out", "")
             for part in args.only.split(",")
             if part.strip()
         }

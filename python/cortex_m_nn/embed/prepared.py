@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cortex_m_nn.core.cmsis_nn import mve_one_by_n_inexact
-from cortex_m_nn.core.operators import load_yaml
+from cortex_m_nn.core.operators import DEFAULT_CASE, load_yaml
 from cortex_m_nn.core.target import Isa
 from cortex_m_nn.serialize.pte_format import ExecutionPlan
 
@@ -198,11 +198,13 @@ ENTRIES: dict[str, Callable[[Call, Isa], dict[str, Initializer] | None]] = {
 
 @dataclass(frozen=True)
 class PreparedCall:
-    """One kernel call's entry: the operator, its kind and fields (kind 0: no fields)."""
+    """One kernel call's entry: the operator, its kind and fields (kind 0: no fields), and the
+    kernel case it runs (``core.operators``: what the image must link for it)."""
 
     operator: str
     kind: int
     fields: dict[str, Initializer] | None
+    case: str = DEFAULT_CASE
 
     @property
     def kind_name(self) -> str:
@@ -221,12 +223,14 @@ def prepared_calls(plan: ExecutionPlan, isa: Isa) -> list[PreparedCall]:
         if not name.startswith("cortex_m_nn::"):
             continue
         op = operators[name.removeprefix("cortex_m_nn::")]
-        if not op.prepared:
-            calls.append(PreparedCall(op.name, 0, None))
-            continue
         names = [a.name for a in op.arguments]
-        fields = ENTRIES[op.name](Call(plan, names, instruction.args[: len(names)]), isa)
-        calls.append(PreparedCall(op.name, op.prepared if fields else 0, fields))
+        call = Call(plan, names, instruction.args[: len(names)])
+        case = op.case_of(call)
+        if not op.prepared:
+            calls.append(PreparedCall(op.name, 0, None, case))
+            continue
+        fields = ENTRIES[op.name](call, isa)
+        calls.append(PreparedCall(op.name, op.prepared if fields else 0, fields, case))
     return calls
 
 

@@ -144,6 +144,12 @@ class ModelFacts:
         )
 
     @property
+    def cases(self) -> tuple[str, ...]:
+        """The kernel cases (``conv2d.int8``, ``conv2d.int16``) forward calls, in first-call
+        order: what an image must link, and all it needs to (``embed.kernel_codegen --only``)."""
+        return tuple(dict.fromkeys(f"{call.operator}.{call.case}" for call in self.prepared))
+
+    @property
     def prim_operators(self) -> tuple[str, ...]:
         """ExecuTorch's primitive operators (``executorch_prim::…``) the program calls."""
         return tuple(op for op in self.operators if op.startswith(_PRIM))
@@ -326,6 +332,7 @@ def cmake_facts(facts: ModelFacts) -> str:
     """``cortex_m_nn_model.cmake``: the variables the Zephyr module's build reads."""
     values = {
         "CORTEX_M_NN_MODEL_KERNELS": _cmake_list(facts.kernels),
+        "CORTEX_M_NN_MODEL_CASES": _cmake_list(facts.cases),
         "CORTEX_M_NN_MODEL_PRIM_OPERATORS": _cmake_list(facts.prim_operators),
         "CORTEX_M_NN_MODEL_FALLBACK_OPERATORS": _cmake_list(facts.fallback_operators),
         "CORTEX_M_NN_MODEL_CORE": _cmake_list((facts.core,)),

@@ -19,17 +19,22 @@ from cortex_m_nn.ops.library import SCHEMAS
 
 def sync_yaml(path: Path | None = None) -> None:
     """Rewrite the operator list from the operators Python defines (a developer step; the
-    header comment, ``version`` and each operator's ``prepared:`` line stay: bump the version
-    by hand when a schema changes)."""
+    header comment, ``version`` and each operator's ``prepared:`` and ``cases:`` stay: bump the
+    version by hand when a schema changes)."""
     path = path or yaml_path()
     text = path.read_text()
     head = text[: text.index("operators:")]
-    prepared = {operator.name: operator.prepared for operator in load_yaml(path)[1]}
+    kept = {operator.name: operator for operator in load_yaml(path)[1]}
     entries = []
     for name in sorted(SCHEMAS):
         entries.append(f"- func: {getattr(torch.ops.cortex_m_nn, name).out._schema}")
-        if prepared.get(name):
-            entries.append(f"  prepared: {prepared[name]}")
+        if name in kept and kept[name].prepared:
+            entries.append(f"  prepared: {kept[name].prepared}")
+        if name in kept and kept[name].cases:
+            entries.append("  cases:")
+            for case in kept[name].cases:
+                when = ", ".join(f"{argument}: {expected}" for argument, expected in case.when)
+                entries.append(f"    {case.name}: {{{when}}}")
     path.write_text(head + "operators:\n" + "\n".join(entries) + "\n")
 
 
