@@ -1,7 +1,7 @@
 // cortex_m_nn::linear.out, one function per case (operators.yaml): linear_out →
-// arm_fully_connected_s8 (per-tensor requantization: the multiplier and shift numbers) or
-// arm_fully_connected_per_channel_s8 (per output channel: the multipliers and shifts tensors,
-// the numbers 0). On MVE the program passes the compile-time kernel sums (bias folded in) as
+// arm_fully_connected_s8 (per-tensor requantization: the multiplier and shift numbers);
+// linear_per_channel_out (the multipliers tensor given) → arm_fully_connected_per_channel_s8
+// (per output channel: the multipliers and shifts tensors, the numbers 0); both prepared. On MVE the program passes the compile-time kernel sums (bias folded in) as
 // CMSIS-NN's context buffer; elsewhere it passes the bias. linear_int16_out (an int16 input) →
 // arm_fully_connected_s16: zero points 0, int64 bias, per tensor, no kernel sums, no prepared
 // entry. linear_int4_out (int4 weights: uint8 [out, in / 2], packed pairs) →
@@ -89,20 +89,25 @@ arm_cmsis_nn_status call_per_tensor(
       out);
 }
 
-// The int8 call of an entry: per tensor, or per channel with the multipliers and shifts tensors.
+// The int8 call of an entry: per tensor, or (kPerChannel, the per_channel case) per channel with
+// the multipliers and shifts tensors.
+template <bool kPerChannel>
 arm_cmsis_nn_status fully_connected(
     const cmsis_nn_context& buffer, const cortex_m_nn_linear_prepared& p,
     const Tensor* multipliers, const Tensor* shifts, const int8_t* input, const int8_t* weight,
     const int32_t* bias, int8_t* out) {
-  if (!p.per_channel) {
+  if constexpr (!kPerChannel) {
+    (void)multipliers;
+    (void)shifts;
     return call_per_tensor(arm_fully_connected_s8, buffer, p, input, weight, bias, out);
+  } else {
+    const cmsis_nn_per_channel_quant_params quant{
+        const_cast<int32_t*>(multipliers->const_data_ptr<int32_t>()),
+        const_cast<int32_t*>(shifts->const_data_ptr<int32_t>())};
+    return arm_fully_connected_per_channel_s8(
+        &buffer, &p.params, &quant, &p.input, input, &p.filter, weight, &p.bias, bias,
+        &p.output, out);
   }
-  const cmsis_nn_per_channel_quant_params quant{
-      const_cast<int32_t*>(multipliers->const_data_ptr<int32_t>()),
-      const_cast<int32_t*>(shifts->const_data_ptr<int32_t>())};
-  return arm_fully_connected_per_channel_s8(
-      &buffer, &p.params, &quant, &p.input, input, &p.filter, weight, &p.bias, bias, &p.output,
-      out);
 }
 
 // The matrix shapes: input [..., in], weight int8 [out, in], out [..., out] of `activations`
@@ -210,6 +215,59 @@ void linear_unprepared(CallContext& context, const Tensor& input, const Tensor& 
                                  optional_data<int32_t>(v.bias), out.mutable_data_ptr<int8_t>()));
   }
 }
+
+// The int8 cases: per tensor (kPerChannel false: linear_out) or per channel
+// (linear_per_channel_out).
+template <bool kPerChannel>
+void linear_s8(
+    CallContext& context, const Tensor& input, const Tensor& weight, const LinearVectors& v,
+    const FcQuant& q, Tensor& out) {
+  LinearShape shape{};
+  if (!check_shapes(context, input, weight, out, ScalarType::Char, &shape)) {
+    return;
+  }
+  cmsis_nn_context buffer{};
+  if ((context.checks() && !check_vectors(context, shape.out_features, v, q)) ||
+      !check_fc_quant(context, "linear", q) ||
+      !kernel_sums_buffer(context, v.kernel_sums, &buffer)) {
+    return;
+  }
+  const cortex_m_nn_linear_prepared derived = shape.entry(q, kPerChannel);
+  const auto kind = CORTEX_M_NN_PREPARED_LINEAR;
+  if ((context.checks() && !context.prepared_agrees("linear", kind, &derived, sizeof(derived))) ||
+      !context.computes()) {
+    return;
+  }
+  check_status(
+      context, "linear",
+      fully_connected<kPerChannel>(
+          buffer, derived, kPerChannel ? &v.multipliers.value() : nullptr,
+          kPerChannel ? &v.shifts.value() : nullptr, input.const_data_ptr<int8_t>(),
+          weight.const_data_ptr<int8_t>(), optional_data<int32_t>(v.bias),
+          out.mutable_data_ptr<int8_t>()));
+}
+
+// A proven call of an int8 case from its prepared entry.
+template <bool kPerChannel>
+void linear_s8_prepared(CallContext& context, EValue** args) {
+  const auto& p = *static_cast<const cortex_m_nn_linear_prepared*>(context.prepared());
+  using a = linear_args;
+  // the program's kernel sums on MVE (the proof checked they are there), nothing elsewhere
+  const Tensor* sums = args[a::kernel_sums]->isTensor() ? &proven_tensor(args, a::kernel_sums)
+                                                        : nullptr;
+  const cmsis_nn_context buffer{
+      sums ? const_cast<int32_t*>(sums->const_data_ptr<int32_t>()) : nullptr,
+      sums ? static_cast<int32_t>(sums->numel() * sizeof(int32_t)) : 0};
+  check_status(
+      context, "linear",
+      fully_connected<kPerChannel>(
+          buffer, p, kPerChannel ? &proven_tensor(args, a::multipliers) : nullptr,
+          kPerChannel ? &proven_tensor(args, a::shifts) : nullptr,
+          proven_tensor(args, a::input).const_data_ptr<int8_t>(),
+          proven_tensor(args, a::weight).const_data_ptr<int8_t>(),
+          proven_optional_data<int32_t>(args, a::bias),
+          proven_tensor(args, a::out).mutable_data_ptr<int8_t>()));
+}
 }  // namespace
 
 void linear_out(
@@ -229,29 +287,18 @@ void linear_out(
     Tensor& out) {
   const FcQuant q{
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
-  const LinearVectors v{bias, kernel_sums, multipliers, shifts};
-  LinearShape shape{};
-  if (!check_shapes(context, input, weight, out, ScalarType::Char, &shape)) {
-    return;
-  }
-  cmsis_nn_context buffer{};
-  if ((context.checks() && !check_vectors(context, shape.out_features, v, q)) ||
-      !check_fc_quant(context, "linear", q) || !kernel_sums_buffer(context, kernel_sums, &buffer)) {
-    return;
-  }
-  const cortex_m_nn_linear_prepared derived = shape.entry(q, multipliers.has_value());
-  const auto kind = CORTEX_M_NN_PREPARED_LINEAR;
-  if ((context.checks() && !context.prepared_agrees("linear", kind, &derived, sizeof(derived))) ||
-      !context.computes()) {
-    return;
-  }
-  check_status(
-      context, "linear",
-      fully_connected(
-          buffer, derived, derived.per_channel ? &multipliers.value() : nullptr,
-          derived.per_channel ? &shifts.value() : nullptr, input.const_data_ptr<int8_t>(),
-          weight.const_data_ptr<int8_t>(), optional_data<int32_t>(bias),
-          out.mutable_data_ptr<int8_t>()));
+  linear_s8<false>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q, out);
+}
+
+void linear_per_channel_out(
+    CallContext& context, const Tensor& input, const Tensor& weight,
+    const std::optional<Tensor>& bias, const std::optional<Tensor>& kernel_sums,
+    const std::optional<Tensor>& multipliers, const std::optional<Tensor>& shifts,
+    int64_t input_offset, int64_t output_offset, int64_t multiplier, int64_t shift,
+    int64_t activation_min, int64_t activation_max, Tensor& out) {
+  const FcQuant q{
+      input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
+  linear_s8<true>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q, out);
 }
 
 void linear_int16_out(
@@ -279,23 +326,11 @@ void linear_int4_out(
 }
 
 void linear_prepared(CallContext& context, EValue** args) {
-  const auto& p = *static_cast<const cortex_m_nn_linear_prepared*>(context.prepared());
-  using a = linear_args;
-  // the program's kernel sums on MVE (the proof checked they are there), nothing elsewhere
-  const Tensor* sums = args[a::kernel_sums]->isTensor() ? &proven_tensor(args, a::kernel_sums)
-                                                        : nullptr;
-  const cmsis_nn_context buffer{
-      sums ? const_cast<int32_t*>(sums->const_data_ptr<int32_t>()) : nullptr,
-      sums ? static_cast<int32_t>(sums->numel() * sizeof(int32_t)) : 0};
-  check_status(
-      context, "linear",
-      fully_connected(
-          buffer, p, p.per_channel ? &proven_tensor(args, a::multipliers) : nullptr,
-          p.per_channel ? &proven_tensor(args, a::shifts) : nullptr,
-          proven_tensor(args, a::input).const_data_ptr<int8_t>(),
-          proven_tensor(args, a::weight).const_data_ptr<int8_t>(),
-          proven_optional_data<int32_t>(args, a::bias),
-          proven_tensor(args, a::out).mutable_data_ptr<int8_t>()));
+  linear_s8_prepared<false>(context, args);
+}
+
+void linear_per_channel_prepared(CallContext& context, EValue** args) {
+  linear_s8_prepared<true>(context, args);
 }
 
 }  // namespace native

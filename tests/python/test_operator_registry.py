@@ -68,8 +68,16 @@ def test_generated_registration_covers_each_operator(tmp_path: Path) -> None:
     assert f"#define CORTEX_M_NN_OPS_VERSION {version}" in header
     for name, op in yaml_operators().items():
         assert f'Kernel("cortex_m_nn::{name}.out", {name}_boxed)' in source
-        # arguments + one return value; the boxed entry refuses any other count
-        assert f'arguments_match(runtime, stack, "{name}", {len(op.arguments) + 1})' in source
+        # one letter per argument (+ the return value): the boxed entry refuses another count
+        # or kind
+        kinds = re.search(rf'arguments_match\(runtime, stack, "{name}", "(\w*)"\)', source)
+        assert kinds is not None and len(kinds.group(1)) == len(op.arguments)
+        letters = {"tensor": "t", "out": "t", "optional_tensor": "o", "int": "i", "int_list": "l"}
+        assert all(
+            letters[a.kind] == letter
+            for a, letter in zip(op.arguments, kinds.group(1), strict=True)
+            if a.kind in letters
+        )
 
 
 def test_selective_registration(tmp_path: Path) -> None:
@@ -113,6 +121,26 @@ def test_registration_of_cases_references_only_the_linked_ones(tmp_path: Path) -
     assert "add_prepared" in add and "missing_case" not in add
 
 
+def test_a_case_with_a_prepared_form_is_dispatched_among_the_prepared_calls(
+    tmp_path: Path,
+) -> None:
+    """linear's per_channel case has its own prepared function: a proven call with an entry and
+    a multipliers tensor goes there; per tensor alone, a per-channel entry is refused."""
+    kernel_codegen.main(["--output-dir", str(tmp_path), "--only", "linear.per_channel,conv2d"])
+    source = (tmp_path / kernel_codegen.SOURCE_NAME).read_text()
+    linear = _boxed(source, "linear")
+    prepared = linear[linear.index("context.prepared() != nullptr") : linear.index("checks()")]
+    assert "stack[4]->isTensor()" in prepared  # multipliers, argument 4
+    assert "native::linear_per_channel_prepared(" in prepared
+    assert 'missing_case(runtime, "linear", "int8")' in prepared
+    header = (tmp_path / kernel_codegen.HEADER_NAME).read_text()
+    assert "void linear_per_channel_prepared(CallContext& context, EValue** args);" in header
+    kernel_codegen.main(["--output-dir", str(tmp_path), "--only", "linear.int8"])
+    linear = _boxed((tmp_path / kernel_codegen.SOURCE_NAME).read_text(), "linear")
+    assert "native::linear_prepared(" in linear
+    assert 'missing_case(runtime, "linear", "per_channel")' in linear
+
+
 def test_case_conditions_read_the_schema() -> None:
     """A condition tests a tensor's dtype, an optional tensor given, or an int's value; one on
     an argument the schema lacks, or of the wrong kind, is refused when the yaml is read."""
@@ -153,6 +181,9 @@ class _Call:
         ("quantize", {}, {"dtype": 1}, "int8"),
         ("quantize", {}, {"dtype": 2}, "int16"),
         ("svdf", {"state": 2}, {}, "int16"),
+        ("linear", {"input": 1, "weight": 1, "multipliers": None}, {}, "int8"),
+        ("linear", {"input": 1, "weight": 1, "multipliers": 3}, {}, "per_channel"),
+        ("linear", {"input": 2, "weight": 1, "multipliers": None}, {}, "int16"),
         ("transpose", {"input": 2}, {}, "int8"),  # no cases: one function
     ],
 )

@@ -103,6 +103,9 @@ class Operator:
     prepared: int = 0
     #: its non-default kernel cases, in the order their conditions are tried
     cases: tuple[Case, ...] = ()
+    #: the non-default cases with a prepared form too (``<name>_<case>_prepared``; the default
+    #: case has one when ``prepared`` is set)
+    prepared_cases: tuple[str, ...] = ()
 
     @property
     def case_names(self) -> tuple[str, ...]:
@@ -116,6 +119,10 @@ class Operator:
     def case_function(self, case: str) -> str:
         """The kernel function (namespace cortex_m_nn::native) that runs ``case``."""
         return f"{self.name}_out" if case == DEFAULT_CASE else f"{self.name}_{case}_out"
+
+    def prepared_function(self, case: str) -> str:
+        """The kernel function that runs a proven call of ``case`` from its prepared entry."""
+        return f"{self.name}_prepared" if case == DEFAULT_CASE else f"{self.name}_{case}_prepared"
 
     @property
     def stack_size(self) -> int:
@@ -186,7 +193,16 @@ def load_yaml(path: Path | None = None) -> tuple[int, list[Operator]]:
         op = dataclasses.replace(
             parse_operator(entry["func"]), prepared=int(entry.get("prepared", 0))
         )
-        operators.append(dataclasses.replace(op, cases=parse_cases(op, entry.get("cases", {}))))
+        op = dataclasses.replace(op, cases=parse_cases(op, entry.get("cases", {})))
+        prepared_cases = tuple(entry.get("prepared_cases", ()))
+        if prepared_cases and (
+            not op.prepared or not set(prepared_cases) <= set(op.case_names[1:])
+        ):
+            raise ValueError(
+                f"{op.name}: prepared_cases {list(prepared_cases)} must be cases of an operator "
+                "with a prepared kind"
+            )
+        operators.append(dataclasses.replace(op, prepared_cases=prepared_cases))
     return int(data["version"]), operators
 
 

@@ -132,8 +132,9 @@ def _usage(
 #: ``cortex_m_nn::native::<identifier>`` as the Itanium ABI mangles it (the identifier's length,
 #: then the identifier).
 _NATIVE = re.compile(r"^_ZN11cortex_m_nn6native(\d+)")
-#: A CMSIS-NN function's width: the last ``_s<N>`` of its name (``arm_convolve_s8`` → s8,
-#: ``arm_svdf_state_s16_s8`` → s8, ``arm_nn_mat_mult_nt_t_s16`` → s16).
+#: A CMSIS-NN function's width: the first ``_s<N>`` of its name (``arm_convolve_s8`` → s8,
+#: ``arm_svdf_state_s16_s8`` → s16, its state's; ``arm_s8_to_s16_unordered_with_offset`` → s8,
+#: its input's).
 _WIDTH = re.compile(r"_(s4|s8|s16|s32|s64)(?:_|$)")
 
 
@@ -189,8 +190,8 @@ def _cmsis_nn_widths(functions: dict[str, int]) -> dict[str, int]:
     widths: dict[str, int] = {}
     for symbol, size in functions.items():
         if _CMSIS_NN.search(symbol):
-            match = _WIDTH.findall(symbol)
-            width = match[-1] if match else "other"
+            match = _WIDTH.search(symbol)
+            width = match.group(1) if match else "other"
             widths[width] = widths.get(width, 0) + size
     return dict(sorted(widths.items()))
 

@@ -29,6 +29,7 @@ Run: ``python -m cortex_m_nn.embed.kernel_codegen --output-dir DIR [--only conv2
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from cortex_m_nn.core.operators import DEFAULT_CASE, DTYPES, GIVEN, YAML_NAME, Operator, load_yaml
@@ -48,15 +49,17 @@ CPP_TYPE = {
     "bool": "bool",
     "out": "Tensor&",
 }
-CHECK = {
-    "tensor": "v->isTensor()",
-    "optional_tensor": "v->isTensor() || v->isNone()",
-    "int": "v->isInt()",
-    "float": "v->isDouble()",
-    "int_list": "v->isIntList()",
-    "tensor_list": "v->isTensorList()",
-    "bool": "v->isBool()",
-    "out": "v->isTensor()",
+#: Each argument kind's letter in an operator's kinds string, which the registration's one
+#: argument check (``arguments_match``) reads.
+KIND_LETTER = {
+    "tensor": "t",
+    "optional_tensor": "o",
+    "int": "i",
+    "float": "f",
+    "int_list": "l",
+    "tensor_list": "L",
+    "bool": "b",
+    "out": "t",
 }
 CONVERT = {
     "tensor": "toTensor()",
@@ -106,7 +109,10 @@ def header(version: int, operators: list[Operator]) -> str:
                 f"struct {op.name}_args {{",
                 f"  enum : size_t {{ {positions} }};",
                 "};",
-                f"void {op.name}_prepared(CallContext& context, EValue** args);",
+                *(
+                    f"void {op.prepared_function(case)}(CallContext& context, EValue** args);"
+                    for case in (DEFAULT_CASE, *op.prepared_cases)
+                ),
                 "",
             ]
     lines += ["}  // namespace native", "}  // namespace cortex_m_nn", ""]
@@ -120,6 +126,8 @@ _SOURCE_PRELUDE = (
     "",
     "#include <executorch/runtime/kernel/operator_registry.h>",
     "",
+    "#include <cstring>",
+    "",
     "namespace cortex_m_nn {",
     "namespace {",
     "",
@@ -131,12 +139,15 @@ _SOURCE_PRELUDE = (
     "using executorch::runtime::KernelRuntimeContext;",
     "using executorch::runtime::Span;",
     "",
-    "// A program built for another operator version passes other arguments: refuse it.",
+    "// A program built for another operator version passes other arguments: refuse it. `kinds`",
+    "// has one letter per argument (t tensor, o optional tensor, i int, f float, l int list,",
+    "// L tensor list, b bool); the stack holds them and the return value.",
     "bool arguments_match(",
     "    KernelRuntimeContext& context,",
     "    Span<EValue*> stack,",
     "    const char* name,",
-    "    size_t expected) {",
+    "    const char* kinds) {",
+    "  const size_t expected = strlen(kinds) + 1;",
     "  if (stack.size() != expected) {",
     '    ET_LOG(Error, "cortex_m_nn::%s: %zu arguments, kernels expect %zu: the .pte was "',
     '        "compiled for another cortex_m_nn operator version (kernels: %d); recompile "',
@@ -145,17 +156,28 @@ _SOURCE_PRELUDE = (
     "    context.fail(Error::InvalidProgram);",
     "    return false;",
     "  }",
-    "  return true;",
-    "}",
-    "",
-    "bool argument_kind(KernelRuntimeContext& context, bool ok, const char* name, int index) {",
-    "  if (!ok) {",
-    '    ET_LOG(Error, "cortex_m_nn::%s: argument %d has the wrong type: the .pte was "',
-    '        "compiled for another cortex_m_nn operator version (kernels: %d)", name, index,',
-    "        CORTEX_M_NN_OPS_VERSION);",
-    "    context.fail(Error::InvalidProgram);",
+    "  for (size_t i = 0; kinds[i] != '\\0'; ++i) {",
+    "    const EValue* v = stack[i];",
+    "    bool ok = false;",
+    "    switch (kinds[i]) {",
+    "      case 't': ok = v->isTensor(); break;",
+    "      case 'o': ok = v->isTensor() || v->isNone(); break;",
+    "      case 'i': ok = v->isInt(); break;",
+    "      case 'f': ok = v->isDouble(); break;",
+    "      case 'l': ok = v->isIntList(); break;",
+    "      case 'L': ok = v->isTensorList(); break;",
+    "      case 'b': ok = v->isBool(); break;",
+    "      default: break;",
+    "    }",
+    "    if (!ok) {",
+    '      ET_LOG(Error, "cortex_m_nn::%s: argument %d has the wrong type: the .pte was "',
+    '          "compiled for another cortex_m_nn operator version (kernels: %d)", name, (int)i,',
+    "          CORTEX_M_NN_OPS_VERSION);",
+    "      context.fail(Error::InvalidProgram);",
+    "      return false;",
+    "    }",
     "  }",
-    "  return ok;",
+    "  return true;",
     "}",
     "",
     "// A case of the kernel that this image does not link: it was built for a program that",
@@ -206,23 +228,45 @@ def _condition(op: Operator, argument: str, expected: str | int) -> str:
     return f"({value}->isTensor() && {dtype})" if kind == "optional_tensor" else dtype
 
 
+def _dispatch(op: Operator, cases: tuple[str, ...], run: Callable[[str], str]) -> list[str]:
+    """The lines that run the call's case among ``cases`` (the default last): each other one's
+    condition in turn, then the default."""
+    lines = []
+    for case in op.cases:
+        if case.name in cases:
+            condition = " &&\n      ".join(_condition(op, a, e) for a, e in case.when)
+            lines += [f"  if ({condition}) {{", f"    {run(case.name)}", "    return;", "  }"]
+    return [*lines, f"  {run(DEFAULT_CASE)}"]
+
+
 def _boxed(op: Operator, linked: frozenset[str]) -> list[str]:
-    """The boxed entry point of one operator: the call's mode, the stack's checks (unless
-    proven), then the function of the call's case (``linked``: the cases this image has)."""
+    """The boxed entry point of one operator: a proven call with a prepared entry to its case's
+    prepared function; else the call's mode, the stack's checks (unless proven), then the
+    function of the call's case (``linked``: the cases this image has; a call of another is
+    refused)."""
     lines = [
         f"void {op.name}_boxed(KernelRuntimeContext& runtime, Span<EValue*> stack) {{",
         "  CallContext context(runtime, stack.data());",
     ]
-    if op.prepared and DEFAULT_CASE in linked:
+    prepared = (DEFAULT_CASE, *op.prepared_cases) if op.prepared else ()
+    if any(case in linked for case in prepared):
+
+        def run_prepared(case: str) -> str:
+            if case in linked:
+                return f"native::{op.prepared_function(case)}(context, stack.data());"
+            return f'missing_case(runtime, "{op.name}", "{case}");'
+
+        body = _dispatch(op, prepared, run_prepared)
         lines += [
             "  if (context.prepared() != nullptr) {",
-            f"    native::{op.name}_prepared(context, stack.data());",
+            *(f"  {line}" for line in body),
             "    return;",
             "  }",
         ]
+    kinds = "".join(KIND_LETTER[a.kind] for a in op.arguments)
     lines += [
         "  if (context.checks()) {",
-        f'    if (!arguments_match(runtime, stack, "{op.name}", {op.stack_size})) {{',
+        f'    if (!arguments_match(runtime, stack, "{op.name}", "{kinds}")) {{',
         "      return;",
         "    }",
     ]
@@ -231,15 +275,6 @@ def _boxed(op: Operator, linked: frozenset[str]) -> list[str]:
             f'    if (!context.prepared_agrees("{op.name}", CORTEX_M_NN_PREPARED_NONE, nullptr,'
             " 0)) {",
             "      return;",
-            "    }",
-        ]
-    for index, argument in enumerate(op.arguments):
-        lines += [
-            "    {",
-            f"      const EValue* v = stack[{index}];",
-            f'      if (!argument_kind(runtime, {CHECK[argument.kind]}, "{op.name}", {index})) {{',
-            "        return;",
-            "      }",
             "    }",
         ]
     lines.append("  }")
@@ -252,10 +287,7 @@ def _boxed(op: Operator, linked: frozenset[str]) -> list[str]:
             return f"native::{op.case_function(case)}(\n        {calls});"
         return f'missing_case(runtime, "{op.name}", "{case}");'
 
-    for case in op.cases:
-        condition = " &&\n      ".join(_condition(op, a, e) for a, e in case.when)
-        lines += [f"  if ({condition}) {{", f"    {run(case.name)}", "    return;", "  }"]
-    return [*lines, f"  {run(DEFAULT_CASE)}", "}", ""]
+    return [*lines, *_dispatch(op, op.case_names, run), "}", ""]
 
 
 def source(operators: list[Operator], linked: dict[str, frozenset[str]] | None = None) -> str:

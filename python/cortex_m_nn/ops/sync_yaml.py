@@ -19,8 +19,8 @@ from cortex_m_nn.ops.library import SCHEMAS
 
 def sync_yaml(path: Path | None = None) -> None:
     """Rewrite the operator list from the operators Python defines (a developer step; the
-    header comment, ``version`` and each operator's ``prepared:`` and ``cases:`` stay: bump the
-    version by hand when a schema changes)."""
+    header comment, ``version`` and each operator's ``prepared:``, ``cases:`` and
+    ``prepared_cases:`` stay: bump the version by hand when a schema changes)."""
     path = path or yaml_path()
     text = path.read_text()
     head = text[: text.index("operators:")]
@@ -35,6 +35,8 @@ def sync_yaml(path: Path | None = None) -> None:
             for case in kept[name].cases:
                 when = ", ".join(f"{argument}: {expected}" for argument, expected in case.when)
                 entries.append(f"    {case.name}: {{{when}}}")
+        if name in kept and kept[name].prepared_cases:
+            entries.append(f"  prepared_cases: [{', '.join(kept[name].prepared_cases)}]")
     path.write_text(head + "operators:\n" + "\n".join(entries) + "\n")
 
 
