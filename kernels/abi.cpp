@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <string_view>
+
 #include <executorch/runtime/executor/memory_manager.h>
 #include <executorch/runtime/executor/method.h>
 
@@ -24,28 +26,37 @@ using executorch::runtime::Method;
 using executorch::runtime::Program;
 using executorch::runtime::Result;
 
-// The value of the constant method `name` (added by cortex-m-compile) as text.
-bool read_metadata(Program& program, MemoryAllocator& scratch, const char* name, char* out,
-                   size_t size) {
-  bool read = false;
+// The records a program holds about its ABI: the constant method cortex_m_nn_metadata (added
+// by cortex-m-compile), one "name=value" line per record. Each of `count` keys' values is copied
+// into its buffer of `size` bytes; false unless every key has a record.
+bool read_metadata(Program& program, MemoryAllocator& scratch, const char* const* keys,
+                   char* const* values, size_t size, size_t count) {
+  size_t found = 0;
   {
     MemoryManager manager(&scratch);
-    Result<Method> method = program.load_method(name, &manager);
-    if (method.ok() && method->outputs_size() == 1) {
-      const EValue& value = method->get_output(0);
-      if (value.isString()) {
-        std::string_view text = value.toString();
-        snprintf(out, size, "%.*s", static_cast<int>(text.size()), text.data());
-        read = true;
-      } else if (value.isInt()) {
-        // %ld, not %lld: newlib-nano's printf (lean images) has no long long
-        snprintf(out, size, "%ld", static_cast<long>(value.toInt()));
-        read = true;
+    Result<Method> method = program.load_method("cortex_m_nn_metadata", &manager);
+    if (method.ok() && method->outputs_size() == 1 && method->get_output(0).isString()) {
+      const std::string_view text = method->get_output(0).toString();
+      size_t start = 0;
+      while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        end = end == std::string_view::npos ? text.size() : end;
+        const std::string_view line = text.substr(start, end - start);
+        for (size_t k = 0; k < count; ++k) {
+          const size_t length = strlen(keys[k]);
+          if (line.size() > length && line.compare(0, length, keys[k]) == 0 &&
+              line[length] == '=') {
+            snprintf(values[k], size, "%.*s", static_cast<int>(line.size() - length - 1),
+                     line.data() + length + 1);
+            ++found;
+          }
+        }
+        start = end + 1;
       }
     }
   }
   scratch.reset();
-  return read;
+  return found == count;
 }
 
 }  // namespace
@@ -53,14 +64,13 @@ bool read_metadata(Program& program, MemoryAllocator& scratch, const char* name,
 AbiCheck check_program_abi(Program& program, MemoryAllocator& scratch) {
   AbiCheck check{AbiStatus::kMatch, "", ""};
   char isa[16], rounding[16], ops_version[16];
-  if (!read_metadata(program, scratch, "cortex_m_nn_isa", isa, sizeof(isa)) ||
-      !read_metadata(program, scratch, "cortex_m_nn_rounding", rounding, sizeof(rounding)) ||
-      !read_metadata(program, scratch, "cortex_m_nn_ops_version", ops_version,
-                     sizeof(ops_version))) {
+  const char* const keys[] = {"isa", "rounding", "ops_version"};
+  char* const values[] = {isa, rounding, ops_version};
+  if (!read_metadata(program, scratch, keys, values, sizeof(isa), 3)) {
     check.status = AbiStatus::kNoTarget;
     snprintf(check.message, sizeof(check.message),
              "the .pte records no cortex_m_nn target (isa, rounding, operator version): "
-             "compile it with cortex-m-compile");
+             "compile it with this cortex-m-compile");
     return check;
   }
   snprintf(check.program, sizeof(check.program), "isa=%s rounding=%s ops_version=%s", isa,

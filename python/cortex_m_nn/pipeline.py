@@ -40,7 +40,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from tqdm import tqdm
 
 import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
-from cortex_m_nn.core.abi import ProgramAbi, Rounding
+from cortex_m_nn.core.abi import ProgramAbi, Rounding, encode_metadata
 from cortex_m_nn.core.errors import CompileError, mark_stage, stage
 from cortex_m_nn.core.options import IoType, QuantizationOptions
 from cortex_m_nn.core.rewrites import rewrite_for
@@ -170,10 +170,10 @@ class CompiledProgram:
         return self.serialised.memory
 
 
-def metadata(abi: ProgramAbi, io: ProgramIo | None = None) -> dict[str, str | int]:
-    """What the .pte records about how it was compiled (kernels built differently refuse it)
-    and, for int8 inputs and outputs, their quantization."""
-    return {**abi.metadata(), **(io.metadata() if io is not None else {})}
+def metadata(abi: ProgramAbi, io: ProgramIo | None = None) -> dict[str, str]:
+    """The constant method in which the .pte records how it was compiled (kernels built
+    differently refuse it) and, for int8 inputs and outputs, their quantization."""
+    return encode_metadata({**abi.metadata(), **(io.metadata() if io is not None else {})})
 
 
 def export(source: ModelSource) -> GraphModule:

@@ -9,7 +9,15 @@ import pytest
 import torch
 
 from cortex_m_nn import __version__
-from cortex_m_nn.core.abi import METADATA_PREFIX, KernelAbi, ProgramAbi, Rounding
+from cortex_m_nn.core.abi import (
+    METADATA_METHOD,
+    METADATA_PREFIX,
+    KernelAbi,
+    ProgramAbi,
+    Rounding,
+    decode_metadata,
+    encode_metadata,
+)
 from cortex_m_nn.core.operators import ops_version
 from cortex_m_nn.core.target import Core, Isa, Target, TargetError
 from cortex_m_nn.ops.conv2d import conv2d
@@ -134,3 +142,19 @@ def test_no_hidden_state_decides_the_rounding() -> None:
     package = Path(__file__).resolve().parents[2] / "python" / "cortex_m_nn"
     holders = [p.name for p in package.rglob("*.py") if "ContextVar" in p.read_text()]
     assert not holders, holders
+
+
+def test_the_records_are_one_method_of_name_value_lines() -> None:
+    """One constant method holds every record (each method costs a .pte about 270 bytes); its
+    lines read back into the same records, values with spaces and '=' intact."""
+    records = {
+        **ProgramAbi.for_target(Target.parse("cortex-m33")).metadata(),
+        f"{METADATA_PREFIX}input_0": "scale=0.5 zero_point=-3 shape=1x2",
+    }
+    methods = encode_metadata(records)
+    assert list(methods) == [METADATA_METHOD] == ["cortex_m_nn_metadata"]
+    text = methods[METADATA_METHOD]
+    assert text.splitlines()[:2] == ["core=cortex-m33", "isa=dsp"]
+    assert decode_metadata(text) == {name: str(value) for name, value in records.items()}
+    with pytest.raises(ValueError, match="cannot be one line"):
+        encode_metadata({f"{METADATA_PREFIX}io": "int8\nisa=mve"})

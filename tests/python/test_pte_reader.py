@@ -174,10 +174,12 @@ def _reference_results(data: bytes) -> dict[str, object]:
     }
     metadata = {}
     for p in program.execution_plan:
-        if p.name.startswith(pte.METADATA_PREFIX) and len(p.outputs) == 1:
+        if p.name == "cortex_m_nn_metadata" and len(p.outputs) == 1:
             value = p.values[p.outputs[0]].val
-            if isinstance(value, schema.String | schema.Int):
-                metadata[p.name] = str(_reference_value(value)[1])
+            assert isinstance(value, schema.String)
+            for line in value.string_val.split("\n"):
+                name, _, text = line.partition("=")
+                metadata[f"cortex_m_nn_{name}"] = text
     return {
         "planned_buffer_bytes": sum(plan.non_const_buffer_sizes),
         "pte_operators": ops,

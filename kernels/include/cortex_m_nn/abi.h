@@ -1,7 +1,7 @@
 // The kernel ABI, named once: the ISA, rounding and operator version this build of the
-// cortex_m_nn kernels runs. A program (.pte) records what it was compiled for in three constant
-// methods (cortex_m_nn_isa, cortex_m_nn_rounding, cortex_m_nn_ops_version) and runs only on
-// kernels whose ABI is the same; check_program_abi() compares them.
+// cortex_m_nn kernels runs. A program (.pte) records what it was compiled for in its constant
+// method cortex_m_nn_metadata (lines isa=, rounding=, ops_version=, among others) and runs only
+// on kernels whose ABI is the same; check_program_abi() compares them.
 //
 //   ISA          the CMSIS-NN code path. CMSIS-NN's arm_nn_math_types.h turns the compiler's
 //                __ARM_FEATURE_MVE / __ARM_FEATURE_DSP (or a user's ARM_MATH_HELIUM) into

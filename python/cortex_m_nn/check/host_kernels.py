@@ -17,7 +17,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cortex_m_nn.core.abi import METADATA_PREFIX, KernelAbi, Rounding
+from cortex_m_nn.core.abi import (
+    METADATA_METHOD,
+    METADATA_PREFIX,
+    KernelAbi,
+    Rounding,
+    decode_metadata,
+)
 
 __all__ = ["KernelAbi", "ProgramMismatch", "RuntimeUnavailable", "build", "check_program", "load"]
 
@@ -107,16 +113,17 @@ def load(library: Path) -> KernelAbi:
 
 
 def program_abi(program: object) -> KernelAbi:
-    """The ABI an ``executorch.runtime`` Program was compiled for (its metadata methods)."""
+    """The ABI an ``executorch.runtime`` Program was compiled for (its metadata method)."""
+    values = {}
+    if METADATA_METHOD in program.method_names:
+        values = decode_metadata(str(program.load_method(METADATA_METHOD).execute([])[0]))
     names = [f"{METADATA_PREFIX}{name}" for name in ("isa", "rounding", "ops_version")]
-    for method in names:
-        if method not in program.method_names:
-            raise ProgramMismatch(
-                f"the program has no {method} method: it was not compiled by cortex-m-compile"
-            )
-    core = f"{METADATA_PREFIX}core"
-    present = [*names, core] if core in program.method_names else names
-    values = {name: str(program.load_method(name).execute([])[0]) for name in present}
+    missing = [name.removeprefix(METADATA_PREFIX) for name in names if name not in values]
+    if missing:
+        raise ProgramMismatch(
+            f"the program records no {', '.join(missing)} (method {METADATA_METHOD}): it was "
+            "not compiled by this cortex-m-compile; compile the model with cortex-m-compile"
+        )
     return KernelAbi.from_metadata(values)
 
 

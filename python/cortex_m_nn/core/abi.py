@@ -5,8 +5,9 @@ requantization rounding CMSIS-NN is built with, and the operator ABI version (th
 lists of ``operators.yaml``). :class:`KernelAbi` names them once, as a kernel build has them;
 a program's ABI (:class:`ProgramAbi`) also knows the core it was compiled for. The kernel
 ABI's text is what the C++ ``cortex_m_nn_kernels_abi()`` returns, ``isa=mve rounding=double
-ops_version=1``; a ``.pte`` records the program's as ``cortex_m_nn_*`` constant methods
-(:meth:`ProgramAbi.metadata`), and loaders compare the two (:meth:`KernelAbi.mismatch`).
+ops_version=1``; a ``.pte`` records the program's as ``cortex_m_nn_*`` records
+(:meth:`ProgramAbi.metadata`) in one constant method (:func:`encode_metadata`), and loaders
+compare the two (:meth:`KernelAbi.mismatch`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,34 @@ from cortex_m_nn.core.operators import ops_version as release_ops_version
 from cortex_m_nn.core.target import Core, Isa, Target
 from cortex_m_nn.version import __version__
 
-#: Prefix of the constant methods a .pte records its ABI (and the compiler version) in.
+#: Prefix of the records a .pte holds about its ABI (and the compiler version, its I/O).
 METADATA_PREFIX = "cortex_m_nn_"
+#: The one constant method holding them: a line ``<name>=<value>`` per record, the name
+#: without the prefix (one method rather than one per record: each method costs a .pte about
+#: 270 bytes of flash). kernels/abi.cpp reads it on the device.
+METADATA_METHOD = METADATA_PREFIX + "metadata"
+
+
+def encode_metadata(records: Mapping[str, object]) -> dict[str, str]:
+    """The records (``cortex_m_nn_<name>`` → value) as the constant methods a .pte holds: one,
+    :data:`METADATA_METHOD`."""
+    lines = []
+    for name, value in records.items():
+        key, text = name.removeprefix(METADATA_PREFIX), str(value)
+        if not key or "=" in key or "\n" in key or "\n" in text:
+            raise ValueError(f"metadata record {name!r}={text!r} cannot be one line")
+        lines.append(f"{key}={text}")
+    return {METADATA_METHOD: "\n".join(lines)}
+
+
+def decode_metadata(text: str) -> dict[str, str]:
+    """:data:`METADATA_METHOD`'s value read back into its records by name, as text."""
+    found = {}
+    for line in text.splitlines():
+        key, separator, value = line.partition("=")
+        if separator:
+            found[METADATA_PREFIX + key] = value
+    return found
 
 
 class Rounding(str, enum.Enum):
@@ -128,7 +155,7 @@ class ProgramAbi(KernelAbi):
         return cls(kernels.isa, kernels.rounding, kernels.ops_version, core=core)
 
     def metadata(self) -> dict[str, str | int]:
-        """The constant methods a .pte records (with the compiler's version)."""
+        """The records a .pte holds about its ABI (with the compiler's version)."""
         return {
             f"{METADATA_PREFIX}core": self.core.value,
             f"{METADATA_PREFIX}isa": self.isa.value,

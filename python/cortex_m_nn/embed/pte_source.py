@@ -192,8 +192,9 @@ def model_facts(pte: bytes, method_margin: int = DEFAULT_METHOD_MARGIN) -> Model
     missing = [name for name in needed if prefix + name not in metadata]
     if missing:
         raise CompileError(
-            f"the .pte has no {', '.join(prefix + m for m in missing)} method: it was not "
-            "compiled by cortex-m-compile; compile the model with cortex-m-compile"
+            f"the .pte records no {', '.join(missing)} (method {pte_reader.METADATA_METHOD}): "
+            "it was not compiled by this cortex-m-compile; compile the model with "
+            "cortex-m-compile"
         )
     inputs, outputs = _read(pte_reader.forward_io, pte)
     try:

@@ -3,7 +3,8 @@
 
 A program compiled with ``--io int8`` records ``cortex_m_nn_io`` = ``int8`` and, per input and
 output, ``cortex_m_nn_input_<i>``/``cortex_m_nn_output_<i>`` = :meth:`IoQuantization.text`
-(or ``float``). A program without them has float inputs and outputs.
+(or ``float``), records of its metadata method (``core.abi.encode_metadata``). A program
+without them has float inputs and outputs.
 """
 
 from __future__ import annotations
@@ -78,8 +79,7 @@ def _parse_dims(text: str) -> tuple[int, ...]:
 def io_metadata(
     io: IoType, inputs: Sequence[IoQuantization | None], outputs: Sequence[IoQuantization | None]
 ) -> dict[str, str]:
-    """The constant methods a program records about its inputs and outputs (none for float
-    I/O: those programs are the bytes they were before ``--io`` existed)."""
+    """The records a program holds about its inputs and outputs (none for float I/O)."""
     if io is IoType.FLOAT:
         return {}
     found = {f"{METADATA_PREFIX}io": io.value}

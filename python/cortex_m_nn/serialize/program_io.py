@@ -10,7 +10,7 @@ zero_point)`` — what TensorFlow Lite Micro users do with int8 features.
 The layout: a 4-D input or output is stored channels-last (NHWC: ``[N, H, W, C]`` for the
 model's ``[N, C, H, W]``), any other tensor in the model's order. The program's tensor has the
 stored shape; the report, the ``.pte`` metadata (one ``cortex_m_nn_input_<i>`` /
-``cortex_m_nn_output_<i>`` constant method each) and the generated C header say which.
+``cortex_m_nn_output_<i>`` record each) and the generated C header say which.
 
 :func:`int8_io` derives the int8 program from the lowered graph: it is the same graph with
 the boundary ``quantize``/``dequantize`` calls taken out, so its outputs, dequantized, equal

@@ -11,10 +11,10 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cortex_m_nn.core.abi import METADATA_PREFIX, ProgramAbi
+from cortex_m_nn.core.abi import METADATA_METHOD, METADATA_PREFIX, ProgramAbi, decode_metadata
 from cortex_m_nn.serialize.pte_format import ExecutionPlan, Program, PteFormatError, read_program
 
-__all__ = ["METADATA_PREFIX", "PteFormatError", "pte_abi", "pte_metadata"]
+__all__ = ["METADATA_METHOD", "METADATA_PREFIX", "PteFormatError", "pte_abi", "pte_metadata"]
 
 
 @lru_cache(maxsize=8)
@@ -69,18 +69,14 @@ def constant_storage_bytes(pte: bytes) -> int:
 
 
 def pte_metadata(pte: bytes) -> dict[str, str]:
-    """The ``cortex_m_nn_*`` constant methods (core, isa, rounding, version, ops_version) by
-    name, as text."""
-    found = {}
+    """The ``cortex_m_nn_*`` records (core, isa, rounding, version, ops_version, I/O) by name,
+    as text, from the program's :data:`METADATA_METHOD`."""
     for plan in _program(pte).plans:
-        if not plan.name.startswith(METADATA_PREFIX) or len(plan.outputs) != 1:
-            continue
-        value = plan.values[plan.outputs[0]]
-        if value.kind == "String":
-            found[plan.name] = value.payload
-        elif value.kind == "Int":
-            found[plan.name] = str(value.payload)
-    return found
+        if plan.name == METADATA_METHOD and len(plan.outputs) == 1:
+            value = plan.values[plan.outputs[0]]
+            if value.kind == "String":
+                return decode_metadata(value.payload)
+    return {}
 
 
 def pte_abi(pte: bytes) -> ProgramAbi:
