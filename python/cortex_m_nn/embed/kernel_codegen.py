@@ -61,15 +61,19 @@ KIND_LETTER = {
     "bool": "b",
     "out": "t",
 }
+#: Each kind's conversion from a boxed ``EValue*`` whose kind is checked (by arguments_match,
+#: or by the proof pass for a proven call): tensors and scalars straight from the payload (the
+#: checked accessors would test the tag again on every call), lists through their accessors
+#: (which also check the list pointer).
 CONVERT = {
-    "tensor": "toTensor()",
-    "optional_tensor": "toOptional<Tensor>()",
-    "int": "toInt()",
-    "float": "toDouble()",
+    "tensor": "payload.as_tensor",
+    "optional_tensor": "",  # optional_tensor(stack[i])
+    "int": "payload.copyable_union.as_int",
+    "float": "payload.copyable_union.as_double",
     "int_list": "toIntList()",
     "tensor_list": "toTensorList()",
-    "bool": "toBool()",
-    "out": "toTensor()",
+    "bool": "payload.copyable_union.as_bool",
+    "out": "payload.as_tensor",
 }
 
 
@@ -180,6 +184,11 @@ _SOURCE_PRELUDE = (
     "  return true;",
     "}",
     "",
+    "// An optional tensor argument whose kind is checked.",
+    "[[maybe_unused]] std::optional<Tensor> optional_tensor(const EValue* v) {",
+    "  return v->isNone() ? std::optional<Tensor>() : std::optional<Tensor>(v->payload.as_tensor);",
+    "}",
+    "",
     "// A case of the kernel that this image does not link: it was built for a program that",
     "// does not call it.",
     "[[maybe_unused]] void missing_case(",
@@ -222,8 +231,8 @@ def _condition(op: Operator, argument: str, expected: str | int) -> str:
     if expected == GIVEN:
         return f"{value}->isTensor()"
     if isinstance(expected, int):
-        return f"{value}->toInt() == {expected}"
-    dtype = f"{value}->toTensor().scalar_type() == ScalarType::{DTYPES[expected][1]}"
+        return f"{value}->payload.copyable_union.as_int == {expected}"
+    dtype = f"{value}->payload.as_tensor.scalar_type() == ScalarType::{DTYPES[expected][1]}"
     kind = next(a.kind for a in op.arguments if a.name == argument)
     return f"({value}->isTensor() && {dtype})" if kind == "optional_tensor" else dtype
 
@@ -279,7 +288,13 @@ def _boxed(op: Operator, linked: frozenset[str]) -> list[str]:
         ]
     lines.append("  }")
     calls = ",\n        ".join(
-        ["context"] + [f"stack[{i}]->{CONVERT[a.kind]}" for i, a in enumerate(op.arguments)]
+        ["context"]
+        + [
+            f"optional_tensor(stack[{i}])"
+            if a.kind == "optional_tensor"
+            else f"stack[{i}]->{CONVERT[a.kind]}"
+            for i, a in enumerate(op.arguments)
+        ]
     )
 
     def run(case: str) -> str:
