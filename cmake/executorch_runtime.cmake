@@ -25,7 +25,10 @@
 # which is not in `executorch_core`: each program compiles it with MAX_KERNEL_NUM set to the
 # kernels it registers (cmake/kernel_registry.cmake), not ExecuTorch's 2000 (24 KB of RAM).
 # Option EXECUTORCH_LOGGING (default OFF: no log strings in the image; ON: ET_LOG messages
-# reach et_pal_emit_log_message).
+# reach et_pal_emit_log_message). Option EXECUTORCH_ENABLE_PROGRAM_VERIFICATION (default OFF,
+# as ExecuTorch's Zephyr Kconfig and its release preset have it: ET_ENABLE_PROGRAM_VERIFICATION=0
+# leaves the flatbuffers verifier out, which only Program::load's InternalConsistency mode runs;
+# cortex-m-nn's firmware API loads with the default Minimal check).
 
 if(NOT EXECUTORCH_ROOT AND DEFINED ENV{EXECUTORCH_ROOT})
   set(EXECUTORCH_ROOT "$ENV{EXECUTORCH_ROOT}")
@@ -38,6 +41,8 @@ if(NOT EXECUTORCH_ROOT OR NOT EXISTS "${_variables}")
     "shim_et/xplat/executorch/build/build_variables.bzl)")
 endif()
 option(EXECUTORCH_LOGGING "Keep ExecuTorch's ET_LOG messages (and their strings)" OFF)
+option(EXECUTORCH_ENABLE_PROGRAM_VERIFICATION
+       "Keep ExecuTorch's flatbuffers verifier (Program::load's InternalConsistency mode)" OFF)
 
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 function(_executorch_filelist name out)
@@ -143,7 +148,8 @@ target_include_directories(executorch_core PUBLIC
 target_compile_definitions(executorch_core PUBLIC
   C10_USING_CUSTOM_GENERATED_MACROS
   FLATBUFFERS_MAX_ALIGNMENT=1024
-  $<$<NOT:$<BOOL:${EXECUTORCH_LOGGING}>>:ET_LOG_ENABLED=0>)
+  $<$<NOT:$<BOOL:${EXECUTORCH_LOGGING}>>:ET_LOG_ENABLED=0>
+  $<$<NOT:$<BOOL:${EXECUTORCH_ENABLE_PROGRAM_VERIFICATION}>>:ET_ENABLE_PROGRAM_VERIFICATION=0>)
 target_compile_options(executorch_core PRIVATE -fno-exceptions -fno-rtti -Wno-psabi)
 
 add_library(executorch_prim_ops OBJECT ${_prim_sources})
