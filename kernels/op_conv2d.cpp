@@ -147,10 +147,11 @@ void conv2d_s4(CallContext& context, ConvArgs& args, Tensor& scratch) {
 }
 
 // What every case does first: its checks (unless the call is proven) and CMSIS-NN's arguments.
+template <ConvCase kCase>
 bool prepare_conv2d(CallContext& context, const ConvTensors& tensors, IntArrayRef stride,
                     IntArrayRef padding, IntArrayRef dilation, const ConvQuant& quant,
                     ConvArgs* args) {
-  return prepare_conv(context, "conv2d", tensors, ConvWeight::kGroupedOhwi, quant, args) &&
+  return prepare_conv<kCase>(context, "conv2d", tensors, ConvWeight::kGroupedOhwi, quant, args) &&
       prepare_window(context, "conv2d", stride, padding, dilation, args);
 }
 
@@ -176,8 +177,9 @@ void conv2d_out(
   (void)scratch_bytes;  // the planned scratch tensor carries its size
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
   ConvArgs args;
-  if (!prepare_conv2d(context, tensors, stride, padding, dilation,
-                      {input_offset, output_offset, activation_min, activation_max}, &args)) {
+  if (!prepare_conv2d<ConvCase::kInt8>(
+          context, tensors, stride, padding, dilation,
+          {input_offset, output_offset, activation_min, activation_max}, &args)) {
     return;
   }
   const auto params = args.params<cmsis_nn_conv_params>();
@@ -213,7 +215,7 @@ void conv2d_int16_out(
   (void)scratch_bytes;
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
   ConvArgs args;
-  if (prepare_conv2d(context, tensors, stride, padding, dilation,
+  if (prepare_conv2d<ConvCase::kInt16>(context, tensors, stride, padding, dilation,
                      {input_offset, output_offset, activation_min, activation_max}, &args)) {
     conv2d_s16(context, args, scratch);
   }
@@ -227,7 +229,7 @@ void conv2d_int4_out(
   (void)scratch_bytes;
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
   ConvArgs args;
-  if (prepare_conv2d(context, tensors, stride, padding, dilation,
+  if (prepare_conv2d<ConvCase::kInt4>(context, tensors, stride, padding, dilation,
                      {input_offset, output_offset, activation_min, activation_max}, &args)) {
     conv2d_s4(context, args, scratch);
   }

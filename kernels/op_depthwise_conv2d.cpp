@@ -100,10 +100,12 @@ void depthwise_s4(CallContext& context, const ConvArgs& args,
 }
 
 // What every case does first: its checks (unless the call is proven) and CMSIS-NN's arguments.
+template <ConvCase kCase>
 bool prepare_depthwise(CallContext& context, const ConvTensors& tensors, IntArrayRef stride,
                        IntArrayRef padding, IntArrayRef dilation, int64_t depth_multiplier,
                        const ConvQuant& quant, ConvArgs* args, cmsis_nn_dw_conv_params* params) {
-  if (!prepare_conv(context, "depthwise_conv2d", tensors, ConvWeight::kDepthwise, quant, args) ||
+  if (!prepare_conv<kCase>(
+          context, "depthwise_conv2d", tensors, ConvWeight::kDepthwise, quant, args) ||
       !check_depthwise(context, tensors.input, tensors.weight, stride, padding, dilation,
                        depth_multiplier, args)) {
     return false;
@@ -137,7 +139,7 @@ void depthwise_conv2d_out(
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
   ConvArgs args;
   cmsis_nn_dw_conv_params params;
-  if (!prepare_depthwise(context, tensors, stride, padding, dilation, depth_multiplier,
+  if (!prepare_depthwise<ConvCase::kInt8>(context, tensors, stride, padding, dilation, depth_multiplier,
                          {input_offset, output_offset, activation_min, activation_max}, &args,
                          &params)) {
     return;
@@ -175,7 +177,7 @@ void depthwise_conv2d_int16_out(
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
   ConvArgs args;
   cmsis_nn_dw_conv_params params;
-  if (prepare_depthwise(context, tensors, stride, padding, dilation, depth_multiplier,
+  if (prepare_depthwise<ConvCase::kInt16>(context, tensors, stride, padding, dilation, depth_multiplier,
                         {input_offset, output_offset, activation_min, activation_max}, &args,
                         &params)) {
     depthwise_s16(context, args, params, scratch);
@@ -192,7 +194,7 @@ void depthwise_conv2d_int4_out(
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
   ConvArgs args;
   cmsis_nn_dw_conv_params params;
-  if (prepare_depthwise(context, tensors, stride, padding, dilation, depth_multiplier,
+  if (prepare_depthwise<ConvCase::kInt4>(context, tensors, stride, padding, dilation, depth_multiplier,
                         {input_offset, output_offset, activation_min, activation_max}, &args,
                         &params)) {
     depthwise_s4(context, args, params, scratch);

@@ -55,7 +55,7 @@ struct LinearVectors {
 
 // bias, kernel sums, multipliers and shifts: each absent or int32 [out_features]; the
 // requantization per tensor (no vectors) or per channel (both, valid shifts, the numbers 0).
-bool check_vectors(
+CORTEX_M_NN_CHECK_ONLY bool check_vectors(
     CallContext& context, int32_t out_features, const LinearVectors& v, const FcQuant& q) {
   for (const auto* vector : {&v.bias, &v.kernel_sums, &v.multipliers, &v.shifts}) {
     if (vector->has_value() && (!has_layout(vector->value(), ScalarType::Int, 1) ||

@@ -62,7 +62,7 @@ void transpose_conv2d_out(
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
   const ConvQuant quant{input_offset, output_offset, activation_min, activation_max};
   ConvArgs args;
-  if (!prepare_conv(context, "transpose_conv2d", tensors, ConvWeight::kOhwi, quant, &args) ||
+  if (!prepare_conv<ConvCase::kInt8>(context, "transpose_conv2d", tensors, ConvWeight::kOhwi, quant, &args) ||
       !prepare_transposed_window(
           context, "transpose_conv2d", stride, padding, output_padding, &args) ||
       (context.checks() && !check_scratch_type(context, "transpose_conv2d", scratch))) {

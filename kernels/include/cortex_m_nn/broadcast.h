@@ -32,7 +32,7 @@ inline cmsis_nn_dims dims4(const Shape4& s) {
 // Inputs and out of `type` (int8, or int16 for the s16 kernels), ranks equal and <= 4, every
 // input extent equal to out's or 1, out's extents the broadcast of the inputs'. Fails the call
 // otherwise.
-inline bool check_broadcast(
+CORTEX_M_NN_CHECK_ONLY inline bool check_broadcast(
     CallContext& context,
     const char* op,
     const Tensor& a,

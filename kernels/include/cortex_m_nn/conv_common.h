@@ -14,6 +14,11 @@
 namespace cortex_m_nn {
 namespace native {
 
+// A convolution kernel's case (operators.yaml): int8 activations and weights, int16
+// activations, or int4 weights. Each case function checks and prepares for its own dtypes only,
+// so an image without int16 or int4 calls carries none of their checks.
+enum class ConvCase { kInt8, kInt16, kInt4 };
+
 // Where a convolution's weight keeps its output channels.
 enum class ConvWeight {
   kOhwi,         // [Cout, KH, KW, Cin]: transpose_conv2d
@@ -116,8 +121,9 @@ struct ConvArgs {
 // multiple of 4, odd Cout, two or more output pixels). depthwise: dims below 32768 (the
 // generic s16 kernel counts them in 16 bits); its sums are exact (int64, or at most 511
 // products in int32). Mirrors python/cortex_m_nn/ops/conv2d.py and depthwise_conv2d.py.
-inline bool check_conv_s16(CallContext& context, const char* op, const ConvTensors& t,
-                           ConvWeight layout, const ConvQuant& q) {
+CORTEX_M_NN_CHECK_ONLY inline bool check_conv_s16(
+    CallContext& context, const char* op, const ConvTensors& t, ConvWeight layout,
+    const ConvQuant& q) {
   const bool depthwise = layout == ConvWeight::kDepthwise;
   if (layout == ConvWeight::kOhwi || (!depthwise && t.weight.size(3) != t.input.size(3)) ||
       q.input_offset != 0 || q.output_offset != 0) {
@@ -168,8 +174,8 @@ inline bool check_conv_s16(CallContext& context, const char* op, const ConvTenso
 // with KW * Cin even; depthwise [1, KH, KW, Cout / 2] with an even input channel count
 // (CMSIS-NN's generic s4 depthwise reads wrong nibbles for an odd one: docs/int4.md); no
 // transposed convolution (CMSIS-NN has no s4 one).
-inline bool check_conv_s4(CallContext& context, const char* op, const ConvTensors& t,
-                          ConvWeight layout) {
+CORTEX_M_NN_CHECK_ONLY inline bool check_conv_s4(
+    CallContext& context, const char* op, const ConvTensors& t, ConvWeight layout) {
   const int64_t c_in = t.input.size(3);
   bool ok = is_type(t.input, ScalarType::Char);
   if (layout == ConvWeight::kDepthwise) {
@@ -185,17 +191,18 @@ inline bool check_conv_s4(CallContext& context, const char* op, const ConvTensor
              "(uint8 [1, KH, KW, Cout / 2])");
 }
 
-// Checks a convolution's tensors and quantization: int8 activations, or int16 ones (the input's
-// dtype says which; then check_conv_s16 too) with an int64 bias; an int8 weight, or a uint8
-// one of packed int4 pairs (then check_conv_s4 too).
-inline bool check_conv(
+// Checks a convolution's tensors and quantization for its case: int8 activations, or int16 ones
+// (then check_conv_s16 too) with an int64 bias; an int8 weight, or a uint8 one of packed int4
+// pairs (then check_conv_s4 too).
+template <ConvCase kCase>
+CORTEX_M_NN_CHECK_ONLY bool check_conv(
     CallContext& context,
     const char* op,
     const ConvTensors& t,
     ConvWeight layout,
     const ConvQuant& q) {
-  const bool s16 = is_type(t.input, ScalarType::Short);
-  const bool s4 = is_int4_weight(t.weight);
+  constexpr bool s16 = kCase == ConvCase::kInt16;
+  constexpr bool s4 = kCase == ConvCase::kInt4;
   const ScalarType activations = s16 ? ScalarType::Short : ScalarType::Char;
   if (!has_layout(t.input, activations, 4) || !has_layout(t.out, activations, 4) ||
       !(s4 || has_layout(t.weight, ScalarType::Char, 4))) {
@@ -203,8 +210,10 @@ inline bool check_conv(
                   "input and out must be 4-D int8 (or both int16), weight 4-D int8 (or uint8: "
                   "int4 pairs)");
   }
-  if (s4 && !check_conv_s4(context, op, t, layout)) {
-    return false;
+  if constexpr (s4) {
+    if (!check_conv_s4(context, op, t, layout)) {
+      return false;
+    }
   }
   const int64_t c_out =
       layout == ConvWeight::kDepthwise ? weight_channels(t.weight, t.input) : t.weight.size(0);
@@ -240,17 +249,22 @@ inline bool check_conv(
     context.fail(Error::InvalidArgument);
     return false;
   }
-  return !s16 || check_conv_s16(context, op, t, layout, q);
+  if constexpr (s16) {
+    return check_conv_s16(context, op, t, layout, q);
+  }
+  return true;
 }
 
-inline bool prepare_conv(
+// check_conv unless the call is proven, then fills `args`' tensors, quantization and dims.
+template <ConvCase kCase>
+bool prepare_conv(
     CallContext& context,
     const char* op,
     const ConvTensors& t,
     ConvWeight layout,
     const ConvQuant& q,
     ConvArgs* args) {
-  if (context.checks() && !check_conv(context, op, t, layout, q)) {
+  if (context.checks() && !check_conv<kCase>(context, op, t, layout, q)) {
     return false;
   }
   const int32_t c_out = layout == ConvWeight::kDepthwise
@@ -264,7 +278,7 @@ inline bool prepare_conv(
       const_cast<int32_t*>(t.multipliers.const_data_ptr<int32_t>()),
       const_cast<int32_t*>(t.shifts.const_data_ptr<int32_t>())};
   args->input_dims = nhwc_dims(t.input);
-  if (is_int4_weight(t.weight) && t.weight.dim() == 3) {  // [Cout, KH, KW * Cin / 2]
+  if (kCase == ConvCase::kInt4 && t.weight.dim() == 3) {  // [Cout, KH, KW * Cin / 2]
     const int32_t c_in = static_cast<int32_t>(t.input.size(3));
     args->filter_dims = cmsis_nn_dims{
         static_cast<int32_t>(t.weight.size(0)), static_cast<int32_t>(t.weight.size(1)),
@@ -279,8 +293,32 @@ inline bool prepare_conv(
 }
 
 // The window of conv2d and depthwise_conv2d: stride > 0 and dilation > 0 as (h, w) pairs,
-// padding as pad_sides reads it, out's height and width the ones they give. Fills args'
-// tiles; CMSIS-NN's padding tile is the top/left pad.
+// padding as pad_sides reads it, out's height and width the ones they give.
+CORTEX_M_NN_CHECK_ONLY inline bool check_window(
+    CallContext& context,
+    const char* op,
+    IntArrayRef stride,
+    IntArrayRef padding,
+    IntArrayRef dilation,
+    const ConvArgs& args) {
+  const cmsis_nn_dims& filter = args.filter_dims;
+  PadSides sides{};
+  if (!positive_pair(stride) || !positive_pair(dilation) ||
+      !pad_sides(padding, filter.h, filter.w, dilation, &sides)) {
+    return refuse(
+        context, op,
+        "stride and dilation must be valid (h, w) pairs, padding (h, w) or (top, left, "
+        "bottom, right) with each end its start or one more");
+  }
+  const cmsis_nn_dims& in = args.input_dims;
+  const int64_t oh = padded_extent(in.h, filter.h, stride[0], sides.top, sides.bottom, dilation[0]);
+  const int64_t ow =
+      padded_extent(in.w, filter.w, stride[1], sides.left, sides.right, dilation[1]);
+  return check_out_hw(context, op, "convolution", args.tensors->out, oh, ow);
+}
+
+// check_window unless the call is proven, then fills args' tiles (CMSIS-NN's padding tile is
+// the top/left pad).
 inline bool prepare_window(
     CallContext& context,
     const char* op,
@@ -288,24 +326,8 @@ inline bool prepare_window(
     IntArrayRef padding,
     IntArrayRef dilation,
     ConvArgs* args) {
-  const cmsis_nn_dims& filter = args->filter_dims;
-  if (context.checks()) {
-    PadSides sides{};
-    if (!positive_pair(stride) || !positive_pair(dilation) ||
-        !pad_sides(padding, filter.h, filter.w, dilation, &sides)) {
-      return refuse(
-          context, op,
-          "stride and dilation must be valid (h, w) pairs, padding (h, w) or (top, left, "
-          "bottom, right) with each end its start or one more");
-    }
-    const cmsis_nn_dims& in = args->input_dims;
-    const int64_t oh =
-        padded_extent(in.h, filter.h, stride[0], sides.top, sides.bottom, dilation[0]);
-    const int64_t ow =
-        padded_extent(in.w, filter.w, stride[1], sides.left, sides.right, dilation[1]);
-    if (!check_out_hw(context, op, "convolution", args->tensors->out, oh, ow)) {
-      return false;
-    }
+  if (context.checks() && !check_window(context, op, stride, padding, dilation, *args)) {
+    return false;
   }
   args->stride = tile(stride);
   args->padding = tile(padding);  // the top/left pad

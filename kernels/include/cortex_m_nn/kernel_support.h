@@ -45,6 +45,11 @@ inline constexpr const char* kIsa = abi::kIsa;
     }                                                                       \
   } while (0)
 
+// A check that runs only while a call's arguments are checked (the proof pass at load, or a call
+// outside the firmware API), never in a proven call: kept out of line and optimised for size,
+// so the image carries one compact copy and a proven call never reaches it.
+#define CORTEX_M_NN_CHECK_ONLY __attribute__((cold, noinline))
+
 inline bool is_type(const Tensor& tensor, ScalarType type) {
   return tensor.scalar_type() == type;
 }

@@ -49,7 +49,7 @@ struct PoolWindow {
 // count, kernel_size and stride > 0 and padding >= 0 as (h, w) pairs, activation range in the
 // dtype, an int16 window below 65,536 elements (its int32 sum exact), out's height and width
 // the pooled ones; fails the call otherwise.
-inline bool check_pool(
+CORTEX_M_NN_CHECK_ONLY inline bool check_pool(
     CallContext& context, const char* op, const Tensor& input, const PoolWindow& w,
     const Tensor& out) {
   const bool s16 = is_type(input, ScalarType::Short);
