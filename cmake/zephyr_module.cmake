@@ -361,8 +361,8 @@ if(NOT CORTEX_M_NN_MODEL_CORE STREQUAL _cmnn_core
     "--rounding ${_cmnn_rounding}")
 endif()
 message(STATUS "cortex-m-nn: model ${CORTEX_M_NN_MODEL_BYTES} B, arena ${CORTEX_M_NN_ARENA_BYTES} "
-               "B, method allocator ${CORTEX_M_NN_METHOD_ALLOCATOR_BYTES} B; kernels: "
-               "${CORTEX_M_NN_MODEL_KERNELS}")
+               "B, method allocator ${CORTEX_M_NN_METHOD_ALLOCATOR_BYTES} B; kernel cases: "
+               "${CORTEX_M_NN_MODEL_CASES}")
 
 # --- 4. the kernels the model calls, registered, and the API ----------------------------------
 
