@@ -2,9 +2,8 @@
 //
 // Built by the Zephyr module (CMakeLists.txt) and the bare-metal runner (tests/target/runner)
 // with the cortex_m_nn_model.h that `cortex-m-compile embed` generates (sizes and target of the
-// embedded .pte) and the kernels' cortex_m_nn/abi.h (what they were built for); it uses nothing
-// Zephyr-specific unless CORTEX_M_NN_ARENA_NODELABEL places the arena, so the host tests build
-// it too.
+// embedded .pte) and the kernels' cortex_m_nn/abi.h (what they were built for); nothing
+// Zephyr-specific unless CORTEX_M_NN_ARENA_NODELABEL places the arena: host tests build it.
 #include "cortex_m_nn/model.h"
 
 #include <stdarg.h>
@@ -212,10 +211,9 @@ Status Model::place_planned_buffers(size_t* count) {
   for (size_t i = 0; i < buffers; ++i) {
     Result<int64_t> size = meta->memory_planned_buffer_size(i);
     if (!size.ok() || static_cast<size_t>(size.get()) > kPlannedSizes[i]) {
-      return fail(Status::kLoadFailed,
-                  "planned buffer %u needs %ld B but the build reserved %u B: rebuild with "
-                  "this .pte",
-                  static_cast<unsigned>(i), size.ok() ? static_cast<long>(size.get()) : -1L,
+      return fail(Status::kLoadFailed, "planned buffer %u needs %ld B but the build reserved "
+                  "%u B: rebuild with this .pte", static_cast<unsigned>(i),
+                  size.ok() ? static_cast<long>(size.get()) : -1L,
                   static_cast<unsigned>(kPlannedSizes[i]));
     }
     planned_spans[i] = Span<uint8_t>(arena + offset, kPlannedSizes[i]);
@@ -266,8 +264,7 @@ Status Model::load() {
                 "image (or ExecuTorch's kernel registry full: "
                 "CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_EXTRA), or the method allocator (%u B) may "
                 "be too small (raise CONFIG_CORTEX_M_NN_METHOD_ALLOCATOR_MARGIN)",
-                static_cast<unsigned>(forward.error()),
-                static_cast<unsigned>(sizeof(method_pool)));
+                static_cast<unsigned>(forward.error()), static_cast<unsigned>(sizeof(method_pool)));
   }
   new (method_storage) Method(std::move(forward.get()));
   Status checked = check_io_types();  // both read the method directly, before loaded_
@@ -284,8 +281,7 @@ Status Model::load() {
 
 // Every kernel call of forward checks its arguments once, here (cortex_m_nn::prove; forward's
 // argument lists lie in method_pool); other kernels (fp32 fallbacks) compute on a zeroed arena
-// meanwhile. Zeroing is safe: the only buffers cortex-m-compile plans to keep data between
-// runs are SVDF states (docs/svdf.md), and their initial value, just loaded, is zero.
+// meanwhile: safe, as the only buffers kept between runs are SVDF states (zero when loaded).
 Status Model::prove_forward() {
   memset(arena, 0, sizeof(arena));
   size_t instruction = 0;
@@ -293,8 +289,7 @@ Status Model::prove_forward() {
       prove(method(), method_pool, method_pool + sizeof(method_pool), &instruction, &plan);
   if (error == Error::OperatorMissing) {  // the generated registration's missing_case
     return fail(Status::kLoadFailed, "instruction %u of forward calls a kernel case this image "
-                "does not link: build the image for this .pte (cortex-m-compile embed lists the "
-                "cases it calls)", static_cast<unsigned>(instruction));
+                "does not link: build the image for this .pte", static_cast<unsigned>(instruction));
   }
   if (error != Error::Ok) {
     return fail(Status::kLoadFailed, "instruction %u of forward refused its arguments (error "
