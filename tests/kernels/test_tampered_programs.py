@@ -316,3 +316,30 @@ def test_tampered_program_runs_or_is_refused(
     if mutation in ("scratch_size", "arena_size", "truncate", "tensor_dtype"):
         assert seen["refused"] == sum(seen.values()), seen  # none of these can run
     assert not seen or seen["refused"], f"{model}/{mutation}: no mutation was refused: {seen}"
+
+
+def test_a_window_longer_than_its_padded_input_is_refused(kernels: KernelAbi) -> None:
+    """A 3x3 convolution with stride 3 over a 3x3 input gives one output position; tampered to
+    dilation 2, its window spans 5 of the 3 inputs and fits nowhere (the Python reference's
+    floor count: (3 - 4 - 1) // 3 + 1 = 0), so the kernel refuses the program instead of
+    reading past the input. A truncating division counted 1 and let it run."""
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Conv2d(1, 2, kernel_size=3, stride=3), nn.ReLU())
+    source = ModelSource("window", module.eval(), (torch.randn(1, 1, 3, 3),))
+    program = compile_for(source, kernels)
+    assert outcome(program.pte, tuple(source.example_inputs)) == "ran"
+    pte_file = deserialize_pte_binary(program.pte)
+    plan = next(p for p in pte_file.program.execution_plan if p.name == "forward")
+    calls = [i.instr_args for c in plan.chains for i in c.instructions]
+    conv = next(
+        c
+        for c in calls
+        if isinstance(c, schema.KernelCall)
+        and plan.operators[c.op_index].name == "cortex_m_nn::conv2d"
+    )
+    dilation = plan.values[conv.args[7]].val  # input, weight, bias, multipliers, shifts, stride,
+    assert isinstance(dilation, schema.IntList)  # padding, dilation, ...
+    plan.values.append(schema.EValue(schema.Int(2)))  # a value of its own: ints are shared
+    dilation.items = [len(plan.values) - 1] * 2
+    tampered = bytes(serialize_pte_binary(pte_file))
+    assert outcome(tampered, tuple(source.example_inputs)) == "refused"

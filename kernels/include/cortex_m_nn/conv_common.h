@@ -311,7 +311,8 @@ CORTEX_M_NN_CHECK_ONLY inline bool check_window(
         "bottom, right) with each end its start or one more");
   }
   const cmsis_nn_dims& in = args.input_dims;
-  const int64_t oh = padded_extent(in.h, filter.h, stride[0], sides.top, sides.bottom, dilation[0]);
+  const int64_t oh =
+      padded_extent(in.h, filter.h, stride[0], sides.top, sides.bottom, dilation[0]);
   const int64_t ow =
       padded_extent(in.w, filter.w, stride[1], sides.left, sides.right, dilation[1]);
   return check_out_hw(context, op, "convolution", args.tensors->out, oh, ow);

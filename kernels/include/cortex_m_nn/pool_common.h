@@ -28,7 +28,17 @@ inline int64_t pooled_extent(
   if (!ceil_mode) {
     return window_extent(size, kernel, stride, padding, 1);
   }
-  int64_t out = (size + 2 * padding - kernel + stride - 1) / stride + 1;
+  // floor((size + 2 * padding - kernel + stride - 1) / stride) + 1, as the Python reference
+  // (ops/max_pool2d.py, pool_output_size), in 32 bits like padded_extent: 0 or -1 where that
+  // is 0 or below, -1 beyond int32; less the last window when it starts in the end padding.
+  const int64_t num = size + 2 * padding - kernel + stride - 1;
+  if (num < 0) {
+    return num >= -stride ? 0 : -1;
+  }
+  if (num > INT32_MAX || stride > INT32_MAX) {
+    return -1;
+  }
+  int64_t out = static_cast<int32_t>(num) / static_cast<int32_t>(stride) + 1;
   if ((out - 1) * stride >= size + padding) {
     --out;
   }

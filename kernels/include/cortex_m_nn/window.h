@@ -25,16 +25,23 @@ inline bool non_negative_pair(IntArrayRef values) {
   return pair_in(values, 0);
 }
 
-// Positions of a window of `kernel` taps `dilation` apart, moved by `stride` over `size`
-// padded by `before` ahead of it and `after` behind it.
+// Positions of a window of `kernel` taps `dilation` apart, moved by `stride` (1 to INT32_MAX)
+// over `size` padded by `before` ahead of it and `after` behind it, as the Python reference
+// counts them (python/cortex_m_nn/ops/params.py, output_size: a floor division). A window
+// longer than the padded input fits nowhere: 0, or -1 when the Python count is below 0 (no
+// output extent is). A span beyond int32 is not a window CMSIS-NN's int32 arithmetic can walk:
+// -1 too. So every extent an output can have is a 32-bit division.
 inline int64_t padded_extent(
     int64_t size, int64_t kernel, int64_t stride, int64_t before, int64_t after,
     int64_t dilation) {
   const int64_t span = size + before + after - dilation * (kernel - 1) - 1;
-  if (span >= 0 && span <= INT32_MAX && stride <= INT32_MAX) {  // every real window: a 32-bit
-    return static_cast<int32_t>(span) / static_cast<int32_t>(stride) + 1;  // division, per call
+  if (span < 0) {
+    return span >= -stride ? 0 : -1;
   }
-  return span / stride + 1;
+  if (span > INT32_MAX || stride > INT32_MAX) {
+    return -1;
+  }
+  return static_cast<int32_t>(span) / static_cast<int32_t>(stride) + 1;
 }
 
 // The same, padded by `padding` on both sides.
