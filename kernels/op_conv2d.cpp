@@ -155,6 +155,22 @@ bool prepare_conv2d(CallContext& context, const ConvTensors& tensors, IntArrayRe
       prepare_window(context, "conv2d", stride, padding, dilation, args);
 }
 
+
+// The unprepared cases: int16 activations (conv2d_s16) or int4 weights (conv2d_s4).
+template <ConvCase kCase>
+void conv2d_unprepared(CallContext& context, const ConvTensors& tensors, IntArrayRef stride,
+                       IntArrayRef padding, IntArrayRef dilation, const ConvQuant& quant,
+                       Tensor& scratch) {
+  ConvArgs args;
+  if (prepare_conv2d<kCase>(context, tensors, stride, padding, dilation, quant, &args)) {
+    if constexpr (kCase == ConvCase::kInt16) {
+      conv2d_s16(context, args, scratch);
+    } else {
+      conv2d_s4(context, args, scratch);
+    }
+  }
+}
+
 }  // namespace
 
 void conv2d_out(
@@ -213,12 +229,9 @@ void conv2d_int16_out(
     IntArrayRef dilation, int64_t input_offset, int64_t output_offset, int64_t activation_min,
     int64_t activation_max, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
   (void)scratch_bytes;
-  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
-  ConvArgs args;
-  if (prepare_conv2d<ConvCase::kInt16>(context, tensors, stride, padding, dilation,
-                     {input_offset, output_offset, activation_min, activation_max}, &args)) {
-    conv2d_s16(context, args, scratch);
-  }
+  conv2d_unprepared<ConvCase::kInt16>(
+      context, {input, weight, bias, multipliers, shifts, out}, stride, padding, dilation,
+      {input_offset, output_offset, activation_min, activation_max}, scratch);
 }
 
 void conv2d_int4_out(
@@ -227,12 +240,9 @@ void conv2d_int4_out(
     IntArrayRef dilation, int64_t input_offset, int64_t output_offset, int64_t activation_min,
     int64_t activation_max, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
   (void)scratch_bytes;
-  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
-  ConvArgs args;
-  if (prepare_conv2d<ConvCase::kInt4>(context, tensors, stride, padding, dilation,
-                     {input_offset, output_offset, activation_min, activation_max}, &args)) {
-    conv2d_s4(context, args, scratch);
-  }
+  conv2d_unprepared<ConvCase::kInt4>(
+      context, {input, weight, bias, multipliers, shifts, out}, stride, padding, dilation,
+      {input_offset, output_offset, activation_min, activation_max}, scratch);
 }
 
 void conv2d_prepared(CallContext& context, EValue** args) {

@@ -115,6 +115,24 @@ bool prepare_depthwise(CallContext& context, const ConvTensors& tensors, IntArra
   return true;
 }
 
+
+// The unprepared cases: int16 activations (depthwise_s16) or int4 weights (depthwise_s4).
+template <ConvCase kCase>
+void depthwise_unprepared(CallContext& context, const ConvTensors& tensors, IntArrayRef stride,
+                          IntArrayRef padding, IntArrayRef dilation, int64_t depth_multiplier,
+                          const ConvQuant& quant, Tensor& scratch) {
+  ConvArgs args;
+  cmsis_nn_dw_conv_params params;
+  if (prepare_depthwise<kCase>(context, tensors, stride, padding, dilation, depth_multiplier,
+                               quant, &args, &params)) {
+    if constexpr (kCase == ConvCase::kInt16) {
+      depthwise_s16(context, args, params, scratch);
+    } else {
+      depthwise_s4(context, args, params, scratch);
+    }
+  }
+}
+
 }  // namespace
 
 void depthwise_conv2d_out(
@@ -174,14 +192,9 @@ void depthwise_conv2d_int16_out(
     int64_t activation_min, int64_t activation_max, int64_t scratch_bytes, Tensor& out,
     Tensor& scratch) {
   (void)scratch_bytes;
-  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
-  ConvArgs args;
-  cmsis_nn_dw_conv_params params;
-  if (prepare_depthwise<ConvCase::kInt16>(context, tensors, stride, padding, dilation, depth_multiplier,
-                        {input_offset, output_offset, activation_min, activation_max}, &args,
-                        &params)) {
-    depthwise_s16(context, args, params, scratch);
-  }
+  depthwise_unprepared<ConvCase::kInt16>(
+      context, {input, weight, bias, multipliers, shifts, out}, stride, padding, dilation,
+      depth_multiplier, {input_offset, output_offset, activation_min, activation_max}, scratch);
 }
 
 void depthwise_conv2d_int4_out(
@@ -191,14 +204,9 @@ void depthwise_conv2d_int4_out(
     int64_t activation_min, int64_t activation_max, int64_t scratch_bytes, Tensor& out,
     Tensor& scratch) {
   (void)scratch_bytes;
-  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
-  ConvArgs args;
-  cmsis_nn_dw_conv_params params;
-  if (prepare_depthwise<ConvCase::kInt4>(context, tensors, stride, padding, dilation, depth_multiplier,
-                        {input_offset, output_offset, activation_min, activation_max}, &args,
-                        &params)) {
-    depthwise_s4(context, args, params, scratch);
-  }
+  depthwise_unprepared<ConvCase::kInt4>(
+      context, {input, weight, bias, multipliers, shifts, out}, stride, padding, dilation,
+      depth_multiplier, {input_offset, output_offset, activation_min, activation_max}, scratch);
 }
 
 void depthwise_conv2d_prepared(CallContext& context, EValue** args) {
