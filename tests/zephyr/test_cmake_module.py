@@ -425,6 +425,10 @@ def test_the_module_builds_executorchs_runtime_itself(cmake, hello_pte, tmp_path
     names = {Path(s).name for s in kinds(tmp_path / "build", "source")}
     assert {"executorch_pal_zephyr.cpp", "operator_registry.cpp"} <= names
     assert "register_prim_ops.cpp" not in names  # the hello model calls no primitive operator
+    # ExecuTorch's Zephyr Kconfig default (EXECUTORCH_ENABLE_PROGRAM_VERIFICATION=n): no
+    # flatbuffers verifier in the runtime the module builds
+    definitions = " ".join(kinds(tmp_path / "build", "executorch_core_definitions"))
+    assert "$<$<NOT:$<BOOL:OFF>>:ET_ENABLE_PROGRAM_VERIFICATION=0>" in definitions
 
 
 def test_with_executorchs_module_install_rules_are_skipped(cmake, hello_pte, tmp_path) -> None:
