@@ -13,9 +13,9 @@ them. Bytes are attributed to components by symbol:
 * application: every other symbol (the application, RTOS, C library);
 * unattributed: bytes of a section no symbol covers (padding, literal pools, tables).
 
-It also lists the kernel cases the image links (:func:`linked_cases`: each case's function by
-its name, ``operators.yaml``), with the bytes of each case's function, and CMSIS-NN's bytes by
-the width its function names end in (``_s8``, ``_s16``, ``_s4``; other helpers apart).
+It also lists the kernel cases the image links (each case's function found by its name,
+``operators.yaml``), with the bytes of each case's function, and CMSIS-NN's bytes by the width
+its function names give (the first ``_s8``, ``_s16``, ``_s4``; helpers without one apart).
 """
 
 from __future__ import annotations
@@ -167,6 +167,8 @@ def _case_functions() -> dict[str, str]:
 
 
 def _linked_cases(functions: dict[str, int]) -> dict[str, int]:
+    """The kernel cases (``conv2d.int8``) among ``functions``, each with its function's bytes:
+    the cases the image can run (a call of any other is refused at load)."""
     names = _case_functions()
     cases: dict[str, int] = {}
     for symbol, size in functions.items():
@@ -176,13 +178,6 @@ def _linked_cases(functions: dict[str, int]) -> dict[str, int]:
             if identifier in names:
                 cases[names[identifier]] = cases.get(names[identifier], 0) + size
     return dict(sorted(cases.items()))
-
-
-def linked_cases(path: Path) -> dict[str, int]:
-    """The kernel cases (``conv2d.int8``) the image at ``path`` links, each with its function's
-    bytes: the cases it can run (a call of any other is refused at load)."""
-    with open(path, "rb") as stream:
-        return _linked_cases(_functions(ELFFile(stream)))
 
 
 def _cmsis_nn_widths(functions: dict[str, int]) -> dict[str, int]:
@@ -285,8 +280,7 @@ def to_text(report: dict[str, Any]) -> str:
             f"{component:<22} {f:>11,} {f / flash if flash else 0:>5.0%} "
             f"{r:>11,} {r / ram if ram else 0:>5.0%}"
         )
-    cases = report.get("cases", {})
-    widths = report.get("cmsis_nn_widths", {})
+    cases, widths = report["cases"], report["cmsis_nn_widths"]
     lines += [
         "",
         "kernel cases linked (B of each case's function): "
