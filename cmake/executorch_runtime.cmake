@@ -28,7 +28,9 @@
 # reach et_pal_emit_log_message). Option EXECUTORCH_ENABLE_PROGRAM_VERIFICATION (default OFF,
 # as ExecuTorch's Zephyr Kconfig and its release preset have it: ET_ENABLE_PROGRAM_VERIFICATION=0
 # leaves the flatbuffers verifier out, which only Program::load's InternalConsistency mode runs;
-# cortex-m-nn's firmware API loads with the default Minimal check).
+# cortex-m-nn's firmware API loads with the default Minimal check). flatbuffers' index checks
+# stay on but end in et_pal_abort without the C library's assert and its strings (~3 KB per
+# image; cmake/include/cortex_m_nn/flatbuffers_check.h).
 
 if(NOT EXECUTORCH_ROOT AND DEFINED ENV{EXECUTORCH_ROOT})
   set(EXECUTORCH_ROOT "$ENV{EXECUTORCH_ROOT}")
@@ -144,10 +146,14 @@ target_include_directories(executorch_core PUBLIC
   "${_include_root}"
   "${EXECUTORCH_ROOT}/runtime/core/portable_type/c10"
   "${CMAKE_CURRENT_BINARY_DIR}/schema-include"
-  "${_flatbuffers_include}")
+  "${_flatbuffers_include}"
+  "${CMAKE_CURRENT_LIST_DIR}/include")
 target_compile_definitions(executorch_core PUBLIC
   C10_USING_CUSTOM_GENERATED_MACROS
   FLATBUFFERS_MAX_ALIGNMENT=1024
+  # flatbuffers' index checks end in et_pal_abort, without assert's strings (the header says why)
+  FLATBUFFERS_ASSERT=CORTEX_M_NN_FLATBUFFERS_CHECK
+  FLATBUFFERS_ASSERT_INCLUDE=<cortex_m_nn/flatbuffers_check.h>
   $<$<NOT:$<BOOL:${EXECUTORCH_LOGGING}>>:ET_LOG_ENABLED=0>
   $<$<NOT:$<BOOL:${EXECUTORCH_ENABLE_PROGRAM_VERIFICATION}>>:ET_ENABLE_PROGRAM_VERIFICATION=0>)
 target_compile_options(executorch_core PRIVATE -fno-exceptions -fno-rtti -Wno-psabi)

@@ -41,10 +41,11 @@ bool read_metadata(Program& program, MemoryAllocator& scratch, const char* const
       while (start < text.size()) {
         size_t end = text.find('\n', start);
         end = end == std::string_view::npos ? text.size() : end;
-        const std::string_view line = text.substr(start, end - start);
+        // Not substr or compare(pos, …): their range checks link libstdc++'s throwing path.
+        const std::string_view line(text.data() + start, end - start);
         for (size_t k = 0; k < count; ++k) {
           const size_t length = strlen(keys[k]);
-          if (line.size() > length && line.compare(0, length, keys[k]) == 0 &&
+          if (line.size() > length && memcmp(line.data(), keys[k], length) == 0 &&
               line[length] == '=') {
             snprintf(values[k], size, "%.*s", static_cast<int>(line.size() - length - 1),
                      line.data() + length + 1);

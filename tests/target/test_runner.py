@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from elftools.elf.elffile import ELFFile
 from executorch.exir import schema
 from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 from tests.target import harness
@@ -147,6 +148,23 @@ def test_image_links_only_the_cases_its_program_calls(core_build: tuple, model: 
     for width, kind in (("s16", "int16"), ("s4", "int4")):
         if kind not in kinds:
             assert width not in report["cmsis_nn_widths"], (width, report["cmsis_nn_widths"])
+
+
+#: C-library and C++-library code an image must not link: assert's printing handler (with the
+#: expression, file and function strings of every assert behind it: flatbuffers' index checks
+#: end in et_pal_abort instead, cmake/include/cortex_m_nn/flatbuffers_check.h) and libstdc++'s
+#: exception helpers (std::string_view::substr's range error; firmware builds have no
+#: exceptions, so they only abort, after formatting a message).
+UNWANTED_LIBRARY_CODE = ("__assert_func", "_ZSt24__throw_out_of_range_fmtPKcz")
+
+
+@pytest.mark.parametrize("model", harness.MODEL_NAMES)
+def test_image_links_no_assert_or_exception_strings(core_build: tuple, model: str) -> None:
+    """No image links the library code above (each would bring its strings back)."""
+    _, build_dir, _ = core_build
+    with open(build_dir / f"runner_{model}.elf", "rb") as stream:
+        symbols = {s.name for s in ELFFile(stream).get_section_by_name(".symtab").iter_symbols()}
+    assert not symbols & set(UNWANTED_LIBRARY_CODE), sorted(symbols & set(UNWANTED_LIBRARY_CODE))
 
 
 def test_a_call_of_a_case_the_image_lacks_is_refused_at_load(core_build: tuple) -> None:
