@@ -80,13 +80,13 @@ from cortex_m_nn.embed import firmware  # noqa: E402
 
 
 def compile_run(
-    name: str, core: harness.Core, io: IoType | None, trained: bool
+    name: str, core: harness.Core, io: IoType | None, trained: bool, schedule: str = "fast"
 ) -> harness.ModelRun:
-    """The model ``name`` compiled for ``core``: with the MLPerf file's weights and
-    quantization when ``trained`` and MLPerf has it, else the zoo's (tests/target)."""
+    """The model ``name`` compiled for ``core`` in memory ``schedule``: with the MLPerf file's
+    weights and quantization when ``trained`` and MLPerf has it, else the zoo's (tests/target)."""
     if trained and name in mlperf_weights.MODELS:
-        return mlperf_weights.compile_run(name, core, io)
-    return harness.compile_for(name, core, io=io)
+        return mlperf_weights.compile_run(name, core, io, schedule)
+    return harness.compile_for(name, core, io=io, schedule=schedule)
 
 
 def cmsis_nn_functions(build_dir: Path) -> set[str]:
@@ -369,6 +369,12 @@ def main(argv: list[str] | None = None) -> int:
         "default: as tests/target does, int8 for its *_int8_io models)",
     )
     parser.add_argument(
+        "--memory",
+        choices=["fast", "small"],
+        default="fast",
+        help="our programs' memory schedule (cortex-m-compile --memory; default: %(default)s)",
+    )
+    parser.add_argument(
         "--tflm-int8-registrations",
         action="store_true",
         help="TFLM registers its int8-only CMSIS-NN kernels (Register_CONV_2D_INT8 …; ~30 KB "
@@ -408,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         for stale in models_dir.glob("*"):
             stale.unlink()
         io = IoType(args.io) if args.io else None
-        runs = [compile_run(name, core, io, trained) for name in models]
+        runs = [compile_run(name, core, io, trained, args.memory) for name in models]
         for run in runs:
             harness.write_model(run, models_dir)
         harness.build(

@@ -335,9 +335,12 @@ def trained_source(name: str, ref: Reference) -> ModelSource:
     return ModelSource(name, zoo.module, (x,))
 
 
-def compile_run(name: str, core: harness.Core, io: IoType | None) -> harness.ModelRun:
+def compile_run(
+    name: str, core: harness.Core, io: IoType | None, schedule: str = "fast"
+) -> harness.ModelRun:
     """``harness.compile_for`` of the trained model (int8 I/O unless ``io`` says otherwise)
-    on TFLM's input; ``harness.SOURCES`` gets it too, so the peers compile the same model."""
+    on TFLM's input, in memory ``schedule``; ``harness.SOURCES`` gets it too, so the peers
+    compile the same model."""
     from tests.target import harness
 
     ref = reference(name)
@@ -349,6 +352,7 @@ def compile_run(name: str, core: harness.Core, io: IoType | None) -> harness.Mod
         synthetic(source.example_inputs, count=1),
         quantized(source, ref),
         io=io or IoType.INT8,
+        schedule=schedule,
     )
     inputs = compiled.io.program_inputs(source.example_inputs)
     if compiled.io.type is IoType.INT8:
