@@ -51,7 +51,8 @@ from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.frontend.states import has_states
 from cortex_m_nn.lower.passes import lower
 from cortex_m_nn.lower.records import REMOVED, LoweringResult, OpRecord
-from cortex_m_nn.plan.memory_plan import MemoryPlan, analyse, constants, memory_planning_pass
+from cortex_m_nn.plan.memory_plan import MemoryPlan, analyse, constants
+from cortex_m_nn.plan.placement import memory_planning_pass
 from cortex_m_nn.quantize import CortexMQuantizer
 from cortex_m_nn.quantize.bias_correction import correct_biases
 from cortex_m_nn.quantize.equalize import equalize, fold_batch_norms
@@ -112,6 +113,9 @@ class CompiledProgram:
     stages: Stages
     #: how the quantizer calibrated (ranges, float-model preparations)
     options: QuantizationOptions = field(default_factory=QuantizationOptions)
+    #: the memory schedule: ``fast`` (each tensor its own bytes while it lives) or ``small``
+    #: (outputs may also take their dead inputs' bytes, ``plan.overlap``)
+    schedule: str = "fast"
     _serialised: Serialised | None = field(default=None, repr=False)
 
     @property
@@ -119,7 +123,7 @@ class CompiledProgram:
         """The program serialised (on first use when ``compile_quantized`` deferred it)."""
         if self._serialised is None:
             with _Timer(self.stages.seconds)("serialise"):
-                self._serialised = to_program(self.io, self.model, self.abi)
+                self._serialised = to_program(self.io, self.model, self.abi, self.schedule)
         return self._serialised
 
     @property
@@ -259,12 +263,14 @@ DIRECT = (
 )
 
 
-def to_program(io: ProgramIo, source: ModelSource, abi: ProgramAbi) -> Serialised:
+def to_program(
+    io: ProgramIo, source: ModelSource, abi: ProgramAbi, schedule: str = "fast"
+) -> Serialised:
     """Serialise the program's graph as an ExecuTorch program: a fully lowered graph straight
     from the execution dialect (``execution_graph``, equal constant arguments stored once),
     any other through ``torch.export``, ``to_edge`` and ``to_executorch``."""
     inputs = io.program_inputs(source.example_inputs)
-    planning = memory_planning_pass()
+    planning = memory_planning_pass(abi.target.isa, schedule)
     if execution_graph.unsupported(io.graph) is None:
         program = execution_graph.execution_program(io.graph, inputs)
         pte = execution_graph.serialise(program, metadata(abi, io), planning)
@@ -275,7 +281,7 @@ def to_program(io: ProgramIo, source: ModelSource, abi: ProgramAbi) -> Serialise
         edge_text = str(edge.exported_program().graph_module.graph)
         executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
         program, pte = executorch.exported_program(), executorch.buffer
-    memory = analyse(program.graph_module, planned_buffer_bytes(pte))
+    memory = analyse(program.graph_module, planned_buffer_bytes(pte), abi.target.isa)
     conflicts = memory.conflicts()
     if conflicts:  # a planner bug, never the user's: do not hand out a program that corrupts
         raise RuntimeError(f"memory plan gives live tensors the same bytes: {conflicts[:3]}")
@@ -306,10 +312,12 @@ def compile_model(
     options: QuantizationOptions | None = None,
     serialise: bool = True,
     io: IoType = IoType.FLOAT,
+    schedule: str = "fast",
 ) -> CompiledProgram:
     """Compile ``source`` for ``target``; raises CompileError for anything the user must fix.
     ``serialise``: as for :func:`compile_quantized`; ``io``: what the program's inputs and
-    outputs hold (:mod:`cortex_m_nn.serialize.program_io`).
+    outputs hold (:mod:`cortex_m_nn.serialize.program_io`); ``schedule``: the memory
+    schedule (:class:`CompiledProgram`).
 
     ``target`` is the program's :class:`~cortex_m_nn.core.abi.ProgramAbi` (what the .pte records
     and the references run with), or a Target and ``rounding``, the requantization rounding
@@ -330,6 +338,7 @@ def compile_model(
         options=options,
         serialise=serialise,
         io=io,
+        schedule=schedule,
     )
 
 
@@ -345,6 +354,7 @@ def compile_quantized(
     options: QuantizationOptions | None = None,
     serialise: bool = True,
     io: IoType = IoType.FLOAT,
+    schedule: str = "fast",
 ) -> CompiledProgram:
     """Lower and serialise what ``quantize(source, calibration, options=options)`` returned:
     one export and calibration can be lowered for several targets (the graphs are read, never
@@ -361,7 +371,9 @@ def compile_quantized(
     if fallbacks and not allow_fallback:
         raise CompileError(unsupported_message(fallbacks))
     stages.io, stages.records = program_io(stages.lowering, io)
-    compiled = CompiledProgram(source, abi, calibration, stages, options or QuantizationOptions())
+    compiled = CompiledProgram(
+        source, abi, calibration, stages, options or QuantizationOptions(), schedule
+    )
     if serialise:
         compiled.pte  # noqa: B018
     return compiled

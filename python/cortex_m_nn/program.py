@@ -61,6 +61,8 @@ class Options:
     weights: str = _DEFAULT_QUANTIZATION.weights.value
     int4_ranges: str = _DEFAULT_QUANTIZATION.int4_ranges.value
     io: str = IoType.FLOAT.value
+    #: fast, small, or auto: small where fast does not fit the RAM budget (fast without one)
+    memory: str = "auto"
     verify: bool = False
     allow_fallback: bool = False
     rounding: str = "double"
@@ -292,9 +294,7 @@ def build(
     from cortex_m_nn.check.verify import verify_program
     from cortex_m_nn.core.abi import ProgramAbi, Rounding
     from cortex_m_nn.pipeline import compile_model
-    from cortex_m_nn.plan import fit
     from cortex_m_nn.report import compile_report as report
-    from cortex_m_nn.serialize.pte import load_temp_bytes, runtime_overhead
 
     budget = options.budget()
     target = resolve_target(options.target, budget.board if budget else None)
@@ -308,19 +308,39 @@ def build(
         progress=progress,
         options=quantization,
         io=IoType(options.io),
+        schedule="fast" if options.memory == "auto" else options.memory,
     )
     with stage("verify"):
         verification = verify_program(compiled) if options.verify else None
     stages = compiled.stages
     with stage("per-layer SNR"):
         layers = layer_snr(stages.exported, stages.quantized, compiled.calibration.samples)
+    fitted = None if budget is None else _fitted(compiled, budget, options)
+    if fitted is not None:
+        compiled = fitted[0]
     with stage("report"):
         document = report.as_dict(compiled, verification, layers)
         key = "weight_precision" if options.weights == "auto" else "precision"
         document["precision"] = document["weight_precision"] = None
         document[key] = None if plan is None else plan.as_dict()
-    if budget is not None:
-        document["fit"] = fit.check(
+    if fitted is not None:
+        document["fit"], document["memory_schedule"] = fitted[1:]
+    return Program(compiled, Report(document), verification)
+
+
+def _fitted(
+    compiled: CompiledProgram, budget: fit.Budget, options: Options
+) -> tuple[CompiledProgram, dict, dict]:
+    """The program in the first schedule whose RAM fits the budget (``memory="auto"``: fast,
+    then small; the schedule given otherwise), its fit report, and the schedules tried."""
+    from cortex_m_nn.plan import fit
+    from cortex_m_nn.serialize.pte import load_temp_bytes, runtime_overhead
+
+    tried = []
+    for schedule in ("fast", "small") if options.memory == "auto" else (options.memory,):
+        if schedule != compiled.schedule:
+            compiled = dataclasses.replace(compiled, schedule=schedule, _serialised=None)
+        found = fit.check(
             budget,
             len(compiled.pte),
             len(set(compiled.operators)),
@@ -328,7 +348,22 @@ def build(
             # the method allocator and the load-time temporary allocator, both static
             runtime_overhead(compiled.pte).total + load_temp_bytes(compiled.pte),
         )
-    return Program(compiled, Report(document), verification)
+        tried.append({"schedule": schedule, "arena_bytes": compiled.arena_bytes})
+        if found["ram"] is None or found["ram"]["fits"]:
+            break
+    fits = found["ram"] is None or found["ram"]["fits"]
+    why = (
+        f"{schedule}: the first schedule whose arena fits {budget.where}'s RAM"
+        if fits
+        else f"{schedule}: the smallest arena found; none fits {budget.where}'s RAM"
+    )
+    if not fits and len(tried) > 1:
+        others = ", ".join(f"{t['schedule']} {t['arena_bytes']:,} B" for t in tried[:-1])
+        found["error"] = found["error"].replace(
+            "; nothing written",
+            f"; the smallest arena found is --memory {schedule}'s ({others}); nothing written",
+        )
+    return compiled, found, {"chosen": schedule, "tried": tried, "why": why}
 
 
 def _searched(

@@ -26,7 +26,7 @@ from cortex_m_nn.ops.library import FUNCTIONALS
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.ops.svdf import STATE_PREFIX, scratch_bytes, svdf_kernel_sums
 from cortex_m_nn.pipeline import metadata
-from cortex_m_nn.plan.memory_plan import memory_planning_pass
+from cortex_m_nn.plan.placement import memory_planning_pass
 from cortex_m_nn.serialize import execution_graph
 
 from .strategies import (

@@ -27,7 +27,7 @@ from cortex_m_nn.core.options import IoType
 from cortex_m_nn.core.target import Target
 from cortex_m_nn.ops.library import operator as cortex_m_nn_operator
 from cortex_m_nn.pipeline import DIRECT, CompiledProgram, compile_quantized, metadata
-from cortex_m_nn.plan.memory_plan import memory_planning_pass
+from cortex_m_nn.plan.placement import memory_planning_pass
 from cortex_m_nn.serialize import execution_graph
 from cortex_m_nn.serialize.shared_values import share_values
 

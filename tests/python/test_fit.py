@@ -3,6 +3,7 @@ written): a model that does not fit is refused in one line that names the number
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -173,3 +174,25 @@ def test_unknown_plot_format_writes_nothing(capsys, tmp_path: Path) -> None:
     line = error_line(run(capsys, f"{MODELS}:pools", "-o", pte, "--plot", tmp_path / "p.xyz"))
     assert "--plot" in line and ".png" in line
     assert not list(tmp_path.iterdir())
+
+
+def test_auto_schedule_takes_small_where_fast_does_not_fit(capsys, tmp_path: Path) -> None:
+    """--memory auto (the default): with --ram between what the small and the fast schedule
+    need, the program is the small one's and the report says why; below both, the one-line
+    refusal names the smallest arena found."""
+    needs = {}
+    for schedule in ("fast", "small"):
+        report = tmp_path / f"{schedule}.json"
+        result = run(capsys, "-o", tmp_path / f"{schedule}.pte", "--memory", schedule,
+                     "--ram", "1G", "--report-json", report)  # fmt: skip
+        assert result.status == 0, result.err
+        needs[schedule] = json.loads(report.read_text())["fit"]["ram"]["needed_bytes"]
+    assert needs["small"] < needs["fast"]
+    pte = tmp_path / "auto.pte"
+    result = run(capsys, "-o", pte, "--ram", str(needs["small"]))
+    assert result.status == 0, result.err
+    assert "memory schedule small: the first schedule whose arena fits" in result.out
+    assert pte.read_bytes() == (tmp_path / "small.pte").read_bytes()
+    line = error_line(run(capsys, "-o", tmp_path / "none.pte", "--ram", str(needs["small"] - 16)))
+    assert "the smallest arena found is --memory small's (fast " in line
+    assert not (tmp_path / "none.pte").exists()

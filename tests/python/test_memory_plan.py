@@ -17,8 +17,8 @@ from cortex_m_nn.core.target import Target
 from cortex_m_nn.frontend.calibration import synthetic
 from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.pipeline import compile_model
-from cortex_m_nn.plan import memory_plan
-from cortex_m_nn.plan.memory_plan import ALIGNMENT, MemoryPlan, PlannedTensor
+from cortex_m_nn.plan import placement
+from cortex_m_nn.plan.memory_plan import ALIGNMENT, CONSTANT_KINDS, MemoryPlan, PlannedTensor
 from cortex_m_nn.report import compile_report as report
 from cortex_m_nn.report.plot import render
 from cortex_m_nn.serialize.pte import load_temp_bytes, runtime_overhead
@@ -68,7 +68,7 @@ def test_json_plan_sums_match_the_pte(stack) -> None:
     stored = sum(buffers.values())
     assert stored <= sum(len(buffer.storage) for buffer in program.constant_buffer)
     assert memory["constants"]["total"] == memory["pte_constant_bytes"] == stored > 0
-    assert sum(memory["constants"][k] for k in memory_plan.CONSTANT_KINDS) == stored
+    assert sum(memory["constants"][k] for k in CONSTANT_KINDS) == stored
     # Every planned tensor of the program appears in the plan, at its offset.
     planned = sorted(
         v.val.allocation_info.memory_offset_low
@@ -178,7 +178,7 @@ def test_ties_keep_executorch_greedy(quantized_models, monkeypatch) -> None:
     # which ExecuTorch's own planner (greedy, tried first) wins.
     pools_model = quantized_models.get("pools", pools)
     both = pools_model.lower("cortex-m55").memory
-    monkeypatch.setattr(memory_plan, "ALGORITHMS", (memory_plan.best_offset,))
+    monkeypatch.setattr(placement, "ALGORITHMS", (placement.best_offset,))
     alone = pools_model.lower("cortex-m55").memory
     assert alone.planner == "best_offset"
     assert alone.arena_bytes == alone.lower_bound_bytes == both.lower_bound_bytes
@@ -190,7 +190,7 @@ def test_text_report_shows_the_plan(stack) -> None:
     text = report.to_text(report.as_dict(stack, None))
     memory = stack.memory
     assert f"arena (RAM)          {memory.arena_bytes:>10,} B" in text
-    assert f"live-tensor bound    {memory.lower_bound_bytes:>10,} B" in text
+    assert f"layer-by-layer bound {memory.lower_bound_bytes:>10,} B" in text
     assert "runtime overhead" in text and "estimate" in text
 
 
@@ -238,7 +238,7 @@ def test_best_offset_never_overlaps_live_tensors(tensors) -> None:
         spec = TensorSpec.from_tensor(torch.empty(nbytes, dtype=torch.int8))
         spec.lifetime = [start, start + length]
         specs.append(spec)
-    result = memory_plan.best_offset(ALIGNMENT, specs, object(), None)
+    result = placement.best_offset(ALIGNMENT, specs, object(), None)
     placed = [(result.spec_dict[s].mem_offset, s) for s in specs]
     for i, (offset_a, a) in enumerate(placed):
         assert offset_a % ALIGNMENT == 0

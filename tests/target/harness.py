@@ -158,9 +158,12 @@ class ModelRun:
     next_expected: list[torch.Tensor] | None = None
 
 
-def compile_for(name: str, core: Core, seed: int = 3, io: IoType | None = None) -> ModelRun:
+def compile_for(
+    name: str, core: Core, seed: int = 3, io: IoType | None = None, schedule: str = "fast"
+) -> ModelRun:
     """Compile ``name`` for ``core`` and compute the Python reference on seeded inputs; ``io``
-    (default: int8 for the models of ``INT8_IO``, else float) as ``--io`` gives it."""
+    (default: int8 for the models of ``INT8_IO``, else float) as ``--io`` gives it;
+    ``schedule``: the memory schedule."""
     from tests.target.models import INT8_IO, INT16, TARGET_INPUTS
 
     if io is None:
@@ -174,6 +177,7 @@ def compile_for(name: str, core: Core, seed: int = 3, io: IoType | None = None) 
         progress=False,
         io=io,
         options=INT16[name][1] if name in INT16 else None,
+        schedule=schedule,
     )
     gen = torch.Generator().manual_seed(seed)
     inputs = tuple(torch.randn(x.shape, generator=gen) for x in source.example_inputs)

@@ -8,6 +8,7 @@ compile once per core, a few minutes each on two cores).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,10 @@ from executorch.exir import schema
 from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 from tests.target import harness
 
+from cortex_m_nn.core.options import IoType
 from cortex_m_nn.embed import firmware
 from cortex_m_nn.embed.pte_source import model_facts
+from cortex_m_nn.plan import overlap
 from cortex_m_nn.serialize.pte import forward_plan, runtime_overhead
 
 pytestmark = pytest.mark.skipif(harness.missing() is not None, reason=str(harness.missing()))
@@ -53,6 +56,17 @@ def core_build(request: pytest.FixtureRequest) -> tuple[harness.Core, Path, dict
         assert "conv2d.int8" in cases
         other = [c.replace("conv2d.int8", "conv2d.int16") for c in cases]
         (models_dir / "ds_cnn_missing_case.cases").write_text(",".join(other))
+    # the small memory schedule: outputs over their inputs' consumed bytes (plan.overlap)
+    for name in SMALL_SCHEDULE_MODELS:
+        small = harness.compile_for(name, core, io=IoType.INT8, schedule="small")
+        runs[f"{name}_small"] = replace(small, name=f"{name}_small")
+        harness.write_model(runs[f"{name}_small"], models_dir)
+    with pytest.MonkeyPatch.context() as patch:  # the guard's control: leads too short
+        lead = overlap._lead
+        patch.setattr(overlap, "_lead", lambda *a: lead(*a) - TOO_TIGHT)
+        tight = harness.compile_for("overlap_guard", core, io=IoType.INT8, schedule="small")
+    harness.write_model(replace(tight, name="overlap_guard_too_tight"), models_dir)
+    runs["overlap_guard_too_tight"] = tight
     # every core: the per-channel shift check on its own code path (DS-CNN's test vector)
     harness.write_model(runs["ds_cnn"], models_dir / "damaged")
     for suffix in (".pte", ".test_vector.h"):
@@ -105,6 +119,51 @@ def test_bit_exact_on_target(core_build: tuple, model: str) -> None:
     # Model::run_profiled ran forward again, one kernel call at a time, with the same outputs.
     calls = sum(i.kind == "KernelCall" for i in forward_plan(run.compiled.pte).instructions)
     assert f"runner: {calls} kernel calls run one at a time" in result.stdout
+
+
+#: Programs run with the small schedule, whose outputs take their dead inputs' bytes: the
+#: guard model (one call of each path plan.overlap lets overlap) and three MLPerf-style models.
+SMALL_SCHEDULE_MODELS = ("overlap_guard", "ds_cnn", "resnet8", "mobilenet_v1_025")
+#: How much shorter than plan.overlap's leads the control's are: two rows of the guard's
+#: 16×16×8 tensors, more than the leads' margin (they assume the largest group a path may
+#: interleave; 64 bytes short still ran bit exact on M55, where its groups are smaller).
+TOO_TIGHT = 256
+
+
+@pytest.mark.parametrize("model", SMALL_SCHEDULE_MODELS)
+def test_small_schedule_bit_exact(core_build: tuple, model: str) -> None:
+    """A program planned with outputs over the consumed part of their inputs runs bit exact
+    on the core's CMSIS-NN code paths: a kernel reading a byte after writing over it would
+    change the outputs (random inputs). The guard model's plan shares bytes on every core."""
+    core, build_dir, runs = core_build
+    run = runs[f"{model}_small"]
+    memory = run.compiled.memory
+    assert memory.conflicts() == []
+    if model == "overlap_guard":
+        assert len(memory.overlapping()) >= 4, memory.overlapping()
+    result = harness.run(build_dir / f"runner_{model}_small.elf", core)
+    assert result.returncode == 0, f"runner exit {result.returncode}:\n{result.stdout}"
+    assert result.outputs() == harness.output_bytes(run.expected)
+
+
+def test_a_lead_too_short_corrupts_the_outputs(core_build: tuple) -> None:
+    """The control of the test above: the guard model planned with every lead TOO_TIGHT
+    bytes shorter than plan.overlap computes shares bytes the kernels still read, and its
+    outputs differ from the reference, so a wrong lead cannot pass unseen."""
+    core, build_dir, runs = core_build
+    fair = runs["overlap_guard_small"].compiled.memory
+    tight = runs["overlap_guard_too_tight"].compiled.memory
+    short = [  # outputs placed over bytes their true lead keeps from them
+        (out.name, source.name)
+        for a, b in tight.shared()
+        for out, source in ((a, b), (b, a))
+        if (out.name, source.name) in fair.leads
+        and out.offset > source.offset - fair.leads[out.name, source.name]
+    ]
+    assert short, "the control's plan breaks no lead"
+    result = harness.run(build_dir / "runner_overlap_guard_too_tight.elf", core)
+    assert result.returncode == 1, result.stdout
+    assert "FAIL (outputs differ)" in result.stdout
 
 
 def test_runner_fails_on_a_wrong_reference(core_build: tuple) -> None:

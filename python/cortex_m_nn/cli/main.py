@@ -185,6 +185,15 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
         "each one's scale, zero point and shape) (default: %(default)s)",
     )
     parser.add_argument(
+        "--memory",
+        choices=["fast", "small", "auto"],
+        help="the memory schedule: fast, every tensor its own bytes while it lives; small, a "
+        "kernel's output may also take the bytes of the input it has consumed, where its "
+        "CMSIS-NN code path reads ahead of its writes (same kernels, same instructions; the "
+        "report lists the overlaps); auto, fast unless its arena does not fit the RAM of "
+        "--board/--ram, then small (default: %(default)s)",
+    )
+    parser.add_argument(
         "--verify",
         action="store_true",
         help="check the lowered program against the PT2E-quantized model (≤ 1 LSB) and "

@@ -4,7 +4,9 @@ In: the program's graph in the execution dialect (and a board's memories). Out: 
 plan (each planned tensor's lifetime and arena offset, the live-tensor bound, the constants)
 and whether the model fits the board.
 
-* ``memory_plan``: the planner ExecuTorch's memory planning pass runs, and the plan read back;
+* ``placement``: the planning algorithms ExecuTorch's memory planning pass runs;
+* ``overlap``: where an output may take its dead input's bytes (the ``small`` schedule);
+* ``memory_plan``: the plan read back (lifetimes, the layer-by-layer bound) and checked;
 * ``fit``, ``boards``: flash and RAM against a board's memories.
 
 Scratch buffers are sized where the lowering chooses the CMSIS-NN call (``lower.scratch``).

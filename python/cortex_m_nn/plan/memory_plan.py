@@ -18,15 +18,11 @@ from typing import Any
 
 import torch
 from executorch.exir import memory
-from executorch.exir.memory_planning import (
-    MemoryAlgoResult,
-    MemoryPlanningAlgorithmSuite,
-    SpecAllocResult,
-    greedy,
-)
-from executorch.exir.passes import MemoryPlanningPass
 from torch.export import ExportedProgram
 from torch.fx import GraphModule, Node
+
+from cortex_m_nn.core.target import Isa
+from cortex_m_nn.plan import overlap
 
 #: ExecuTorch aligns every planned tensor to 16 bytes (``executorch.exir.tensor.ALIGNMENT``).
 ALIGNMENT = 16
@@ -70,6 +66,8 @@ class MemoryPlan:
     constants: dict[str, int] = field(default_factory=dict)
     #: the planning algorithm whose plan the program uses
     planner: str = ""
+    #: (output, input) → lead: pairs that may share bytes (``plan.overlap``)
+    leads: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def live(self, index: int) -> list[PlannedTensor]:
         return [t for t in self.tensors if t.live_at(index)]
@@ -98,8 +96,8 @@ class MemoryPlan:
         """Highest byte any tensor occupies: the arena the offsets need."""
         return max((t.offset + t.aligned_bytes for t in self.tensors), default=0)
 
-    def conflicts(self) -> list[tuple[str, str]]:
-        """Pairs of tensors live at the same kernel call that share bytes (must be empty)."""
+    def shared(self) -> list[tuple[PlannedTensor, PlannedTensor]]:
+        """Pairs of tensors live at the same kernel call that share bytes."""
         found = []
         sized = [t for t in self.tensors if t.nbytes > 0]
         for i, a in enumerate(sized):
@@ -107,8 +105,28 @@ class MemoryPlan:
                 together = a.first <= b.last and b.first <= a.last
                 shared = a.offset < b.offset + b.nbytes and b.offset < a.offset + a.nbytes
                 if together and shared:
-                    found.append((a.name, b.name))
+                    found.append((a, b))
         return found
+
+    def overlapping(self) -> list[tuple[str, str]]:
+        """The (output, input) pairs that share bytes as their lead allows."""
+        found = []
+        for a, b in self.shared():
+            for out, source in ((a, b), (b, a)):
+                lead = self.leads.get((out.name, source.name))
+                if lead is not None and out.offset <= source.offset - lead:
+                    found.append((out.name, source.name))
+        return found
+
+    def conflicts(self) -> list[tuple[str, str]]:
+        """Pairs of tensors live at the same kernel call that share bytes other than as an
+        overlap's lead allows (must be empty)."""
+        allowed = set(self.overlapping())
+        return [
+            (a.name, b.name)
+            for a, b in self.shared()
+            if (a.name, b.name) not in allowed and (b.name, a.name) not in allowed
+        ]
 
     def as_dict(self) -> dict[str, Any]:
         peak = self.peak_index
@@ -118,6 +136,10 @@ class MemoryPlan:
             "arena_bytes": self.arena_bytes,
             "planner": self.planner,
             "lower_bound_bytes": lower,
+            "overlaps": [
+                {"output": out, "input": source, "lead": self.leads[out, source]}
+                for out, source in self.overlapping()
+            ],
             "arena_over_lower_bound": self.arena_bytes / lower if lower else 1.0,
             "alignment": ALIGNMENT,
             "peak": {
@@ -272,8 +294,9 @@ def _storage(graph_module: GraphModule) -> _Storage:
     return found
 
 
-def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
-    """The plan of an executorch-dialect graph (after ``to_executorch``), lifetimes computed here.
+def analyse(graph_module: GraphModule, arena_bytes: int, isa: Isa | None = None) -> MemoryPlan:
+    """The plan of an executorch-dialect graph (after ``to_executorch``), lifetimes computed here;
+    with ``isa``, the overlaps its calls allow (``plan.overlap``), which ``conflicts`` accepts.
 
     A tensor lives from the first kernel call that touches it (the first, for a graph input)
     to the last (the last, for a graph output or a state, which outlives the call).
@@ -311,7 +334,12 @@ def analyse(graph_module: GraphModule, arena_bytes: int) -> MemoryPlan:
         for owned in kind
         if owned in first
     ]
-    return MemoryPlan([operator_name(c) for c in storage.calls], tensors, arena_bytes)
+    plan = MemoryPlan([operator_name(c) for c in storage.calls], tensors, arena_bytes)
+    if isa is not None:
+        plan.leads = {
+            (o.output.name, o.input.name): o.lead for o in overlap.overlaps(graph_module, isa)
+        }
+    return plan
 
 
 # --- constants -------------------------------------------------------------------------------
@@ -369,87 +397,3 @@ def constants(program: ExportedProgram) -> dict[str, int]:
         sizes[constant_kind(argument)] += len(data)
     sizes["total"] = sum(sizes[k] for k in CONSTANT_KINDS)
     return sizes
-
-
-# --- the planning algorithm ------------------------------------------------------------------
-
-
-def best_offset(
-    alignment: int,
-    specs: Any,
-    graph_module: GraphModule,
-    graph_signature: Any,
-    extra_padding: int = 0,
-) -> MemoryAlgoResult:
-    """Greedy by size with free offsets: the largest tensors first, each at the lowest offset
-    that no already placed tensor with an overlapping lifetime occupies.
-
-    ExecuTorch's ``greedy`` packs tensors into fixed shared objects; placing at any free
-    offset lets small tensors fill the gaps beside large ones. Graphs this does not handle
-    (storage-backed specs, control-flow submodules) are planned by ``greedy``.
-    """
-    specs = list(specs)
-    if any(s.storage_base is not None for s in specs) or getattr(
-        graph_module, "input_mem_buffer_sizes", None
-    ):
-        return greedy(alignment, specs, graph_module, graph_signature, extra_padding)
-    for spec in specs:
-        spec.realign(alignment)
-    ordered = sorted(specs, key=lambda s: (-s.allocated_memory, s.lifetime[0], s.lifetime[1]))
-    placed: dict[int, list[tuple[int, int, int, int]]] = {}
-    result = MemoryAlgoResult({}, [])
-    for spec in ordered:
-        memory_id = spec.mem_id if spec.mem_id is not None else 1
-        start, stop = spec.lifetime
-        busy = sorted(
-            (low, high)
-            for low, high, first, last in placed.setdefault(memory_id, [])
-            if first <= stop and start <= last
-        )
-        offset = 0
-        for low, high in busy:
-            if offset + spec.allocated_memory <= low:
-                break
-            offset = max(offset, high)
-        placed[memory_id].append((offset, offset + spec.allocated_memory, start, stop))
-        result.spec_dict[spec] = SpecAllocResult(memory_id, 0, offset)
-    sizes = [0] * (max(placed, default=1) + 1)
-    for memory_id, spans in placed.items():
-        sizes[memory_id] = max((high for _, high, _, _ in spans), default=0) + extra_padding
-    result.bufsizes = sizes
-    return result
-
-
-class SmallestOfSuite(MemoryPlanningAlgorithmSuite):
-    """ExecuTorch's suite (runs each algorithm, keeps the smallest), remembering the winner."""
-
-    chosen: str | None = None
-
-    def __call__(self, alignment, specs, graph_module, graph_signature, extra_padding):
-        results = {
-            algorithm.__name__: algorithm(
-                alignment, specs, graph_module, graph_signature, extra_padding
-            )
-            for algorithm in self.algo_list
-        }
-        self.chosen = min(results, key=lambda name: sum(results[name].bufsizes))
-        for spec, allocation in results[self.chosen].spec_dict.items():
-            spec.mem_id = allocation.mem_id
-            spec.mem_offset = allocation.mem_offset
-            spec.mem_obj_id = allocation.mem_obj_id
-        return results[self.chosen].bufsizes
-
-
-#: The planning algorithms tried on every program; the smaller arena wins (greedy on a tie).
-ALGORITHMS = (greedy, best_offset)
-
-
-def memory_planning_pass() -> MemoryPlanningPass:
-    """ExecuTorch's memory planning pass running ExecuTorch's ``greedy`` and ``best_offset``.
-
-    Measured on cortex-m55 (arena bytes; live-tensor bound in brackets): DS-CNN greedy
-    20,464, naive 92,704 (20,464); ConvStack greedy 2,448, greedy without overlapping
-    allocations 2,896, naive 4,560 (2,160). ``naive`` never reuses memory, so it is not
-    tried; ``best_offset`` closes most of greedy's gap on graphs with branches.
-    """
-    return MemoryPlanningPass(memory_planning_algo=SmallestOfSuite(list(ALGORITHMS)))

@@ -99,6 +99,7 @@ def as_dict(
         "pte_operators": sorted(set(compiled.operators)),
         "memory": memory(compiled),
         "fit": None,
+        "memory_schedule": None,
         "compile_seconds": compiled.stages.seconds,
         "layers": None if layers is None else [layer_row(layer) for layer in layers],
         "verify": None if verification is None else verify_dict(verification),
@@ -306,7 +307,7 @@ def to_text(report: dict[str, Any]) -> str:
     if report.get("weight_precision"):
         lines += weight_precision_lines(report["weight_precision"])
     if report.get("fit") is not None:
-        lines += fit_lines(report["fit"])
+        lines += fit_lines(report["fit"], report.get("memory_schedule"))
     if report["verify"] is not None:
         lines.append(verify_line(report["verify"]))
     return "\n".join(lines) + "\n"
@@ -338,17 +339,31 @@ def memory_lines(memory: dict[str, Any]) -> list[str]:
         "memory, planned at compile time (no allocation at run time):",
         f"  arena (RAM)          {memory['arena_bytes']:>10,} B  activations, I/O and scratch "
         f"in one buffer (planner: {memory['planner']})",
-        f"  live-tensor bound    {memory['lower_bound_bytes']:>10,} B  plan / bound = "
+        f"  layer-by-layer bound {memory['lower_bound_bytes']:>10,} B  plan / bound = "
         f"{memory['arena_over_lower_bound']:.2f}; peak at {where}: "
         f"{peak['activation_bytes']:,} B tensors + {peak['scratch_bytes']:,} B scratch",
         f"  largest scratch      {memory['largest_scratch_bytes']:>10,} B  "
         f"{memory['scratch_buffers']} CMSIS-NN scratch buffers sized for the target ISA, "
         "shared in the arena",
         *state_lines(memory),
+        *overlap_lines(memory),
         f"  constants (.pte)     {constants['total']:>10,} B  {kinds}",
         f"  runtime overhead   ≈ {memory['runtime_overhead_bytes']:>10,} B  ExecuTorch method "
         f"allocator (estimate), and {memory['load_temp_bytes']:,} B of temporary allocator "
         "while loading",
+    ]
+
+
+def overlap_lines(memory: dict[str, Any]) -> list[str]:
+    """The small schedule's line: the outputs that take their consumed inputs' bytes."""
+    overlaps = memory.get("overlaps", [])
+    if not overlaps:
+        return []
+    return [
+        f"  overlaps             {len(overlaps):>10} ×  outputs over the consumed part of their "
+        "inputs (--memory small; each at least its kernel's lead below the input): "
+        + ", ".join(f"{o['output']} over {o['input']} ({o['lead']:,} B lead)" for o in overlaps[:3])
+        + (f", +{len(overlaps) - 3}" if len(overlaps) > 3 else "")
     ]
 
 
@@ -364,9 +379,12 @@ def state_lines(memory: dict[str, Any]) -> list[str]:
     ]
 
 
-def fit_lines(fit: dict[str, Any]) -> list[str]:
-    """The fit check's lines of the human report."""
+def fit_lines(fit: dict[str, Any], schedule: dict[str, Any] | None = None) -> list[str]:
+    """The fit check's lines of the human report (and the memory schedule it chose)."""
     lines = [f"{'fits' if fit['fits'] else 'does NOT fit'} {fit['where']}:"]
+    if schedule is not None:
+        tried = ", ".join(f"{t['schedule']} {t['arena_bytes']:,} B" for t in schedule["tried"])
+        lines.append(f"  memory schedule {schedule['why']} (arenas tried: {tried})")
     for memory in (fit["flash"], fit["ram"]):
         if memory is None:
             continue
