@@ -429,6 +429,14 @@ def test_the_module_builds_executorchs_runtime_itself(cmake, hello_pte, tmp_path
     # flatbuffers verifier in the runtime the module builds
     definitions = " ".join(kinds(tmp_path / "build", "executorch_core_definitions"))
     assert "$<$<NOT:$<BOOL:OFF>>:ET_ENABLE_PROGRAM_VERIFICATION=0>" in definitions
+    # flatbuffers' index checks end in the module's et_pal_abort (src/executorch_pal_zephyr.cpp),
+    # through the header flatbuffers includes for its FLATBUFFERS_ASSERT, not the C library's
+    # assert
+    assert "FLATBUFFERS_ASSERT=CORTEX_M_NN_FLATBUFFERS_CHECK" in definitions
+    assert "FLATBUFFERS_ASSERT_INCLUDE=<cortex_m_nn/flatbuffers_check.h>" in definitions
+    check = ROOT / "cmake/include/cortex_m_nn/flatbuffers_check.h"
+    assert "#define CORTEX_M_NN_FLATBUFFERS_CHECK(condition)" in check.read_text()
+    assert "et_pal_abort" in (ROOT / "src/executorch_pal_zephyr.cpp").read_text()
 
 
 def test_with_executorchs_module_install_rules_are_skipped(cmake, hello_pte, tmp_path) -> None:
