@@ -281,7 +281,9 @@ def to_program(
         edge_text = str(edge.exported_program().graph_module.graph)
         executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
         program, pte = executorch.exported_program(), executorch.buffer
-    memory = analyse(program.graph_module, planned_buffer_bytes(pte), abi.target.isa)
+    # only the small schedule may share bytes as the overlaps' leads allow
+    isa = abi.target.isa if schedule == "small" else None
+    memory = analyse(program.graph_module, planned_buffer_bytes(pte), isa)
     conflicts = memory.conflicts()
     if conflicts:  # a planner bug, never the user's: do not hand out a program that corrupts
         raise RuntimeError(f"memory plan gives live tensors the same bytes: {conflicts[:3]}")

@@ -336,10 +336,12 @@ def _fitted(
     from cortex_m_nn.plan import fit
     from cortex_m_nn.serialize.pte import load_temp_bytes, runtime_overhead
 
-    tried = []
+    tried: list[dict] = []
     for schedule in ("fast", "small") if options.memory == "auto" else (options.memory,):
         if schedule != compiled.schedule:
             compiled = dataclasses.replace(compiled, schedule=schedule, _serialised=None)
+        tried.append({"schedule": schedule, "arena_bytes": compiled.arena_bytes})
+        earlier = ", ".join(f"{t['schedule']} {t['arena_bytes']:,} B" for t in tried[:-1])
         found = fit.check(
             budget,
             len(compiled.pte),
@@ -347,22 +349,18 @@ def _fitted(
             compiled.arena_bytes,
             # the method allocator and the load-time temporary allocator, both static
             runtime_overhead(compiled.pte).total + load_temp_bytes(compiled.pte),
+            note=f"the smallest arena found is --memory {schedule}'s ({earlier})"
+            if earlier
+            else "",
         )
-        tried.append({"schedule": schedule, "arena_bytes": compiled.arena_bytes})
-        if found["ram"] is None or found["ram"]["fits"]:
+        fits = found["ram"] is None or found["ram"]["fits"]
+        if fits:
             break
-    fits = found["ram"] is None or found["ram"]["fits"]
     why = (
         f"{schedule}: the first schedule whose arena fits {budget.where}'s RAM"
         if fits
         else f"{schedule}: the smallest arena found; none fits {budget.where}'s RAM"
     )
-    if not fits and len(tried) > 1:
-        others = ", ".join(f"{t['schedule']} {t['arena_bytes']:,} B" for t in tried[:-1])
-        found["error"] = found["error"].replace(
-            "; nothing written",
-            f"; the smallest arena found is --memory {schedule}'s ({others}); nothing written",
-        )
     return compiled, found, {"chosen": schedule, "tried": tried, "why": why}
 
 

@@ -126,8 +126,10 @@ def check(
     *,
     code_with_model: bool = True,
     runtime_with_arena: bool = True,
+    note: str = "",
 ) -> dict[str, Any]:
-    """The fit report (``fits`` and, when it does not, a one-line ``error`` naming the fix).
+    """The fit report (``fits`` and, when it does not, a one-line ``error`` naming the fix,
+    and ``note``).
 
     ``code_with_model=False``: the model has its memory to itself (placed apart from the
     image's code), so only the ``.pte`` counts there; ``runtime_with_arena=False`` likewise
@@ -168,11 +170,9 @@ def check(
                 f"({found['what']}); {_fix(role, found, budget)}"
             )
     report["fits"] = not problems
-    report["error"] = (
-        f"the model does not fit {budget.where}: " + "; and ".join(problems) + "; nothing written"
-        if problems
-        else None
-    )
+    error = f"the model does not fit {budget.where}: " + "; and ".join(problems)
+    error += f"; {note}" if note else ""
+    report["error"] = f"{error}; nothing written" if problems else None
     return report
 
 

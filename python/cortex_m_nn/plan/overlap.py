@@ -23,7 +23,6 @@ broadcasting) are considered; anything else keeps its own bytes.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +32,11 @@ from torch.fx import GraphModule, Node
 
 from cortex_m_nn.core.cmsis_nn import mve_one_by_n_inexact
 from cortex_m_nn.core.target import Isa
+from cortex_m_nn.ops.library import NAMESPACE
+from cortex_m_nn.plan.storage import operator_name, read_storage
+
+#: A rule: an int8 call's (input, lead) pairs on an ISA.
+Rule = Callable[[Isa, Node], list[tuple[Node, int]]]
 
 #: CMSIS-NN's MVE depthwise path (arm_depthwise_conv_s8_opt) walks blocks of this many channels
 #: over the whole image, one block after the other (CH_IN_BLOCK_MVE).
@@ -177,38 +181,30 @@ def _dtype(node: Node) -> torch.dtype | None:
     return getattr(node.meta.get("val"), "dtype", None)
 
 
-def _window(call: Node, kernel_args: int) -> Window:
-    stride, padding = call.args[kernel_args], call.args[kernel_args + 1]
-    out = call.kwargs["out"]
-    return Window(_shape(call.args[0]), _shape(out), tuple(stride), tuple(padding))
+def _window(call: Node, stride_arg: int) -> Window:
+    """The call's window: its stride and padding are arguments ``stride_arg`` and the next."""
+    stride, padding = call.args[stride_arg], call.args[stride_arg + 1]
+    return Window(_shape(call.args[0]), _shape(call.kwargs["out"]), tuple(stride), tuple(padding))
 
 
-def _int8_weight(call: Node) -> bool:
-    """The int8 case's weight: 4-D int8 (an int4 case packs two weights a byte, another shape)."""
-    weight = call.args[1]
-    return len(_shape(weight)) == 4 and _dtype(weight) is torch.int8
+def _convolution(order_of: Callable[[Isa, Window, Node], Order | None]) -> Rule:
+    """The rule of a convolution whose int8 case's ``order_of`` its path (weight 4-D int8:
+    an int4 case packs two weights a byte, as uint8)."""
 
+    def rule(isa: Isa, call: Node) -> list[tuple[Node, int]]:
+        weight = call.args[1]
+        if len(_shape(weight)) != 4 or _dtype(weight) is not torch.int8:
+            return []
+        window = _window(call, 5)
+        order = order_of(isa, window, call)
+        return [] if order is None else [(call.args[0], lead_bytes(order, window))]
 
-def _conv(isa: Isa, call: Node) -> list[tuple[Node, int]]:
-    if not _int8_weight(call):
-        return []
-    window = _window(call, 5)
-    order = conv_order(isa, window, _shape(call.args[1]), call.args[7])
-    return [] if order is None else [(call.args[0], lead_bytes(order, window))]
-
-
-def _depthwise(isa: Isa, call: Node) -> list[tuple[Node, int]]:
-    if not _int8_weight(call):
-        return []
-    window = _window(call, 5)
-    order = depthwise_order(isa, window, int(call.args[8]), call.args[7])
-    return [] if order is None else [(call.args[0], lead_bytes(order, window))]
+    return rule
 
 
 def _pool(isa: Isa, call: Node) -> list[tuple[Node, int]]:
-    stride, padding = call.args[2], call.args[3]  # the kernel size does not move a window's
-    window = Window(_shape(call.args[0]), _shape(call.kwargs["out"]), tuple(stride), tuple(padding))
-    return [(call.args[0], lead_bytes(Order(1), window))]
+    # the kernel size does not move a window's lowest byte, which is all a lead reads
+    return [(call.args[0], lead_bytes(Order(1), _window(call, 2)))]
 
 
 def _elementwise(isa: Isa, call: Node) -> list[tuple[Node, int]]:
@@ -220,9 +216,13 @@ def _elementwise(isa: Isa, call: Node) -> list[tuple[Node, int]]:
 
 
 #: operator → the (input, lead) pairs of an int8 call.
-RULES: dict[str, Callable[[Isa, Node], list[tuple[Node, int]]]] = {
-    "conv2d": _conv,
-    "depthwise_conv2d": _depthwise,
+RULES: dict[str, Rule] = {
+    "conv2d": _convolution(
+        lambda isa, w, call: conv_order(isa, w, _shape(call.args[1]), call.args[7])
+    ),
+    "depthwise_conv2d": _convolution(
+        lambda isa, w, call: depthwise_order(isa, w, int(call.args[8]), call.args[7])
+    ),
     "avg_pool2d": _pool,
     "max_pool2d": _pool,
     "add": _elementwise,
@@ -230,64 +230,28 @@ RULES: dict[str, Callable[[Isa, Node], list[tuple[Node, int]]]] = {
 }
 
 
-def _operator(call: Node) -> str | None:
-    target = call.target
-    if call.op != "call_function" or not hasattr(target, "_schema"):
-        return None
-    name = target._schema.name  # cortex_m_nn::conv2d
-    namespace, _, op = name.partition("::")
-    return op if namespace == "cortex_m_nn" else None
-
-
 def overlaps(graph_module: GraphModule, isa: Isa) -> list[Overlap]:
     """Every (input, output) pair of the graph's calls that may share bytes: an int8 call of
     a pixel-major path whose input is an activation (an ``alloc``: not a graph input or a
-    state) that nothing reads after the call, through any view of it either."""
+    state) that nothing reads after the call, through any alias of it either."""
     nodes = list(graph_module.graph.nodes)
     position = {node: index for index, node in enumerate(nodes)}
-    storage = _storages(nodes)
-    last_read: dict[Node, int] = {}
-    for node, alloc in storage.items():
-        for user in node.users:
-            last_read[alloc] = max(last_read.get(alloc, -1), position[user])
+    storage = read_storage(graph_module)
+    last_read: dict[object, int] = {}
+    for node in nodes:
+        for owned in storage.of(node):
+            for user in node.users:
+                last_read[owned] = max(last_read.get(owned, -1), position[user])
     found = []
-    for call in nodes:
-        name = _operator(call)
+    for call in storage.calls:
+        name = operator_name(call).removeprefix(f"{NAMESPACE}::")
         out = call.kwargs.get("out") if name in RULES else None
         if out is None or _dtype(call.args[0]) is not torch.int8 or _dtype(out) is not torch.int8:
             continue
         for source, lead in RULES[name](isa, call):
-            alloc = storage.get(source)
-            if alloc is None or last_read[alloc] > position[call]:
-                continue
-            found.append(Overlap(call, alloc, out, lead))
+            alloc = storage.owner.get(source)
+            if storage.kind.get(alloc) != "activation" or not isinstance(alloc, Node):
+                continue  # a graph input, a state, one part of an alloc of several
+            if last_read[alloc] <= position[call]:
+                found.append(Overlap(call, alloc, out, lead))
     return found
-
-
-def _storages(nodes: list[Node]) -> dict[Node, Node]:
-    """Node → the ``alloc`` whose bytes it names: the alloc, a call writing it as its only
-    ``out``, a ``memory.view`` of either. Graph inputs and allocs of several tensors have none."""
-    found: dict[Node, Node] = {}
-    for node in nodes:
-        if node.op != "call_function":
-            continue
-        if node.target is memory.alloc and _alloc(node) is not None:
-            found[node] = node
-        elif node.target is memory.view and node.args[0] in found:
-            found[node] = found[node.args[0]]
-        elif isinstance(node.kwargs.get("out"), Node) and node.kwargs["out"] in found:
-            found[node] = found[node.kwargs["out"]]
-        elif node.target is operator.getitem and isinstance(node.args[0], Node):
-            written = _written(node.args[0])  # a call with a scratch buffer returns a tuple
-            if node.args[1] < len(written) and written[node.args[1]] in found:
-                found[node] = found[written[node.args[1]]]
-    return found
-
-
-def _written(call: Node) -> list[Node]:
-    """The ``alloc`` nodes an out-variant call writes, in its schema's order (out, scratch)."""
-    schema = getattr(call.target, "_schema", None)
-    if schema is None:
-        return []
-    names = [a.name for a in schema.arguments if a.kwarg_only and a.alias_info is not None]
-    return [call.kwargs[n] for n in names if isinstance(call.kwargs.get(n), Node)]
