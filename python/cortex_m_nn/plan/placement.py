@@ -23,8 +23,6 @@ from torch.fx import GraphModule
 from cortex_m_nn.core.target import Isa
 from cortex_m_nn.plan import overlap
 
-# --- the planning algorithm ------------------------------------------------------------------
-
 
 def best_offset(
     alignment: int,
