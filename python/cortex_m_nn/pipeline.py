@@ -51,6 +51,7 @@ from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.frontend.states import has_states
 from cortex_m_nn.lower.passes import lower
 from cortex_m_nn.lower.records import REMOVED, LoweringResult, OpRecord
+from cortex_m_nn.plan import patch
 from cortex_m_nn.plan.memory_plan import MemoryPlan, analyse, constants
 from cortex_m_nn.plan.placement import memory_planning_pass
 from cortex_m_nn.quantize import CortexMQuantizer
@@ -268,16 +269,35 @@ def to_program(
 ) -> Serialised:
     """Serialise the program's graph as an ExecuTorch program: a fully lowered graph straight
     from the execution dialect (``execution_graph``, equal constant arguments stored once),
-    any other through ``torch.export``, ``to_edge`` and ``to_executorch``."""
+    any other through ``torch.export``, ``to_edge`` and ``to_executorch``. The ``small``
+    schedule of a fully lowered graph also tries its first layers in strips (``plan.patch``)
+    and keeps whichever arena is smaller."""
+    serialised = _serialise(io.graph, io, source, abi, schedule)
+    if schedule != "small" or execution_graph.unsupported(io.graph) is not None:
+        return serialised
+    execution_graph.propagate_values(io.graph, io.program_inputs(source.example_inputs))
+    chosen = patch.choose(io.graph, abi.target)
+    if chosen is None:
+        return serialised
+    striped = _serialise(chosen.graph, io, source, abi, schedule)
+    if striped.memory.arena_bytes >= serialised.memory.arena_bytes:
+        return serialised
+    striped.memory.stage = patch.describe(chosen, serialised.memory.arena_bytes)
+    return striped
+
+
+def _serialise(
+    graph: GraphModule, io: ProgramIo, source: ModelSource, abi: ProgramAbi, schedule: str
+) -> Serialised:
     inputs = io.program_inputs(source.example_inputs)
     planning = memory_planning_pass(abi.target.isa, schedule)
-    if execution_graph.unsupported(io.graph) is None:
-        program = execution_graph.execution_program(io.graph, inputs)
+    if execution_graph.unsupported(graph) is None:
+        program = execution_graph.execution_program(graph, inputs)
         pte = execution_graph.serialise(program, metadata(abi, io), planning)
         edge_text = DIRECT
     else:
-        refuse_states(io.graph)
-        edge = to_edge_program(torch.export.export(io.graph, inputs), metadata(abi, io))
+        refuse_states(graph)
+        edge = to_edge_program(torch.export.export(graph, inputs), metadata(abi, io))
         edge_text = str(edge.exported_program().graph_module.graph)
         executorch = edge.to_executorch(ExecutorchBackendConfig(memory_planning_pass=planning))
         program, pte = executorch.exported_program(), executorch.buffer

@@ -340,7 +340,17 @@ def _fitted(
     for schedule in ("fast", "small") if options.memory == "auto" else (options.memory,):
         if schedule != compiled.schedule:
             compiled = dataclasses.replace(compiled, schedule=schedule, _serialised=None)
-        tried.append({"schedule": schedule, "arena_bytes": compiled.arena_bytes})
+        stage = compiled.memory.stage or {}
+        tried.append(
+            {
+                "schedule": schedule,
+                "arena_bytes": compiled.arena_bytes,
+                "lower_bound_bytes": compiled.memory.lower_bound_bytes,
+                "kernel_calls": len(compiled.memory.operators),
+                "macs_recomputed": stage.get("macs_recomputed", 0),
+                "pte_bytes": len(compiled.pte),
+            }
+        )
         earlier = ", ".join(f"{t['schedule']} {t['arena_bytes']:,} B" for t in tried[:-1])
         found = fit.check(
             budget,

@@ -70,11 +70,15 @@ def test_small_models_end_to_end(kernels: KernelAbi, factory, io: IoType) -> Non
     check_implementation(compiled, samples(source))
 
 
-@pytest.mark.parametrize("name", ["overlap_guard", "ds_cnn", "conv_stack", "pools"])
+@pytest.mark.parametrize(
+    "name", ["overlap_guard", "ds_cnn", "conv_stack", "pools", "mobilenet_v1_025", "stage_guard"]
+)
 def test_small_schedule_end_to_end(kernels: KernelAbi, name: str) -> None:
-    """Outputs over the consumed part of their inputs (the small schedule, plan.overlap) on
-    the host's CMSIS-NN code path: bit exact on random inputs, which a kernel reading a byte
-    after writing over it would not be. The guard model's plan shares bytes."""
+    """Outputs over the consumed part of their inputs (the small schedule, plan.overlap) and
+    first layers run in strips (plan.patch) on the host's CMSIS-NN code path: bit exact on
+    random inputs, which a kernel reading a byte after writing over it, or a strip computed
+    from the wrong rows or pads, would not be. The guard model's plan shares bytes; the
+    MobileNet's and the stage guard's run a stage in strips."""
     from tests.target.models import MODELS
 
     if name == "ds_cnn":
@@ -88,7 +92,43 @@ def test_small_schedule_end_to_end(kernels: KernelAbi, name: str) -> None:
     assert compiled.memory.conflicts() == []
     if name == "overlap_guard":
         assert compiled.memory.overlapping(), "the guard model's plan shares no bytes"
+    if name in ("mobilenet_v1_025", "stage_guard"):
+        assert compiled.memory.stage is not None, "no stage runs in strips"
     check_implementation(compiled, samples(source))
+
+
+@pytest.mark.parametrize("moved", ["window", "strip"])
+def test_a_window_or_strip_planned_off_its_rows_fails_the_call(
+    kernels: KernelAbi, monkeypatch: pytest.MonkeyPatch, moved: str
+) -> None:
+    """The control of the stage's storage (plan.patch): a program whose windows, or whose
+    assembled strips, the planner places 16 bytes off their rows computes from the wrong
+    bytes, and the window or assemble kernel refuses the call instead."""
+    from tests.target.models import MODELS
+
+    from cortex_m_nn.serialize import execution_graph
+
+    if moved == "window":
+        real = execution_graph.window_offset
+        monkeypatch.setattr(
+            execution_graph, "window_offset", lambda *a: real(*a) + (16 if real(*a) < 16 else -16)
+        )
+    else:
+        share = execution_graph._share_storage
+
+        def shifted(node: torch.fx.Node) -> None:
+            share(node)
+            if node.target is execution_graph.ASSEMBLE and len(node.args[0]) > 1:
+                spec = execution_graph._stored(node.args[0][1]).meta["spec"]
+                spec.storage_base_offset -= 16
+
+        monkeypatch.setattr(execution_graph, "_share_storage", shifted)
+    source = ModelSource("stage_guard", *MODELS["stage_guard"]())
+    compiled = compile_for(source, kernels, io=IoType.INT8, schedule="small")
+    assert compiled.memory.stage is not None
+    method = Runtime.get().load_program(compiled.pte).load_method("forward")
+    with pytest.raises(RuntimeError):
+        method.execute(list(compiled.io.program_inputs(source.example_inputs)))
 
 
 def test_program_for_another_isa_is_refused_at_load(

@@ -212,6 +212,42 @@ class OverlapGuard(nn.Module):
         return (self.a(y) + self.b(y)) * y  # all of it: a corrupted value is not averaged away
 
 
+class StageGuard(nn.Module):
+    """First layers the small schedule runs in strips (plan.patch), one of each kind a strip
+    computes differently from layer by layer: a strided 3×3 stem (top pad only in the first
+    strip), a depthwise 3×3, a residual block (1×1 expansion, depthwise 5×5 whose last strip
+    pads the bottom by 2 and no top, 1×1 projection, add of flattened operands), a dilated
+    3×3 and a strided depthwise; then a 1×1 convolution whose whole output is the model's
+    (float, so a corrupted value is not averaged away)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.expand = nn.Conv2d(16, 32, 1)
+        self.dw5 = nn.Conv2d(32, 32, 5, padding=2, groups=32)
+        self.project = nn.Conv2d(32, 16, 1)
+        self.dilated = nn.Conv2d(16, 16, 3, padding=2, dilation=2)
+        self.down = nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16)
+        self.head = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.dw(torch.relu(self.stem(x))))
+        y = y + self.project(torch.relu(self.dw5(torch.relu(self.expand(y)))))
+        y = self.down(torch.relu(self.dilated(y)))
+        return self.head(y)
+
+
+def stage_guard() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(StageGuard, 1, 3, 48, 48)
+
+
+def _mobilenet_v2_144() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    from tests.zoo.mobilenet import MobileNetV2
+
+    return seeded(MobileNetV2, 1, 3, 144, 144)
+
+
 def seeded(
     factory: type[nn.Module], *shape: int, seed: int = 7
 ) -> tuple[nn.Module, tuple[torch.Tensor]]:
@@ -405,6 +441,8 @@ MODELS = {
     "upsampling_decoder": lambda: seeded(UpsamplingDecoder, 1, 3, 32, 32),
     "regnetx_grouped": lambda: seeded(RegNetXBlocks, 1, 3, 32, 32),
     "shuffle_moves": lambda: seeded(ShuffleMoves, 1, 3, 16, 16),
+    "stage_guard": stage_guard,
+    "mobilenet_v2_144": _mobilenet_v2_144,
 }
 
 

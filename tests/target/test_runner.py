@@ -123,8 +123,13 @@ def test_bit_exact_on_target(core_build: tuple, model: str) -> None:
 
 
 #: Programs run with the small schedule, whose outputs take their dead inputs' bytes: the
-#: guard model (one call of each path plan.overlap lets overlap) and three MLPerf-style models.
+#: guard model (one call of each path plan.overlap lets overlap) and three MLPerf-style models;
+#: and whose first layers run in strips (plan.patch): the stage guard (each kind of strip
+#: call), MobileNetV1-0.25 at 96×96 and MobileNetV2-0.35 at 144×144.
 SMALL_SCHEDULE_MODELS = ("overlap_guard", "ds_cnn", "resnet8", "mobilenet_v1_025")
+SMALL_SCHEDULE_MODELS += ("stage_guard", "mobilenet_v2_144")
+#: Of those, the programs that must run a stage in strips.
+STAGED = ("stage_guard", "mobilenet_v1_025", "mobilenet_v2_144")
 #: How much shorter than plan.overlap's leads the control's are: two rows of the guard's
 #: 16×16×8 tensors, more than the leads' margin (they assume the largest group a path may
 #: interleave; 64 bytes short still ran bit exact on M55, where its groups are smaller).
@@ -133,15 +138,19 @@ TOO_TIGHT = 256
 
 @pytest.mark.parametrize("model", SMALL_SCHEDULE_MODELS)
 def test_small_schedule_bit_exact(core_build: tuple, model: str) -> None:
-    """A program planned with outputs over the consumed part of their inputs runs bit exact
-    on the core's CMSIS-NN code paths: a kernel reading a byte after writing over it would
-    change the outputs (random inputs). The guard model's plan shares bytes on every core."""
+    """A program planned with outputs over the consumed part of their inputs, or with its
+    first layers in strips, runs bit exact on the core's CMSIS-NN code paths: a kernel reading
+    a byte after writing over it, or a strip computed from the wrong rows or pads, would
+    change the outputs (random inputs); a window or strip planned off its rows fails the
+    load. The guard model's plan shares bytes on every core; the staged models run a stage."""
     core, build_dir, runs = core_build
     run = runs[f"{model}_small"]
     memory = run.compiled.memory
     assert memory.conflicts() == []
     if model == "overlap_guard":
         assert len(memory.overlapping()) >= 3, memory.overlapping()
+    if model in STAGED:
+        assert memory.stage is not None, "no stage runs in strips"
     result = harness.run(build_dir / f"runner_{model}_small.elf", core)
     assert result.returncode == 0, f"runner exit {result.returncode}:\n{result.stdout}"
     assert result.outputs() == harness.output_bytes(run.expected)

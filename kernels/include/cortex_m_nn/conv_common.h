@@ -308,7 +308,7 @@ CORTEX_M_NN_CHECK_ONLY inline bool check_window(
     return refuse(
         context, op,
         "stride and dilation must be valid (h, w) pairs, padding (h, w) or (top, left, "
-        "bottom, right) with each end its start or one more");
+        "bottom, right) with an end unlike its start less than the kernel");
   }
   const cmsis_nn_dims& in = args.input_dims;
   const int64_t oh =

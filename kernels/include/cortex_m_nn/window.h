@@ -52,9 +52,10 @@ inline int64_t window_extent(
 
 // A forward convolution's padding, read as python/cortex_m_nn/ops/params.py's `sides` and
 // `check_forward_window` read it: (h, w) pads both sides alike; (top, left, bottom, right) pads
-// each end as its start or one more, and less than the dilated kernel (TensorFlow's SAME, which
-// CMSIS-NN computes from the top/left pad and out's dims, but for the two paths the kernels
-// guard themselves: op_conv2d.cpp's MVE 1xN layouts, op_depthwise_conv2d.cpp's 3x3 path).
+// an end that differs from its start less than the dilated kernel. CMSIS-NN computes such an
+// end from the top/left pad and out's dims (TensorFlow's SAME; a patch-based stage's strips,
+// padded at the image border only), but for the two paths the kernels guard themselves:
+// op_conv2d.cpp's MVE 1xN layouts, op_depthwise_conv2d.cpp's 3x3 path.
 // `dilation` is a valid pair.
 struct PadSides {
   int64_t top, left, bottom, right;
@@ -78,7 +79,7 @@ inline bool pad_sides(
       return false;
     }
     const bool asymmetric = ends[axis] != starts[axis];
-    if (asymmetric && (ends[axis] != starts[axis] + 1 || ends[axis] > spans[axis])) {
+    if (asymmetric && ends[axis] > spans[axis]) {
       return false;
     }
   }

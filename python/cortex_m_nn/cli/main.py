@@ -189,8 +189,9 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["fast", "small", "auto"],
         help="the memory schedule: fast, every tensor its own bytes while it lives; small, a "
         "kernel's output may also take the bytes of the input it has consumed, where its "
-        "CMSIS-NN code path reads ahead of its writes (same kernels, same instructions; the "
-        "report lists the overlaps); auto, fast unless its arena does not fit the RAM of "
+        "CMSIS-NN code path reads ahead of its writes (the report lists the overlaps), and the "
+        "first layers may run a few rows at a time (more kernel calls and a larger .pte; the "
+        "report names the stage); auto, fast unless its arena does not fit the RAM of "
         "--board/--ram, then small (default: %(default)s)",
     )
     parser.add_argument(

@@ -2,6 +2,7 @@
 
 from cortex_m_nn.ops import (  # noqa: F401
     add,
+    assemble,
     avg_pool2d,
     batch_matmul,
     concat,
@@ -26,4 +27,5 @@ from cortex_m_nn.ops import (  # noqa: F401
     svdf,
     transpose,
     transpose_conv2d,
+    window,
 )

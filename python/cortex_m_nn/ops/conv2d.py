@@ -15,9 +15,10 @@ every grouped convolution to ``arm_convolve_s8`` (its 1x1 and 1xN paths need
 ``Cin == weight.shape[3]``), which computes groups on MVE, DSP and scalar alike (on MVE
 without precomputed kernel sums: its matrix product applies the input offset itself).
 
-``padding`` is ``[pad_h, pad_w]`` on both sides, or ``[top, left, bottom, right]`` where the
-end pads one more than the start (TensorFlow's SAME at an even extent: CMSIS-NN takes the
-top/left pad and reads past the bottom/right edge as far as the output dims make it); a
+``padding`` is ``[pad_h, pad_w]`` on both sides, or ``[top, left, bottom, right]`` where an
+end unlike its start pads less than the kernel's extent (TensorFlow's SAME at an even extent,
+a patch-based stage's strips: CMSIS-NN takes the top/left pad and reads past the bottom/right
+edge as far as the output dims make it); a
 padded element acts as an input equal to ``-input_offset`` (the input zero point), so it
 contributes nothing. The output size follows PyTorch:
 ``(H + top + bottom - dilation * (K - 1) - 1) // stride + 1``.

@@ -188,9 +188,12 @@ class ConvParams:
 
     def check_forward_window(self, kernel: Sequence[int]) -> None:
         """A forward convolution's window: two-entry stride and dilation, both >= 1; padding
-        as :func:`sides` reads it, >= 0, and where the end differs from the start it is one
-        more (TensorFlow's SAME, as CMSIS-NN's kernels read it) and less than the dilated
-        kernel (every output window overlaps the input). ValueError otherwise."""
+        as :func:`sides` reads it, >= 0, and where the end differs from the start, less than
+        the dilated kernel's extent (every output window overlaps the input). CMSIS-NN takes
+        the top/left pad and reads past the bottom/right edge as far as the output dims make
+        it, so any such end is one it computes: TensorFlow's SAME (the start or one more) and
+        a patch-based stage's strips (``plan.patch``: a pad at the image border only).
+        ValueError otherwise."""
         pair("stride", self.stride)
         pair("dilation", self.dilation)
         top, left, bottom, right = sides(self.padding)
@@ -201,10 +204,10 @@ class ConvParams:
         for start, end, k, d in zip(
             (top, left), (bottom, right), kernel, self.dilation, strict=True
         ):
-            if end != start and (end != start + 1 or end > d * (k - 1)):
+            if end != start and end > d * (k - 1):
                 raise ValueError(
-                    f"padding {self.padding}: the end pads the start or one more, and less "
-                    f"than the kernel's extent (CMSIS-NN reads no other asymmetric padding)"
+                    f"padding {self.padding}: an end that differs from its start pads less "
+                    f"than the kernel's extent"
                 )
 
     def output_hw(self, input_hw: Sequence[int], kernel: Sequence[int]) -> tuple[int, int]:

@@ -6,6 +6,8 @@ and whether the model fits the board.
 
 * ``placement``: the planning algorithms ExecuTorch's memory planning pass runs;
 * ``overlap``: where an output may take its dead input's bytes (the ``small`` schedule);
+* ``patch`` (with ``stage``, ``strips`` and ``liveness``): the first layers run a few rows at
+  a time (the ``small`` schedule), chosen by the live-tensor bound of the lowered graph;
 * ``memory_plan``: the plan read back (lifetimes, the layer-by-layer bound) and checked;
 * ``fit``, ``boards``: flash and RAM against a board's memories.
 

@@ -66,6 +66,8 @@ class MemoryPlan:
     planner: str = ""
     #: (output, input) → lead: pairs that may share bytes (``plan.overlap``)
     leads: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: the patch-based stage the program runs in strips (``plan.patch.describe``), if any
+    stage: dict[str, Any] | None = None
 
     def live(self, index: int) -> list[PlannedTensor]:
         return [t for t in self.tensors if t.live_at(index)]
@@ -139,6 +141,7 @@ class MemoryPlan:
                 for out, source in self.overlapping()
             ],
             "arena_over_lower_bound": self.arena_bytes / lower if lower else 1.0,
+            "stage": self.stage,
             "alignment": ALIGNMENT,
             "peak": {
                 "index": peak,

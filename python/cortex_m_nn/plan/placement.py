@@ -36,19 +36,20 @@ def best_offset(
     that no already placed tensor with an overlapping lifetime occupies.
 
     ExecuTorch's ``greedy`` packs tensors into fixed shared objects; placing at any free
-    offset lets small tensors fill the gaps beside large ones. Graphs this does not handle
-    (storage-backed specs, control-flow submodules) are planned by ``greedy``.
+    offset lets small tensors fill the gaps beside large ones. A storage-backed spec goes
+    inside its base (:func:`_inside`). Graphs with preplanned input buffers are planned by
+    ``greedy``.
 
     ``leads``: (id of an output's spec, id of its input's spec) → lead (``plan.overlap``): that
     output may also start ``lead`` bytes below its input or lower, sharing the input's bytes.
     """
     specs = list(specs)
-    if any(s.storage_base is not None for s in specs) or getattr(
-        graph_module, "input_mem_buffer_sizes", None
-    ):
+    if getattr(graph_module, "input_mem_buffer_sizes", None):
         return greedy(alignment, specs, graph_module, graph_signature, extra_padding)
     for spec in specs:
         spec.realign(alignment)
+    backed = [s for s in specs if s.storage_base is not None]
+    specs = [s for s in specs if s.storage_base is None]
     leads = leads or {}
     ordered = sorted(specs, key=lambda s: (-s.allocated_memory, s.lifetime[0], s.lifetime[1]))
     placed: dict[int, list[tuple[Any, int]]] = {}
@@ -73,8 +74,21 @@ def best_offset(
             result.spec_dict[other] = SpecAllocResult(memory_id, 0, offset - base)
         ends = (offset - base + other.allocated_memory for other, offset in spans)
         sizes[memory_id] = max(ends, default=0) + extra_padding
+    for spec in backed:
+        result.spec_dict[spec] = _inside(spec, result.spec_dict)
     result.bufsizes = sizes
     return result
+
+
+def _inside(spec: Any, placed: dict[Any, SpecAllocResult]) -> SpecAllocResult:
+    """Where a storage-backed spec (a ``window``, an ``assemble``'s strip: ``plan.patch``)
+    goes: its base's offset plus its own (ExecuTorch extended the base's lifetime over it)."""
+    offset = spec.storage_base_offset
+    base = spec.storage_base
+    while base.storage_base is not None:
+        offset += base.storage_base_offset
+        base = base.storage_base
+    return SpecAllocResult(placed[base].mem_id, 0, placed[base].mem_offset + offset)
 
 
 def _forbidden(

@@ -121,13 +121,35 @@ class Storage:
             self.owner[node] = self.owner[node.kwargs[outs[0]]]
 
 
+def _backed(graph_module: GraphModule) -> dict[Node, Node]:
+    """Each storage-backed ``alloc`` (a ``window``, an ``assemble``'s strip: ``plan.patch``)
+    → the alloc or planned input whose storage holds it (its root ``storage_base``)."""
+    holder = {
+        id(n.meta["spec"]): n
+        for n in graph_module.graph.nodes
+        if n.op == "placeholder" or (n.target is memory.alloc and not _is_multiple(n))
+    }
+    found = {}
+    for node in [n for n in holder.values() if n.op != "placeholder"]:
+        base = getattr(node.meta["spec"], "storage_base", None)
+        while base is not None and base.storage_base is not None:
+            base = base.storage_base
+        if base is not None:
+            found[node] = holder[id(base)]
+    return found
+
+
 def read_storage(graph_module: GraphModule) -> Storage:
     """Storage owners are the ``alloc`` nodes and the planned graph inputs; ``view`` and
-    ``getitem`` nodes and out-variant calls are aliases of the storage they name."""
+    ``getitem`` nodes, out-variant calls and storage-backed allocs are aliases of the storage
+    they name."""
     found = Storage()
     owner, kind, parts = found.owner, found.kind, found.parts
+    backed = _backed(graph_module)
     for node in graph_module.graph.nodes:
-        if node.op == "placeholder" and _planned(node):
+        if node in backed:
+            owner[node] = backed[node]
+        elif node.op == "placeholder" and _planned(node):
             owner[node], kind[node] = node, "state" if is_state(node) else "input"
         elif node.op != "call_function":
             continue

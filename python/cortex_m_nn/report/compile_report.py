@@ -347,6 +347,7 @@ def memory_lines(memory: dict[str, Any]) -> list[str]:
         "shared in the arena",
         *state_lines(memory),
         *overlap_lines(memory),
+        *stage_lines(memory),
         f"  constants (.pte)     {constants['total']:>10,} B  {kinds}",
         f"  runtime overhead   ≈ {memory['runtime_overhead_bytes']:>10,} B  ExecuTorch method "
         f"allocator (estimate), and {memory['load_temp_bytes']:,} B of temporary allocator "
@@ -367,6 +368,20 @@ def overlap_lines(memory: dict[str, Any]) -> list[str]:
     ]
 
 
+def stage_lines(memory: dict[str, Any]) -> list[str]:
+    """The small schedule's patch-based stage (``plan.patch``), when the program runs one."""
+    stage = memory.get("stage")
+    if not stage:
+        return []
+    return [
+        f"  stage in strips      {stage['calls']:>10} ×  the first calls ({stage['first']} … "
+        f"{stage['last']}, output {'x'.join(map(str, stage['exit_shape'][1:]))}) run "
+        f"{stage['rows_per_call']} row(s) a call, halos copied, not recomputed: "
+        f"{stage['kernel_calls']:,} kernel calls, {stage['macs_recomputed']:,} MACs "
+        f"recomputed; arena without it {stage['arena_without_bytes']:,} B (--memory small)"
+    ]
+
+
 def state_lines(memory: dict[str, Any]) -> list[str]:
     """The states' line (SVDF layers' states), when the program keeps any."""
     states = memory.get("state_bytes", 0)
@@ -383,8 +398,13 @@ def fit_lines(fit: dict[str, Any], schedule: dict[str, Any] | None = None) -> li
     """The fit check's lines of the human report (and the memory schedule it chose)."""
     lines = [f"{'fits' if fit['fits'] else 'does NOT fit'} {fit['where']}:"]
     if schedule is not None:
-        tried = ", ".join(f"{t['schedule']} {t['arena_bytes']:,} B" for t in schedule["tried"])
-        lines.append(f"  memory schedule {schedule['why']} (arenas tried: {tried})")
+        tried = "; ".join(
+            f"{t['schedule']} {t['arena_bytes']:,} B (bound {t['lower_bound_bytes']:,} B, "
+            f"{t['kernel_calls']:,} kernel calls, {t['macs_recomputed']:,} MACs recomputed, "
+            f".pte {t['pte_bytes']:,} B)"
+            for t in schedule["tried"]
+        )
+        lines.append(f"  memory schedule {schedule['why']} (tried: {tried})")
     for memory in (fit["flash"], fit["ram"]):
         if memory is None:
             continue

@@ -49,9 +49,12 @@ from torch.utils import _pytree as pytree
 
 from cortex_m_nn.ops.library import NAMESPACE
 from cortex_m_nn.ops.svdf import STATE_PREFIX
+from cortex_m_nn.ops.window import window_offset
 from cortex_m_nn.serialize import shared_values
 
 VIEW = torch.ops.aten.view.default
+WINDOW = torch.ops.cortex_m_nn.window.out
+ASSEMBLE = torch.ops.cortex_m_nn.assemble.out
 
 
 def _is_call(node: Node) -> bool:
@@ -93,7 +96,7 @@ def _spec(value: Any) -> Any:
     )
 
 
-def _propagate_values(module: GraphModule, inputs: Sequence[torch.Tensor]) -> None:
+def propagate_values(module: GraphModule, inputs: Sequence[torch.Tensor]) -> None:
     """Every node's fake value (``meta["val"]``), as tracing the graph would give it."""
     with FakeTensorMode(allow_non_fake_inputs=True) as mode:
         fakes = [mode.from_tensor(t, static_shapes=True) for t in inputs]
@@ -152,7 +155,7 @@ class _Builder:
             if node.op not in ("placeholder", "get_attr"):
                 self.env[node] = self.graph.node_copy(node, self.env.__getitem__)
         module = GraphModule(torch.nn.Module(), self.graph)
-        _propagate_values(module, [*self.state.values(), *example_inputs])
+        propagate_values(module, [*self.state.values(), *example_inputs])
         for node in self.graph.find_nodes(op="placeholder"):
             node.meta.setdefault("spec", _spec(node.meta["val"]))  # the user inputs
         output = self.graph.output_node()
@@ -219,6 +222,31 @@ def _edge_names(graph: Graph) -> None:
         _rename(graph, node, name)
 
 
+def _stored(node: Node) -> Node:
+    """The node whose spec holds ``node``'s bytes (a view's base, which is planned)."""
+    while node.target is memory.view:
+        node = node.args[0]
+    return node
+
+
+def _share_storage(node: Node) -> None:
+    """A ``window`` planned inside its input, an ``assemble``'s parts inside its output
+    (ExecuTorch's ``storage_base``, at the rows' byte offset; ``plan.patch``). A part that is
+    a view (an element-wise call's result, flattened) is its base."""
+    if node.target is WINDOW:
+        base, row = node.args[0], node.args[1]
+        node.meta["spec"].storage_base = _stored(base).meta["spec"]
+        node.meta["spec"].storage_base_offset = window_offset(
+            tuple(base.meta["val"].shape), row, base.meta["val"].element_size()
+        )
+    elif node.target is ASSEMBLE:
+        offset = 0
+        for part in node.args[0]:
+            _stored(part).meta["spec"].storage_base = node.meta["spec"]
+            _stored(part).meta["spec"].storage_base_offset = offset
+            offset += part.meta["val"].nbytes
+
+
 def to_execution_dialect(program: ExportedProgram) -> ExportedProgram:
     """In place, what ``to_executorch``'s passes make of a fully lowered graph: out variants
     writing allocs, views sharing their base's storage, every tensor's spec."""
@@ -232,6 +260,7 @@ def to_execution_dialect(program: ExportedProgram) -> ExportedProgram:
     for node in list(graph.nodes):
         if node.op == "call_function" and _is_call(node):
             _to_out_variant(graph, node)
+            _share_storage(node)
         elif node.target is operator.getitem:
             source, index = node.args
             node.meta["spec"] = source.meta["spec"][index]

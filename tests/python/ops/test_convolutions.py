@@ -585,11 +585,11 @@ REFUSALS = [
     (CONV, {"input": torch.zeros((1, 4, 4, 9), dtype=torch.int8)}, "whole groups"),  # 4 % 3
     (DEPTHWISE, {"depth_multiplier": 3}, None),  # the weight's channels are not Cin * 3
     (TRANSPOSE, {"input": torch.zeros((1, 3, 4, 5), dtype=torch.int8)}, "channels"),
-    # asymmetric padding CMSIS-NN does not read: an end two more than its start, the start
-    # larger, an end as large as the kernel's extent, three entries
-    (CONV, {"padding": [1, 1, 3, 1]}, "one more"),
-    (CONV, {"padding": [1, 1, 0, 1]}, "one more"),
-    (DEPTHWISE, {"padding": [2, 1, 3, 1]}, "one more"),  # 3x3 kernel: extent 2
+    # asymmetric padding no output window of CMSIS-NN's reaches: an end unlike its start as
+    # large as the kernel's extent or more (3x3 kernels: 2 at most), three entries
+    (CONV, {"padding": [1, 1, 3, 1]}, "kernel's extent"),
+    (CONV, {"padding": [0, 1, 1, 3]}, "kernel's extent"),
+    (DEPTHWISE, {"padding": [2, 1, 3, 1]}, "kernel's extent"),
     (  # the 3x3 path (multiplier 1, no dilation) reads one pad past the end at most
         DEPTHWISE,
         {

@@ -1,0 +1,198 @@
+"""Patch-based stages (plan.patch, plan.stage, plan.strips): the first layers of a network run
+in strips compute exactly what layer-by-layer execution computes, every row once, in less
+RAM, with every window and strip planned at its rows.
+
+The oracle is the layer-by-layer lowered graph itself (each operator's bit-exact reference),
+run on the same random int8 inputs as the graph the strips make; the row maps are checked
+against a walk of every window position."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from executorch.exir import memory
+from tests.python.test_cli import run
+from tests.target.models import MODELS
+from torch import nn
+
+from cortex_m_nn.core.options import IoType
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.frontend.calibration import synthetic
+from cortex_m_nn.frontend.model_source import ModelSource
+from cortex_m_nn.pipeline import CompiledProgram, compile_model
+from cortex_m_nn.plan import liveness, patch
+from cortex_m_nn.plan.placement import memory_planning_pass
+from cortex_m_nn.plan.stage import RowMap, stages
+from cortex_m_nn.plan.strips import strips_graph
+from cortex_m_nn.serialize import execution_graph
+from cortex_m_nn.serialize.execution_graph import ASSEMBLE, WINDOW
+
+M55 = Target.parse("cortex-m55")
+TARGET_MODELS = Path(__file__).parents[1] / "target" / "models.py"
+
+
+def compiled(name: str, schedule: str = "small", target: Target = M55) -> CompiledProgram:
+    source = ModelSource(name, *MODELS[name]())
+    calibration = synthetic(source.example_inputs, 4)
+    return compile_model(
+        source, target, calibration, progress=False, io=IoType.INT8, schedule=schedule
+    )
+
+
+@pytest.fixture(scope="module")
+def guard() -> CompiledProgram:
+    return compiled("stage_guard")
+
+
+@pytest.mark.parametrize(
+    ("extent", "stride", "top", "height"),
+    [(3, 1, 1, 9), (3, 2, 0, 10), (3, 2, 1, 9), (5, 1, 2, 7), (5, 2, 2, 11), (1, 1, 0, 4)]
+    + [(5, 1, 0, 6), (3, 1, 0, 5)],
+)
+def test_row_maps_read_the_rows_and_pads_of_every_window(extent, stride, top, height) -> None:
+    """reads/pads against each output row's window walked position by position."""
+    bottom_pad = extent - 1 - top  # PyTorch's output count with the end padded as needed
+    out_rows = (height + top + bottom_pad - extent) // stride + 1
+    mapping = RowMap(extent, stride, top)
+    for start in range(out_rows):
+        for stop in range(start + 1, out_rows + 1):
+            positions = [r * stride - top + k for r in range(start, stop) for k in range(extent)]
+            inside = [p for p in positions if 0 <= p < height]
+            rows = mapping.reads(range(start, stop), height)
+            assert rows == range(min(inside), max(inside) + 1)
+            assert mapping.pads(range(start, stop), height) == (
+                max(0, -min(positions)),
+                max(0, max(positions) - (height - 1)),
+            )
+
+
+def _outputs(graph: torch.fx.GraphModule, inputs: tuple[torch.Tensor, ...]) -> list:
+    got = graph(*inputs)
+    return list(got) if isinstance(got, list | tuple) else [got]
+
+
+@pytest.mark.parametrize("name", ["stage_guard", "mobilenet_v1_025"])
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_strips_compute_what_layer_by_layer_computes(name: str, chunk: int) -> None:
+    """Every stage of the model, run in strips of ``chunk`` rows a call, gives the layer-by-
+    layer graph's outputs exactly (random int8 inputs), and computes every row once."""
+    program = compiled(name, schedule="fast")
+    layered = program.io.graph
+    generator = torch.Generator().manual_seed(3)
+    inputs = tuple(
+        torch.randint(-128, 128, tuple(p.meta["val"].shape), generator=generator).to(torch.int8)
+        for p in layered.graph.find_nodes(op="placeholder")
+    )
+    expected = _outputs(layered, inputs)
+    tried = 0
+    for stage in list(stages(layered))[::2]:
+        built = strips_graph(layered, stage, chunk, M55)
+        if built is None:
+            continue
+        graph, macs = built
+        striped = torch.fx.GraphModule(layered, graph)
+        got = _outputs(striped, inputs)
+        assert all(torch.equal(a, b) for a, b in zip(got, expected, strict=True))
+        assert macs == patch.describe(patch.Choice(stage, chunk, graph, 0, macs, 0), 0)["macs"]
+        tried += 1
+    assert tried >= 2
+
+
+def test_the_small_schedule_runs_the_guard_in_strips_in_less_ram(guard) -> None:
+    fast = compiled("stage_guard", schedule="fast")
+    stage = guard.memory.stage
+    assert stage is not None and stage["macs_recomputed"] == 0
+    assert guard.arena_bytes < stage["arena_without_bytes"] <= fast.arena_bytes
+    assert guard.memory.conflicts() == []
+
+
+def test_windows_and_strips_are_planned_at_their_rows(guard) -> None:
+    """In the planned program, a window's offset is its input's plus the rows before it; an
+    assemble's parts lie one after another from its own offset (what the kernels check)."""
+    chosen = patch.choose(guard.io.graph, M55)
+    inputs = guard.io.program_inputs(guard.model.example_inputs)
+    program = execution_graph.execution_program(chosen.graph, inputs)
+    execution_graph.serialise(program, {}, memory_planning_pass(M55.isa, "small"))
+    checked = {WINDOW: 0, ASSEMBLE: 0}
+    for node in program.graph_module.graph.nodes:
+        if node.target is WINDOW:
+            base, row = node.args[0], node.args[1]
+            offset = _offset(base) + row * _row_bytes(base)
+            assert node.meta["spec"].mem_offset == offset
+        elif node.target is ASSEMBLE:
+            offset = node.meta["spec"].mem_offset
+            for part in node.args[0]:
+                assert _offset(part) == offset
+                offset += part.meta["val"].nbytes
+        checked[node.target] = checked.get(node.target, 0) + 1
+    assert checked[WINDOW] > 10 and checked[ASSEMBLE] > 10
+
+
+def _offset(node: torch.fx.Node) -> int:
+    """Where a tensor's bytes are planned (a view's are its base's)."""
+    while node.target is memory.view:
+        node = node.args[0]
+    return node.meta["spec"].mem_offset
+
+
+def _row_bytes(node: torch.fx.Node) -> int:
+    value = node.meta["val"]
+    return value.shape[2] * value.shape[3] * value.element_size()
+
+
+def test_the_bound_read_before_serialising_is_the_plans(guard) -> None:
+    """plan.liveness's bound of a graph equals the memory plan's, read back from the
+    serialised program: layer by layer and in strips."""
+    fast = compiled("stage_guard", schedule="fast")
+    assert max(liveness.sweep(fast.io.graph).live) == fast.memory.lower_bound_bytes
+    chosen = patch.choose(guard.io.graph, M55)
+    assert chosen.bound == guard.memory.lower_bound_bytes
+
+
+class OddRows(nn.Module):
+    """Rows of 9 x 5 int8 bytes: no window or strip of them starts at an aligned byte."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 5, 3, padding=1)
+        self.b = nn.Conv2d(5, 5, 3, padding=1, groups=5)
+        self.c = nn.Conv2d(5, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+def test_misaligned_strips_are_not_made_and_the_program_still_compiles() -> None:
+    torch.manual_seed(0)
+    source = ModelSource("odd", OddRows().eval(), (torch.randn(1, 3, 9, 9),))
+    program = compile_model(
+        source, M55, synthetic(source.example_inputs, 4), progress=False, io=IoType.INT8
+    )
+    found = list(stages(program.io.graph))
+    assert found and all(strips_graph(program.io.graph, s, 1, M55) is None for s in found)
+    small = compile_model(
+        source, M55, synthetic(source.example_inputs, 4), progress=False, io=IoType.INT8,
+        schedule="small",
+    )  # fmt: skip
+    assert small.memory.stage is None and small.memory.conflicts() == []
+
+
+def test_mobilenet_v2_at_144_fits_in_a_third_of_layer_by_layer() -> None:
+    """Issue 41's MobileNetV2-0.35 at 144×144: the small schedule's arena at most 0.35× the
+    layer-by-layer live-tensor bound (the fast schedule's, which its plan reaches)."""
+    fast, small = (compiled("mobilenet_v2_144", schedule=s) for s in ("fast", "small"))
+    assert small.memory.stage is not None
+    assert small.arena_bytes <= 0.35 * fast.memory.lower_bound_bytes, (
+        small.arena_bytes,
+        fast.memory.lower_bound_bytes,
+    )
+
+
+def test_the_report_names_the_stage(capsys, tmp_path: Path) -> None:
+    result = run(capsys, f"{TARGET_MODELS}:stage_guard", "-o", tmp_path / "m.pte",
+                 "--memory", "small", "--io", "int8")  # fmt: skip
+    assert result.status == 0, result.err
+    line = next(x for x in result.out.splitlines() if "stage in strips" in x)
+    assert "0 MACs recomputed" in line and "arena without it" in line
