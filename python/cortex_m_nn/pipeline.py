@@ -61,7 +61,12 @@ from cortex_m_nn.quantize.recurrent import quantize_lstms, split_lstms
 from cortex_m_nn.serialize import execution_graph
 from cortex_m_nn.serialize.edge import to_edge_program
 from cortex_m_nn.serialize.program_io import ProgramIo, float_io, int8_io
-from cortex_m_nn.serialize.pte import METADATA_PREFIX, planned_buffer_bytes, pte_operators
+from cortex_m_nn.serialize.pte import (
+    METADATA_PREFIX,
+    planned_buffer_bytes,
+    pte_operators,
+    runtime_overhead,
+)
 
 __all__ = [
     "METADATA_PREFIX",
@@ -280,10 +285,16 @@ def to_program(
     if chosen is None:
         return serialised
     striped = _serialise(chosen.graph, io, source, abi, schedule)
-    if striped.memory.arena_bytes >= serialised.memory.arena_bytes:
+    if _ram(striped) >= _ram(serialised):  # its calls' metadata ate what its arena saved
         return serialised
     striped.memory.stage = patch.describe(chosen, serialised.memory.arena_bytes)
+    striped.memory.stage |= {"ram_bytes": _ram(striped), "ram_without_bytes": _ram(serialised)}
     return striped
+
+
+def _ram(serialised: Serialised) -> int:
+    """The arena and what ExecuTorch's method allocator takes for the program."""
+    return serialised.memory.arena_bytes + runtime_overhead(serialised.pte).total
 
 
 def _serialise(

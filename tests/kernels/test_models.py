@@ -78,7 +78,7 @@ def test_small_schedule_end_to_end(kernels: KernelAbi, name: str) -> None:
     first layers run in strips (plan.patch) on the host's CMSIS-NN code path: bit exact on
     random inputs, which a kernel reading a byte after writing over it, or a strip computed
     from the wrong rows or pads, would not be. The guard model's plan shares bytes; the
-    MobileNet's and the stage guard's run a stage in strips."""
+    stage guard runs a stage in strips."""
     from tests.target.models import MODELS
 
     if name == "ds_cnn":
@@ -92,7 +92,7 @@ def test_small_schedule_end_to_end(kernels: KernelAbi, name: str) -> None:
     assert compiled.memory.conflicts() == []
     if name == "overlap_guard":
         assert compiled.memory.overlapping(), "the guard model's plan shares no bytes"
-    if name in ("mobilenet_v1_025", "stage_guard"):
+    if name == "stage_guard":
         assert compiled.memory.stage is not None, "no stage runs in strips"
     check_implementation(compiled, samples(source))
 

@@ -8,6 +8,7 @@ against a walk of every window position."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from cortex_m_nn.plan.stage import RowMap, stages
 from cortex_m_nn.plan.strips import strips_graph
 from cortex_m_nn.serialize import execution_graph
 from cortex_m_nn.serialize.execution_graph import ASSEMBLE, WINDOW
+from cortex_m_nn.serialize.pte import runtime_overhead
 
 M55 = Target.parse("cortex-m55")
 TARGET_MODELS = Path(__file__).parents[1] / "target" / "models.py"
@@ -101,9 +103,13 @@ def test_strips_compute_what_layer_by_layer_computes(name: str, chunk: int) -> N
 
 
 def test_the_small_schedule_runs_the_guard_in_strips_in_less_ram(guard) -> None:
+    """The stage is kept for less RAM: its arena and method allocator (the calls' metadata
+    counted exactly from the .pte) below the same schedule's without it."""
     fast = compiled("stage_guard", schedule="fast")
     stage = guard.memory.stage
     assert stage is not None and stage["macs_recomputed"] == 0
+    ram = guard.arena_bytes + runtime_overhead(guard.pte).total
+    assert ram == stage["ram_bytes"] < stage["ram_without_bytes"]
     assert guard.arena_bytes < stage["arena_without_bytes"] <= fast.arena_bytes
     assert guard.memory.conflicts() == []
 
@@ -179,15 +185,16 @@ def test_misaligned_strips_are_not_made_and_the_program_still_compiles() -> None
     assert small.memory.stage is None and small.memory.conflicts() == []
 
 
-def test_mobilenet_v2_at_144_fits_in_a_third_of_layer_by_layer() -> None:
-    """Issue 41's MobileNetV2-0.35 at 144×144: the small schedule's arena at most 0.35× the
-    layer-by-layer live-tensor bound (the fast schedule's, which its plan reaches)."""
+def test_mobilenet_v2_at_144_needs_half_the_ram_of_layer_by_layer() -> None:
+    """Issue 41's MobileNetV2-0.35 at 144×144: with a stage in strips, the small schedule's
+    RAM (arena and method allocator) is at most 0.6× the fast schedule's, its arena at most
+    0.5× the layer-by-layer live-tensor bound. (Chosen by arena alone, the stage would reach
+    0.33× the bound, but its 1,128 calls' metadata would cost more RAM than that saves.)"""
     fast, small = (compiled("mobilenet_v2_144", schedule=s) for s in ("fast", "small"))
     assert small.memory.stage is not None
-    assert small.arena_bytes <= 0.35 * fast.memory.lower_bound_bytes, (
-        small.arena_bytes,
-        fast.memory.lower_bound_bytes,
-    )
+    ram = {p.schedule: p.arena_bytes + runtime_overhead(p.pte).total for p in (fast, small)}
+    assert ram["small"] <= 0.6 * ram["fast"], ram
+    assert small.arena_bytes <= 0.5 * fast.memory.lower_bound_bytes
 
 
 def test_the_report_names_the_stage(capsys, tmp_path: Path) -> None:
@@ -195,4 +202,31 @@ def test_the_report_names_the_stage(capsys, tmp_path: Path) -> None:
                  "--memory", "small", "--io", "int8")  # fmt: skip
     assert result.status == 0, result.err
     line = next(x for x in result.out.splitlines() if "stage in strips" in x)
-    assert "0 MACs recomputed" in line and "arena without it" in line
+    assert "0 MACs recomputed" in line and "without it" in line
+
+
+def test_auto_takes_the_staged_small_schedule_where_fast_does_not_fit(
+    capsys, tmp_path: Path
+) -> None:
+    """A zoo model (MobileNetV2-0.35, int8 input: a float one is four times the image's bytes
+    and a stage cannot start before its quantize) with --ram between what the small schedule
+    (a stage in strips) and the fast one need: auto compiles the small one and says why;
+    below it, the refusal names its arena and writes nothing."""
+    model = f"{TARGET_MODELS}:zoo_mobilenet_v2"
+    needs = {}
+    for schedule in ("fast", "small"):
+        report = tmp_path / f"{schedule}.json"
+        result = run(capsys, model, "-o", tmp_path / f"{schedule}.pte", "--memory", schedule,
+                     "--io", "int8", "--ram", "1G", "--report-json", report)  # fmt: skip
+        assert result.status == 0, result.err
+        needs[schedule] = json.loads(report.read_text())["fit"]["ram"]["needed_bytes"]
+    assert needs["small"] < needs["fast"], needs
+    fits = needs["small"]
+    result = run(capsys, model, "-o", tmp_path / "auto.pte", "--io", "int8", "--ram", fits)
+    assert result.status == 0, result.err
+    assert "memory schedule small: the first schedule whose arena fits" in result.out
+    assert "stage in strips" in result.out
+    small = needs["small"] - 1
+    result = run(capsys, model, "-o", tmp_path / "none.pte", "--io", "int8", "--ram", small)
+    assert result.status == 2 and "--memory small" in result.err
+    assert not (tmp_path / "none.pte").exists()

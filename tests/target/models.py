@@ -239,13 +239,20 @@ class StageGuard(nn.Module):
 
 
 def stage_guard() -> tuple[nn.Module, tuple[torch.Tensor]]:
-    return seeded(StageGuard, 1, 3, 48, 48)
+    return seeded(StageGuard, 1, 3, 96, 96)
 
 
 def _mobilenet_v2_144() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     from tests.zoo.mobilenet import MobileNetV2
 
     return seeded(MobileNetV2, 1, 3, 144, 144)
+
+
+def zoo_mobilenet_v2() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The zoo's MobileNetV2-0.35 at 96×96 (for the command line, which loads this file)."""
+    from tests.zoo.mobilenet import mobilenet_v2
+
+    return mobilenet_v2()
 
 
 def seeded(

@@ -12,6 +12,8 @@ model, for the first core.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from tests.quantized_models import SAMPLES, Quantized, QuantizedModels
@@ -107,3 +109,16 @@ def test_factories_are_seeded(name: str) -> None:
     assert all(torch.equal(a, b) for a, b in zip(inputs, again, strict=True))
     for (key, a), b in zip(first.state_dict().items(), second.state_dict().values(), strict=True):
         assert torch.equal(a, b), key
+
+
+@pytest.mark.parametrize("name", list(ZOO))
+def test_the_small_schedule_is_never_above_the_layer_by_layer_bound(
+    name: str, quantized_models: QuantizedModels
+) -> None:
+    """--memory small (overlaps, a stage in strips) never needs more than every live tensor
+    in its own bytes layer by layer (the fast schedule's bound), on every zoo model."""
+    quantized = quantized_models.get(name, ZOO[name])
+    fast = quantized.lower(CORES[0], allow_fallback=bool(MAY_FALL_BACK.get(name)))
+    small = dataclasses.replace(fast, schedule="small", _serialised=None)
+    assert small.arena_bytes <= fast.memory.lower_bound_bytes
+    assert small.memory.conflicts() == []

@@ -13,6 +13,13 @@ from dataclasses import dataclass
 import torch
 from torch.fx import Graph, GraphModule, Node
 
+from cortex_m_nn.core.runtime_sizes import (
+    BOXED_LIST_BYTES,
+    EVALUE_BYTES,
+    POINTER_BYTES,
+    SPAN_BYTES,
+    TENSOR_IMPL_BYTES,
+)
 from cortex_m_nn.plan.stage import ALIGNMENT, VIEW
 from cortex_m_nn.plan.storage import nodes_in
 
@@ -88,3 +95,24 @@ def sweep(graph: Graph | GraphModule) -> Sweep:
         running += change[index]
         live.append(running + aligned(scratch_bytes(call)))
     return Sweep(calls, live)
+
+
+def method_bytes(graph: Graph | GraphModule) -> int:
+    """About what ExecuTorch's method allocator takes for the graph's program on a 32-bit
+    core (``serialize.pte.runtime_overhead`` counts it exactly from a ``.pte``): a value and
+    a tensor per tensor node, each call's argument pointers, each distinct int list. Enough to
+    weigh a stage's extra calls against the arena they save."""
+
+    graph = graph.graph if isinstance(graph, GraphModule) else graph
+    total, lists = 0, set()
+    for node in graph.nodes:
+        value = node.meta.get("val")
+        for tensor in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(tensor, torch.Tensor) and node.op != "get_attr":
+                total += EVALUE_BYTES + TENSOR_IMPL_BYTES + 4 * tensor.dim()
+        if node.op != "call_function" or node.target in (operator.getitem, VIEW):
+            continue
+        arguments = len(node.args) + (2 if isinstance(value, list | tuple) else 1)
+        total += POINTER_BYTES + SPAN_BYTES + POINTER_BYTES * arguments
+        lists |= {tuple(a) for a in node.args if isinstance(a, list) and not nodes_in(a)}
+    return total + sum(BOXED_LIST_BYTES + 12 * len(items) + EVALUE_BYTES for items in lists)

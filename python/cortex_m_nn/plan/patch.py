@@ -2,13 +2,13 @@
 strip, so that the large tensors between them never exist whole.
 
 A *stage* (``plan.stage``) is a run of calls at the start of a network — int8 convolutions,
-depthwise convolutions and same-shape element-wise ``add``/``mul`` — that reads one tensor
-(the *entry*: the graph input, or an earlier call's output) and gives the rest of the network
-one tensor (the *exit*). Run in strips, strip ``i`` computes rows ``[a_i, b_i)`` of the exit
-through every call of the stage, each call on the rows its readers in that strip need (the
-receptive field, read backwards from the exit). The strips partition the exit's rows. Rows a
-strip shares with the previous one (the halo) are copied from the previous strip's buffer,
-not computed again (``plan.strips``), so every row of every tensor is computed once.
+depthwise convolutions, same-shape element-wise ``add``/``mul`` and tables (``lut``) — that
+reads one tensor (the *entry*: the graph input, or an earlier call's output) and gives the
+rest of the network one tensor (the *exit*). Run in strips, strip ``i`` computes rows
+``[a_i, b_i)`` of the exit through every call of the stage, each call on the rows its readers
+need (the receptive field, read backwards from the exit). The strips partition the exit's
+rows. Rows a strip shares with the previous one (the halo) are copied from the previous
+strip's buffer, not computed again (``plan.strips``), so every row of every tensor is computed once.
 
 Bit exact with layer-by-layer execution: every strip's call is the same CMSIS-NN call on a
 strip of rows, with the same weights and requantization; a strip pads with the zero point only
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from torch.fx import Graph, GraphModule
 
 from cortex_m_nn.core.target import Target
-from cortex_m_nn.plan.liveness import sweep
+from cortex_m_nn.plan.liveness import method_bytes, sweep
 from cortex_m_nn.plan.stage import Stage, macs, shape, stages, value_of
 from cortex_m_nn.plan.strips import strips_graph
 
@@ -55,38 +55,39 @@ class Choice:
     bound: int
     macs: int
     calls: int
+    #: about what ExecuTorch's method allocator takes for it (``liveness.method_bytes``)
+    method: int = 0
+
+    @property
+    def ram(self) -> int:
+        return self.bound + self.method
 
 
 #: Rows a strip call computes, tried (fewer rows: less RAM, more calls and copies).
 CHUNKS = (1, 2, 4, 8)
-#: A plan this much above the smallest bound found is as good if it makes fewer calls.
-TOLERANCE = 0.02
 
 
 def choose(graph_module: GraphModule, target: Target) -> Choice | None:
-    """The stage and chunk with the smallest live-tensor bound (the rest of the network's
-    included; within :data:`TOLERANCE` of it, the fewest calls), if smaller than layer by
-    layer's."""
-    layered = max(sweep(graph_module).live, default=0)
-    found: list[Choice] = []
+    """The stage and chunk needing the least RAM — the live-tensor bound (the rest of the
+    network's included) plus ExecuTorch's method allocator, which grows with every call —
+    if less than layer by layer's."""
+    layered = max(sweep(graph_module).live, default=0) + method_bytes(graph_module)
+    best: Choice | None = None
     for stage in stages(graph_module):
         floor = stage.entry.meta["val"].nbytes + stage.exit.meta["val"].nbytes
-        if found and floor >= min(c.bound for c in found):
+        if best is not None and floor >= best.ram:
             continue
         for chunk in CHUNKS:
             built = strips_graph(graph_module, stage, chunk, target)
-            if built is not None:
-                live = sweep(built[0])
-                found.append(
-                    Choice(stage, chunk, *built[:1], max(live.live), built[1], len(live.calls))
-                )
-    if not found:
-        return None
-    least = min(c.bound for c in found)
-    best = min(
-        (c for c in found if c.bound <= least * (1 + TOLERANCE)), key=lambda c: (c.calls, c.bound)
-    )
-    if best.bound >= layered:
+            if built is None:
+                continue
+            graph, macs = built
+            live = sweep(graph)
+            found = Choice(stage, chunk, graph, max(live.live), macs, len(live.calls))
+            found.method = method_bytes(graph)
+            if best is None or found.ram < best.ram:
+                best = found
+    if best is None or best.ram >= layered:
         return None
     best.graph.lint()
     best.graph = GraphModule(graph_module, best.graph)
@@ -107,5 +108,6 @@ def describe(chosen: Choice, arena_without: int) -> dict[str, object]:
         "macs": layered,
         "macs_recomputed": chosen.macs - layered,
         "bound_bytes": chosen.bound,
+        "method_bytes_estimate": chosen.method,
         "arena_without_bytes": arena_without,
     }

@@ -18,7 +18,8 @@ ALIGNMENT = 16
 
 OPS = torch.ops.cortex_m_nn
 CONVOLUTIONS = {OPS.conv2d.default, OPS.depthwise_conv2d.default}
-ELEMENTWISE = {OPS.add.default, OPS.mul.default}
+#: element-wise operators → how many tensors they read (a lut's table is a constant)
+ELEMENTWISE = {OPS.add.default: 2, OPS.mul.default: 2, OPS.lut.default: 1}
 VIEW = torch.ops.aten.view.default
 
 
@@ -75,13 +76,13 @@ def tensor_inputs(call: Node) -> list[Node]:
     """The 4-D tensors the call reads (an element-wise call's through their flattening)."""
     if call.target in CONVOLUTIONS:
         return [call.args[0]]
-    return [view_of(a) or a for a in call.args[:2]]
+    return [view_of(a) or a for a in call.args[: ELEMENTWISE[call.target]]]
 
 
 def owned(call: Node) -> list[Node]:
     """The call's nodes, in graph order: operand flattenings, the call, its results."""
-    views = [a for a in call.args[:2] if call.target in ELEMENTWISE and view_of(a)]
-    return [*views, call, *call.users]
+    arity = ELEMENTWISE.get(call.target, 0)
+    return [*(a for a in call.args[:arity] if view_of(a)), call, *call.users]
 
 
 def row_map(call: Node) -> RowMap | None:
@@ -90,11 +91,11 @@ def row_map(call: Node) -> RowMap | None:
     if value is None:
         return None
     if call.target in ELEMENTWISE:
-        a, b = tensor_inputs(call)
-        if not (isinstance(a, Node) and isinstance(b, Node)):
+        tensors = tensor_inputs(call)
+        if not all(isinstance(t, Node) and shape(t) == shape(value) for t in tensors):
             return None
-        same = shape(a) == shape(b) == shape(value)
-        return RowMap() if same and len(shape(a)) == 4 else None
+        int8 = all(t.meta["val"].dtype is torch.int8 for t in tensors)
+        return RowMap() if int8 and len(shape(value)) == 4 else None
     if call.target not in CONVOLUTIONS:
         return None
     weight = call.args[1].meta["val"]
