@@ -277,14 +277,14 @@ def to_program(
     any other through ``torch.export``, ``to_edge`` and ``to_executorch``. The ``small``
     schedule of a fully lowered graph also tries its first layers in strips (``plan.patch``)
     and keeps whichever arena is smaller."""
-    serialised = _serialise(io.graph, io, source, abi, schedule)
+    serialised = serialise_graph(io.graph, io, source, abi, schedule)
     if schedule != "small" or execution_graph.unsupported(io.graph) is not None:
         return serialised
     execution_graph.propagate_values(io.graph, io.program_inputs(source.example_inputs))
     chosen = patch.choose(io.graph, abi.target)
     if chosen is None:
         return serialised
-    striped = _serialise(chosen.graph, io, source, abi, schedule)
+    striped = serialise_graph(chosen.graph, io, source, abi, schedule)
     if _ram(striped) >= _ram(serialised):  # its calls' metadata ate what its arena saved
         return serialised
     striped.memory.stage = patch.describe(chosen, serialised.memory.arena_bytes)
@@ -297,9 +297,11 @@ def _ram(serialised: Serialised) -> int:
     return serialised.memory.arena_bytes + runtime_overhead(serialised.pte).total
 
 
-def _serialise(
+def serialise_graph(
     graph: GraphModule, io: ProgramIo, source: ModelSource, abi: ProgramAbi, schedule: str
 ) -> Serialised:
+    """``graph`` (the program's, or one ``plan.patch`` made of it) serialised and its memory
+    plan read back and checked."""
     inputs = io.program_inputs(source.example_inputs)
     planning = memory_planning_pass(abi.target.isa, schedule)
     if execution_graph.unsupported(graph) is None:

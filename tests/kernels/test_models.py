@@ -106,6 +106,8 @@ def test_a_window_or_strip_planned_off_its_rows_fails_the_call(
     bytes, and the window or assemble kernel refuses the call instead."""
     from tests.target.models import MODELS
 
+    from cortex_m_nn.pipeline import serialise_graph
+    from cortex_m_nn.plan import patch
     from cortex_m_nn.serialize import execution_graph
 
     if moved == "window":
@@ -125,8 +127,10 @@ def test_a_window_or_strip_planned_off_its_rows_fails_the_call(
         monkeypatch.setattr(execution_graph, "_share_storage", shifted)
     source = ModelSource("stage_guard", *MODELS["stage_guard"]())
     compiled = compile_for(source, kernels, io=IoType.INT8, schedule="small")
-    assert compiled.memory.stage is not None
-    method = Runtime.get().load_program(compiled.pte).load_method("forward")
+    chosen = patch.choose(compiled.io.graph, compiled.target)  # kept or not for its RAM
+    assert chosen is not None
+    pte = serialise_graph(chosen.graph, compiled.io, source, compiled.abi, "small").pte
+    method = Runtime.get().load_program(pte).load_method("forward")
     with pytest.raises(RuntimeError):
         method.execute(list(compiled.io.program_inputs(source.example_inputs)))
 

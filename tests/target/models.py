@@ -248,6 +248,12 @@ def _mobilenet_v2_144() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return seeded(MobileNetV2, 1, 3, 144, 144)
 
 
+def _zoo(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    from tests.zoo import mobilenet
+
+    return getattr(mobilenet, name)()
+
+
 def zoo_mobilenet_v2() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """The zoo's MobileNetV2-0.35 at 96×96 (for the command line, which loads this file)."""
     from tests.zoo.mobilenet import mobilenet_v2
@@ -450,6 +456,8 @@ MODELS = {
     "shuffle_moves": lambda: seeded(ShuffleMoves, 1, 3, 16, 16),
     "stage_guard": stage_guard,
     "mobilenet_v2_144": _mobilenet_v2_144,
+    "mobilenet_v2_96": zoo_mobilenet_v2,
+    "mobilenet_v3_small": lambda: _zoo("mobilenet_v3_small"),
 }
 
 
