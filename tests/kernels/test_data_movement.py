@@ -18,7 +18,9 @@ def transpose_calls(draw: st.DrawFn, int16: bool = False) -> Call:
     """int8 (arm_transpose_s8) or int16 (our loop) tensors of rank 2-4."""
     rank = draw(st.integers(2, 4))
     shape = tuple(draw(st.lists(st.integers(1, 7), min_size=rank, max_size=rank)))
-    permutation = list(draw(st.permutations(range(rank)).filter(lambda p: list(p) != sorted(p))))
+    permutation = list(draw(st.permutations(range(rank))))
+    if permutation == sorted(permutation):  # no identity (not by filtering: at rank 2 half the
+        permutation = permutation[1:] + permutation[:1]  # draws, Hypothesis's health check)
     gen = generator(draw)
     if int16:
         x = torch.randint(-32768, 32768, shape, generator=gen, dtype=torch.int32).to(torch.int16)

@@ -218,18 +218,20 @@ class StageGuard(nn.Module):
     strip), a depthwise 3×3, a residual block (1×1 expansion, depthwise 5×5 whose last strip
     pads the bottom by 2 and no top, 1×1 projection, add of flattened operands), a dilated
     3×3 and a strided depthwise; then a 1×1 convolution whose whole output is the model's
-    (float, so a corrupted value is not averaged away)."""
+    (float, so a corrupted value is not averaged away). Wide enough at 96×96 that the stage
+    needs clearly less RAM than no stage on every core (179 KB against 299 KB, with
+    ExecuTorch's method allocator), so the compiler keeps it."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
-        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
-        self.expand = nn.Conv2d(16, 32, 1)
-        self.dw5 = nn.Conv2d(32, 32, 5, padding=2, groups=32)
-        self.project = nn.Conv2d(32, 16, 1)
-        self.dilated = nn.Conv2d(16, 16, 3, padding=2, dilation=2)
-        self.down = nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=16)
-        self.head = nn.Conv2d(16, 8, 1)
+        self.stem = nn.Conv2d(3, 32, 3, stride=2, padding=1)
+        self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32)
+        self.expand = nn.Conv2d(32, 64, 1)
+        self.dw5 = nn.Conv2d(64, 64, 5, padding=2, groups=64)
+        self.project = nn.Conv2d(64, 32, 1)
+        self.dilated = nn.Conv2d(32, 32, 3, padding=2, dilation=2)
+        self.down = nn.Conv2d(32, 32, 3, stride=2, padding=1, groups=32)
+        self.head = nn.Conv2d(32, 8, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.relu(self.dw(torch.relu(self.stem(x))))
