@@ -276,7 +276,7 @@ def to_program(
     from the execution dialect (``execution_graph``, equal constant arguments stored once),
     any other through ``torch.export``, ``to_edge`` and ``to_executorch``. The ``small``
     schedule of a fully lowered graph also tries its first layers in strips (``plan.patch``)
-    and keeps whichever arena is smaller."""
+    and keeps whichever program needs less RAM (arena and ExecuTorch's method allocator)."""
     serialised = serialise_graph(io.graph, io, source, abi, schedule)
     if schedule != "small" or execution_graph.unsupported(io.graph) is not None:
         return serialised
