@@ -20,15 +20,12 @@ from cortex_m_nn.core.runtime_sizes import (
     SPAN_BYTES,
     TENSOR_IMPL_BYTES,
 )
-from cortex_m_nn.plan.stage import ALIGNMENT, VIEW
+from cortex_m_nn.plan.memory_plan import aligned
+from cortex_m_nn.plan.stage import VIEW
 from cortex_m_nn.plan.storage import nodes_in
 
 WINDOW = torch.ops.cortex_m_nn.window.default
 ASSEMBLE = torch.ops.cortex_m_nn.assemble.default
-
-
-def aligned(nbytes: int) -> int:
-    return -(-nbytes // ALIGNMENT) * ALIGNMENT
 
 
 def scratch_bytes(call: Node) -> int:

@@ -13,9 +13,6 @@ from torch.fx import GraphModule, Node
 
 from cortex_m_nn.ops.params import sides
 
-#: ExecuTorch's alignment of a planned tensor: a window or strip starts at a multiple of it.
-ALIGNMENT = 16
-
 OPS = torch.ops.cortex_m_nn
 CONVOLUTIONS = {OPS.conv2d.default, OPS.depthwise_conv2d.default}
 #: element-wise operators → how many tensors they read (a lut's table is a constant)

@@ -27,8 +27,8 @@ from torch.fx import Graph, GraphModule, Node
 from cortex_m_nn.core.target import Target
 from cortex_m_nn.lower.scratch import conv2d_scratch_bytes, depthwise_conv2d_scratch_bytes
 from cortex_m_nn.ops.params import sides
+from cortex_m_nn.plan.memory_plan import ALIGNMENT
 from cortex_m_nn.plan.stage import (
-    ALIGNMENT,
     CONVOLUTIONS,
     ELEMENTWISE,
     OPS,
