@@ -97,42 +97,49 @@ def test_small_schedule_end_to_end(kernels: KernelAbi, name: str) -> None:
     check_implementation(compiled, samples(source))
 
 
-@pytest.mark.parametrize("moved", ["window", "strip"])
-def test_a_window_or_strip_planned_off_its_rows_fails_the_call(
-    kernels: KernelAbi, monkeypatch: pytest.MonkeyPatch, moved: str
+@pytest.mark.parametrize("damage", ["shifted", "outside"])
+def test_a_damaged_stage_program_computes_wrong_or_is_refused(
+    kernels: KernelAbi, damage: str
 ) -> None:
-    """The control of the stage's storage (plan.patch): a program whose windows, or whose
-    assembled strips, the planner places 16 bytes off their rows computes from the wrong
-    bytes, and the window or assemble kernel refuses the call instead."""
+    """The control of the stage call (plan.fold): its kernel computes from exactly the bytes
+    its program names. With one step's input view moved 16 bytes within the scratch the
+    outputs differ from the layer-by-layer references; with a view reaching past its tensor
+    the kernel refuses the call."""
+    import dataclasses
+
     from tests.target.models import MODELS
 
+    from cortex_m_nn.ops.library import run_references
+    from cortex_m_nn.ops.stage import SCRATCH, decode, encode
     from cortex_m_nn.pipeline import serialise_graph
     from cortex_m_nn.plan import patch
-    from cortex_m_nn.serialize import execution_graph
 
-    if moved == "window":
-        real = execution_graph.window_offset
-        monkeypatch.setattr(
-            execution_graph, "window_offset", lambda *a: real(*a) + (16 if real(*a) < 16 else -16)
-        )
-    else:
-        share = execution_graph._share_storage
-
-        def shifted(node: torch.fx.Node) -> None:
-            share(node)
-            if node.target is execution_graph.ASSEMBLE and len(node.args[0]) > 1:
-                spec = execution_graph._stored(node.args[0][1]).meta["spec"]
-                spec.storage_base_offset -= 16
-
-        monkeypatch.setattr(execution_graph, "_share_storage", shifted)
     source = ModelSource("stage_guard", *MODELS["stage_guard"]())
     compiled = compile_for(source, kernels, io=IoType.INT8, schedule="small")
-    chosen = patch.choose(compiled.io.graph, compiled.target)  # kept or not for its RAM
+    chosen = patch.choose(compiled.io.graph, compiled.target)
     assert chosen is not None
+    steps = decode(getattr(chosen.graph, patch.PROGRAM).tolist())
+    index = next(
+        i
+        for i, s in enumerate(steps)
+        if s.operator == "conv2d" and s.arguments[0].source == SCRATCH
+        and s.arguments[0].offset >= 16
+    )  # fmt: skip
+    view = steps[index].arguments[0]
+    moved = view.offset - 16 if damage == "shifted" else 1 << 30
+    arguments = (dataclasses.replace(view, offset=moved), *steps[index].arguments[1:])
+    steps[index] = dataclasses.replace(steps[index], arguments=arguments)
+    setattr(chosen.graph, patch.PROGRAM, torch.tensor(encode(steps), dtype=torch.int32))
     pte = serialise_graph(chosen.graph, compiled.io, source, compiled.abi, "small").pte
     method = Runtime.get().load_program(pte).load_method("forward")
-    with pytest.raises(RuntimeError):
-        method.execute(list(compiled.io.program_inputs(source.example_inputs)))
+    inputs = list(compiled.io.program_inputs(source.example_inputs))
+    if damage == "outside":
+        with pytest.raises(RuntimeError):
+            method.execute(inputs)
+        return
+    got = method.execute(inputs)
+    expected = run_references(compiled.io.graph, tuple(inputs), Rounding(kernels.rounding))
+    assert not all(torch.equal(a, b) for a, b in zip(got, expected, strict=True))
 
 
 def test_program_for_another_isa_is_refused_at_load(

@@ -72,6 +72,16 @@ class CallContext {
   CallContext(executorch::runtime::KernelRuntimeContext& context, const void* arguments);
   // Mark the call failed (the method's execute() then returns `error`).
   void fail(executorch::runtime::Error error) { context_.fail(error); }
+  // Whether the call (or a call inside it) has failed.
+  bool failed() const { return context_.failure_state() != executorch::runtime::Error::Ok; }
+  // A call a kernel makes inside this one (cortex_m_nn::stage's steps): this call's mode, no
+  // prepared entry (it runs unprepared, as every call outside the firmware API does).
+  CallContext unprepared() const {
+    CallContext inner(*this);
+    inner.prepared_ = nullptr;
+    inner.plan_ = nullptr;
+    return inner;
+  }
   // Whether to check the arguments: not once a proof pass has.
   bool checks() const { return mode_ != CallMode::kProven; }
   // Whether to compute: not in a proof pass.

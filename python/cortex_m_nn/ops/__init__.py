@@ -23,6 +23,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     requantize,
     resize,
     softmax,
+    stage,
     strided_copy,
     svdf,
     transpose,

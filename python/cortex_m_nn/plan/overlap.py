@@ -17,7 +17,9 @@ common bytes. ``tests/kernels`` and ``tests/target`` run programs planned this w
 real kernels of every ISA; a read of a byte already overwritten changes their outputs.
 
 Only int8 calls of conv2d, depthwise_conv2d, avg_pool2d, max_pool2d, add and mul (without
-broadcasting) are considered; anything else keeps its own bytes.
+broadcasting), and stages (``ops.stage``: the lead their program gives) are considered;
+anything else keeps its own bytes. A graph input may be overwritten once consumed, as any
+activation (the firmware API sets every input before each run).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from cortex_m_nn.core.target import Isa
 from cortex_m_nn.ops.library import NAMESPACE
 from cortex_m_nn.plan.storage import operator_name, read_storage
 
+#: The stage call's meta key of its lead (``plan.fold``).
+STAGE_LEAD = "cortex_m_nn_stage_lead"
 #: A rule: an int8 call's (input, lead) pairs on an ISA.
 Rule = Callable[[Isa, Node], list[tuple[Node, int]]]
 
@@ -215,6 +219,12 @@ def _elementwise(isa: Isa, call: Node) -> list[tuple[Node, int]]:
     return [(a, elementwise_lead(elements)) for a in inputs]
 
 
+def _stage(isa: Isa, call: Node) -> list[tuple[Node, int]]:
+    """A stage's lead, read from its program by ``plan.fold`` (``ops.stage.lead``)."""
+    found = call.meta.get(STAGE_LEAD)
+    return [] if found is None else [(call.args[0], -(-found // 16) * 16)]
+
+
 #: operator → the (input, lead) pairs of an int8 call.
 RULES: dict[str, Rule] = {
     "conv2d": _convolution(
@@ -227,13 +237,14 @@ RULES: dict[str, Rule] = {
     "max_pool2d": _pool,
     "add": _elementwise,
     "mul": _elementwise,
+    "stage": _stage,
 }
 
 
 def overlaps(graph_module: GraphModule, isa: Isa) -> list[Overlap]:
     """Every (input, output) pair of the graph's calls that may share bytes: an int8 call of
-    a pixel-major path whose input is an activation (an ``alloc``: not a graph input or a
-    state) that nothing reads after the call, through any alias of it either."""
+    a pixel-major path whose input is an activation or a graph input (not a state) that
+    nothing reads after the call, through any alias of it either."""
     nodes = list(graph_module.graph.nodes)
     position = {node: index for index, node in enumerate(nodes)}
     storage = read_storage(graph_module)
@@ -250,8 +261,10 @@ def overlaps(graph_module: GraphModule, isa: Isa) -> list[Overlap]:
             continue
         for source, lead in RULES[name](isa, call):
             alloc = storage.owner.get(source)
-            if storage.kind.get(alloc) != "activation" or not isinstance(alloc, Node):
-                continue  # a graph input, a state, one part of an alloc of several
+            if storage.kind.get(alloc) not in ("activation", "input"):
+                continue  # a state, one part of an alloc of several
+            if not isinstance(alloc, Node):
+                continue
             if last_read[alloc] <= position[call]:
                 found.append(Overlap(call, alloc, out, lead))
     return found

@@ -18,30 +18,31 @@ make CMSIS-NN read past the strip's last row: the call's own bottom pad or 0). E
 element is computed from exactly the input elements and pads it is computed from layer by
 layer.
 
-How it maps onto ExecuTorch: the stage's calls are repeated once per strip in the graph (the
-weights are the same constants), and two operators that move nothing tie strips to tensors:
-``window`` (:mod:`cortex_m_nn.ops.window`) makes rows of a tensor a tensor of its own, planned
-inside it, and ``assemble`` (:mod:`cortex_m_nn.ops.assemble`) makes parts one tensor, each
-planned at its rows (ExecuTorch's ``storage_base``: ``serialize.execution_graph``). The
-halo's copies are ``strided_copy`` calls. The memory planner then sees the entry, the exit
-and a few strip-sized buffers with short lifetimes.
+How it maps onto ExecuTorch: the strips are written as graph nodes (``plan.strips``: the
+stage's calls once per strip, ``window``s and ``assemble``s tying strips to tensors, the halo's
+``strided_copy``s), then folded into one ``cortex_m_nn::stage`` call whose program lists those
+calls on views of its input, output and scratch (``plan.fold``, ``ops.stage``). The memory
+planner then sees the entry, the exit (which may take the entry's consumed bytes) and the
+stage's scratch.
 
-Which stage: :func:`choose` builds the graph for every end of a stage and a few strip heights
-and keeps the one with the smallest live-tensor bound (``plan.liveness``, the rest of the
-network included); the compiler serialises the program with and without it and keeps the
-smaller arena.
+Which stage: :func:`candidates` builds the folded graph for every end of a stage and a few
+strip heights and ranks them by live-tensor bound plus method allocator (``plan.liveness``,
+the rest of the network included); the compiler plans the best few in full and keeps the one
+needing the least RAM, if less than without a stage.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch.fx import Graph, GraphModule
 
 from cortex_m_nn.core.target import Target
+from cortex_m_nn.plan.fold import fold, shared_bytes
 from cortex_m_nn.plan.liveness import method_bytes, sweep
 from cortex_m_nn.plan.stage import Stage, macs, shape, stages, value_of
-from cortex_m_nn.plan.strips import strips_graph
+from cortex_m_nn.plan.strips import Strips, strips_graph
 
 
 @dataclass
@@ -57,41 +58,68 @@ class Choice:
     calls: int
     #: about what ExecuTorch's method allocator takes for it (``liveness.method_bytes``)
     method: int = 0
+    #: the stage call's program (``ops.stage``)
+    program: torch.Tensor | None = None
 
     @property
     def ram(self) -> int:
         return self.bound + self.method
 
 
+#: The stage program's constant.
+PROGRAM = "stage_program"
+#: Candidates the compiler plans in full (``candidates``).
+KEEP = 3
 #: Rows a strip call computes, tried (fewer rows: less RAM, more calls and copies).
 CHUNKS = (1, 2, 4, 8)
 
 
 def choose(graph_module: GraphModule, target: Target) -> Choice | None:
-    """The stage and chunk needing the least RAM — the live-tensor bound (the rest of the
-    network's included) plus ExecuTorch's method allocator, which grows with every call —
-    if less than layer by layer's."""
+    """The stage and chunk that :func:`candidates` ranks first, or None."""
+    found = candidates(graph_module, target, keep=1)
+    return found[0] if found else None
+
+
+def candidates(graph_module: GraphModule, target: Target, keep: int = KEEP) -> list[Choice]:
+    """The ``keep`` stages and chunks needing the least RAM — the live-tensor bound (the rest
+    of the network's included; the stage's output over its consumed input where its lead
+    allows) plus ExecuTorch's method allocator — of those needing less than layer by layer,
+    best first. The bound leaves out the rest of the network's own overlaps, so the compiler
+    plans each and keeps the smallest."""
     layered = max(sweep(graph_module).live, default=0) + method_bytes(graph_module)
-    best: Choice | None = None
+    found: list[Choice] = []
     for stage in stages(graph_module):
-        floor = stage.entry.meta["val"].nbytes + stage.exit.meta["val"].nbytes
-        if best is not None and floor >= best.ram:
+        floor = max(stage.entry.meta["val"].nbytes, stage.exit.meta["val"].nbytes)
+        if len(found) >= keep and floor >= sorted(c.ram for c in found)[keep - 1]:
             continue
         for chunk in CHUNKS:
             built = strips_graph(graph_module, stage, chunk, target)
-            if built is None:
-                continue
-            graph, macs = built
-            live = sweep(graph)
-            found = Choice(stage, chunk, graph, max(live.live), macs, len(live.calls))
-            found.method = method_bytes(graph)
-            if best is None or found.ram < best.ram:
-                best = found
-    if best is None or best.ram >= layered:
-        return None
-    best.graph.lint()
-    best.graph = GraphModule(graph_module, best.graph)
-    return best
+            if built is not None:
+                found.append(_measure(stage, chunk, built))
+    kept = sorted((c for c in found if c.ram < layered), key=lambda c: c.ram)[:keep]
+    for choice in kept:
+        choice.graph.lint()
+        constants = {
+            n.target: getattr(graph_module, n.target)
+            for n in choice.graph.nodes
+            if n.op == "get_attr" and n.target != PROGRAM
+        }
+        choice.graph = GraphModule({**constants, PROGRAM: choice.program}, choice.graph)
+    return kept
+
+
+def _measure(stage: Stage, chunk: int, built: Strips) -> Choice:
+    """The stage folded into one call, with its bound and method allocator estimate."""
+    folded = fold(built.graph, built.created, built.entry, built.result, PROGRAM)
+    swept = sweep(built.graph)
+    live = swept.live
+    if len(stage.entry.users) == 1:  # the stage's output may take its consumed input
+        at = swept.calls.index(folded.call)
+        live[at] -= shared_bytes(folded, stage.entry.meta["val"].nbytes)
+    found = Choice(stage, chunk, built.graph, max(live), built.macs, built.calls)
+    found.program = folded.program
+    found.method = method_bytes(built.graph)
+    return found
 
 
 def describe(chosen: Choice, arena_without: int) -> dict[str, object]:

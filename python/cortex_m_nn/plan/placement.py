@@ -31,6 +31,7 @@ def best_offset(
     graph_signature: Any,
     extra_padding: int = 0,
     leads: dict[tuple[int, int], int] | None = None,
+    in_order: bool = False,
 ) -> MemoryAlgoResult:
     """Greedy by size with free offsets: the largest tensors first, each at the lowest offset
     that no already placed tensor with an overlapping lifetime occupies.
@@ -42,6 +43,8 @@ def best_offset(
 
     ``leads``: (id of an output's spec, id of its input's spec) → lead (``plan.overlap``): that
     output may also start ``lead`` bytes below its input or lower, sharing the input's bytes.
+    ``in_order``: place tensors in the order they come to life (then largest first) instead,
+    which lets an output take its input's bytes before a later, larger tensor claims them.
     """
     specs = list(specs)
     if getattr(graph_module, "input_mem_buffer_sizes", None):
@@ -51,7 +54,10 @@ def best_offset(
     backed = [s for s in specs if s.storage_base is not None]
     specs = [s for s in specs if s.storage_base is None]
     leads = leads or {}
-    ordered = sorted(specs, key=lambda s: (-s.allocated_memory, s.lifetime[0], s.lifetime[1]))
+    if in_order:
+        ordered = sorted(specs, key=lambda s: (s.lifetime[0], -s.allocated_memory, s.lifetime[1]))
+    else:
+        ordered = sorted(specs, key=lambda s: (-s.allocated_memory, s.lifetime[0], s.lifetime[1]))
     placed: dict[int, list[tuple[Any, int]]] = {}
     result = MemoryAlgoResult({}, [])
     for spec in ordered:
@@ -127,9 +133,10 @@ def _lowest_allowed(forbidden: list[tuple[int, int]]) -> int:
     return offset
 
 
-def overlapping(isa: Isa) -> Any:
+def overlapping(isa: Isa, in_order: bool = False) -> Any:
     """``best_offset`` where the calls' outputs may take their dead inputs' bytes
-    (``plan.overlap``): the ``small`` schedule's planner for a program of ``isa``."""
+    (``plan.overlap``): the ``small`` schedule's planners for a program of ``isa`` (largest
+    first, or ``in_order``)."""
 
     def overlapping(alignment, specs, graph_module, graph_signature, extra_padding=0):
         leads = {
@@ -137,9 +144,11 @@ def overlapping(isa: Isa) -> Any:
             for o in overlap.overlaps(graph_module, isa)
         }
         return best_offset(
-            alignment, specs, graph_module, graph_signature, extra_padding, leads=leads
+            alignment, specs, graph_module, graph_signature, extra_padding, leads, in_order
         )
 
+    if in_order:
+        overlapping.__name__ = "overlapping_in_order"
     return overlapping
 
 
@@ -180,5 +189,5 @@ def memory_planning_pass(isa: Isa | None = None, schedule: str = "fast") -> Memo
     if schedule == "small":
         if isa is None:
             raise ValueError("the small schedule plans for an ISA: pass the program's")
-        algorithms.append(overlapping(isa))
+        algorithms += [overlapping(isa), overlapping(isa, in_order=True)]
     return MemoryPlanningPass(memory_planning_algo=SmallestOfSuite(algorithms))

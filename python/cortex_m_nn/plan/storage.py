@@ -29,8 +29,10 @@ def _out_arguments(node: Node) -> list[str]:
 
 
 def _planned(node: Node) -> bool:
+    """A placeholder the memory plan places (a graph input or a state, not a constant): the
+    program's planning pass plans graph inputs, so also while it runs (no ``mem_id`` yet)."""
     spec = node.meta.get("spec")
-    if getattr(spec, "mem_id", None) is None:
+    if spec is None:
         return False
     return is_state(node) or not getattr(spec, "const", True)
 

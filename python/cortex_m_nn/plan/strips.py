@@ -189,15 +189,30 @@ class _Stream:
         return lowest
 
 
+@dataclass
+class Strips:
+    """A copy of a graph running a stage in strips: the graph, the MACs of the stage's calls,
+    the nodes that run them (in graph order), the stage's entry and the node of its output."""
+
+    graph: Graph
+    macs: int
+    #: the strip calls and copies (the kernel calls the stage makes)
+    calls: int
+    created: list[Node]
+    entry: Node
+    result: Node
+
+
 def strips_graph(
     graph_module: GraphModule, stage: Stage, chunk: int, target: Target
-) -> tuple[Graph, int] | None:
+) -> Strips | None:
     """A copy of the graph running ``stage`` in strips of ``chunk`` rows a call (its nodes:
-    a ``GraphModule`` over ``graph_module`` runs it), and the MACs of the stage's calls in
-    it; None when a window or strip would be misaligned."""
+    a ``GraphModule`` over ``graph_module`` runs it); None when a window or strip would be
+    misaligned."""
     graph = Graph()
     env: dict[Node, Node] = {}
     graph.output(graph.graph_copy(graph_module.graph, env))
+    copied = set(graph.nodes)
     old = stage
     stage = Stage(env[old.entry], env[old.exit], tuple(env[c] for c in old.calls))
     stream = _Stream(graph, stage, chunk, target)
@@ -211,4 +226,9 @@ def strips_graph(
     for call in reversed(stage.calls):
         for node in reversed(owned(call)):
             graph.erase_node(node)
-    return graph, stream.macs
+    created = [n for n in graph.nodes if n not in copied]
+    calls = sum(
+        n.target in CONVOLUTIONS or n.target in ELEMENTWISE or n.target is OPS.strided_copy.default
+        for n in created
+    )
+    return Strips(graph, stream.macs, calls, created, stage.entry, assembled)

@@ -376,8 +376,8 @@ def stage_lines(memory: dict[str, Any]) -> list[str]:
     return [
         f"  stage in strips      {stage['calls']:>10} ×  the first calls ({stage['first']} … "
         f"{stage['last']}, output {'x'.join(map(str, stage['exit_shape'][1:]))}) run "
-        f"{stage['rows_per_call']} row(s) a call, halos copied, not recomputed: "
-        f"{stage['kernel_calls']:,} kernel calls, {stage['macs_recomputed']:,} MACs "
+        f"{stage['rows_per_call']} row(s) a step, halos copied, not recomputed: one stage call "
+        f"of {stage['kernel_calls']:,} steps, {stage['macs_recomputed']:,} MACs "
         f"recomputed; arena and method allocator {stage['ram_bytes']:,} B, without it "
         f"{stage['ram_without_bytes']:,} B (arena {stage['arena_without_bytes']:,} B)"
     ]
