@@ -1,6 +1,7 @@
 // cortex_m_nn::stage.out: a patch-based stage in one call. The program (an int32 constant
-// written by python/cortex_m_nn/plan/fold.py; encoding in python/cortex_m_nn/ops/stage.py) lists
-// the stage's strip calls: each step one call of conv2d, depthwise_conv2d, add, mul, lut or
+// written by python/cortex_m_nn/plan/fold.py; encoding in python/cortex_m_nn/ops/stage.py:
+// each step its layer's template with its holes filled) lists the stage's strip calls: each
+// step one call of conv2d, depthwise_conv2d, add, mul, lut or
 // strided_copy, on views of the stage's input, its output and its scratch (rows of a strip
 // buffer, a halo copy, a call's CMSIS-NN scratch) and on the stage's constants. Each step runs
 // that operator's own kernel (the same function a call of it in the graph runs) in this call's
@@ -9,6 +10,7 @@
 // operator's own checks — and a proven call only decodes and computes. The first step that
 // fails fails the call. Int8 only (a stage holds int8 calls), so only those cases are linked.
 // Reference: python/cortex_m_nn/ops/stage.py.
+#include <cstring>
 #include <new>
 
 #include "cortex_m_nn/kernel_support.h"
@@ -24,7 +26,8 @@ using executorch::aten::SizesType;
 using executorch::aten::StridesType;
 using executorch::aten::TensorImpl;
 
-constexpr int32_t kMagic = 0x53544731;  // "STG1"
+constexpr int32_t kMagic = 0x53544732;  // "STG2"
+constexpr int32_t kMaxStepWords = 64;   // a step's words (python: MAX_STEP_WORDS)
 constexpr int32_t kConstants = 3;       // a tensor source of 3 + k: constant k
 constexpr int32_t kMaxRank = 4;
 constexpr int32_t kMaxInts = 8;      // the longest int[] a step operator takes
@@ -69,6 +72,7 @@ class Reader {
     return words_[at_++];
   }
   size_t at() const { return at_; }
+  size_t count() const { return count_; }
   bool broken() const { return broken_; }
 
   // A tensor argument: a constant, or a view in the next slot.
@@ -155,11 +159,6 @@ class Reader {
       }
     }
     return true;
-  }
-
-  void next_step() {
-    slots_used_ = 0;
-    lists_used_ = 0;
   }
 
  private:
@@ -255,7 +254,6 @@ bool run_step(CallContext& context, Reader& r) {
   const int32_t code = r.word();
   const int32_t length = r.word();
   CallContext step = context.unprepared();
-  r.next_step();
   switch (code) {
     case kConv2d:
     case kDepthwiseConv2d:
@@ -278,13 +276,60 @@ bool run_step(CallContext& context, Reader& r) {
         return false;
       }
   }
-  if (context.checks() && (r.broken() || r.at() - start != static_cast<size_t>(length))) {
+  if (context.checks() &&
+      (r.broken() || r.at() - start != static_cast<size_t>(length) || r.at() != r.count())) {
     ET_LOG(Error, "cortex_m_nn::stage: step at word %u is damaged (its words or a view "
            "outside its tensor): compile the program again", static_cast<unsigned>(start));
     context.fail(Error::InvalidProgram);
     return false;
   }
   return !context.failed();
+}
+
+// The header's counts: templates and steps not negative, the templates' offsets and the steps'
+// first word inside the program (numel >= 4 checked before).
+bool program_header_fits(const Tensor& program) {
+  const int32_t* words = program.const_data_ptr<int32_t>();
+  const int64_t count = program.numel();
+  return words[1] >= 0 && words[2] >= 0 && 4 + static_cast<int64_t>(words[1]) <= words[3] &&
+      words[3] <= count;
+}
+
+// Step `*at`'s words into `filled`: its template's words with its holes' values, and `*at`
+// moved past it. The step's word count, or -1 where the words do not make one. Checked in
+// every mode (a few compares a step): `filled` and the program stay in bounds whatever the
+// words say.
+int32_t fill_step(const int32_t* words, size_t count, size_t* at, int32_t* filled) {
+  const int32_t templates = words[1];
+  const size_t steps_start = static_cast<size_t>(words[3]);
+  if (*at >= count) {
+    return -1;
+  }
+  const int32_t index = words[(*at)++];
+  if (index < 0 || index >= templates) {
+    return -1;
+  }
+  const int32_t offset = words[4 + index];
+  if (offset < 4 + templates || static_cast<size_t>(offset) + 2 > steps_start) {
+    return -1;
+  }
+  const int32_t length = words[offset];
+  const int32_t holes = words[offset + 1];
+  if (length < 2 || length > kMaxStepWords || holes < 0 ||
+      static_cast<size_t>(offset) + 2 + static_cast<size_t>(holes) + static_cast<size_t>(length) >
+          steps_start ||
+      *at + static_cast<size_t>(holes) > count) {
+    return -1;
+  }
+  const int32_t* positions = words + offset + 2;
+  std::memcpy(filled, positions + holes, static_cast<size_t>(length) * sizeof(int32_t));
+  for (int32_t h = 0; h < holes; ++h) {
+    if (positions[h] < 0 || positions[h] >= length) {
+      return -1;
+    }
+    filled[positions[h]] = words[(*at)++];
+  }
+  return length;
 }
 
 }  // namespace
@@ -302,8 +347,8 @@ void stage_out(
       context,
       is_type(input, ScalarType::Char) && is_type(out, ScalarType::Char) &&
           is_type(scratch, ScalarType::Char) && is_type(program, ScalarType::Int) &&
-          program.dim() == 1 && program.numel() >= 2 &&
-          program.const_data_ptr<int32_t>()[0] == kMagic &&
+          program.dim() == 1 && program.numel() >= 4 &&
+          program.const_data_ptr<int32_t>()[0] == kMagic && program_header_fits(program) &&
           out.dim() == static_cast<ssize_t>(out_shape.size()) &&
           scratch.numel() >= scratch_bytes,
       "stage",
@@ -317,16 +362,24 @@ void stage_out(
   }
   Tensor tensors[3] = {input, out, scratch};
   const int32_t* words = program.const_data_ptr<int32_t>();
-  Reader reader(context, words + 2, static_cast<size_t>(program.numel() - 2), tensors,
-                constants);
-  const int32_t steps = words[1];
-  for (int32_t i = 0; i < steps; ++i) {
+  const size_t count = static_cast<size_t>(program.numel());
+  size_t at = static_cast<size_t>(words[3]);
+  int32_t filled[kMaxStepWords];
+  for (int32_t i = 0; i < words[2]; ++i) {
+    const int32_t length = fill_step(words, count, &at, filled);
+    if (length < 0) {
+      ET_LOG(Error, "cortex_m_nn::stage: step %d's template or holes are damaged: compile the "
+             "program again", static_cast<int>(i));
+      context.fail(Error::InvalidProgram);
+      return;
+    }
+    Reader reader(context, filled, static_cast<size_t>(length), tensors, constants);
     if (!run_step(context, reader)) {
       return;
     }
   }
-  CORTEX_M_NN_CHECK(context, reader.at() == static_cast<size_t>(program.numel() - 2), "stage",
-                    "the program has words after its %d steps", static_cast<int>(steps));
+  CORTEX_M_NN_CHECK(context, at == count, "stage", "the program has words after its %d steps",
+                    static_cast<int>(words[2]));
 }
 
 }  // namespace native

@@ -97,14 +97,14 @@ def test_small_schedule_end_to_end(kernels: KernelAbi, name: str) -> None:
     check_implementation(compiled, samples(source))
 
 
-@pytest.mark.parametrize("damage", ["shifted", "outside"])
+@pytest.mark.parametrize("damage", ["shifted", "outside", "template"])
 def test_a_damaged_stage_program_computes_wrong_or_is_refused(
     kernels: KernelAbi, damage: str
 ) -> None:
     """The control of the stage call (plan.fold): its kernel computes from exactly the bytes
     its program names. With one step's input view moved 16 bytes within the scratch the
-    outputs differ from the layer-by-layer references; with a view reaching past its tensor
-    the kernel refuses the call."""
+    outputs differ from the layer-by-layer references; with a view reaching past its tensor,
+    or a step naming a template the program does not have, the kernel refuses the call."""
     import dataclasses
 
     from tests.target.models import MODELS
@@ -129,11 +129,15 @@ def test_a_damaged_stage_program_computes_wrong_or_is_refused(
     moved = view.offset - 16 if damage == "shifted" else 1 << 30
     arguments = (dataclasses.replace(view, offset=moved), *steps[index].arguments[1:])
     steps[index] = dataclasses.replace(steps[index], arguments=arguments)
-    setattr(chosen.graph, patch.PROGRAM, torch.tensor(encode(steps), dtype=torch.int32))
+    words = encode(steps)
+    if damage == "template":
+        words = encode(decode(getattr(chosen.graph, patch.PROGRAM).tolist()))
+        words[words[3]] = words[1]  # the first step names template T of T
+    setattr(chosen.graph, patch.PROGRAM, torch.tensor(words, dtype=torch.int32))
     pte = serialise_graph(chosen.graph, compiled.io, source, compiled.abi, "small").pte
     method = Runtime.get().load_program(pte).load_method("forward")
     inputs = list(compiled.io.program_inputs(source.example_inputs))
-    if damage == "outside":
+    if damage != "shifted":
         with pytest.raises(RuntimeError):
             method.execute(inputs)
         return

@@ -22,7 +22,18 @@ from cortex_m_nn.core.options import IoType
 from cortex_m_nn.core.target import Target
 from cortex_m_nn.frontend.calibration import synthetic
 from cortex_m_nn.frontend.model_source import ModelSource
-from cortex_m_nn.ops.stage import INPUT, OUTPUT, SCRATCH, Constant, Step, View, decode, encode, lead
+from cortex_m_nn.ops.stage import (
+    INPUT,
+    OUTPUT,
+    SCRATCH,
+    Constant,
+    Step,
+    View,
+    decode,
+    encode,
+    lead,
+    step_words,
+)
 from cortex_m_nn.pipeline import CompiledProgram, compile_model
 from cortex_m_nn.plan import liveness, patch
 from cortex_m_nn.plan.fold import fold
@@ -174,15 +185,33 @@ def test_the_stage_lead_never_overwrites_an_input_byte_still_to_be_read(guard) -
 
 
 def test_damaged_stage_programs_are_refused() -> None:
-    words = encode([Step("lut", (View(INPUT, 0, (1, 2, 2, 3)), Constant(0)),
-                         View(OUTPUT, 0, (1, 2, 2, 3)))])  # fmt: skip
-    assert decode(words)[0].operator == "lut"
-    for damaged in (words[:-1], words + [0], [0, *words[1:]], words[:2] + [99] + words[3:]):
+    """A program decodes to its steps; truncated, extended or with a bad header, template or
+    step it is refused (the kernel checks the same at load)."""
+    lut = [Step("lut", (View(INPUT, 4 * i, (4,)), Constant(0)), View(OUTPUT, 4 * i, (4,)))
+           for i in range(3)]  # fmt: skip
+    words = encode(lut)
+    assert decode(words) == lut
+    template = words[4]  # the one template's offset
+    damaged = [
+        words[:-1], words + [0], [0, *words[1:]],
+        words[:2] + [words[2] + 1] + words[3:],  # one step more than the words hold
+        words[:template + 2] + [99] + words[template + 3:],  # a hole at word 99 of 14
+        words[: words[3]] + [1] + words[words[3] + 1 :],  # a step naming template 1 of 1
+    ]  # fmt: skip
+    for bad in damaged:
         with pytest.raises(ValueError):
-            decode(damaged)
+            decode(bad)
     writes_input = encode([Step("lut", (View(INPUT, 0, (4,)), Constant(0)), View(INPUT, 4, (4,)))])
     with pytest.raises(ValueError):
         decode(writes_input)
+
+
+def test_a_stage_program_stores_each_layer_once(guard) -> None:
+    """Steps of one layer share a template: the guard's program needs about a fifth of the
+    words its steps would take written out."""
+    steps, _ = _stage_steps(guard)
+    written_out = sum(len(step_words(s)) for s in steps)
+    assert len(encode(steps)) < 0.3 * written_out
 
 
 def test_the_bound_read_before_serialising_is_the_plans(guard) -> None:
