@@ -75,8 +75,9 @@ class Reader {
   size_t count() const { return count_; }
   bool broken() const { return broken_; }
 
-  // A tensor argument: a constant, or a view in the next slot.
-  Tensor tensor(bool written = false) {
+  // A tensor argument: a constant, or a view in the next slot. Out of line: a step reads up to
+  // seven tensors, and inlined at each the kernel grows by about a kilobyte each.
+  __attribute__((noinline)) Tensor tensor(bool written = false) {
     const int32_t source = word();
     const int32_t offset = word();
     const int32_t rank = word();

@@ -16,6 +16,7 @@ one call. :func:`fold` replaces the nodes by the call and writes its program:
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
 
@@ -144,7 +145,21 @@ class _Program:
             scratch = Place(("scratch", len(self.steps)), 0)
             if int(call.args[-1]):
                 self.touch(scratch, int(call.args[-1]))
-        self.steps.append((name, arguments, self.place[out], _sizes(out), scratch))
+        sizes = _sizes(out)
+        if name == "strided_copy" and _contiguous(arguments[1], arguments[2]):
+            (at, _), count = arguments[0], math.prod(arguments[1])  # type: ignore[misc]
+            arguments = [(Place(at.key, at.offset + arguments[3]), (count,)), [count], [1], 0]
+            sizes = (count,)  # the rows as one run of bytes: one memcpy
+        self.steps.append((name, arguments, self.place[out], sizes, scratch))
+
+
+def _contiguous(sizes: object, strides: object) -> bool:
+    """Whether a strided copy reads its elements one after another (a halo's rows; a dim of
+    one element moves nowhere, whatever its stride)."""
+    if not isinstance(sizes, list) or not isinstance(strides, list):
+        return False
+    expected = [math.prod(sizes[k + 1 :]) for k in range(len(sizes))]
+    return all(n == 1 or a == b for n, a, b in zip(sizes, strides, expected, strict=True))
 
 
 def _offsets(sizes: dict[Key, int], lives: dict[Key, list[int]]) -> tuple[dict[Key, int], int]:
