@@ -377,7 +377,8 @@ zephyr_library_named(cortex_m_nn)
 # Each case in a section of its own, so the link (Zephyr's --gc-sections; it links libraries
 # whole) drops the cases the registration does not reference, whatever the application's flags.
 zephyr_library_compile_options(-ffunction-sections -fdata-sections)
-foreach(_cmnn_kernel IN LISTS CORTEX_M_NN_MODEL_KERNELS)
+# The kernels the model calls and, with a stage, those its steps call directly.
+foreach(_cmnn_kernel IN LISTS CORTEX_M_NN_MODEL_KERNEL_SOURCES)
   zephyr_library_sources("${CORTEX_M_NN_ROOT}/kernels/op_${_cmnn_kernel}.cpp")
 endforeach()
 zephyr_library_sources(

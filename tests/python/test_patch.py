@@ -26,6 +26,7 @@ from cortex_m_nn.ops.stage import (
     INPUT,
     OUTPUT,
     SCRATCH,
+    STEP_OPERATORS,
     Constant,
     Step,
     View,
@@ -295,3 +296,16 @@ def test_auto_takes_the_staged_small_schedule_where_fast_does_not_fit(
     result = run(capsys, model, "-o", tmp_path / "none.pte", "--io", "int8", "--ram", small)
     assert result.status == 2 and "--memory small" in result.err
     assert not (tmp_path / "none.pte").exists()
+
+
+def test_an_image_with_a_stage_compiles_the_kernels_its_steps_call(guard) -> None:
+    """The stage's kernel calls its steps' kernels directly, so the Zephyr module compiles
+    their files too (CORTEX_M_NN_MODEL_KERNEL_SOURCES), though the program registers only the
+    operators it calls."""
+    from cortex_m_nn.embed.pte_source import cmake_facts, model_facts
+
+    facts = model_facts(guard.pte)
+    assert "stage" in facts.kernels and "add" not in facts.kernels
+    assert set(STEP_OPERATORS) <= set(facts.kernel_sources)
+    sources = ";".join(facts.kernel_sources)
+    assert f'set(CORTEX_M_NN_MODEL_KERNEL_SOURCES "{sources}")' in cmake_facts(facts)

@@ -22,6 +22,7 @@ from cortex_m_nn.cli import main as cli
 ROOT = Path(__file__).resolve().parents[2]
 STAND_IN = Path(__file__).resolve().parent / "cmake_stand_in"
 HELLO = ROOT / "samples" / "hello_cortex_m_nn"
+TARGET_MODELS = Path(__file__).parents[1] / "target" / "models.py"
 HELLO_KERNELS = ["quantize", "conv2d", "avg_pool2d", "linear", "dequantize"]
 
 # mps3/corstone300/an547's memories (boards/arm/mps3/mps3_corstone300_an547.dts).
@@ -297,6 +298,25 @@ def test_without_torch_the_error_offers_the_prebuilt_route(cmake, tmp_path) -> N
     assert "-DCORTEX_M_NN_PYTHON=<python>" in message
     assert "--target cortex-m55+mve --rounding double -o model.pte" in message
     assert 'CONFIG_CORTEX_M_NN_MODEL_PTE="model.pte"' in message
+
+
+def test_a_model_with_a_stage_builds_the_kernels_its_steps_call(cmake, tmp_path) -> None:
+    """A program whose first layers run as one ``stage`` call (--memory small) registers the
+    operators it calls, and the module also compiles the kernels the stage's kernel calls
+    directly (a link would otherwise miss them)."""
+    from cortex_m_nn.core.operators import STAGE_STEP_OPERATORS
+
+    pte = tmp_path / "staged.pte"
+    model = f"{TARGET_MODELS}:stage_guard"
+    arguments = [model, "--memory", "small", "--io", "int8", "-o", str(pte), "-q"]
+    assert cli.main(arguments) == 0
+    configured(cmake, tmp_path / "build", pte)
+    sources = kinds(tmp_path / "build", "source")
+    compiled = {Path(s).stem.removeprefix("op_") for s in sources if Path(s).name.startswith("op_")}
+    assert {"stage", *STAGE_STEP_OPERATORS} <= compiled
+    register = next(Path(s) for s in sources if s.endswith("cortex_m_nn_register.cpp"))
+    registered = set(re.findall(r'"cortex_m_nn::(\w+)\.out"', register.read_text()))
+    assert "stage" in registered and "add" not in registered
 
 
 def test_a_prebuilt_model_needs_no_torch(cmake, hello_pte, tmp_path) -> None:

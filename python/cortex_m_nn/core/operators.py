@@ -46,6 +46,9 @@ class Argument:
 
 #: The case an operator runs when no other case's condition holds: its ``<name>_out``.
 DEFAULT_CASE = "int8"
+#: The operators a ``stage`` call's steps call (``ops.stage``): their kernels run inside its
+#: kernel, called directly, so an image with a stage compiles their kernel files too.
+STAGE_STEP_OPERATORS = ("conv2d", "depthwise_conv2d", "add", "mul", "lut", "strided_copy")
 
 #: The dtype names a case condition may test a tensor argument for, as ExecuTorch's ScalarType
 #: codes and enumerators (runtime/core/portable_type/scalar_type.h).

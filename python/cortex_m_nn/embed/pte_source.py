@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from cortex_m_nn.core.abi import ProgramAbi
+from cortex_m_nn.core.operators import STAGE_STEP_OPERATORS
 from cortex_m_nn.embed.prepared import PreparedCall, c_table, prepared_calls
 from cortex_m_nn.serialize.io_spec import IoQuantization, read_io
 
@@ -142,6 +143,13 @@ class ModelFacts:
         return tuple(
             op[len(_OURS) :].removesuffix(".out") for op in self.operators if op.startswith(_OURS)
         )
+
+    @property
+    def kernel_sources(self) -> tuple[str, ...]:
+        """The kernels (``kernels/op_<name>.cpp``) an image must compile: those the program
+        calls and, with a ``stage``, those its steps call (its kernel calls them directly)."""
+        inside = STAGE_STEP_OPERATORS if "stage" in self.kernels else ()
+        return tuple(dict.fromkeys((*self.kernels, *inside)))
 
     @property
     def cases(self) -> tuple[str, ...]:
@@ -333,6 +341,7 @@ def cmake_facts(facts: ModelFacts) -> str:
     """``cortex_m_nn_model.cmake``: the variables the Zephyr module's build reads."""
     values = {
         "CORTEX_M_NN_MODEL_KERNELS": _cmake_list(facts.kernels),
+        "CORTEX_M_NN_MODEL_KERNEL_SOURCES": _cmake_list(facts.kernel_sources),
         "CORTEX_M_NN_MODEL_CASES": _cmake_list(facts.cases),
         "CORTEX_M_NN_MODEL_PRIM_OPERATORS": _cmake_list(facts.prim_operators),
         "CORTEX_M_NN_MODEL_FALLBACK_OPERATORS": _cmake_list(facts.fallback_operators),

@@ -41,6 +41,7 @@ from typing import Any
 import torch
 
 from cortex_m_nn.core.abi import Rounding
+from cortex_m_nn.core.operators import STAGE_STEP_OPERATORS
 from cortex_m_nn.ops.library import FUNCTIONALS, SCHEMAS, define_operator
 
 #: "STG2": the program's first word.
@@ -48,7 +49,7 @@ MAGIC = 0x53544732
 #: Most words of one step (the kernel fills a step's template in a fixed buffer).
 MAX_STEP_WORDS = 64
 #: The operators a step may call (the code of operator ``i`` is ``i + 1``).
-STEP_OPERATORS = ("conv2d", "depthwise_conv2d", "add", "mul", "lut", "strided_copy")
+STEP_OPERATORS = STAGE_STEP_OPERATORS
 #: Operators whose call also takes a scratch tensor.
 WITH_SCRATCH = frozenset({"conv2d", "depthwise_conv2d"})
 INPUT, OUTPUT, SCRATCH, CONSTANTS = 0, 1, 2, 3
