@@ -65,6 +65,8 @@ class Folded:
     scratch_bytes: int
     #: how far below the input's first byte the output may start (``ops.stage.lead``)
     lead: int
+    #: the program's steps (the kernel calls the stage makes)
+    steps: int
 
 
 def _nbytes(node: Node) -> int:
@@ -229,7 +231,7 @@ def fold(graph: Graph, created: list[Node], entry: Node, result: Node, name: str
     result.replace_all_uses_with(got)
     for node in reversed(created):
         graph.erase_node(node)
-    return Folded(call, name, words, scratch_bytes, reach)
+    return Folded(call, name, words, scratch_bytes, reach, len(steps))
 
 
 def shared_bytes(folded: Folded, input_bytes: int) -> int:

@@ -116,7 +116,7 @@ def _measure(stage: Stage, chunk: int, built: Strips) -> Choice:
     if len(stage.entry.users) == 1:  # the stage's output may take its consumed input
         at = swept.calls.index(folded.call)
         live[at] -= shared_bytes(folded, stage.entry.meta["val"].nbytes)
-    found = Choice(stage, chunk, built.graph, max(live), built.macs, built.calls)
+    found = Choice(stage, chunk, built.graph, max(live), built.macs, folded.steps)
     found.program = folded.program
     found.method = method_bytes(built.graph)
     return found

@@ -196,8 +196,6 @@ class Strips:
 
     graph: Graph
     macs: int
-    #: the strip calls and copies (the kernel calls the stage makes)
-    calls: int
     created: list[Node]
     entry: Node
     result: Node
@@ -227,8 +225,4 @@ def strips_graph(
         for node in reversed(owned(call)):
             graph.erase_node(node)
     created = [n for n in graph.nodes if n not in copied]
-    calls = sum(
-        n.target in CONVOLUTIONS or n.target in ELEMENTWISE or n.target is OPS.strided_copy.default
-        for n in created
-    )
-    return Strips(graph, stream.macs, calls, created, stage.entry, assembled)
+    return Strips(graph, stream.macs, created, stage.entry, assembled)
