@@ -6,9 +6,10 @@
 // buffer, a halo copy, a call's CMSIS-NN scratch) and on the stage's constants. Each step runs
 // that operator's own kernel (the same function a call of it in the graph runs) in this call's
 // mode, unprepared: while arguments are checked every step is checked too — its words, every
-// view inside its tensor, the views a step writes apart from those it reads, then the
-// operator's own checks — and a proven call only decodes and computes. The first step that
-// fails fails the call. Int8 only (a stage holds int8 calls), so only those cases are linked.
+// view inside its tensor, the views a step writes apart from those it reads (except a halo
+// moved down its own buffer: one memmove), then the operator's own checks — and a proven call
+// only decodes and computes. The first step that fails fails the call. Int8 only (a stage
+// holds int8 calls), so only those cases are linked.
 // Reference: python/cortex_m_nn/ops/stage.py.
 #include <cstring>
 #include <new>
@@ -140,9 +141,11 @@ class Reader {
   }
 
   // Whether the step's arguments were read whole and, while checking, the views it writes
-  // share no byte with any other of its views; marks the step damaged otherwise.
-  bool ready() {
-    if (context_.checks() && !broken_ && !writes_apart()) {
+  // share no byte with any other of its views (unless `may_meet`: a copy of one run of
+  // bytes, which memmove makes exact however its ends overlap); marks the step damaged
+  // otherwise.
+  bool ready(bool may_meet = false) {
+    if (context_.checks() && !broken_ && !may_meet && !writes_apart()) {
       broken_ = true;
     }
     return !broken_;
@@ -244,7 +247,9 @@ void copy(CallContext& step, Reader& r) {
   const IntArrayRef strides = r.list();
   const int64_t offset = r.integer();
   Tensor out = r.tensor(true);
-  if (r.ready()) {
+  // A halo moved down inside its strip buffer (python/cortex_m_nn/plan/fold.py): one run.
+  const bool one_run = sizes.size() == 1 && strides.size() == 1 && strides[0] == 1;
+  if (r.ready(one_run)) {
     strided_copy_out(step, input, sizes, strides, offset, out);
   }
 }

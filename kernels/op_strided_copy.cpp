@@ -1,6 +1,7 @@
 // cortex_m_nn::strided_copy.out: int8 elements gathered from the flat input at
 // offset + sum(i_k * strides[k]) (strides may be 0 or negative), our own kernel: the inner
-// dim is one memcpy (stride 1), one memset (stride 0) or an element loop.
+// dim is one memmove (stride 1: exact where a stage moves a halo down its own buffer), one
+// memset (stride 0) or an element loop.
 // Reference: python/cortex_m_nn/ops/strided_copy.py.
 #include <cstring>
 
@@ -16,7 +17,7 @@ constexpr ssize_t kMaxDims = 8;
 // Copy `count` elements read `stride` apart from `from` to the contiguous `to`.
 void copy_run(const int8_t* from, int64_t stride, int64_t count, int8_t* to) {
   if (stride == 1) {
-    std::memcpy(to, from, static_cast<size_t>(count));
+    std::memmove(to, from, static_cast<size_t>(count));
   } else if (stride == 0) {
     std::memset(to, *from, static_cast<size_t>(count));
   } else {

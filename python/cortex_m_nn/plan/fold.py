@@ -42,6 +42,7 @@ from cortex_m_nn.plan.overlap import STAGE_LEAD
 from cortex_m_nn.plan.stage import OPS, VIEW, shape
 
 WINDOW, ASSEMBLE = OPS.window.default, OPS.assemble.default
+STRIDED_COPY = OPS.strided_copy.default
 STEPS = {getattr(OPS, name).default: name for name in STEP_OPERATORS}
 #: A region's key: the stage's input or output, a node's buffer, or a step's scratch.
 Key = object
@@ -108,7 +109,31 @@ def _places(created: list[Node], entry: Node, result: Node) -> dict[Node, Place]
             place[node] = at
         else:
             place[node] = Place(node, 0)  # a buffer of its own
-    return place
+    return _share_halo(created, place)
+
+
+def _share_halo(created: list[Node], place: dict[Node, Place]) -> dict[Node, Place]:
+    """A strip buffer that starts with rows copied from the previous buffer of its tensor
+    takes that buffer's bytes: the copy moves the kept rows down in place (``memmove``; the
+    rows it overwrites are no longer read) and the call writes its rows after them. So a
+    tensor's strip buffers are one region, instead of two at every copy."""
+    region: dict[Key, Key] = {}
+
+    def root(key: Key) -> Key:
+        while key in region:
+            key = region[key]
+        return key
+
+    for node in created:
+        first = node.args[0][0] if node.target is ASSEMBLE else None
+        if not isinstance(first, Node) or first.target is not STRIDED_COPY:
+            continue
+        source, at = place[first.args[0]], place[node]
+        if source.key in (INPUT, OUTPUT) or at.key in (INPUT, OUTPUT) or at.offset:
+            continue
+        if root(source.key) != root(at.key):
+            region[root(at.key)] = root(source.key)
+    return {node: Place(root(at.key), at.offset) for node, at in place.items()}
 
 
 class _Program:
@@ -150,8 +175,11 @@ class _Program:
         sizes = _sizes(out)
         if name == "strided_copy" and _contiguous(arguments[1], arguments[2]):
             (at, _), count = arguments[0], math.prod(arguments[1])  # type: ignore[misc]
-            arguments = [(Place(at.key, at.offset + arguments[3]), (count,)), [count], [1], 0]
-            sizes = (count,)  # the rows as one run of bytes: one memcpy
+            source = Place(at.key, at.offset + arguments[3])
+            if source == self.place[out]:
+                return  # the kept rows are where the buffer starts already
+            arguments = [(source, (count,)), [count], [1], 0]
+            sizes = (count,)  # the rows as one run of bytes: one memmove
         self.steps.append((name, arguments, self.place[out], sizes, scratch))
 
 
@@ -165,10 +193,25 @@ def _contiguous(sizes: object, strides: object) -> bool:
 
 
 def _offsets(sizes: dict[Key, int], lives: dict[Key, list[int]]) -> tuple[dict[Key, int], int]:
-    """Each region's offset in the scratch tensor (largest first, lowest aligned gap) and the
-    scratch's bytes."""
+    """Each region's offset in the scratch tensor and the scratch's bytes: regions placed one
+    by one at the lowest aligned gap free over their lifetime, in whichever of a few orders
+    (largest first; longest-lived first; first used first) needs the fewest bytes."""
+    orders = (
+        lambda k: (-sizes[k],),
+        lambda k: (lives[k][0] - lives[k][1], -sizes[k]),
+        lambda k: (lives[k][0], -sizes[k]),
+    )
+    return min(
+        (_placed(sorted(sizes, key=order), sizes, lives) for order in orders),
+        key=lambda placed: placed[1],
+    )
+
+
+def _placed(
+    keys: list[Key], sizes: dict[Key, int], lives: dict[Key, list[int]]
+) -> tuple[dict[Key, int], int]:
     offsets: dict[Key, int] = {}
-    for key in sorted(sizes, key=lambda k: -sizes[k]):
+    for key in keys:
         first, last = lives[key]
         taken = sorted(
             (offsets[k], offsets[k] + aligned(sizes[k]))

@@ -69,7 +69,7 @@ class Choice:
 #: The stage program's constant.
 PROGRAM = "stage_program"
 #: Candidates the compiler plans in full (``candidates``).
-KEEP = 3
+KEEP = 8
 #: Rows a strip call computes, tried (fewer rows: less RAM, more calls and copies).
 CHUNKS = (1, 2, 4, 8)
 
