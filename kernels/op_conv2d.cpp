@@ -1,7 +1,8 @@
 // cortex_m_nn::conv2d.out, one function per case (operators.yaml): conv2d_out →
 // arm_convolve_wrapper_s8 (NHWC int8, OHWI weights, per-channel requantization);
 // conv2d_int16_out (an int16 input) → arm_convolve_wrapper_s16, int64 bias; conv2d_int4_out
-// (int4 weights: uint8, packed pairs) → arm_convolve_wrapper_s4. Grouped when the weight has
+// (int4 weights: uint8, packed pairs) → arm_convolve_wrapper_s4; conv2d_rows_out (path 1) →
+// arm_convolve_1x1_s8. Grouped when the weight has
 // fewer channels than the input (CMSIS-NN's convention: groups = input channels / weight
 // channels); the wrapper then calls arm_convolve_s8, which computes groups on every ISA. An
 // image links only the cases its program calls. Checks and arguments: cortex_m_nn/conv_common.h.
@@ -187,13 +188,15 @@ void conv2d_out(
     int64_t output_offset,
     int64_t activation_min,
     int64_t activation_max,
+    int64_t path,
     int64_t scratch_bytes,
     Tensor& out,
     Tensor& scratch) {
   (void)scratch_bytes;  // the planned scratch tensor carries its size
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
   ConvArgs args;
-  if (!prepare_conv2d<ConvCase::kInt8>(
+  if (!check_path(context, "conv2d", path, kWrapperPath) ||
+      !prepare_conv2d<ConvCase::kInt8>(
           context, tensors, stride, padding, dilation,
           {input_offset, output_offset, activation_min, activation_max}, &args)) {
     return;
@@ -227,8 +230,11 @@ void conv2d_int16_out(
     CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
     const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
     IntArrayRef dilation, int64_t input_offset, int64_t output_offset, int64_t activation_min,
-    int64_t activation_max, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
+    int64_t activation_max, int64_t path, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
   (void)scratch_bytes;
+  if (!check_path(context, "conv2d", path, kWrapperPath)) {
+    return;
+  }
   conv2d_unprepared<ConvCase::kInt16>(
       context, {input, weight, bias, multipliers, shifts, out}, stride, padding, dilation,
       {input_offset, output_offset, activation_min, activation_max}, scratch);
@@ -238,11 +244,48 @@ void conv2d_int4_out(
     CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
     const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
     IntArrayRef dilation, int64_t input_offset, int64_t output_offset, int64_t activation_min,
-    int64_t activation_max, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
+    int64_t activation_max, int64_t path, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
   (void)scratch_bytes;
+  if (!check_path(context, "conv2d", path, kWrapperPath)) {
+    return;
+  }
   conv2d_unprepared<ConvCase::kInt4>(
       context, {input, weight, bias, multipliers, shifts, out}, stride, padding, dilation,
       {input_offset, output_offset, activation_min, activation_max}, scratch);
+}
+
+// The rows case (path 1): arm_convolve_1x1_s8, one output row at a time, for an int8 1x1
+// convolution without padding, dilation or groups; no buffer. Its output may take the bytes of
+// input rows already read (python/cortex_m_nn/plan/paths.py), where the DSP and scalar
+// wrapper's arm_convolve_1x1_s8_fast walks the image once per pair of output channels.
+// Unprepared (its calls carry no prepared entry).
+void conv2d_rows_out(
+    CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
+    const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
+    IntArrayRef dilation, int64_t input_offset, int64_t output_offset, int64_t activation_min,
+    int64_t activation_max, int64_t path, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
+  (void)scratch_bytes;
+  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
+  ConvArgs args;
+  if (!check_path(context, "conv2d", path, kOtherPath) ||
+      !prepare_conv2d<ConvCase::kInt8>(
+          context, tensors, stride, padding, dilation,
+          {input_offset, output_offset, activation_min, activation_max}, &args)) {
+    return;
+  }
+  const auto params = args.params<cmsis_nn_conv_params>();
+  if (context.checks() &&
+      !(args.filter_dims.h == 1 && args.filter_dims.w == 1 && pads_at_most(padding, 0) &&
+        params.dilation.h == 1 && params.dilation.w == 1 && weight.size(3) == input.size(3))) {
+    refuse(context, "conv2d",
+           "path 1 (arm_convolve_1x1_s8) computes a 1x1 convolution without padding, "
+           "dilation or groups");
+    return;
+  }
+  cmsis_nn_context buffer;
+  if (unprepared_scratch(context, "conv2d", scratch, [] { return 0; }, &buffer)) {
+    check_status(context, "conv2d", call_conv_s8(arm_convolve_1x1_s8, args, params, &buffer));
+  }
 }
 
 void conv2d_prepared(CallContext& context, EValue** args) {

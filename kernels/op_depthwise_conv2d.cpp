@@ -2,7 +2,8 @@
 // depthwise_conv2d_out → arm_depthwise_conv_wrapper_s8 (NHWC int8, weights [1, KH, KW, Cout],
 // per-channel requantization); depthwise_conv2d_int16_out (an int16 input) →
 // arm_depthwise_conv_wrapper_s16, int64 bias; depthwise_conv2d_int4_out (int4 weights: uint8,
-// packed pairs) → arm_depthwise_conv_wrapper_s4. Checks and arguments:
+// packed pairs) → arm_depthwise_conv_wrapper_s4; depthwise_conv2d_three_by_three_out (path 1)
+// → arm_depthwise_conv_3x3_s8. Checks and arguments:
 // cortex_m_nn/conv_common.h. Reference: python/cortex_m_nn/ops/depthwise_conv2d.py.
 #include "cortex_m_nn/conv_common.h"
 #include "cortex_m_nn_operators.h"
@@ -150,6 +151,7 @@ void depthwise_conv2d_out(
     int64_t output_offset,
     int64_t activation_min,
     int64_t activation_max,
+    int64_t path,
     int64_t scratch_bytes,
     Tensor& out,
     Tensor& scratch) {
@@ -157,7 +159,8 @@ void depthwise_conv2d_out(
   const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
   ConvArgs args;
   cmsis_nn_dw_conv_params params;
-  if (!prepare_depthwise<ConvCase::kInt8>(context, tensors, stride, padding, dilation, depth_multiplier,
+  if (!check_path(context, "depthwise_conv2d", path, kWrapperPath) ||
+      !prepare_depthwise<ConvCase::kInt8>(context, tensors, stride, padding, dilation, depth_multiplier,
                          {input_offset, output_offset, activation_min, activation_max}, &args,
                          &params)) {
     return;
@@ -189,9 +192,12 @@ void depthwise_conv2d_int16_out(
     CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
     const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
     IntArrayRef dilation, int64_t depth_multiplier, int64_t input_offset, int64_t output_offset,
-    int64_t activation_min, int64_t activation_max, int64_t scratch_bytes, Tensor& out,
-    Tensor& scratch) {
+    int64_t activation_min, int64_t activation_max, int64_t path, int64_t scratch_bytes,
+    Tensor& out, Tensor& scratch) {
   (void)scratch_bytes;
+  if (!check_path(context, "depthwise_conv2d", path, kWrapperPath)) {
+    return;
+  }
   depthwise_unprepared<ConvCase::kInt16>(
       context, {input, weight, bias, multipliers, shifts, out}, stride, padding, dilation,
       depth_multiplier, {input_offset, output_offset, activation_min, activation_max}, scratch);
@@ -201,12 +207,51 @@ void depthwise_conv2d_int4_out(
     CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
     const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
     IntArrayRef dilation, int64_t depth_multiplier, int64_t input_offset, int64_t output_offset,
-    int64_t activation_min, int64_t activation_max, int64_t scratch_bytes, Tensor& out,
-    Tensor& scratch) {
+    int64_t activation_min, int64_t activation_max, int64_t path, int64_t scratch_bytes,
+    Tensor& out, Tensor& scratch) {
   (void)scratch_bytes;
+  if (!check_path(context, "depthwise_conv2d", path, kWrapperPath)) {
+    return;
+  }
   depthwise_unprepared<ConvCase::kInt4>(
       context, {input, weight, bias, multipliers, shifts, out}, stride, padding, dilation,
       depth_multiplier, {input_offset, output_offset, activation_min, activation_max}, scratch);
+}
+
+// The three_by_three case (path 1): arm_depthwise_conv_3x3_s8 on every ISA, for an int8 3x3
+// call of multiplier 1, no dilation, pads of at most 1 and one image (the function reads no
+// batch); no buffer, where MVE's wrapper takes arm_depthwise_conv_s8_opt and its
+// 4 x 124 x 9-byte buffer (python/cortex_m_nn/plan/paths.py). Unprepared.
+void depthwise_conv2d_three_by_three_out(
+    CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
+    const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
+    IntArrayRef dilation, int64_t depth_multiplier, int64_t input_offset, int64_t output_offset,
+    int64_t activation_min, int64_t activation_max, int64_t path, int64_t scratch_bytes,
+    Tensor& out, Tensor& scratch) {
+  (void)scratch_bytes;
+  const ConvTensors tensors{input, weight, bias, multipliers, shifts, out};
+  ConvArgs args;
+  cmsis_nn_dw_conv_params params;
+  if (!check_path(context, "depthwise_conv2d", path, kOtherPath) ||
+      !prepare_depthwise<ConvCase::kInt8>(
+          context, tensors, stride, padding, dilation, depth_multiplier,
+          {input_offset, output_offset, activation_min, activation_max}, &args, &params)) {
+    return;
+  }
+  if (context.checks() &&
+      !(args.filter_dims.h == 3 && args.filter_dims.w == 3 && depth_multiplier == 1 &&
+        params.dilation.h == 1 && params.dilation.w == 1 && pads_at_most(padding, 1) &&
+        args.input_dims.n == 1)) {
+    refuse(context, "depthwise_conv2d",
+           "path 1 (arm_depthwise_conv_3x3_s8) computes a 3x3 call of multiplier 1, no "
+           "dilation, pads of at most 1 and one image");
+    return;
+  }
+  cmsis_nn_context buffer;
+  if (unprepared_scratch(context, "depthwise_conv2d", scratch, [] { return 0; }, &buffer)) {
+    check_status(context, "depthwise_conv2d",
+                 call_conv_s8(arm_depthwise_conv_3x3_s8, args, params, &buffer));
+  }
 }
 
 void depthwise_conv2d_prepared(CallContext& context, EValue** args) {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 
+#include "cortex_m_nn/conv_common.h"
 #include "cortex_m_nn/kernel_support.h"
 #include "cortex_m_nn_operators.h"
 
@@ -194,20 +195,25 @@ void convolution(CallContext& step, Reader& r, bool depthwise) {
   const int64_t output_offset = r.integer();
   const int64_t activation_min = r.integer();
   const int64_t activation_max = r.integer();
+  const int64_t path = r.integer();
   const int64_t scratch_bytes = r.integer();
   Tensor out = r.tensor(true);
   Tensor scratch = r.tensor(true);
   if (!r.ready()) {
     return;
   }
+  // The path's case (operators.yaml), as the registration would dispatch the call; any other
+  // path is refused by the wrapper's case while checking.
   if (depthwise) {
-    depthwise_conv2d_out(step, input, weight, bias, multipliers, shifts, stride, padding,
-                         dilation, multiplier, input_offset, output_offset, activation_min,
-                         activation_max, scratch_bytes, out, scratch);
+    const auto run = path == kOtherPath ? depthwise_conv2d_three_by_three_out
+                                        : depthwise_conv2d_out;
+    run(step, input, weight, bias, multipliers, shifts, stride, padding, dilation, multiplier,
+        input_offset, output_offset, activation_min, activation_max, path, scratch_bytes, out,
+        scratch);
   } else {
-    conv2d_out(step, input, weight, bias, multipliers, shifts, stride, padding, dilation,
-               input_offset, output_offset, activation_min, activation_max, scratch_bytes, out,
-               scratch);
+    const auto run = path == kOtherPath ? conv2d_rows_out : conv2d_out;
+    run(step, input, weight, bias, multipliers, shifts, stride, padding, dilation, input_offset,
+        output_offset, activation_min, activation_max, path, scratch_bytes, out, scratch);
   }
 }
 

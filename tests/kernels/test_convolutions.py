@@ -1,8 +1,9 @@
 """cortex_m_nn::conv2d, ::depthwise_conv2d and ::transpose_conv2d on the host runtime
 (arm_convolve_wrapper_s8, arm_depthwise_conv_wrapper_s8, arm_transpose_conv_wrapper_s8; the
 int16 rows: arm_convolve_wrapper_s16, arm_depthwise_conv_wrapper_s16; the int4 rows:
-arm_convolve_wrapper_s4 or arm_convolve_s4, arm_depthwise_conv_wrapper_s4) against their
-references: one table, a row per operator and dtype."""
+arm_convolve_wrapper_s4 or arm_convolve_s4, arm_depthwise_conv_wrapper_s4; the path rows:
+arm_convolve_1x1_s8, arm_depthwise_conv_3x3_s8) against their references: one table, a row per
+operator and case."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from cortex_m_nn.core.cmsis_nn import ROWS, THREE_BY_THREE, WRAPPER
 from cortex_m_nn.lower import scratch
 from cortex_m_nn.ops import int4 as packing
 from cortex_m_nn.ops import transpose_conv2d as transposed
@@ -30,36 +32,57 @@ from .strategies import (
 )
 
 
+def _path_geometry(draw: st.DrawFn, g: dict, path: int, depthwise: bool) -> None:
+    """``g`` made one the path's function computes: a 1x1 convolution without padding or
+    dilation (``ROWS``), a 3x3 depthwise one without dilation, pads of at most 1
+    (``THREE_BY_THREE``)."""
+    if path == WRAPPER:
+        return
+    g["dilation"] = [1, 1]
+    if not depthwise:
+        g["kernel"], g["padding"] = (1, 1), [0, 0]
+        return
+    top, left, bottom, right = (draw(st.integers(0, 1)) for _ in range(4))
+    g["kernel"], g["padding"] = (3, 3), [top, left, bottom, right]
+    h = draw(st.integers(3 - top - bottom, 11))
+    g["size"] = (h, draw(st.integers(3 - left - right, 11)))
+
+
 def conv_calls(
-    isa: str, depthwise: bool = False, int16: bool = False, int4: bool = False
+    isa: str, depthwise: bool = False, int16: bool = False, int4: bool = False, path: int = 0
 ) -> st.SearchStrategy[Call]:
     """conv2d (grouped in one call of three: weight ``[Cout, KH, KW, Cin / groups]``), or
     depthwise_conv2d (weight ``[1, KH, KW, Cin * multiplier]``); ``int16``: conv2d's int16
     case (arm_convolve_wrapper_s16: no groups, zero offsets, int64 bias, sometimes more than
     512 columns, where CMSIS-NN's sums go on in int64); ``int4``: packed weights in [-8, 7]
     (conv2d ``[Cout, KH, KW * Cin / 2]``, KW * Cin even, no groups, one call in three a 1xN
-    convolution of height 1; depthwise an even Cin)."""
+    convolution of height 1; depthwise an even Cin); ``path``: the function of
+    ``core.cmsis_nn``'s path (int8, one image, no groups, multiplier 1, no scratch)."""
 
     @st.composite
     def calls(draw: st.DrawFn) -> Call:
         g = conv_geometry(draw)
+        _path_geometry(draw, g, path, depthwise)
         if int4 and not depthwise and draw(st.sampled_from([False, False, True])):
             g["kernel"], g["size"] = (1, g["kernel"][1]), (1, g["size"][1])  # 1xN
             g["dilation"][0] = 1
             pad = g["padding"]
             g["padding"] = [0, pad[1], 0, pad[3]] if len(pad) == 4 else [0, pad[1]]
         gen = generator(draw)
-        n, c_in = draw(st.integers(1, 2)), draw(st.integers(2 if depthwise else 1, 12))
+        n, c_in = (
+            draw(st.integers(1, 1 if path else 2)),
+            draw(st.integers(2 if depthwise else 1, 12)),
+        )
         if int4 and depthwise:
             c_in = 2 * draw(st.integers(1, 6))  # the generic s4 kernel's odd-channel defect
         elif int4 and (g["kernel"][1] * c_in) % 2:
             c_in += 1  # packed rows of KW * Cin hold whole bytes
         if int16 and not depthwise and draw(st.booleans()):
             c_in = draw(st.integers(24, 48))
-        mult = draw(st.integers(1, 3)) if depthwise else None
+        mult = draw(st.integers(1, 1 if path else 3)) if depthwise else None
         c_out = c_in * mult if depthwise else draw(st.integers(1, 10))
         per_group = c_in
-        if not (depthwise or int16 or int4) and draw(st.sampled_from([False, False, True])):
+        if not (depthwise or int16 or int4 or path) and draw(st.sampled_from([False, False, True])):
             groups, per_group = draw(st.integers(2, 4)), draw(st.integers(1, 4))
             c_in, c_out = groups * per_group, groups * draw(st.integers(1, 3))
         (kh, kw), (h, w) = g["kernel"], g["size"]
@@ -100,7 +123,8 @@ def conv_calls(
             offsets = draw(st.integers(-127, 128)), draw(st.integers(-128, 127))
             numbers = (*offsets, act_min, act_max)
         depth = (mult,) if depthwise else ()
-        args = (x, kernel, bias, multipliers, shifts, *window, *depth, *numbers, need)
+        need = 0 if path else need  # the path functions take no buffer
+        args = (x, kernel, bias, multipliers, shifts, *window, *depth, *numbers, path, need)
         return Call("depthwise_conv2d" if depthwise else "conv2d", args)
 
     return calls()
@@ -174,6 +198,8 @@ CALLS: CallTable = {
     "depthwise_conv2d": lambda isa: conv_calls(isa, depthwise=True),
     "depthwise_conv2d[int16]": lambda isa: conv_calls(isa, depthwise=True, int16=True),
     "conv2d[int4]": lambda isa: conv_calls(isa, int4=True),
+    "conv2d[rows]": lambda isa: conv_calls(isa, path=ROWS),
+    "depthwise_conv2d[3x3]": lambda isa: conv_calls(isa, depthwise=True, path=THREE_BY_THREE),
     "depthwise_conv2d[int4]": lambda isa: conv_calls(isa, depthwise=True, int4=True),
     "transpose_conv2d": transpose_conv2d_calls,
 }

@@ -343,3 +343,60 @@ def test_a_window_longer_than_its_padded_input_is_refused(kernels: KernelAbi) ->
     dilation.items = [len(plan.values) - 1] * 2
     tampered = bytes(serialize_pte_binary(pte_file))
     assert outcome(tampered, tuple(source.example_inputs)) == "refused"
+
+
+class Paths(nn.Module):
+    """A 3x3 convolution, a 3x3 depthwise one and a 1x1 one: one call of each path kind."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(2, 4, 3, padding=1)
+        self.b = nn.Conv2d(4, 4, 3, padding=1, groups=4)
+        self.c = nn.Conv2d(4, 3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(F.relu(self.b(F.relu(self.a(x)))))
+
+
+#: (operator, which of its calls, path) → what the kernel does: the 1x1 convolution's path 1
+#: (arm_convolve_1x1_s8) computes what the wrapper does; path 1 on the 3x3 convolution and an
+#: unknown path on the depthwise one are refused (core.cmsis_nn's paths)
+PATH_CASES = [
+    ("cortex_m_nn::conv2d", 1, 1, "same"),
+    ("cortex_m_nn::conv2d", 0, 1, "refused"),
+    ("cortex_m_nn::depthwise_conv2d", 0, 7, "refused"),
+    ("cortex_m_nn::depthwise_conv2d", 0, 1, "same"),
+]
+
+
+@pytest.mark.parametrize(("operator", "which", "path", "expected"), PATH_CASES)
+def test_a_call_runs_its_path_or_is_refused(
+    kernels: KernelAbi, operator: str, which: int, path: int, expected: str
+) -> None:
+    """A call's path argument (the int before scratch_bytes) set after compilation: the
+    registration dispatches it to its case, which computes the same bytes where its function
+    takes the shape and refuses the program otherwise."""
+    torch.manual_seed(0)
+    source = ModelSource("paths", Paths().eval(), (torch.randn(1, 2, 6, 5),))
+    program = compile_for(source, kernels)
+    inputs = tuple(source.example_inputs)
+    pte_file = deserialize_pte_binary(program.pte)
+    plan = next(p for p in pte_file.program.execution_plan if p.name == "forward")
+    calls = [i.instr_args for c in plan.chains for i in c.instructions]
+    call = [
+        c
+        for c in calls
+        if isinstance(c, schema.KernelCall) and plan.operators[c.op_index].name == operator
+    ][which]
+    position = 12 if operator.endswith("::conv2d") else 13  # path, before scratch_bytes
+    assert isinstance(plan.values[call.args[position]].val, schema.Int)
+    plan.values.append(schema.EValue(schema.Int(path)))  # a value of its own: ints are shared
+    call.args[position] = len(plan.values) - 1
+    tampered = bytes(serialize_pte_binary(pte_file))
+    if expected == "refused":
+        assert outcome(tampered, inputs) == "refused"
+        return
+    run = Runtime.get().load_program
+    before = run(program.pte).load_method("forward").execute(list(inputs))
+    after = run(tampered).load_method("forward").execute(list(inputs))
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))

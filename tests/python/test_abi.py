@@ -112,7 +112,7 @@ class _Conv(torch.nn.Module):
         multipliers = torch.tensor([1518500250], dtype=torch.int32)
         shifts = torch.tensor([-3], dtype=torch.int32)
         out, _ = torch.ops.cortex_m_nn.conv2d.default(
-            x, weight, bias, multipliers, shifts, [1, 1], [0, 0], [1, 1], 0, 0, -128, 127, 0
+            x, weight, bias, multipliers, shifts, [1, 1], [0, 0], [1, 1], 0, 0, -128, 127, 0, 0
         )
         return out
 

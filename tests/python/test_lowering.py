@@ -117,7 +117,7 @@ def test_fused_activation_ranges() -> None:
     module, inputs = conv_stack()
     compiled, _ = check_dialect(module, inputs)
     ranges = {
-        str(n.target): n.args[-3:-1]
+        str(n.target): n.args[-4:-2]  # activation_min, activation_max, path, scratch_bytes
         for n in compiled.lowered.graph.nodes
         if "cortex_m_nn.conv2d" in str(n.target) or "depthwise" in str(n.target)
     }

@@ -174,10 +174,13 @@ class _Call:
 @pytest.mark.parametrize(
     ("name", "dtypes", "ints", "case"),
     [
-        ("conv2d", {"input": 1, "weight": 1}, {}, "int8"),
-        ("conv2d", {"input": 2, "weight": 1}, {}, "int16"),
-        ("conv2d", {"input": 1, "weight": 0}, {}, "int4"),
-        ("conv2d", {"input": 2, "weight": 0}, {}, "int16"),  # first condition that holds
+        ("conv2d", {"input": 1, "weight": 1}, {"path": 0}, "int8"),
+        ("conv2d", {"input": 2, "weight": 1}, {"path": 0}, "int16"),
+        ("conv2d", {"input": 1, "weight": 0}, {"path": 0}, "int4"),
+        ("conv2d", {"input": 2, "weight": 0}, {"path": 0}, "int16"),  # first that holds
+        ("conv2d", {"input": 1, "weight": 1}, {"path": 1}, "rows"),
+        ("conv2d", {"input": 2, "weight": 1}, {"path": 1}, "rows"),  # which refuses int16
+        ("depthwise_conv2d", {"input": 1, "weight": 1}, {"path": 1}, "three_by_three"),
         ("quantize", {}, {"dtype": 1}, "int8"),
         ("quantize", {}, {"dtype": 2}, "int16"),
         ("svdf", {"state": 2}, {}, "int16"),

@@ -19,7 +19,7 @@ from tests.target.models import MODELS
 from torch import nn
 
 from cortex_m_nn.core.options import IoType
-from cortex_m_nn.core.target import Target
+from cortex_m_nn.core.target import Isa, Target
 from cortex_m_nn.frontend.calibration import synthetic
 from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.ops.stage import (
@@ -271,6 +271,21 @@ def test_mobilenet_v2_at_144_needs_a_third_of_the_ram_of_layer_by_layer() -> Non
     ram = {p.schedule: p.arena_bytes + runtime_overhead(p.pte).total for p in (fast, small)}
     assert ram["small"] <= 0.4 * ram["fast"], ram
     assert small.arena_bytes <= 0.35 * fast.memory.lower_bound_bytes
+
+
+@pytest.mark.parametrize("core", ["cortex-m55", "cortex-m33", "cortex-m4"])
+def test_visual_wake_words_needs_half_the_arena_of_layer_by_layer(core: str) -> None:
+    """Issue 41's VWW (MobileNetV1-0.25 at 96×96, int8 I/O): the small schedule's arena is at
+    most half the fast one's, on MVE (its stage's 3x3 depthwise steps take no scratch) and on
+    DSP cores (a 1x1 convolution after the stage runs row by row, over its input)."""
+    target = Target.parse(core)
+    fast, small = (compiled("mobilenet_v1_025", s, target) for s in ("fast", "small"))
+    assert small.memory.stage is not None and small.memory.conflicts() == []
+    assert small.arena_bytes <= 0.5 * fast.arena_bytes, (small.arena_bytes, fast.arena_bytes)
+    if target.isa is Isa.MVE:
+        assert small.memory.stage["step_paths"].get("arm_depthwise_conv_3x3_s8", 0) > 0
+    else:
+        assert small.memory.paths.get("arm_convolve_1x1_s8", 0) > 0
 
 
 def test_the_report_names_the_stage(capsys, tmp_path: Path) -> None:

@@ -125,11 +125,11 @@ def test_bit_exact_on_target(core_build: tuple, model: str) -> None:
 #: Programs run with the small schedule, whose outputs take their dead inputs' bytes: the
 #: guard model (one call of each path plan.overlap lets overlap) and three MLPerf-style models;
 #: and whose first layers run in strips (plan.patch): the stage guard (each kind of strip
-#: call) and MobileNetV2-0.35 at 144×144.
+#: call), MobileNetV2-0.35 at 144×144 and MobileNetV1-0.25 (VWW).
 SMALL_SCHEDULE_MODELS = ("overlap_guard", "ds_cnn", "resnet8", "mobilenet_v1_025")
 SMALL_SCHEDULE_MODELS += ("stage_guard", "mobilenet_v2_144")
 #: Of those, the programs that must run a stage in strips.
-STAGED = ("stage_guard", "mobilenet_v2_144")
+STAGED = ("stage_guard", "mobilenet_v2_144", "mobilenet_v1_025")
 #: How much shorter than plan.overlap's leads the control's are: two rows of the guard's
 #: 16×16×8 tensors, more than the leads' margin (they assume the largest group a path may
 #: interleave; 64 bytes short still ran bit exact on M55, where its groups are smaller).
@@ -149,8 +149,12 @@ def test_small_schedule_bit_exact(core_build: tuple, model: str) -> None:
     assert memory.conflicts() == []
     if model == "overlap_guard":
         assert len(memory.overlapping()) >= 3, memory.overlapping()
+        if core.name != "m55":  # its 1x1 stride-1 convolution, row by row (plan.paths)
+            assert memory.paths.get("arm_convolve_1x1_s8", 0) > 0, memory.paths
     if model in STAGED:
         assert memory.stage is not None, "no stage runs in strips"
+        if core.name == "m55":  # 3x3 depthwise steps without the MVE wrapper's buffer
+            assert memory.stage["step_paths"].get("arm_depthwise_conv_3x3_s8", 0) > 0
     result = harness.run(build_dir / f"runner_{model}_small.elf", core)
     assert result.returncode == 0, f"runner exit {result.returncode}:\n{result.stdout}"
     assert result.outputs() == harness.output_bytes(run.expected)

@@ -28,13 +28,14 @@ class Case(str, enum.Enum):
 S8, S16, S4 = Case.S8, Case.S16, Case.S4
 
 #: (operator, case) → the CMSIS-NN functions its kernel (``kernels/op_<operator>.cpp``) calls
-#: for that case: the usual one first, then those a shape or the ISA selects (named where the
-#: rule decides: a 1xN int4 convolution, int4 depthwise on MVE, per-channel int8 linear).
+#: for that case: the usual one first, then those a shape, the ISA or a path selects (named
+#: where the rule decides: a 1xN int4 convolution, int4 depthwise on MVE, per-channel int8
+#: linear; an int8 convolution's variant ``path``).
 FUNCTIONS: dict[tuple[str, Case], tuple[str, ...]] = {
-    ("conv2d", S8): ("arm_convolve_wrapper_s8",),
+    ("conv2d", S8): ("arm_convolve_wrapper_s8", "arm_convolve_1x1_s8"),
     ("conv2d", S16): ("arm_convolve_wrapper_s16",),
     ("conv2d", S4): ("arm_convolve_wrapper_s4", "arm_convolve_s4"),
-    ("depthwise_conv2d", S8): ("arm_depthwise_conv_wrapper_s8",),
+    ("depthwise_conv2d", S8): ("arm_depthwise_conv_wrapper_s8", "arm_depthwise_conv_3x3_s8"),
     ("depthwise_conv2d", S16): ("arm_depthwise_conv_wrapper_s16",),
     ("depthwise_conv2d", S4): ("arm_depthwise_conv_wrapper_s4", "arm_depthwise_conv_s4"),
     ("linear", S8): ("arm_fully_connected_s8", "arm_fully_connected_per_channel_s8"),
@@ -55,6 +56,17 @@ FUNCTIONS: dict[tuple[str, Case], tuple[str, ...]] = {
     ("lstm", S8): ("arm_lstm_unidirectional_s8",),
     ("lstm", S16): ("arm_lstm_unidirectional_s16",),
 }
+
+
+#: A convolution's ``path`` argument: which CMSIS-NN function computes an int8 call. The
+#: compiler chooses it per call (``plan.paths``, ``plan.strips``); its kernel case runs it.
+WRAPPER = 0  #: the wrapper's own choice by shape and ISA (every case)
+#: conv2d, a 1x1 convolution: ``arm_convolve_1x1_s8``, one output row at a time (row-major
+#: where the DSP and scalar wrapper walks the whole image once per pair of output channels)
+ROWS = 1
+#: depthwise_conv2d, 3x3: ``arm_depthwise_conv_3x3_s8`` on every ISA (no scratch; MVE's
+#: wrapper takes ``arm_depthwise_conv_s8_opt`` and its 4 x 124 x 9-byte buffer)
+THREE_BY_THREE = 1
 
 
 def cmsis_function(operator: str, case: Case, variant: int = 0) -> str:

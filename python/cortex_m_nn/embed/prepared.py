@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cortex_m_nn.core.cmsis_nn import mve_one_by_n_inexact
+from cortex_m_nn.core.cmsis_nn import WRAPPER, mve_one_by_n_inexact
 from cortex_m_nn.core.operators import DEFAULT_CASE, load_yaml
 from cortex_m_nn.core.target import Isa
 from cortex_m_nn.serialize.pte_format import ExecutionPlan
@@ -83,6 +83,8 @@ BYTE = 0
 def _conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
     if call.scalar_type("input") == SHORT or call.scalar_type("weight") == BYTE:
         return None  # int16 activations, int4 weights: the s16 and s4 kernels run unprepared
+    if call.value("path") != WRAPPER:
+        return None  # another function than the wrapper's: its case runs unprepared
     input_, weight, out = call.sizes("input"), call.sizes("weight"), call.sizes("out")
     geometry = (call.values("stride"), call.values("padding"), call.values("dilation"))
     direct = isa is Isa.MVE and mve_one_by_n_inexact(input_, weight, out, *geometry)
@@ -103,6 +105,8 @@ def _conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
 def _depthwise_conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
     if call.scalar_type("input") == SHORT or call.scalar_type("weight") == BYTE:
         return None  # int16 activations, int4 weights: the s16 and s4 kernels run unprepared
+    if call.value("path") != WRAPPER:
+        return None  # another function than the wrapper's: its case runs unprepared
     weight = call.sizes("weight")
     return {
         "params": {

@@ -32,6 +32,12 @@ every ISA's sum exact). One configuration is refused: with more than 512 columns
 DSP kernel ``arm_nn_mat_mult_kernel_s16`` resets its odd-channel tail with the wrong count
 (``docs/int16.md``, hazard 2).
 
+``path`` picks the CMSIS-NN function of an int8 call, with the same numbers
+(``core.cmsis_nn``): 0 the wrapper's choice, 1 ``arm_convolve_1x1_s8`` for a 1x1 convolution
+without padding, dilation or groups — one output row at a time, so its output may take the
+bytes of input rows already read on every ISA (``plan.overlap``), where the DSP and scalar
+wrapper's ``arm_convolve_1x1_s8_fast`` walks the whole image once per pair of output channels.
+
 int4 weights are the third case (``arm_convolve_wrapper_s4``; on MVE a 1xN convolution calls
 ``arm_convolve_s4`` itself, since the wrapper's 1xN path fails some shapes without falling
 back, ``docs/int4.md``): a uint8 weight ``[Cout, KH, KW * Cin / 2]`` of packed pairs
@@ -44,6 +50,7 @@ from typing import Any
 
 import torch
 
+from cortex_m_nn.core.cmsis_nn import ROWS, WRAPPER
 from cortex_m_nn.ops import int4
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
@@ -74,7 +81,7 @@ def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.T
     "conv2d",
     "Tensor input, Tensor weight, Tensor bias, Tensor multipliers, Tensor shifts, int[] stride,"
     " int[] padding, int[] dilation, int input_offset, int output_offset, int activation_min,"
-    " int activation_max, int scratch_bytes",
+    " int activation_max, int path, int scratch_bytes",
     _fake,
     scratch=True,
 )
@@ -91,6 +98,7 @@ def conv2d(
         raise ValueError("int4 weights take int8 activations and no groups (arm_convolve_s4)")
     params.check_forward_window((kh, kw))
     groups = groups_of(input.shape[3], per_group, c_out)
+    check_path(params, input, (kh, kw), per_group, packed)
     if input.dtype is torch.int16:
         check_s16(params, input, weight)
     windows = params.windows(input, (kh, kw))  # [N, OH, OW, Cin, KH, KW]
@@ -98,6 +106,22 @@ def conv2d(
     kernel = weight.to(torch.int64).unflatten(0, (groups, c_out // groups))
     acc = torch.einsum("nhwgckl,goklc->nhwgo", windows, kernel).flatten(3)
     return params.finish(acc, rounding, input.dtype)
+
+
+def check_path(
+    params: ConvParams, input: torch.Tensor, kernel: tuple[int, int], per_group: int, packed: bool
+) -> None:
+    """The call's path (``core.cmsis_nn``): the wrapper's, or ``ROWS`` for an int8 1x1
+    convolution without padding, dilation or groups (``arm_convolve_1x1_s8``). ValueError."""
+    if params.path == WRAPPER:
+        return
+    one_by_one = kernel == (1, 1) and not any(params.padding) and params.dilation == [1, 1]
+    int8 = input.dtype is torch.int8 and not packed and per_group == input.shape[3]
+    if params.path != ROWS or not (one_by_one and int8):
+        raise ValueError(
+            f"conv2d path {params.path}: 0 (the wrapper's), or 1 (arm_convolve_1x1_s8) for an "
+            "int8 1x1 convolution without padding, dilation or groups"
+        )
 
 
 def check_s16(params: ConvParams, input: torch.Tensor, weight: torch.Tensor) -> None:

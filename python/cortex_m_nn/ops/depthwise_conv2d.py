@@ -11,6 +11,11 @@ products of at most 2^22, the generic one in int64: both exact), with zero point
 bias and ``arm_nn_requantize_s64`` (:meth:`ConvParams.check_s16`); the generic kernel counts
 dims in 16 bits, so each is below 32768. The 3x3 path's padding limit is the s8 kernel's.
 
+``path`` picks the CMSIS-NN function of an int8 call, with the same numbers
+(``core.cmsis_nn``): 0 the wrapper's choice, 1 ``arm_depthwise_conv_3x3_s8`` for a 3x3 call of
+multiplier 1 without dilation, on every ISA — no scratch, where MVE's wrapper takes
+``arm_depthwise_conv_s8_opt`` and its buffer of 4 x 124 x 9 bytes.
+
 int4 weights are the third case (``arm_depthwise_conv_wrapper_s4``): a uint8 weight
 ``[1, KH, KW, Cout / 2]`` of packed pairs (:mod:`cortex_m_nn.ops.int4`), int8 activations, the
 s8 arithmetic, no 3x3 path (so no padding limit), and an even input channel count: CMSIS-NN's
@@ -23,6 +28,7 @@ from typing import Any
 
 import torch
 
+from cortex_m_nn.core.cmsis_nn import THREE_BY_THREE, WRAPPER
 from cortex_m_nn.ops import int4
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
@@ -41,6 +47,25 @@ def three_by_three_pads(params: ConvParams, kernel: tuple[int, int]) -> bool:
     return list(params.dilation) != [1, 1] or max(params.padding[2:]) <= 1
 
 
+def check_path(
+    params: ConvParams, input: torch.Tensor, kernel: tuple[int, int], packed: bool
+) -> None:
+    """The call's path (``core.cmsis_nn``): the wrapper's, or ``THREE_BY_THREE`` for an int8
+    3x3 call of multiplier 1, no dilation, pads of at most 1 and batch 1
+    (``arm_depthwise_conv_3x3_s8`` computes one image, padded by at most 1). ValueError."""
+    if params.path == WRAPPER:
+        return
+    shape = kernel == (3, 3) and params.depth_multiplier == 1 and params.dilation == [1, 1]
+    shape = shape and max(params.padding) <= 1
+    int8 = input.dtype is torch.int8 and not packed and input.shape[0] == 1
+    if params.path != THREE_BY_THREE or not (shape and int8):
+        raise ValueError(
+            f"depthwise_conv2d path {params.path}: 0 (the wrapper's), or 1 "
+            "(arm_depthwise_conv_3x3_s8) for an int8 3x3 call of multiplier 1, no dilation, "
+            "pads of at most 1 and batch 1"
+        )
+
+
 def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.Tensor:
     params = ConvParams.of("depthwise_conv2d", arguments)
     oh, ow = params.output_hw(input.shape[1:3], weight.shape[1:3])
@@ -53,7 +78,7 @@ def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.T
     "depthwise_conv2d",
     "Tensor input, Tensor weight, Tensor bias, Tensor multipliers, Tensor shifts, int[] stride,"
     " int[] padding, int[] dilation, int depth_multiplier, int input_offset, int output_offset,"
-    " int activation_min, int activation_max, int scratch_bytes",
+    " int activation_min, int activation_max, int path, int scratch_bytes",
     _fake,
     scratch=True,
 )
@@ -77,7 +102,8 @@ def depthwise_conv2d(
         params.check_s16()
         if max(*input.shape, c_out) > S16_DIM_MAX:
             raise ValueError(f"int16 depthwise dims above {S16_DIM_MAX} (CMSIS-NN's int16 counts)")
-    elif not three_by_three_pads(params, (kh, kw)):
+    check_path(params, input, (kh, kw), packed)
+    if not (packed or int16 or three_by_three_pads(params, (kh, kw))):
         raise ValueError(
             f"padding {params.padding}: a 3x3 depthwise convolution pads each end by at most 1"
         )

@@ -155,6 +155,8 @@ class ConvParams:
     output_padding: list[int]
     depth_multiplier: int
     output: Requantization
+    #: which CMSIS-NN function computes an int8 call (``core.cmsis_nn``: 0 the wrapper's)
+    path: int = 0
 
     @classmethod
     def of(cls, operator: str, arguments: Sequence[Any]) -> ConvParams:
@@ -169,6 +171,7 @@ class ConvParams:
             values.get("output_padding", [0, 0]),
             values.get("depth_multiplier", 1),
             Requantization.of(values),
+            values.get("path", 0),
         )
 
     @staticmethod

@@ -68,12 +68,26 @@ class MemoryPlan:
     leads: dict[tuple[str, str], int] = field(default_factory=dict)
     #: the patch-based stage the program runs in strips (``plan.patch.describe``), if any
     stage: dict[str, Any] | None = None
+    #: CMSIS-NN function → calls that run it instead of the wrapper's choice (``plan.paths``)
+    paths: dict[str, int] = field(default_factory=dict)
 
     def live(self, index: int) -> list[PlannedTensor]:
         return [t for t in self.tensors if t.live_at(index)]
 
     def live_bytes(self, index: int) -> int:
         return sum(t.aligned_bytes for t in self.live(index))
+
+    def overlapped_bytes(self, index: int) -> int:
+        """The bytes live at kernel call ``index`` less what each output there may share with
+        its consumed input (``leads``: the output placed ``lead`` bytes below the input): what
+        any plan needs at that call, whatever it shares elsewhere."""
+        live = {t.name: t.aligned_bytes for t in self.live(index)}
+        shared = sum(
+            max(0, min(live[out] - lead, live[source]))
+            for (out, source), lead in self.leads.items()
+            if out in live and source in live
+        )
+        return sum(live.values()) - shared
 
     @property
     def peak_index(self) -> int:
@@ -142,6 +156,7 @@ class MemoryPlan:
             ],
             "arena_over_lower_bound": self.arena_bytes / lower if lower else 1.0,
             "stage": self.stage,
+            "paths": dict(self.paths),
             "alignment": ALIGNMENT,
             "peak": {
                 "index": peak,

@@ -6,9 +6,11 @@ dtype case, ISA, and for convolutions the shape, which picks the wrapper's path)
 order is *pixel-major* — output pixels in raster order, each group of them computed from its
 input window before the next group's window is read — the input below the windows still to be
 read is dead, and the output may be written over it. The order of each path is read from
-CMSIS-NN's loops (see :func:`access_order`); a path that writes one output channel for every
-pixel before the next (DSP and scalar 1x1 convolutions, fully connected layers, a depthwise
-convolution of more than 124 channels on MVE) has no overlap.
+CMSIS-NN's loops (:func:`conv_order`, :func:`depthwise_order`, and a call's own ``path``:
+``arm_convolve_1x1_s8`` row by row, ``arm_depthwise_conv_3x3_s8`` pixel by pixel); a path that
+writes one output channel for every pixel before the next (the DSP and scalar wrapper's 1x1
+convolutions, fully connected layers, a depthwise convolution of more than 124 channels on MVE)
+has no overlap.
 
 For a call whose input dies with it, :func:`lead_bytes` gives the *lead*: the output may start
 ``lead`` bytes below the input's first byte, or anywhere lower (a negative lead: above it).
@@ -32,7 +34,7 @@ import torch
 from executorch.exir import memory
 from torch.fx import GraphModule, Node
 
-from cortex_m_nn.core.cmsis_nn import mve_one_by_n_inexact
+from cortex_m_nn.core.cmsis_nn import ROWS, THREE_BY_THREE, mve_one_by_n_inexact
 from cortex_m_nn.core.target import Isa
 from cortex_m_nn.ops.library import NAMESPACE
 from cortex_m_nn.plan.storage import operator_name, read_storage
@@ -225,14 +227,22 @@ def _stage(isa: Isa, call: Node) -> list[tuple[Node, int]]:
     return [] if found is None else [(call.args[0], -(-found // 16) * 16)]
 
 
+def _conv2d_order(isa: Isa, window: Window, call: Node) -> Order | None:
+    if call.args[-2] == ROWS:  # path, before scratch_bytes: arm_convolve_1x1_s8 on any ISA
+        return Order(window.output[2])
+    return conv_order(isa, window, _shape(call.args[1]), call.args[7])
+
+
+def _depthwise_order(isa: Isa, window: Window, call: Node) -> Order | None:
+    if call.args[-2] == THREE_BY_THREE:  # arm_depthwise_conv_3x3_s8 on any ISA
+        return Order(1)
+    return depthwise_order(isa, window, int(call.args[8]), call.args[7])
+
+
 #: operator → the (input, lead) pairs of an int8 call.
 RULES: dict[str, Rule] = {
-    "conv2d": _convolution(
-        lambda isa, w, call: conv_order(isa, w, _shape(call.args[1]), call.args[7])
-    ),
-    "depthwise_conv2d": _convolution(
-        lambda isa, w, call: depthwise_order(isa, w, int(call.args[8]), call.args[7])
-    ),
+    "conv2d": _convolution(_conv2d_order),
+    "depthwise_conv2d": _convolution(_depthwise_order),
     "avg_pool2d": _pool,
     "max_pool2d": _pool,
     "add": _elementwise,

@@ -33,12 +33,15 @@ needing the least RAM, if less than without a stage.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
 from torch.fx import Graph, GraphModule
 
+from cortex_m_nn.core.cmsis_nn import WRAPPER, Case, cmsis_function
 from cortex_m_nn.core.target import Target
+from cortex_m_nn.ops.stage import decode
 from cortex_m_nn.plan.fold import fold, shared_bytes
 from cortex_m_nn.plan.liveness import method_bytes, sweep
 from cortex_m_nn.plan.stage import Stage, macs, shape, stages, value_of
@@ -70,6 +73,8 @@ class Choice:
 PROGRAM = "stage_program"
 #: Candidates the compiler plans in full (``candidates``).
 KEEP = 8
+#: The stage's step operators that take a ``path``.
+CONVOLUTION_STEPS = ("conv2d", "depthwise_conv2d")
 #: Rows a strip call computes, tried (fewer rows: less RAM, more calls and copies).
 CHUNKS = (1, 2, 4, 8)
 
@@ -80,22 +85,30 @@ def choose(graph_module: GraphModule, target: Target) -> Choice | None:
     return found[0] if found else None
 
 
-def candidates(graph_module: GraphModule, target: Target, keep: int = KEEP) -> list[Choice]:
-    """The ``keep`` stages and chunks needing the least RAM — the live-tensor bound (the rest
-    of the network's included; the stage's output over its consumed input where its lead
-    allows) plus ExecuTorch's method allocator — of those needing less than layer by layer,
-    best first. The bound leaves out the rest of the network's own overlaps, so the compiler
-    plans each and keeps the smallest."""
-    layered = max(sweep(graph_module).live, default=0) + method_bytes(graph_module)
+def candidates(
+    graph_module: GraphModule, target: Target, keep: int = KEEP, after: list[int] | None = None
+) -> list[Choice]:
+    """The ``keep`` stages and chunks needing the least RAM — the live-tensor bound up to the
+    stage call (its output over its consumed input where its lead allows), the rest of the
+    network's after it, plus ExecuTorch's method allocator — of those needing less than layer
+    by layer, best first. ``after``: the bytes each call of the graph needs without a stage,
+    its overlaps counted (``MemoryPlan.overlapped_bytes``), read for the calls after a stage;
+    without it their live-tensor bound, which leaves overlaps out.
+    The compiler plans each candidate and keeps the smallest."""
+    swept = sweep(graph_module)
+    layered = max(swept.live, default=0) + method_bytes(graph_module)
+    if after is None or len(after) != len(swept.calls):
+        after = swept.live
     found: list[Choice] = []
     for stage in stages(graph_module):
+        rest = max(after[swept.calls.index(stage.calls[-1]) + 1 :], default=0)
         floor = max(stage.entry.meta["val"].nbytes, stage.exit.meta["val"].nbytes)
         if len(found) >= keep and floor >= sorted(c.ram for c in found)[keep - 1]:
             continue
         for chunk in CHUNKS:
             built = strips_graph(graph_module, stage, chunk, target)
             if built is not None:
-                found.append(_measure(stage, chunk, built))
+                found.append(_measure(stage, chunk, built, rest))
     kept = sorted((c for c in found if c.ram < layered), key=lambda c: c.ram)[:keep]
     for choice in kept:
         choice.graph.lint()
@@ -108,15 +121,16 @@ def candidates(graph_module: GraphModule, target: Target, keep: int = KEEP) -> l
     return kept
 
 
-def _measure(stage: Stage, chunk: int, built: Strips) -> Choice:
-    """The stage folded into one call, with its bound and method allocator estimate."""
+def _measure(stage: Stage, chunk: int, built: Strips, rest: int) -> Choice:
+    """The stage folded into one call, with its bound (``rest`` after the stage call) and
+    method allocator estimate."""
     folded = fold(built.graph, built.created, built.entry, built.result, PROGRAM)
     swept = sweep(built.graph)
-    live = swept.live
+    at = swept.calls.index(folded.call)
+    live = swept.live[: at + 1]
     if len(stage.entry.users) == 1:  # the stage's output may take its consumed input
-        at = swept.calls.index(folded.call)
         live[at] -= shared_bytes(folded, stage.entry.meta["val"].nbytes)
-    found = Choice(stage, chunk, built.graph, max(live), built.macs, folded.steps)
+    found = Choice(stage, chunk, built.graph, max([*live, rest]), built.macs, folded.steps)
     found.program = folded.program
     found.method = method_bytes(built.graph)
     return found
@@ -135,7 +149,19 @@ def describe(chosen: Choice, arena_without: int) -> dict[str, object]:
         "kernel_calls": chosen.calls,
         "macs": layered,
         "macs_recomputed": chosen.macs - layered,
+        "step_paths": _step_paths(chosen),
         "bound_bytes": chosen.bound,
         "method_bytes_estimate": chosen.method,
         "arena_without_bytes": arena_without,
     }
+
+
+def _step_paths(chosen: Choice) -> dict[str, int]:
+    """CMSIS-NN function → the stage's steps that run it instead of the wrapper's choice."""
+    found: Counter[str] = Counter()
+    assert chosen.program is not None
+    for step in decode(chosen.program.tolist()):
+        path = step.arguments[-2] if step.operator in CONVOLUTION_STEPS else WRAPPER
+        if path != WRAPPER:  # the argument before scratch_bytes
+            found[cmsis_function(step.operator, Case.S8, int(path))] += 1  # type: ignore[arg-type]
+    return dict(found)

@@ -24,9 +24,11 @@ from dataclasses import dataclass
 import torch
 from torch.fx import Graph, GraphModule, Node
 
+from cortex_m_nn.core.cmsis_nn import WRAPPER
 from cortex_m_nn.core.target import Target
 from cortex_m_nn.lower.scratch import conv2d_scratch_bytes, depthwise_conv2d_scratch_bytes
 from cortex_m_nn.ops.params import sides
+from cortex_m_nn.plan import paths
 from cortex_m_nn.plan.memory_plan import ALIGNMENT
 from cortex_m_nn.plan.stage import (
     CONVOLUTIONS,
@@ -122,7 +124,8 @@ def _call(graph: Graph, call: Node, held: dict[Node, Held], rows: range, target:
         _, left, _, right = sides(call.args[6])
         top, bottom = mapping.pads(rows, shape(call.args[0])[1])
         args[6] = [top, left, bottom, right]
-        args[-1] = _scratch(call, args, out, target)
+        args[-2] = paths.strip_path(call, args[6], target)  # path, then scratch_bytes
+        args[-1] = _scratch(call, args, out, target) if args[-2] == WRAPPER else 0
     if call.target in ELEMENTWISE and value_of(call) is not call:  # flattened operands
         flat = _node(graph, call.target, tuple(args), (math.prod(out),), value.dtype)
         return _node(graph, VIEW, (flat, list(out)), out, value.dtype)

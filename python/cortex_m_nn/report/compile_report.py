@@ -347,6 +347,7 @@ def memory_lines(memory: dict[str, Any]) -> list[str]:
         "shared in the arena",
         *state_lines(memory),
         *overlap_lines(memory),
+        *path_lines(memory),
         *stage_lines(memory),
         f"  constants (.pte)     {constants['total']:>10,} B  {kinds}",
         f"  runtime overhead   ≈ {memory['runtime_overhead_bytes']:>10,} B  ExecuTorch method "
@@ -368,6 +369,15 @@ def overlap_lines(memory: dict[str, Any]) -> list[str]:
     ]
 
 
+def path_lines(memory: dict[str, Any]) -> list[str]:
+    """The calls the small schedule gives another CMSIS-NN function (``plan.paths``)."""
+    return [
+        f"  kernel paths         {count:>10} ×  {function} instead of the wrapper's choice: "
+        "row by row, so each output may take its input's bytes"
+        for function, count in memory.get("paths", {}).items()
+    ]
+
+
 def stage_lines(memory: dict[str, Any]) -> list[str]:
     """The small schedule's patch-based stage (``plan.patch``), when the program runs one."""
     stage = memory.get("stage")
@@ -377,7 +387,9 @@ def stage_lines(memory: dict[str, Any]) -> list[str]:
         f"  stage in strips      {stage['calls']:>10} ×  the first calls ({stage['first']} … "
         f"{stage['last']}, output {'x'.join(map(str, stage['exit_shape'][1:]))}) run "
         f"{stage['rows_per_call']} row(s) a step, halos copied, not recomputed: one stage call "
-        f"of {stage['kernel_calls']:,} steps, {stage['macs_recomputed']:,} MACs "
+        f"of {stage['kernel_calls']:,} steps"
+        + "".join(f" ({n:,} run {f})" for f, n in stage.get("step_paths", {}).items())
+        + f", {stage['macs_recomputed']:,} MACs "
         f"recomputed; arena and method allocator {stage['ram_bytes']:,} B, without it "
         f"{stage['ram_without_bytes']:,} B (arena {stage['arena_without_bytes']:,} B)"
     ]

@@ -18,6 +18,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
 from cortex_m_nn.core.abi import Rounding
+from cortex_m_nn.core.cmsis_nn import ROWS, THREE_BY_THREE, WRAPPER
 from cortex_m_nn.ops.conv2d import conv2d, dsp_tail_defect, output_size
 from cortex_m_nn.ops.depthwise_conv2d import depthwise_conv2d
 from cortex_m_nn.ops.params import int16_sums_fit, sides
@@ -181,6 +182,31 @@ def conv_cases(draw: st.DrawFn, depthwise: bool = False) -> Case:
     multiplier = {"depth_multiplier": mult} if depthwise else {}
     shift_low = -12 if depthwise else -14
     return _tensors(draw, shapes, shift_low) | geometry | multiplier | _offsets(draw)
+
+
+@st.composite
+def rows_cases(draw: st.DrawFn) -> Case:
+    """conv2d's path 1: a 1x1 convolution without padding, dilation or groups."""
+    n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    c_in, c_out = draw(st.integers(1, 8)), draw(st.integers(1, 6))
+    shapes = {"input": (n, h, w, c_in), "weight": (c_out, 1, 1, c_in), "bias": (c_out,)}
+    stride = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    geometry = {"stride": stride, "padding": [0, 0], "dilation": [1, 1]}
+    return _tensors(draw, shapes, -14) | geometry | _offsets(draw)
+
+
+@st.composite
+def three_by_three_cases(draw: st.DrawFn) -> Case:
+    """depthwise_conv2d's path 1: 3x3, multiplier 1, no dilation, pads of at most 1, one
+    image."""
+    top, left, bottom, right = (draw(st.integers(0, 1)) for _ in range(4))
+    h, w = draw(st.integers(3 - top - bottom, 9)), draw(st.integers(3 - left - right, 9))
+    c = draw(st.integers(2, 6))
+    shapes = {"input": (1, h, w, c), "weight": (1, 3, 3, c), "bias": (c,)}
+    stride = [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
+    geometry = {"stride": stride, "padding": [top, left, bottom, right], "dilation": [1, 1]}
+    multiplier = {"depth_multiplier": 1}
+    return _tensors(draw, shapes, -12) | geometry | multiplier | _offsets(draw)
 
 
 @st.composite
@@ -361,6 +387,22 @@ def depthwise_fixed() -> Case:
     return tensors | geometry | _fixed_offsets(-3, 4, -128, 127)
 
 
+def rows_fixed() -> Case:
+    """A 1x1 convolution, stride 2 across: what path 1 (arm_convolve_1x1_s8) computes."""
+    shapes = ((1, 3, 6, 3), (4, 1, 1, 3))
+    tensors = _fixed_tensors(8, shapes, [0, 100, -100, 2**20], MULTIPLIERS, [-9, -8, -12, 1])
+    geometry = {"stride": [1, 2], "padding": [0, 0], "dilation": [1, 1]}
+    return tensors | geometry | _fixed_offsets(5, -3, -100, 90)
+
+
+def three_by_three_fixed() -> Case:
+    """A 3x3 depthwise call of multiplier 1 padded (1, 0, 0, 1): path 1's shape."""
+    shapes = ((1, 5, 6, 4), (1, 3, 3, 4))
+    tensors = _fixed_tensors(9, shapes, [0, 10, -10, 2**22], MULTIPLIERS, [-7, -8, -9, 2])
+    geometry = {"stride": [1, 1], "padding": [1, 0, 0, 1], "dilation": [1, 1]}
+    return tensors | geometry | {"depth_multiplier": 1} | _fixed_offsets(-3, 4, -128, 127)
+
+
 def conv_s16_fixed() -> Case:
     """conv_fixed's geometry in int16: an input at full scale, a bias near 2^40."""
     shapes, bias, shifts = ((1, 6, 5, 3), (4, 3, 3, 3)), [0, 100, -100, 2**40], [-9, -8, -12, 1]
@@ -413,6 +455,14 @@ def depthwise_call(case: Case, rounding: Rounding = Rounding.DOUBLE) -> torch.Te
     return depthwise_conv2d(*case.values(), rounding=rounding)
 
 
+def rows_call(case: Case, rounding: Rounding = Rounding.DOUBLE) -> torch.Tensor:
+    return conv2d(*case.values(), ROWS, rounding=rounding)
+
+
+def three_by_three_call(case: Case, rounding: Rounding = Rounding.DOUBLE) -> torch.Tensor:
+    return depthwise_conv2d(*case.values(), THREE_BY_THREE, rounding=rounding)
+
+
 def transpose_call(case: Case, rounding: Rounding = Rounding.DOUBLE) -> torch.Tensor:
     return transpose_conv2d(*case.values(), 4, rounding=rounding)
 
@@ -441,11 +491,18 @@ class Conv:
 
 CONV = Conv(
     "conv2d", conv_cases, conv_call, conv_accumulators, conv_fixed,
-    (96,),
+    (WRAPPER, 96),
 )  # fmt: skip
 DEPTHWISE = Conv(
     "depthwise_conv2d", lambda: conv_cases(depthwise=True),
-    depthwise_call, depthwise_accumulators, depthwise_fixed, (40,),
+    depthwise_call, depthwise_accumulators, depthwise_fixed, (WRAPPER, 40),
+)  # fmt: skip
+CONV_ROWS = Conv(
+    "conv2d", rows_cases, rows_call, conv_accumulators, rows_fixed, (ROWS, 0),
+)  # fmt: skip
+DEPTHWISE_3X3 = Conv(
+    "depthwise_conv2d", three_by_three_cases, three_by_three_call, depthwise_accumulators,
+    three_by_three_fixed, (THREE_BY_THREE, 0),
 )  # fmt: skip
 TRANSPOSE = Conv(
     "transpose_conv2d", transpose_cases, transpose_call, scatter_add, transpose_fixed, (8, 40),
@@ -453,24 +510,26 @@ TRANSPOSE = Conv(
 )  # fmt: skip
 CONV_S16 = Conv(
     "conv2d", conv_s16_cases, conv_call, conv_accumulators,
-    conv_s16_fixed, (320,),
+    conv_s16_fixed, (WRAPPER, 320),
 )  # fmt: skip
 DEPTHWISE_S16 = Conv(
     "depthwise_conv2d", lambda: conv_s16_cases(depthwise=True),
     depthwise_call, depthwise_accumulators, depthwise_s16_fixed,
-    (40,),
+    (WRAPPER, 40),
 )  # fmt: skip
 CONV_S4 = Conv(
     "conv2d", conv_s4_cases, conv_call,
-    lambda case: conv_accumulators(_unpacked(case, False)), lambda: conv_s4_fixed(), (96,),
+    lambda case: conv_accumulators(_unpacked(case, False)), lambda: conv_s4_fixed(),
+    (WRAPPER, 96),
 )  # fmt: skip
 DEPTHWISE_S4 = Conv(
     "depthwise_conv2d", lambda: conv_s4_cases(depthwise=True),
     depthwise_call,
     lambda case: depthwise_accumulators(_unpacked(case, True)), lambda: depthwise_s4_fixed(),
-    (40,),
+    (WRAPPER, 40),
 )  # fmt: skip
 FAMILY = [CONV, DEPTHWISE, TRANSPOSE, CONV_S16, DEPTHWISE_S16, CONV_S4, DEPTHWISE_S4]
+FAMILY += [CONV_ROWS, DEPTHWISE_3X3]
 
 #: (operator, rounding, examples)
 RANDOM = [
@@ -481,6 +540,8 @@ RANDOM = [
 
 
 def _id(conv: Conv) -> str:
+    if conv in (CONV_ROWS, DEPTHWISE_3X3):
+        return f"{conv.name}-path{conv.extra[0]}"
     if conv in (CONV_S16, DEPTHWISE_S16):
         return f"{conv.name}-int16"
     return f"{conv.name}-int4" if conv in (CONV_S4, DEPTHWISE_S4) else conv.name
@@ -616,6 +677,21 @@ REFUSALS = [
     (CONV_S16, {"activation_max": 40000}, "int16"),
     (DEPTHWISE_S16, {"bias": torch.zeros(4, dtype=torch.int32)}, "int64"),
     (DEPTHWISE_S16, {"output_offset": -1}, "zero points"),
+    # a path takes only the shapes its function computes
+    (CONV_ROWS, {"padding": [1, 0]}, "path 1"),
+    (CONV_ROWS, {"dilation": [2, 1]}, "path 1"),
+    (CONV_ROWS, {"weight": torch.zeros((4, 3, 3, 3), dtype=torch.int8)}, "path 1"),
+    (
+        CONV_ROWS,
+        {  # two groups
+            "input": torch.zeros((1, 3, 6, 4), dtype=torch.int8),
+            "weight": torch.zeros((4, 1, 1, 2), dtype=torch.int8),
+        },
+        "path 1",
+    ),
+    (DEPTHWISE_3X3, {"padding": [2, 1]}, "path 1"),
+    (DEPTHWISE_3X3, {"input": torch.zeros((2, 5, 6, 4), dtype=torch.int8)}, "path 1"),
+    (DEPTHWISE_3X3, {"weight": torch.zeros((1, 1, 3, 4), dtype=torch.int8)}, "path 1"),
 ]
 
 

@@ -32,7 +32,7 @@ from dataclasses import replace
 
 import torch
 
-from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
+from cortex_m_nn.core.cmsis_nn import WRAPPER, Case, cmsis_function
 from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.core.target import Isa
@@ -230,7 +230,6 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     stride = _pair(stride if stride is not None else 1, "stride", one_d, 1)
     dilation = _pair(dilation if dilation is not None else 1, "dilation", one_d, 1)
     groups = int(groups if groups is not None else 1)
-
     weight, weight_scales = context.quantized_constant(weight_node)
     if one_d:
         weight = weight.unsqueeze(2)  # [O, I, K] → [O, I, 1, K]
@@ -267,6 +266,7 @@ def lower_conv2d(context: LoweringContext, pattern: Pattern) -> Lowered:
         pattern.zero_point,
         q.act_min,
         q.act_max,
+        WRAPPER,  # the path: plan.paths may choose another function for the small schedule
         scratch_bytes,
     )
     shape = (n, out_channels, out_h, out_w)

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from cortex_m_nn.core.cmsis_nn import Case, cmsis_function
+from cortex_m_nn.core.cmsis_nn import WRAPPER, Case, cmsis_function
 from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.core.target import Isa
@@ -231,6 +231,7 @@ def _as_convolution(
         pattern.zero_point,
         q.act_min,
         q.act_max,
+        WRAPPER,
         scratch_bytes,
     )
     out = context.view(out, pattern.shape)
