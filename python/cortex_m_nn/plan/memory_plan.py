@@ -79,15 +79,16 @@ class MemoryPlan:
 
     def overlapped_bytes(self, index: int) -> int:
         """The bytes live at kernel call ``index`` less what each output there may share with
-        its consumed input (``leads``: the output placed ``lead`` bytes below the input): what
-        any plan needs at that call, whatever it shares elsewhere."""
+        one consumed input (``leads``: the output placed ``lead`` bytes below the input's
+        start): about what any plan needs at that call, whatever it shares elsewhere."""
         live = {t.name: t.aligned_bytes for t in self.live(index)}
-        shared = sum(
-            max(0, min(live[out] - lead, live[source]))
-            for (out, source), lead in self.leads.items()
-            if out in live and source in live
-        )
-        return sum(live.values()) - shared
+        shared: dict[str, int] = {}
+        for (out, source), lead in self.leads.items():
+            if out in live and source in live:
+                start = -lead  # the output's first byte from the input's
+                both = min(start + live[out], live[source]) - max(start, 0)
+                shared[out] = max(shared.get(out, 0), both)
+        return sum(live.values()) - sum(shared.values())
 
     @property
     def peak_index(self) -> int:
