@@ -41,7 +41,6 @@ from tqdm import tqdm
 
 import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
 from cortex_m_nn.core.abi import ProgramAbi, Rounding, encode_metadata
-from cortex_m_nn.core.cmsis_nn import ROWS, Case, cmsis_function
 from cortex_m_nn.core.errors import CompileError, mark_stage, stage
 from cortex_m_nn.core.options import IoType, QuantizationOptions
 from cortex_m_nn.core.rewrites import rewrite_for
@@ -52,9 +51,9 @@ from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.frontend.states import has_states
 from cortex_m_nn.lower.passes import lower
 from cortex_m_nn.lower.records import REMOVED, LoweringResult, OpRecord
-from cortex_m_nn.plan import patch, paths
 from cortex_m_nn.plan.memory_plan import MemoryPlan, analyse, constants
 from cortex_m_nn.plan.placement import memory_planning_pass
+from cortex_m_nn.plan.schedule import smallest
 from cortex_m_nn.quantize import CortexMQuantizer
 from cortex_m_nn.quantize.bias_correction import correct_biases
 from cortex_m_nn.quantize.equalize import equalize, fold_batch_norms
@@ -276,29 +275,14 @@ def to_program(
     """Serialise the program's graph as an ExecuTorch program: a fully lowered graph straight
     from the execution dialect (``execution_graph``, equal constant arguments stored once),
     any other through ``torch.export``, ``to_edge`` and ``to_executorch``. The ``small``
-    schedule first gives calls the CMSIS-NN functions that let outputs overlap inputs
-    (``plan.paths``), and for a fully lowered graph also tries its first layers in strips
-    (``plan.patch``: the few best stages by its estimate) and keeps whichever program needs
-    the least RAM (arena and ExecuTorch's method allocator)."""
-    rows = paths.choose(io.graph, abi.target) if schedule == "small" else []
-    serialised = serialise_graph(io.graph, io, source, abi, schedule)
-    serialised.memory.paths = {cmsis_function("conv2d", Case.S8, ROWS): len(rows)} if rows else {}
+    schedule of a fully lowered graph searches for the program needing the least RAM: kernel
+    paths, first layers in strips (``plan.schedule``)."""
     if schedule != "small" or execution_graph.unsupported(io.graph) is not None:
-        return serialised
+        return serialise_graph(io.graph, io, source, abi, schedule)
     execution_graph.propagate_values(io.graph, io.program_inputs(source.example_inputs))
-    best, chosen = serialised, None
-    plan = serialised.memory
-    after = [plan.overlapped_bytes(k) for k in range(len(plan.operators))]
-    for candidate in patch.candidates(io.graph, abi.target, after=after):
-        striped = serialise_graph(candidate.graph, io, source, abi, schedule)
-        if _ram(striped) < _ram(best):
-            best, chosen = striped, candidate
-    if chosen is None:  # no stage saves RAM
-        return serialised
-    best.memory.paths = serialised.memory.paths
-    best.memory.stage = patch.describe(chosen, serialised.memory.arena_bytes)
-    best.memory.stage |= {"ram_bytes": _ram(best), "ram_without_bytes": _ram(serialised)}
-    return best
+    return smallest(
+        io.graph, abi.target, lambda graph: serialise_graph(graph, io, source, abi, schedule), _ram
+    )
 
 
 def _ram(serialised: Serialised) -> int:

@@ -21,7 +21,7 @@ from tests.target import harness
 from cortex_m_nn.core.options import IoType
 from cortex_m_nn.embed import firmware
 from cortex_m_nn.embed.pte_source import model_facts
-from cortex_m_nn.plan import overlap
+from cortex_m_nn.plan import overlap, paths
 from cortex_m_nn.serialize.pte import forward_plan, runtime_overhead
 
 pytestmark = pytest.mark.skipif(harness.missing() is not None, reason=str(harness.missing()))
@@ -59,12 +59,16 @@ def core_build(request: pytest.FixtureRequest) -> tuple[harness.Core, Path, dict
     # the small memory schedule: outputs over their inputs' consumed bytes (plan.overlap)
     for name in SMALL_SCHEDULE_MODELS:
         io = None if name == "overlap_guard" else IoType.INT8  # its float output: all of it
-        small = harness.compile_for(name, core, io=io, schedule="small")
+        with pytest.MonkeyPatch.context() as patch:  # the guard: every path it has, kept
+            if name == "overlap_guard":
+                patch.setattr(paths, "relaxable", lambda *_: [])
+            small = harness.compile_for(name, core, io=io, schedule="small")
         runs[f"{name}_small"] = replace(small, name=f"{name}_small")
         harness.write_model(runs[f"{name}_small"], models_dir)
     with pytest.MonkeyPatch.context() as patch:  # the guard's control: leads too short
         lead = overlap._lead
         patch.setattr(overlap, "_lead", lambda *a: lead(*a) - TOO_TIGHT)
+        patch.setattr(paths, "relaxable", lambda *_: [])
         tight = harness.compile_for("overlap_guard", core, schedule="small")
     harness.write_model(replace(tight, name="overlap_guard_too_tight"), models_dir)
     runs["overlap_guard_too_tight"] = tight

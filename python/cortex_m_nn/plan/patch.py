@@ -40,7 +40,7 @@ import torch
 from torch.fx import Graph, GraphModule
 
 from cortex_m_nn.core.cmsis_nn import WRAPPER, Case, cmsis_function
-from cortex_m_nn.core.target import Target
+from cortex_m_nn.core.target import Isa, Target
 from cortex_m_nn.ops.stage import decode
 from cortex_m_nn.plan.fold import fold, shared_bytes
 from cortex_m_nn.plan.liveness import method_bytes, sweep
@@ -73,6 +73,7 @@ class Choice:
 PROGRAM = "stage_program"
 #: Candidates the compiler plans in full (``candidates``).
 KEEP = 8
+DEPTHWISE = torch.ops.cortex_m_nn.depthwise_conv2d.default
 #: The stage's step operators that take a ``path``.
 CONVOLUTION_STEPS = ("conv2d", "depthwise_conv2d")
 #: Rows a strip call computes, tried (fewer rows: less RAM, more calls and copies).
@@ -111,14 +112,43 @@ def candidates(
                 found.append(_measure(stage, chunk, built, rest))
     kept = sorted((c for c in found if c.ram < layered), key=lambda c: c.ram)[:keep]
     for choice in kept:
-        choice.graph.lint()
-        constants = {
-            n.target: getattr(graph_module, n.target)
-            for n in choice.graph.nodes
-            if n.op == "get_attr" and n.target != PROGRAM
-        }
-        choice.graph = GraphModule({**constants, PROGRAM: choice.program}, choice.graph)
+        _as_module(graph_module, choice)
     return kept
+
+
+def _as_module(graph_module: GraphModule, choice: Choice) -> None:
+    """The choice's graph as a module over ``graph_module``'s constants and its program."""
+    graph = choice.graph if isinstance(choice.graph, Graph) else choice.graph.graph
+    graph.lint()
+    constants = {
+        n.target: getattr(graph_module, n.target)
+        for n in graph.nodes
+        if n.op == "get_attr" and n.target != PROGRAM
+    }
+    choice.graph = GraphModule({**constants, PROGRAM: choice.program}, graph)
+
+
+def relax(graph_module: GraphModule, chosen: Choice, target: Target, arena: int) -> Choice:
+    """``chosen`` with the depthwise calls of its stage back on the wrapper's path wherever
+    the stage fits ``arena`` without another (``plan.paths``: a path that saves scratch costs
+    instructions, ``arm_depthwise_conv_3x3_s8`` about 5 a MAC on MVE): one call at a time,
+    most MACs first, kept on the wrapper's path if the stage call's bytes stay within."""
+    stage, plain, relaxed = chosen.stage, frozenset[str](), chosen
+    if target.isa is not Isa.MVE:
+        return chosen  # off MVE a strip never leaves the wrapper's path
+    for call in sorted(stage.calls, key=lambda c: -macs(c, shape(value_of(c))[1])):
+        if call.target is not DEPTHWISE:
+            continue
+        trial = plain | {call.name}
+        built = strips_graph(graph_module, stage, chosen.chunk, target, trial)
+        if built is None:
+            continue
+        found = _measure(stage, chosen.chunk, built, 0)
+        if found.bound <= arena:
+            plain, relaxed = trial, found
+    if relaxed is not chosen:
+        _as_module(graph_module, relaxed)
+    return relaxed
 
 
 def _measure(stage: Stage, chunk: int, built: Strips, rest: int) -> Choice:

@@ -109,8 +109,11 @@ def _scratch(call: Node, args: list, out: tuple[int, ...], target: Target) -> in
     )
 
 
-def _call(graph: Graph, call: Node, held: dict[Node, Held], rows: range, target: Target) -> Node:
-    """The call computing output ``rows`` from its inputs' buffers."""
+def _call(
+    graph: Graph, call: Node, held: dict[Node, Held], rows: range, target: Target, plain: bool
+) -> Node:
+    """The call computing output ``rows`` from its inputs' buffers (``plain``: on the
+    wrapper's path, whatever ``plan.paths`` would give a strip of it)."""
     mapping, args = row_map(call), list(call.args)
     for position, tensor in enumerate(tensor_inputs(call)):
         node = _rows_of(graph, held[tensor], mapping.reads(rows, shape(tensor)[1]))
@@ -124,7 +127,7 @@ def _call(graph: Graph, call: Node, held: dict[Node, Held], rows: range, target:
         _, left, _, right = sides(call.args[6])
         top, bottom = mapping.pads(rows, shape(call.args[0])[1])
         args[6] = [top, left, bottom, right]
-        args[-2] = paths.strip_path(call, args[6], target)  # path, then scratch_bytes
+        args[-2] = WRAPPER if plain else paths.strip_path(call, args[6], target)
         args[-1] = _scratch(call, args, out, target) if args[-2] == WRAPPER else 0
     if call.target in ELEMENTWISE and value_of(call) is not call:  # flattened operands
         flat = _node(graph, call.target, tuple(args), (math.prod(out),), value.dtype)
@@ -142,8 +145,11 @@ class _Stream:
     computed when a reader needs them, and its buffer keeps only the rows some reader will
     still read."""
 
-    def __init__(self, graph: Graph, stage: Stage, chunk: int, target: Target) -> None:
+    def __init__(
+        self, graph: Graph, stage: Stage, chunk: int, target: Target, plain: frozenset[str]
+    ) -> None:
         self.graph, self.stage, self.chunk, self.target = graph, stage, chunk, target
+        self.plain = plain
         self.producer = {value_of(c): c for c in stage.calls}
         self.done = dict.fromkeys(stage.calls, 0)  # output rows computed so far
         self.held = {stage.entry: Held(stage.entry, range(shape(stage.entry)[1]))}
@@ -171,7 +177,7 @@ class _Stream:
                 max(self.lowest_read(tensor, fresh.start), before.rows.start), before.rows.stop
             )
         copied = _copy(self.graph, before, kept) if kept else None
-        node = _call(self.graph, call, self.held, fresh, self.target)
+        node = _call(self.graph, call, self.held, fresh, self.target, call.name in self.plain)
         self.done[call] = fresh.stop
         self.macs += macs(call, len(fresh))
         if tensor is self.stage.exit:
@@ -205,18 +211,22 @@ class Strips:
 
 
 def strips_graph(
-    graph_module: GraphModule, stage: Stage, chunk: int, target: Target
+    graph_module: GraphModule,
+    stage: Stage,
+    chunk: int,
+    target: Target,
+    plain: frozenset[str] = frozenset(),
 ) -> Strips | None:
     """A copy of the graph running ``stage`` in strips of ``chunk`` rows a call (its nodes:
-    a ``GraphModule`` over ``graph_module`` runs it); None when a window or strip would be
-    misaligned."""
+    a ``GraphModule`` over ``graph_module`` runs it; the strips of the calls named in
+    ``plain`` on the wrapper's path); None when a window or strip would be misaligned."""
     graph = Graph()
     env: dict[Node, Node] = {}
     graph.output(graph.graph_copy(graph_module.graph, env))
     copied = set(graph.nodes)
     old = stage
     stage = Stage(env[old.entry], env[old.exit], tuple(env[c] for c in old.calls))
-    stream = _Stream(graph, stage, chunk, target)
+    stream = _Stream(graph, stage, chunk, target, plain)
     try:
         with graph.inserting_before(stage.exit.next):
             stream.ensure(stage.exit, shape(stage.exit)[1])

@@ -1,0 +1,85 @@
+"""The ``small`` schedule's search for the program needing the least RAM (its arena and
+ExecuTorch's method allocator), given a fully lowered graph and a way to plan one:
+
+1. **Paths** (``plan.paths``): 1x1 convolutions off MVE run row by row, so their outputs may
+   take their inputs' consumed rows.
+2. **Stages** (``plan.patch``): the first layers in strips, the few best candidates by their
+   estimate, each planned in full; the least RAM is kept.
+3. **Relax**: the paths that save RAM at a cost in instructions go back to the wrapper's
+   wherever the kept program's arena does not need them (a stage's 3x3 depthwise steps on MVE,
+   ``patch.relax``; row-by-row 1x1 convolutions, ``paths.relaxable``), planned again and kept
+   if the program needs no more RAM.
+
+``pipeline.to_program`` runs it with its serialiser; the report reads the kept program's
+paths and stage from its memory plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+from torch.fx import GraphModule
+
+from cortex_m_nn.core.cmsis_nn import ROWS, WRAPPER, Case, cmsis_function
+from cortex_m_nn.core.target import Target
+from cortex_m_nn.plan import patch, paths
+from cortex_m_nn.plan.memory_plan import MemoryPlan
+
+
+class Planned(Protocol):
+    """A serialised program with its memory plan read back."""
+
+    memory: MemoryPlan
+
+
+P = TypeVar("P", bound=Planned)
+
+
+def smallest(
+    graph: GraphModule, target: Target, plan: Callable[[GraphModule], P], ram: Callable[[P], int]
+) -> P:
+    """The program of ``graph`` (its values propagated) needing the least RAM: ``plan``
+    serialises a graph and ``ram`` counts a program's RAM."""
+    paths.choose(graph, target)
+    layered = plan(graph)
+    best, chosen = layered, None
+    after = [layered.memory.overlapped_bytes(k) for k in range(len(layered.memory.operators))]
+    for candidate in patch.candidates(graph, target, after=after):
+        striped = plan(candidate.graph)  # type: ignore[arg-type]
+        if ram(striped) < ram(best):
+            best, chosen = striped, candidate
+    best, chosen = _relaxed(graph, target, plan, ram, best, chosen)
+    kept = graph if chosen is None else chosen.graph
+    rows = len(paths.rows_calls(kept))  # type: ignore[arg-type]
+    best.memory.paths = {cmsis_function("conv2d", Case.S8, ROWS): rows} if rows else {}
+    if chosen is not None:
+        best.memory.stage = patch.describe(chosen, layered.memory.arena_bytes)
+        best.memory.stage |= {"ram_bytes": ram(best), "ram_without_bytes": ram(layered)}
+    return best
+
+
+def _relaxed(
+    graph: GraphModule,
+    target: Target,
+    plan: Callable[[GraphModule], P],
+    ram: Callable[[P], int],
+    best: P,
+    chosen: patch.Choice | None,
+) -> tuple[P, patch.Choice | None]:
+    """Step 3: ``best`` (running ``chosen``'s stage, if any) with the paths its arena does not
+    need back on the wrapper's, if that needs no more RAM."""
+    arena = best.memory.arena_bytes
+    relaxed = chosen if chosen is None else patch.relax(graph, chosen, target, arena)
+    kept = graph if relaxed is None else relaxed.graph
+    undo = paths.relaxable(kept, target, arena)  # type: ignore[arg-type]
+    if relaxed is chosen and not undo:
+        return best, chosen
+    for call in undo:
+        paths.set_path(call, WRAPPER, target)
+    trial = plan(kept)  # type: ignore[arg-type]
+    if ram(trial) <= ram(best):
+        return trial, relaxed
+    for call in undo:  # the graph's own calls (no stage kept): as they were
+        paths.set_path(call, ROWS, target)
+    return best, chosen

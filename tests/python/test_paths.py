@@ -1,0 +1,61 @@
+"""Kernel paths (plan.paths): the small schedule gives a 1x1 convolution off MVE
+arm_convolve_1x1_s8 (row by row), so its output may take its input's consumed rows, and keeps
+the wrapper's choice on MVE and in the fast schedule; the numbers stay the same."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tests.target import harness
+
+from cortex_m_nn.core.cmsis_nn import ROWS, WRAPPER
+from cortex_m_nn.core.options import IoType
+from cortex_m_nn.plan import paths
+
+CONV2D = torch.ops.cortex_m_nn.conv2d.default
+
+
+def _paths(run: harness.ModelRun) -> list[int]:
+    """Each conv2d call's path argument (the int before scratch_bytes)."""
+    return [n.args[-2] for n in run.compiled.io.graph.graph.nodes if n.target is CONV2D]
+
+
+@pytest.mark.parametrize("core", ["m33", "m3"])
+def test_small_runs_one_by_one_convolutions_row_by_row_off_mve(
+    core: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept on it (nothing relaxed, as tests/target runs the guard): the overlap guard's 1x1
+    convolutions (stride 1 and 2) take path 1 and no scratch, the others keep the wrapper's;
+    its outputs are fast's; and the stride-1 one's output shares its input's bytes, which the
+    wrapper's channel-major walk forbids."""
+    fast = harness.compile_for("overlap_guard", harness.CORES[core])
+    monkeypatch.setattr(paths, "relaxable", lambda *_: [])
+    small = harness.compile_for("overlap_guard", harness.CORES[core], schedule="small")
+    assert set(_paths(fast)) == {WRAPPER}
+    rows = [n for n in small.compiled.io.graph.graph.nodes if n.target is CONV2D and n.args[-2]]
+    assert len(rows) == 4 and all(n.args[-2] == ROWS and n.args[-1] == 0 for n in rows)
+    # those outside the program's stage (a strip of a 1x1 convolution is a row or a few)
+    assert small.compiled.memory.paths["arm_convolve_1x1_s8"] >= 2
+    assert all(torch.equal(a, b) for a, b in zip(small.expected, fast.expected, strict=True))
+    shared = {out for out, _ in small.compiled.memory.overlapping()}
+    assert len(shared) > len({out for out, _ in fast.compiled.memory.overlapping()})
+
+
+def test_small_keeps_the_wrapper_on_mve() -> None:
+    """On MVE the wrapper's 1x1 path already walks four rows at a time: nothing changes."""
+    small = harness.compile_for("overlap_guard", harness.CORES["m55"], schedule="small")
+    assert set(_paths(small)) == {WRAPPER} and small.compiled.memory.paths == {}
+
+
+def test_the_path_stays_only_where_the_arena_needs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """VWW on M33: of its thirteen 1x1 convolutions only the one whose input and output both
+    exist at the arena's peak (after the stage, 24x24x32 to 24x24x32) keeps the row-by-row
+    path; the others, whose matrix product it would slow, go back to the wrapper's at no cost
+    in RAM."""
+    core = harness.CORES["m33"]
+    relaxed = harness.compile_for("mobilenet_v1_025", core, io=IoType.INT8, schedule="small")
+    assert relaxed.compiled.memory.paths == {"arm_convolve_1x1_s8": 1}
+    monkeypatch.setattr(paths, "relaxable", lambda *_: [])
+    every = harness.compile_for("mobilenet_v1_025", core, io=IoType.INT8, schedule="small")
+    assert every.compiled.memory.paths["arm_convolve_1x1_s8"] > 1
+    assert relaxed.compiled.arena_bytes == every.compiled.arena_bytes
