@@ -10,7 +10,7 @@ from tests.target import harness
 
 from cortex_m_nn.core.cmsis_nn import ROWS, WRAPPER
 from cortex_m_nn.core.options import IoType
-from cortex_m_nn.plan import paths
+from cortex_m_nn.plan import patch, paths
 
 CONV2D = torch.ops.cortex_m_nn.conv2d.default
 
@@ -59,3 +59,20 @@ def test_the_path_stays_only_where_the_arena_needs_it(monkeypatch: pytest.Monkey
     every = harness.compile_for("mobilenet_v1_025", core, io=IoType.INT8, schedule="small")
     assert every.compiled.memory.paths["arm_convolve_1x1_s8"] > 1
     assert relaxed.compiled.arena_bytes == every.compiled.arena_bytes
+
+
+def test_a_stage_keeps_the_three_by_three_path_only_where_its_arena_needs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On MVE a stage's 3x3 depthwise steps run arm_depthwise_conv_3x3_s8 (no scratch) where
+    the arena needs it: VWW keeps them (its arena is its input and the strip buffers); the
+    stage guard, whose arena is set after its stage, needs none and loses nothing."""
+    core = harness.CORES["m55"]
+    vww = harness.compile_for("mobilenet_v1_025", core, io=IoType.INT8, schedule="small")
+    assert vww.compiled.memory.stage["step_paths"]["arm_depthwise_conv_3x3_s8"] > 0
+    guard = harness.compile_for("stage_guard", core, io=IoType.INT8, schedule="small")
+    assert guard.compiled.memory.stage["step_paths"] == {}
+    monkeypatch.setattr(patch, "relax", lambda _, chosen, *__: chosen)
+    every = harness.compile_for("stage_guard", core, io=IoType.INT8, schedule="small")
+    assert every.compiled.memory.stage["step_paths"]["arm_depthwise_conv_3x3_s8"] > 0
+    assert guard.compiled.arena_bytes <= every.compiled.arena_bytes
