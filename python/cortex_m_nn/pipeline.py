@@ -122,6 +122,10 @@ class CompiledProgram:
     #: the memory schedule: ``fast`` (each tensor its own bytes while it lives) or ``small``
     #: (outputs may also take their dead inputs' bytes, ``plan.overlap``)
     schedule: str = "fast"
+    #: with ``small``: the RAM (arena and method allocator) the program may take; a path that
+    #: saves RAM at a cost in instructions is kept only where it is needed to fit in it
+    #: (``plan.schedule``). None: the least RAM.
+    ram_budget: int | None = None
     _serialised: Serialised | None = field(default=None, repr=False)
 
     @property
@@ -129,7 +133,9 @@ class CompiledProgram:
         """The program serialised (on first use when ``compile_quantized`` deferred it)."""
         if self._serialised is None:
             with _Timer(self.stages.seconds)("serialise"):
-                self._serialised = to_program(self.io, self.model, self.abi, self.schedule)
+                self._serialised = to_program(
+                    self.io, self.model, self.abi, self.schedule, self.ram_budget
+                )
         return self._serialised
 
     @property
@@ -270,18 +276,27 @@ DIRECT = (
 
 
 def to_program(
-    io: ProgramIo, source: ModelSource, abi: ProgramAbi, schedule: str = "fast"
+    io: ProgramIo,
+    source: ModelSource,
+    abi: ProgramAbi,
+    schedule: str = "fast",
+    ram_budget: int | None = None,
 ) -> Serialised:
     """Serialise the program's graph as an ExecuTorch program: a fully lowered graph straight
     from the execution dialect (``execution_graph``, equal constant arguments stored once),
     any other through ``torch.export``, ``to_edge`` and ``to_executorch``. The ``small``
-    schedule of a fully lowered graph searches for the program needing the least RAM: kernel
-    paths, first layers in strips (``plan.schedule``)."""
+    schedule of a fully lowered graph searches for the program needing the least RAM (or
+    fitting ``ram_budget`` with the fewest extra instructions): kernel paths, first layers in
+    strips (``plan.schedule``)."""
     if schedule != "small" or execution_graph.unsupported(io.graph) is not None:
         return serialise_graph(io.graph, io, source, abi, schedule)
     execution_graph.propagate_values(io.graph, io.program_inputs(source.example_inputs))
     return smallest(
-        io.graph, abi.target, lambda graph: serialise_graph(graph, io, source, abi, schedule), _ram
+        io.graph,
+        abi.target,
+        lambda graph: serialise_graph(graph, io, source, abi, schedule),
+        _ram,
+        ram_budget,
     )
 
 

@@ -337,9 +337,16 @@ def _fitted(
     from cortex_m_nn.serialize.pte import load_temp_bytes, runtime_overhead
 
     tried: list[dict] = []
-    for schedule in ("fast", "small") if options.memory == "auto" else (options.memory,):
-        if schedule != compiled.schedule:
-            compiled = dataclasses.replace(compiled, schedule=schedule, _serialised=None)
+    # (schedule, whether within the budget: auto's small keeps a path costing instructions
+    # only where the budget needs it, and is tried again for the least RAM if it misses)
+    attempts = [("fast", False), ("small", True)] if options.memory == "auto" else []
+    attempts = attempts or [(options.memory, False)]
+    for schedule, budgeted in attempts:
+        allowed = _ram_budget(budget, compiled.pte) if budgeted else None
+        if (schedule, allowed) != (compiled.schedule, compiled.ram_budget):
+            compiled = dataclasses.replace(
+                compiled, schedule=schedule, ram_budget=allowed, _serialised=None
+            )
         stage = compiled.memory.stage or {}
         tried.append(
             {
@@ -366,12 +373,22 @@ def _fitted(
         fits = found["ram"] is None or found["ram"]["fits"]
         if fits:
             break
+        if budgeted:
+            attempts.append((schedule, False))
     why = (
         f"{schedule}: the first schedule whose arena fits {budget.where}'s RAM"
         if fits
         else f"{schedule}: the smallest arena found; none fits {budget.where}'s RAM"
     )
     return compiled, found, {"chosen": schedule, "tried": tried, "why": why}
+
+
+def _ram_budget(budget: fit.Budget, pte: bytes) -> int | None:
+    """The RAM a small schedule may take (arena and method allocator): the budget's less the
+    load-time allocator of ``pte`` (the schedule tried before: about the same)."""
+    from cortex_m_nn.serialize.pte import load_temp_bytes
+
+    return None if budget.ram is None else budget.ram.size - load_temp_bytes(pte)
 
 
 def _searched(

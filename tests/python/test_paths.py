@@ -4,13 +4,17 @@ the wrapper's choice on MVE and in the fast schedule; the numbers stay the same.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from tests.target import harness
 
 from cortex_m_nn.core.cmsis_nn import ROWS, WRAPPER
 from cortex_m_nn.core.options import IoType
+from cortex_m_nn.pipeline import CompiledProgram
 from cortex_m_nn.plan import patch, paths
+from cortex_m_nn.serialize.pte import runtime_overhead
 
 CONV2D = torch.ops.cortex_m_nn.conv2d.default
 
@@ -76,3 +80,26 @@ def test_a_stage_keeps_the_three_by_three_path_only_where_its_arena_needs_it(
     every = harness.compile_for("stage_guard", core, io=IoType.INT8, schedule="small")
     assert every.compiled.memory.stage["step_paths"]["arm_depthwise_conv_3x3_s8"] > 0
     assert guard.compiled.arena_bytes <= every.compiled.arena_bytes
+
+
+def test_a_ram_budget_keeps_only_the_paths_it_needs() -> None:
+    """--memory auto with a RAM budget: the small schedule fits the budget with fewer
+    instruction-costly paths than it takes for the least RAM (MobileNetV2-0.35 at 96×96 on
+    M55: its stage's 3x3 depthwise steps back on the MVE wrapper's path where a tenth more
+    RAM than the least allows)."""
+    fast = harness.compile_for("mobilenet_v2_96", harness.CORES["m55"], io=IoType.INT8)
+
+    def small(budget: int | None) -> CompiledProgram:
+        compiled = replace(fast.compiled, schedule="small", ram_budget=budget, _serialised=None)
+        return compiled
+
+    def ram(compiled: CompiledProgram) -> int:
+        return compiled.arena_bytes + runtime_overhead(compiled.pte).total
+
+    def steps(compiled: CompiledProgram) -> int:
+        return compiled.memory.stage["step_paths"].get("arm_depthwise_conv_3x3_s8", 0)
+
+    least = small(None)
+    roomy = small(ram(least) * 11 // 10)
+    assert steps(least) > 0 and steps(roomy) < steps(least)
+    assert ram(least) <= ram(roomy) <= ram(least) * 11 // 10

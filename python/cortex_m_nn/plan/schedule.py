@@ -8,7 +8,8 @@ ExecuTorch's method allocator), given a fully lowered graph and a way to plan on
 3. **Relax**: the paths that save RAM at a cost in instructions go back to the wrapper's
    wherever the kept program's arena does not need them (a stage's 3x3 depthwise steps on MVE,
    ``patch.relax``; row-by-row 1x1 convolutions, ``paths.relaxable``), planned again and kept
-   if the program needs no more RAM.
+   if the program needs no more RAM — or, given a RAM budget (``--memory auto`` with
+   ``--ram``/``--board``), no more than the budget.
 
 ``pipeline.to_program`` runs it with its serialiser; the report reads the kept program's
 paths and stage from its memory plan.
@@ -37,10 +38,15 @@ P = TypeVar("P", bound=Planned)
 
 
 def smallest(
-    graph: GraphModule, target: Target, plan: Callable[[GraphModule], P], ram: Callable[[P], int]
+    graph: GraphModule,
+    target: Target,
+    plan: Callable[[GraphModule], P],
+    ram: Callable[[P], int],
+    budget: int | None = None,
 ) -> P:
-    """The program of ``graph`` (its values propagated) needing the least RAM: ``plan``
-    serialises a graph and ``ram`` counts a program's RAM."""
+    """The program of ``graph`` (its values propagated) needing the least RAM, or with
+    ``budget`` (bytes of RAM it may take) the one that fits it with the fewest RAM-saving
+    paths: ``plan`` serialises a graph and ``ram`` counts a program's RAM."""
     paths.choose(graph, target)
     layered = plan(graph)
     best, chosen = layered, None
@@ -49,7 +55,7 @@ def smallest(
         striped = plan(candidate.graph)  # type: ignore[arg-type]
         if ram(striped) < ram(best):
             best, chosen = striped, candidate
-    best, chosen = _relaxed(graph, target, plan, ram, best, chosen)
+    best, chosen = _relaxed(graph, target, plan, ram, best, chosen, budget)
     kept = graph if chosen is None else chosen.graph
     rows = len(paths.rows_calls(kept))  # type: ignore[arg-type]
     best.memory.paths = {cmsis_function("conv2d", Case.S8, ROWS): rows} if rows else {}
@@ -66,10 +72,12 @@ def _relaxed(
     ram: Callable[[P], int],
     best: P,
     chosen: patch.Choice | None,
+    budget: int | None,
 ) -> tuple[P, patch.Choice | None]:
     """Step 3: ``best`` (running ``chosen``'s stage, if any) with the paths its arena does not
-    need back on the wrapper's, if that needs no more RAM."""
-    arena = best.memory.arena_bytes
+    need back on the wrapper's, if that needs no more RAM than it or ``budget``."""
+    allowed = max(ram(best), budget or 0)
+    arena = best.memory.arena_bytes + allowed - ram(best)  # the method allocator as best's
     relaxed = chosen if chosen is None else patch.relax(graph, chosen, target, arena)
     kept = graph if relaxed is None else relaxed.graph
     undo = paths.relaxable(kept, target, arena)  # type: ignore[arg-type]
@@ -78,7 +86,7 @@ def _relaxed(
     for call in undo:
         paths.set_path(call, WRAPPER, target)
     trial = plan(kept)  # type: ignore[arg-type]
-    if ram(trial) <= ram(best):
+    if ram(trial) <= allowed:
         return trial, relaxed
     for call in undo:  # the graph's own calls (no stage kept): as they were
         paths.set_path(call, ROWS, target)
