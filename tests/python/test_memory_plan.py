@@ -162,11 +162,11 @@ def test_lower_bound_and_conflicts_by_hand() -> None:
     assert ALIGNMENT == MemoryPlanningPass().alignment
 
 
-@pytest.mark.parametrize(("lead", "shared"), [(16, 48), (-32, 64), (-96, 0), (200, 0)])
+@pytest.mark.parametrize(("lead", "shared"), [(16, 48), (-32, 64), (-96, 64), (200, 0)])
 def test_overlapped_bytes_counts_what_a_lead_lets_an_output_share(lead: int, shared: int) -> None:
-    """b (64 B) written over a (96 B) at op1, placed ``lead`` bytes below a's start: 16 below
-    covers a's first 48 bytes; 32 above, a's bytes 32-95 (all of b); 96 above or 200 below,
-    none. By hand, from the two intervals."""
+    """b (64 B) written over a (96 B) at op1, starting ``lead`` bytes below a's start or lower:
+    16 below at best covers a's first 48 bytes; 32 or 96 above allows 32 above, a's bytes
+    32-95 (all of b); 200 below, none. By hand, from the two intervals."""
     tensors = [tensor("a", 96, 0, 0, 1, "input"), tensor("b", 64, 96, 1, 2)]
     plan = MemoryPlan(["op0", "op1", "op2"], tensors, 160, leads={("b", "a"): lead})
     assert plan.overlapped_bytes(1) == 160 - shared

@@ -37,9 +37,9 @@ def test_small_runs_one_by_one_convolutions_row_by_row_off_mve(
     small = harness.compile_for("overlap_guard", harness.CORES[core], schedule="small")
     assert set(_paths(fast)) == {WRAPPER}
     rows = [n for n in small.compiled.io.graph.graph.nodes if n.target is CONV2D and n.args[-2]]
-    assert len(rows) == 4 and all(n.args[-2] == ROWS and n.args[-1] == 0 for n in rows)
+    assert all(n.args[-2] == ROWS and n.args[-1] == 0 for n in rows)
     # those outside the program's stage (a strip of a 1x1 convolution is a row or a few)
-    assert small.compiled.memory.paths["arm_convolve_1x1_s8"] >= 2
+    assert small.compiled.memory.paths["arm_convolve_1x1_s8"] == len(rows) >= 2
     assert all(torch.equal(a, b) for a, b in zip(small.expected, fast.expected, strict=True))
     shared = {out for out, _ in small.compiled.memory.overlapping()}
     assert len(shared) > len({out for out, _ in fast.compiled.memory.overlapping()})

@@ -115,7 +115,7 @@ def check_path(
     convolution without padding, dilation or groups (``arm_convolve_1x1_s8``). ValueError."""
     if params.path == WRAPPER:
         return
-    one_by_one = kernel == (1, 1) and not any(params.padding) and params.dilation == [1, 1]
+    one_by_one = kernel == (1, 1) and not any(params.padding) and list(params.dilation) == [1, 1]
     int8 = input.dtype is torch.int8 and not packed and per_group == input.shape[3]
     if params.path != ROWS or not (one_by_one and int8):
         raise ValueError(

@@ -55,7 +55,7 @@ def check_path(
     (``arm_depthwise_conv_3x3_s8`` computes one image, padded by at most 1). ValueError."""
     if params.path == WRAPPER:
         return
-    shape = kernel == (3, 3) and params.depth_multiplier == 1 and params.dilation == [1, 1]
+    shape = kernel == (3, 3) and params.depth_multiplier == 1 and list(params.dilation) == [1, 1]
     shape = shape and max(params.padding) <= 1
     int8 = input.dtype is torch.int8 and not packed and input.shape[0] == 1
     if params.path != THREE_BY_THREE or not (shape and int8):

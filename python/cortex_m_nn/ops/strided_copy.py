@@ -13,7 +13,7 @@ of an output of shape ``sizes`` (1-8 dims, each ≥ 1) is::
 ``strides`` are in elements and may be 0 (a broadcast) or negative (a reversal); every
 position must lie inside ``x`` (checked for the first and last element of each dim, which
 bound an affine map). The C kernel walks the outer dims with a counter and copies the
-innermost dim with ``memcpy`` when its stride is 1, ``memset`` when it is 0, else element by
+innermost dim with ``memmove`` when its stride is 1, ``memset`` when it is 0, else element by
 element.
 """
 

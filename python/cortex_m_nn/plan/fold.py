@@ -278,8 +278,9 @@ def fold(graph: Graph, created: list[Node], entry: Node, result: Node, name: str
 
 
 def shared_bytes(folded: Folded, input_bytes: int) -> int:
-    """The most bytes the stage's output can share with its input (placed as low as its lead
-    allows), aligned as the planner aligns."""
-    start = -(-folded.lead // ALIGNMENT) * -ALIGNMENT  # the output's offset from the input's
+    """The most bytes the stage's output can share with its input (it may start its lead
+    below the input's first byte or anywhere lower), aligned as the planner aligns."""
     out_bytes = int(folded.call.meta["val"][0].nbytes)
+    start = -(-folded.lead // ALIGNMENT) * -ALIGNMENT  # the output's offset from the input's
+    start = min(start, max(0, input_bytes - out_bytes) // ALIGNMENT * ALIGNMENT)
     return max(0, min(start + out_bytes, input_bytes) - max(start, 0))

@@ -79,14 +79,15 @@ class MemoryPlan:
 
     def overlapped_bytes(self, index: int) -> int:
         """The bytes live at kernel call ``index`` less what each output there may share with
-        one consumed input (``leads``: the output placed ``lead`` bytes below the input's
-        start): about what any plan needs at that call, whatever it shares elsewhere."""
+        one consumed input (``leads``: the output may start ``lead`` bytes below the input's
+        first byte or anywhere lower, so as far inside it as that allows): about what any plan
+        needs at that call, whatever it shares elsewhere."""
         live = {t.name: t.aligned_bytes for t in self.live(index)}
         shared: dict[str, int] = {}
         for (out, source), lead in self.leads.items():
             if out in live and source in live:
-                start = -lead  # the output's first byte from the input's
-                both = min(start + live[out], live[source]) - max(start, 0)
+                start = min(-lead, max(0, live[source] - live[out]))  # from the input's start
+                both = max(0, min(start + live[out], live[source]) - max(start, 0))
                 shared[out] = max(shared.get(out, 0), both)
         return sum(live.values()) - sum(shared.values())
 

@@ -63,6 +63,9 @@ class Choice:
     method: int = 0
     #: the stage call's program (``ops.stage``)
     program: torch.Tensor | None = None
+    #: the bound's bytes up to the stage call, and for the calls after it (``after``)
+    head: int = 0
+    rest: int = 0
 
     @property
     def ram(self) -> int:
@@ -143,8 +146,8 @@ def relax(graph_module: GraphModule, chosen: Choice, target: Target, arena: int)
         built = strips_graph(graph_module, stage, chosen.chunk, target, trial)
         if built is None:
             continue
-        found = _measure(stage, chosen.chunk, built, 0)
-        if found.bound <= arena:
+        found = _measure(stage, chosen.chunk, built, chosen.rest)
+        if found.head <= arena:
             plain, relaxed = trial, found
     if relaxed is not chosen:
         _as_module(graph_module, relaxed)
@@ -161,6 +164,7 @@ def _measure(stage: Stage, chunk: int, built: Strips, rest: int) -> Choice:
     if len(stage.entry.users) == 1:  # the stage's output may take its consumed input
         live[at] -= shared_bytes(folded, stage.entry.meta["val"].nbytes)
     found = Choice(stage, chunk, built.graph, max([*live, rest]), built.macs, folded.steps)
+    found.head, found.rest = max(live), rest
     found.program = folded.program
     found.method = method_bytes(built.graph)
     return found

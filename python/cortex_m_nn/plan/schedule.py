@@ -57,8 +57,11 @@ def smallest(
             best, chosen = striped, candidate
     best, chosen = _relaxed(graph, target, plan, ram, best, chosen, budget)
     kept = graph if chosen is None else chosen.graph
-    rows = len(paths.rows_calls(kept))  # type: ignore[arg-type]
-    best.memory.paths = {cmsis_function("conv2d", Case.S8, ROWS): rows} if rows else {}
+    rows = {call.name for call in paths.rows_calls(kept)}  # type: ignore[arg-type]
+    for call in paths.rows_calls(graph):  # the graph as the program runs it, stage aside
+        if call.name not in rows:
+            paths.set_path(call, WRAPPER, target)
+    best.memory.paths = {cmsis_function("conv2d", Case.S8, ROWS): len(rows)} if rows else {}
     if chosen is not None:
         best.memory.stage = patch.describe(chosen, layered.memory.arena_bytes)
         best.memory.stage |= {"ram_bytes": ram(best), "ram_without_bytes": ram(layered)}
