@@ -244,6 +244,10 @@ def stage_guard() -> tuple[nn.Module, tuple[torch.Tensor]]:
     return seeded(StageGuard, 1, 3, 96, 96)
 
 
+def overlap_guard() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    return seeded(OverlapGuard, 1, 3, 16, 16)
+
+
 def _mobilenet_v2_144() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     from tests.zoo.mobilenet import MobileNetV2
 
@@ -443,7 +447,7 @@ def _kws_lstm() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
 
 #: name → (module, example inputs) factory
 MODELS = {
-    "overlap_guard": lambda: seeded(OverlapGuard, 1, 3, 16, 16),
+    "overlap_guard": overlap_guard,
     "kws_lstm": _kws_lstm,
     "lstm_layers": lambda: seeded(LstmLayers, 6, 2, 5),
     "precision_mix": lambda: seeded(PrecisionMix, 2, 20),

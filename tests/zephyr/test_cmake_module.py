@@ -319,6 +319,33 @@ def test_a_model_with_a_stage_builds_the_kernels_its_steps_call(cmake, tmp_path)
     assert "stage" in registered and "add" not in registered
 
 
+def test_a_call_on_another_path_registers_its_case(cmake, tmp_path, monkeypatch) -> None:
+    """A program whose 1x1 convolution runs row by row (conv2d's path 1, --memory small on a
+    DSP core; every path kept) has its registration dispatch it to conv2d's rows case, the
+    function the image must link; the wrapper's int8 case stays for its 3x3 one."""
+    from cortex_m_nn.plan import paths
+
+    monkeypatch.setattr(paths, "relaxable", lambda *_: [])
+    pte = tmp_path / "rows.pte"
+    (tmp_path / "rows.py").write_text(
+        "import torch\nfrom torch import nn\n\n\ndef rows():\n    torch.manual_seed(0)\n"
+        "    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 1))\n"
+        "    return model.eval(), (torch.randn(1, 3, 8, 8),)\n"
+    )
+    model = f"{tmp_path / 'rows.py'}:rows"
+    arguments = [model, "--memory", "small", "--target", "cortex-m33", "--io", "int8"]
+    arguments += ["-o", str(pte), "-q"]
+    assert cli.main(arguments) == 0
+    m33 = {"CONFIG_CPU_CORTEX_M55": "n", "CONFIG_CPU_CORTEX_M33": "y"}
+    m33 |= {"CONFIG_CORTEX_M_NN_ISA_MVE": "n", "CONFIG_CORTEX_M_NN_ISA_DSP": "y"}
+    configured(cmake, tmp_path / "build", pte, **m33)
+    sources = kinds(tmp_path / "build", "source")
+    register = next(Path(s) for s in sources if s.endswith("cortex_m_nn_register.cpp"))
+    calls = set(re.findall(r"native::(\w+_out)\(", register.read_text()))
+    assert {"conv2d_rows_out", "conv2d_out"} <= calls
+    assert "depthwise_conv2d_three_by_three_out" not in calls  # no call runs it
+
+
 def test_a_prebuilt_model_needs_no_torch(cmake, hello_pte, tmp_path) -> None:
     bare = python_without_torch(tmp_path)
     result = configured(cmake, tmp_path / "build", hello_pte, CORTEX_M_NN_PYTHON=str(bare))
