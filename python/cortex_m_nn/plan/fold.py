@@ -9,9 +9,10 @@ one call. :func:`fold` replaces the nodes by the call and writes its program:
   ``window`` lies inside its base, an ``assemble``'s parts at their rows of it, a ``view`` on its
   base's bytes — as ``plan.liveness`` and the memory planner see them. Every other buffer (a
   strip, a halo copy, a call's CMSIS-NN scratch) is one region of the stage's scratch tensor.
-- **Where the buffers go.** Each region lives from the first step that touches it to the last;
-  regions whose lifetimes meet get disjoint bytes, placed largest first at the lowest aligned
-  offset that fits (the memory planner's own greedy rule, on the stage's steps).
+- **Where the buffers go.** A tensor's successive strip buffers are one region (the halo
+  moved down it). Each region lives from the first step that touches it to the last; regions
+  whose lifetimes meet get disjoint bytes, each at the lowest aligned offset that fits, in
+  whichever of three orders needs the fewest bytes.
 """
 
 from __future__ import annotations

@@ -62,15 +62,18 @@ def strip_path(call: Node, padding: list[int], target: Target) -> int:
     return WRAPPER
 
 
+def _wrapper_scratch(call: Node, target: Target) -> int:
+    """The scratch ``arm_convolve_wrapper_s8`` needs for conv2d ``call``."""
+    shapes = [tuple(_value(a).shape) for a in call.args[:2]]
+    out = tuple(call.meta["val"][0].shape)
+    return conv2d_scratch_bytes(target, *shapes, out, call.args[5], call.args[6], call.args[7])
+
+
 def set_path(call: Node, path: int, target: Target) -> None:
     """Give conv2d ``call`` ``path`` (``WRAPPER`` or ``ROWS``), in place, with the scratch
     that path's function takes (the row-by-row one none)."""
     out, _ = call.meta["val"]
-    need = 0
-    if path == WRAPPER:
-        shapes = [tuple(_value(a).shape) for a in call.args[:2]]
-        window = (call.args[5], call.args[6], call.args[7])
-        need = conv2d_scratch_bytes(target, *shapes, tuple(out.shape), *window)
+    need = _wrapper_scratch(call, target) if path == WRAPPER else 0
     call.args = (*call.args[:-2], path, need)
     call.meta["val"] = (out, out.new_empty((need,), dtype=torch.int8))
 
@@ -101,10 +104,6 @@ def relaxable(graph_module: GraphModule, target: Target, arena: int) -> list[Nod
     found = []
     for index, call in enumerate(swept.calls):
         if call.target is OPS.conv2d.default and call.args[-2] == ROWS:
-            out, _ = call.meta["val"]
-            shapes = [tuple(_value(a).shape) for a in call.args[:2]]
-            window = (call.args[5], call.args[6], call.args[7])
-            need = conv2d_scratch_bytes(target, *shapes, tuple(out.shape), *window)
-            if swept.live[index] + aligned(need) <= arena:
+            if swept.live[index] + aligned(_wrapper_scratch(call, target)) <= arena:
                 found.append(call)
     return found
