@@ -381,6 +381,11 @@ zephyr_library_compile_options(-ffunction-sections -fdata-sections)
 foreach(_cmnn_kernel IN LISTS CORTEX_M_NN_MODEL_KERNEL_SOURCES)
   zephyr_library_sources("${CORTEX_M_NN_ROOT}/kernels/op_${_cmnn_kernel}.cpp")
 endforeach()
+# Our own compute functions (cortex_m_nn/compute.h), which kernel cases call in place of a
+# CMSIS-NN function: all compiled, each in a section of its own, so the link keeps only those a
+# registered case calls.
+file(GLOB _cmnn_compute_sources "${CORTEX_M_NN_ROOT}/kernels/compute/*.cpp")
+zephyr_library_sources(${_cmnn_compute_sources})
 zephyr_library_sources(
   "${CORTEX_M_NN_ROOT}/kernels/abi.cpp"
   "${CORTEX_M_NN_ROOT}/kernels/call_mode.cpp"

@@ -51,6 +51,7 @@ from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.frontend.states import has_states
 from cortex_m_nn.lower.passes import lower
 from cortex_m_nn.lower.records import REMOVED, LoweringResult, OpRecord
+from cortex_m_nn.plan import paths
 from cortex_m_nn.plan.memory_plan import MemoryPlan, analyse, constants
 from cortex_m_nn.plan.placement import memory_planning_pass
 from cortex_m_nn.plan.schedule import smallest
@@ -136,6 +137,10 @@ class CompiledProgram:
                 self._serialised = to_program(
                     self.io, self.model, self.abi, self.schedule, self.ram_budget
                 )
+            functions = paths.call_functions(self.io.graph)  # the report names each call's
+            for record in self.records:
+                name = record.output_node or ""
+                record.cmsis_function = functions.get(name, record.cmsis_function)
         return self._serialised
 
     @property
@@ -284,13 +289,20 @@ def to_program(
 ) -> Serialised:
     """Serialise the program's graph as an ExecuTorch program: a fully lowered graph straight
     from the execution dialect (``execution_graph``, equal constant arguments stored once),
-    any other through ``torch.export``, ``to_edge`` and ``to_executorch``. The ``small``
-    schedule of a fully lowered graph searches for the program needing the least RAM (or
-    fitting ``ram_budget`` with the fewest extra instructions): kernel paths, first layers in
-    strips (``plan.schedule``)."""
-    if schedule != "small" or execution_graph.unsupported(io.graph) is not None:
+    any other through ``torch.export``, ``to_edge`` and ``to_executorch``. A fully lowered
+    graph's calls take our kernels where the cost model expects them faster
+    (``plan.paths.fastest``); its ``small`` schedule searches for the program needing the least
+    RAM (or fitting ``ram_budget`` with the fewest extra instructions): kernel paths, first
+    layers in strips (``plan.schedule``)."""
+    if execution_graph.unsupported(io.graph) is not None:
         return serialise_graph(io.graph, io, source, abi, schedule)
     execution_graph.propagate_values(io.graph, io.program_inputs(source.example_inputs))
+    paths.reset(io.graph, abi.target)  # another schedule may have planned the same graph
+    if schedule != "small":  # our kernels where the cost model expects them faster
+        paths.fastest(io.graph, abi.target)
+        serialised = serialise_graph(io.graph, io, source, abi, schedule)
+        serialised.memory.paths = paths.summary(io.graph)
+        return serialised
     return smallest(
         io.graph,
         abi.target,

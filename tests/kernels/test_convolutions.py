@@ -13,7 +13,8 @@ import torch
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from cortex_m_nn.core.cmsis_nn import ROWS, THREE_BY_THREE, WRAPPER
+from cortex_m_nn.core import compute
+from cortex_m_nn.core.cmsis_nn import LANES, ROWS, THREE_BY_THREE, WRAPPER
 from cortex_m_nn.lower import scratch
 from cortex_m_nn.ops import int4 as packing
 from cortex_m_nn.ops import transpose_conv2d as transposed
@@ -35,17 +36,20 @@ from .strategies import (
 def _path_geometry(draw: st.DrawFn, g: dict, path: int, depthwise: bool) -> None:
     """``g`` made one the path's function computes: a 1x1 convolution without padding or
     dilation (``ROWS``), a 3x3 depthwise one without dilation, pads of at most 1
-    (``THREE_BY_THREE``)."""
+    (``THREE_BY_THREE``), or stride 1 or 2 across and pads up to 2 (``LANES``)."""
     if path == WRAPPER:
         return
     g["dilation"] = [1, 1]
     if not depthwise:
         g["kernel"], g["padding"] = (1, 1), [0, 0]
         return
-    top, left, bottom, right = (draw(st.integers(0, 1)) for _ in range(4))
+    most = 2 if path == LANES else 1
+    top, left, bottom, right = (draw(st.integers(0, most)) for _ in range(4))
+    if path == LANES:
+        g["stride"] = [draw(st.integers(1, 3)), draw(st.integers(1, 2))]
     g["kernel"], g["padding"] = (3, 3), [top, left, bottom, right]
-    h = draw(st.integers(3 - top - bottom, 11))
-    g["size"] = (h, draw(st.integers(3 - left - right, 11)))
+    h = draw(st.integers(max(1, 3 - top - bottom), 11))
+    g["size"] = (h, draw(st.integers(max(1, 3 - left - right), 11)))
 
 
 def conv_calls(
@@ -70,9 +74,11 @@ def conv_calls(
             g["padding"] = [0, pad[1], 0, pad[3]] if len(pad) == 4 else [0, pad[1]]
         gen = generator(draw)
         n, c_in = (
-            draw(st.integers(1, 1 if path else 2)),
+            draw(st.integers(1, 1 if path not in (WRAPPER, LANES) else 2)),
             draw(st.integers(2 if depthwise else 1, 12)),
         )
+        if path == LANES:
+            c_in = 4 * draw(st.integers(1, 4))
         if int4 and depthwise:
             c_in = 2 * draw(st.integers(1, 6))  # the generic s4 kernel's odd-channel defect
         elif int4 and (g["kernel"][1] * c_in) % 2:
@@ -89,7 +95,7 @@ def conv_calls(
         top, left, bottom, right = sides(g["padding"])
         three_by_three = depthwise and (kh, kw) == (3, 3) and mult == 1 and g["dilation"] == [1, 1]
         padded = len(g["padding"]) == 4 and max(bottom, right) > 1
-        assume(not (three_by_three and padded and not int16 and not int4))
+        assume(not (three_by_three and padded and not int16 and not int4 and path != LANES))
         oh = output_size(h, kh, g["stride"][0], top, g["dilation"][0], bottom)
         ow = output_size(w, kw, g["stride"][1], left, g["dilation"][1], right)
         bias, multipliers, shifts = per_channel(draw, c_out, gen)
@@ -123,7 +129,11 @@ def conv_calls(
             offsets = draw(st.integers(-127, 128)), draw(st.integers(-128, 127))
             numbers = (*offsets, act_min, act_max)
         depth = (mult,) if depthwise else ()
-        need = 0 if path else need  # the path functions take no buffer
+        if path == LANES:  # the buffer of a tile of output rows (none off MVE)
+            tile = draw(st.integers(1, 3))
+            need = compute.lanes_buffer_bytes(host_target(isa).isa, shapes[2], g["stride"], tile)
+        elif path:
+            need = 0  # the CMSIS-NN path functions take no buffer
         args = (x, kernel, bias, multipliers, shifts, *window, *depth, *numbers, path, need)
         return Call("depthwise_conv2d" if depthwise else "conv2d", args)
 
@@ -200,6 +210,7 @@ CALLS: CallTable = {
     "conv2d[int4]": lambda isa: conv_calls(isa, int4=True),
     "conv2d[rows]": lambda isa: conv_calls(isa, path=ROWS),
     "depthwise_conv2d[3x3]": lambda isa: conv_calls(isa, depthwise=True, path=THREE_BY_THREE),
+    "depthwise_conv2d[lanes]": lambda isa: conv_calls(isa, depthwise=True, path=LANES),
     "depthwise_conv2d[int4]": lambda isa: conv_calls(isa, depthwise=True, int4=True),
     "transpose_conv2d": transpose_conv2d_calls,
 }

@@ -346,6 +346,27 @@ def test_a_call_on_another_path_registers_its_case(cmake, tmp_path, monkeypatch)
     assert "depthwise_conv2d_three_by_three_out" not in calls  # no call runs it
 
 
+def test_a_call_on_our_kernel_registers_its_case_and_compiles_it(cmake, tmp_path) -> None:
+    """A program whose depthwise convolution runs our lanes kernel (depthwise_conv2d's path 2,
+    chosen by the cost model on M55) has its registration dispatch it to the lanes case and
+    the module compile our compute function it calls."""
+    pte = tmp_path / "lanes.pte"
+    (tmp_path / "lanes.py").write_text(
+        "import torch\nfrom torch import nn\n\n\ndef lanes():\n    torch.manual_seed(0)\n"
+        "    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(),\n"
+        "                          nn.Conv2d(8, 8, 3, padding=1, groups=8))\n"
+        "    return model.eval(), (torch.randn(1, 3, 32, 32),)\n"
+    )
+    arguments = [f"{tmp_path / 'lanes.py'}:lanes", "--io", "int8", "-o", str(pte), "-q"]
+    assert cli.main(arguments) == 0
+    configured(cmake, tmp_path / "build", pte)
+    sources = kinds(tmp_path / "build", "source")
+    register = next(Path(s) for s in sources if s.endswith("cortex_m_nn_register.cpp"))
+    calls = set(re.findall(r"native::(\w+_out)\(", register.read_text()))
+    assert "depthwise_conv2d_lanes_out" in calls
+    assert any(s.endswith("kernels/compute/depthwise_conv_lanes_s8.cpp") for s in sources)
+
+
 def test_a_prebuilt_model_needs_no_torch(cmake, hello_pte, tmp_path) -> None:
     bare = python_without_torch(tmp_path)
     result = configured(cmake, tmp_path / "build", hello_pte, CORTEX_M_NN_PYTHON=str(bare))

@@ -30,12 +30,17 @@ S8, S16, S4 = Case.S8, Case.S16, Case.S4
 #: (operator, case) → the CMSIS-NN functions its kernel (``kernels/op_<operator>.cpp``) calls
 #: for that case: the usual one first, then those a shape, the ISA or a path selects (named
 #: where the rule decides: a 1xN int4 convolution, int4 depthwise on MVE, per-channel int8
-#: linear; an int8 convolution's variant ``path``).
+#: linear; an int8 convolution's variant ``path``), or one of our own compute functions that
+#: stands in for them (``core.compute``).
 FUNCTIONS: dict[tuple[str, Case], tuple[str, ...]] = {
     ("conv2d", S8): ("arm_convolve_wrapper_s8", "arm_convolve_1x1_s8"),
     ("conv2d", S16): ("arm_convolve_wrapper_s16",),
     ("conv2d", S4): ("arm_convolve_wrapper_s4", "arm_convolve_s4"),
-    ("depthwise_conv2d", S8): ("arm_depthwise_conv_wrapper_s8", "arm_depthwise_conv_3x3_s8"),
+    ("depthwise_conv2d", S8): (
+        "arm_depthwise_conv_wrapper_s8",
+        "arm_depthwise_conv_3x3_s8",
+        "depthwise_conv_lanes_s8",  # ours: kernels/compute (core.compute)
+    ),
     ("depthwise_conv2d", S16): ("arm_depthwise_conv_wrapper_s16",),
     ("depthwise_conv2d", S4): ("arm_depthwise_conv_wrapper_s4", "arm_depthwise_conv_s4"),
     ("linear", S8): ("arm_fully_connected_s8", "arm_fully_connected_per_channel_s8"),
@@ -67,6 +72,9 @@ ROWS = 1
 #: depthwise_conv2d, 3x3: ``arm_depthwise_conv_3x3_s8`` on every ISA (no scratch; MVE's
 #: wrapper takes ``arm_depthwise_conv_s8_opt`` and its 4 x 124 x 9-byte buffer)
 THREE_BY_THREE = 1
+#: depthwise_conv2d, 3x3: our ``depthwise_conv_lanes_s8`` (``core.compute``), faster than
+#: CMSIS-NN's functions on MVE for the shapes ``plan.paths`` picks it for
+LANES = 2
 
 
 def cmsis_function(operator: str, case: Case, variant: int = 0) -> str:

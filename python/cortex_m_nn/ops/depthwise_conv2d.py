@@ -9,12 +9,15 @@ int16 activations are the other case (``arm_depthwise_conv_wrapper_s16``: its fa
 multiplier 1, no dilation and fewer than 512 taps sums a window in int32, at most 511
 products of at most 2^22, the generic one in int64: both exact), with zero points 0, an int64
 bias and ``arm_nn_requantize_s64`` (:meth:`ConvParams.check_s16`); the generic kernel counts
-dims in 16 bits, so each is below 32768. The 3x3 path's padding limit is the s8 kernel's.
+dims in 16 bits, so each is below 32768. The 3x3 path's padding limit is the s8 kernel's
+(the wrapper's and path 1's; path 2 pads any end).
 
-``path`` picks the CMSIS-NN function of an int8 call, with the same numbers
-(``core.cmsis_nn``): 0 the wrapper's choice, 1 ``arm_depthwise_conv_3x3_s8`` for a 3x3 call of
-multiplier 1 without dilation, on every ISA — no scratch, where MVE's wrapper takes
-``arm_depthwise_conv_s8_opt`` and its buffer of 4 x 124 x 9 bytes.
+``path`` picks the function of an int8 call, with the same numbers (``core.cmsis_nn``): 0 the
+wrapper's choice, 1 ``arm_depthwise_conv_3x3_s8`` for a 3x3 call of multiplier 1 without
+dilation, on every ISA — no scratch, where MVE's wrapper takes ``arm_depthwise_conv_s8_opt``
+and its buffer of 4 x 124 x 9 bytes; 2 our ``depthwise_conv_lanes_s8`` (``core.compute``) for
+a 3x3 call of multiplier 1, no dilation, stride 1 or 2 across and a multiple of 4 channels,
+any padding and batch.
 
 int4 weights are the third case (``arm_depthwise_conv_wrapper_s4``): a uint8 weight
 ``[1, KH, KW, Cout / 2]`` of packed pairs (:mod:`cortex_m_nn.ops.int4`), int8 activations, the
@@ -28,7 +31,8 @@ from typing import Any
 
 import torch
 
-from cortex_m_nn.core.cmsis_nn import THREE_BY_THREE, WRAPPER
+from cortex_m_nn.core import compute
+from cortex_m_nn.core.cmsis_nn import LANES, THREE_BY_THREE, WRAPPER
 from cortex_m_nn.ops import int4
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
@@ -50,19 +54,25 @@ def three_by_three_pads(params: ConvParams, kernel: tuple[int, int]) -> bool:
 def check_path(
     params: ConvParams, input: torch.Tensor, kernel: tuple[int, int], packed: bool
 ) -> None:
-    """The call's path (``core.cmsis_nn``): the wrapper's, or ``THREE_BY_THREE`` for an int8
-    3x3 call of multiplier 1, no dilation, pads of at most 1 and batch 1
-    (``arm_depthwise_conv_3x3_s8`` computes one image, padded by at most 1). ValueError."""
+    """The call's path (``core.cmsis_nn``): the wrapper's; ``THREE_BY_THREE`` for an int8 3x3
+    call of multiplier 1, no dilation, pads of at most 1 and batch 1
+    (``arm_depthwise_conv_3x3_s8`` computes one image, padded by at most 1); ``LANES`` where
+    ``core.compute.lanes_computes``. ValueError."""
     if params.path == WRAPPER:
         return
+    int8 = input.dtype is torch.int8 and not packed
+    if params.path == LANES:
+        stride, dilation, multiplier = params.stride, params.dilation, params.depth_multiplier
+        if int8 and compute.lanes_computes(input.shape, kernel, stride, dilation, multiplier):
+            return
     shape = kernel == (3, 3) and params.depth_multiplier == 1 and list(params.dilation) == [1, 1]
     shape = shape and max(params.padding) <= 1
-    int8 = input.dtype is torch.int8 and not packed and input.shape[0] == 1
-    if params.path != THREE_BY_THREE or not (shape and int8):
+    if params.path != THREE_BY_THREE or not (shape and int8 and input.shape[0] == 1):
         raise ValueError(
-            f"depthwise_conv2d path {params.path}: 0 (the wrapper's), or 1 "
+            f"depthwise_conv2d path {params.path}: 0 (the wrapper's); 1 "
             "(arm_depthwise_conv_3x3_s8) for an int8 3x3 call of multiplier 1, no dilation, "
-            "pads of at most 1 and batch 1"
+            "pads of at most 1 and batch 1; 2 (depthwise_conv_lanes_s8) for an int8 3x3 call of "
+            "multiplier 1, no dilation, stride 1 or 2 across and a multiple of 4 channels"
         )
 
 
@@ -103,7 +113,8 @@ def depthwise_conv2d(
         if max(*input.shape, c_out) > S16_DIM_MAX:
             raise ValueError(f"int16 depthwise dims above {S16_DIM_MAX} (CMSIS-NN's int16 counts)")
     check_path(params, input, (kh, kw), packed)
-    if not (packed or int16 or three_by_three_pads(params, (kh, kw))):
+    lanes = params.path == LANES  # our kernel pads any end
+    if not (packed or int16 or lanes or three_by_three_pads(params, (kh, kw))):
         raise ValueError(
             f"padding {params.padding}: a 3x3 depthwise convolution pads each end by at most 1"
         )

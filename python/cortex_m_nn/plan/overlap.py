@@ -7,7 +7,8 @@ order is *pixel-major* — output pixels in raster order, each group of them com
 input window before the next group's window is read — the input below the windows still to be
 read is dead, and the output may be written over it. The order of each path is read from
 CMSIS-NN's loops (:func:`conv_order`, :func:`depthwise_order`, and a call's own ``path``:
-``arm_convolve_1x1_s8`` row by row, ``arm_depthwise_conv_3x3_s8`` pixel by pixel); a path that
+``arm_convolve_1x1_s8`` row by row, ``arm_depthwise_conv_3x3_s8`` pixel by pixel, our
+``depthwise_conv_lanes_s8`` a tile of output rows at a time, ``core.compute``); a path that
 writes one output channel for every pixel before the next (the DSP and scalar wrapper's 1x1
 convolutions, fully connected layers, a depthwise convolution of more than 124 channels on MVE)
 has no overlap.
@@ -34,7 +35,8 @@ import torch
 from executorch.exir import memory
 from torch.fx import GraphModule, Node
 
-from cortex_m_nn.core.cmsis_nn import ROWS, THREE_BY_THREE, mve_one_by_n_inexact
+from cortex_m_nn.core import compute
+from cortex_m_nn.core.cmsis_nn import LANES, ROWS, THREE_BY_THREE, mve_one_by_n_inexact
 from cortex_m_nn.core.target import Isa
 from cortex_m_nn.ops.library import NAMESPACE
 from cortex_m_nn.plan.storage import operator_name, read_storage
@@ -236,6 +238,9 @@ def _conv2d_order(isa: Isa, window: Window, call: Node) -> Order | None:
 def _depthwise_order(isa: Isa, window: Window, call: Node) -> Order | None:
     if call.args[-2] == THREE_BY_THREE:  # arm_depthwise_conv_3x3_s8 on any ISA
         return Order(1)
+    if call.args[-2] == LANES:  # every block of a tile's rows, reading them again per block
+        tile = compute.lanes_tile(isa, window.output, window.stride, int(call.args[-1]))
+        return Order(max(tile, 1) * window.output[2])
     return depthwise_order(isa, window, int(call.args[8]), call.args[7])
 
 

@@ -42,6 +42,7 @@ from torch.fx import Graph, GraphModule
 from cortex_m_nn.core.cmsis_nn import WRAPPER, Case, cmsis_function
 from cortex_m_nn.core.target import Isa, Target
 from cortex_m_nn.ops.stage import decode
+from cortex_m_nn.plan import paths
 from cortex_m_nn.plan.fold import fold, shared_bytes
 from cortex_m_nn.plan.liveness import method_bytes, sweep
 from cortex_m_nn.plan.stage import Stage, macs, shape, stages, value_of
@@ -132,23 +133,24 @@ def _as_module(graph_module: GraphModule, choice: Choice) -> None:
 
 
 def relax(graph_module: GraphModule, chosen: Choice, target: Target, arena: int) -> Choice:
-    """``chosen`` with the depthwise calls of its stage back on the wrapper's path wherever
-    the stage fits ``arena`` without another (``plan.paths``: a path that saves scratch costs
-    instructions, ``arm_depthwise_conv_3x3_s8`` about 5 a MAC on MVE): one call at a time,
-    most MACs first, kept on the wrapper's path if the stage call's bytes stay within."""
-    stage, plain, relaxed = chosen.stage, frozenset[str](), chosen
+    """``chosen`` with the depthwise calls of its stage on faster paths wherever the stage
+    fits ``arena`` with them (``plan.paths``: the least-RAM path of a strip,
+    ``arm_depthwise_conv_3x3_s8``, costs about 5 instructions a MAC on MVE): one call at a
+    time, most MACs first, each given the fastest path (``paths.faster_paths``) with which the
+    stage call's bytes stay within."""
+    stage, given, relaxed = chosen.stage, dict[str, int](), chosen
     if target.isa is not Isa.MVE:
         return chosen  # off MVE a strip never leaves the wrapper's path
     for call in sorted(stage.calls, key=lambda c: -macs(c, shape(value_of(c))[1])):
-        if call.target is not DEPTHWISE:
-            continue
-        trial = plain | {call.name}
-        built = strips_graph(graph_module, stage, chosen.chunk, target, trial)
-        if built is None:
-            continue
-        found = _measure(stage, chosen.chunk, built, chosen.rest)
-        if found.head <= arena:
-            plain, relaxed = trial, found
+        for path in paths.faster_paths(call, target):
+            trial = given | {call.name: path}
+            built = strips_graph(graph_module, stage, chosen.chunk, target, trial)
+            if built is None:
+                continue
+            found = _measure(stage, chosen.chunk, built, chosen.rest)
+            if found.head <= arena:
+                given, relaxed = trial, found
+                break
     if relaxed is not chosen:
         _as_module(graph_module, relaxed)
     return relaxed

@@ -8,21 +8,32 @@ wrapper's lets the planner use less RAM, with the same numbers:
   whole image once per pair of output channels, so its output needs bytes of its own. Both
   call the same ``arm_nn_mat_mult_nt_t_s8``, a row per call instead of the image.
 - **A 3x3 depthwise strip call on MVE** (multiplier 1, no dilation, in a patch-based stage,
-  ``plan.strips``) runs ``arm_depthwise_conv_3x3_s8`` (``THREE_BY_THREE``): no scratch, where
-  MVE's wrapper takes ``arm_depthwise_conv_s8_opt`` and its 4 x 124 x 9 = 4,464-byte buffer,
-  which would otherwise sit on top of the stage's strip buffers at its peak.
+  ``plan.strips``) runs our ``depthwise_conv_lanes_s8`` (``LANES``, ``core.compute``) with no
+  buffer (each window gathered on the stack), else ``arm_depthwise_conv_3x3_s8``
+  (``THREE_BY_THREE``): no scratch either, where MVE's wrapper takes
+  ``arm_depthwise_conv_s8_opt`` and its 4 x 124 x 9 = 4,464-byte buffer, which would otherwise
+  sit on top of the stage's strip buffers at its peak. ``plan.patch.relax`` then gives a call
+  the wrapper's path where the cost model expects it faster (:func:`faster_paths`) and the
+  stage's peak leaves room for its buffer.
 
-The ``fast`` schedule keeps the wrapper's choice everywhere.
+Both schedules also give a depthwise call on MVE our ``depthwise_conv_lanes_s8`` where the
+kernel cost model (``plan.costs``, measured under QEMU) expects fewer instructions than
+CMSIS-NN's wrapper (:func:`fastest`), with the tallest tile whose buffer is no larger than the
+wrapper's, so that no arena grows.
 """
 
 from __future__ import annotations
 
+from operator import getitem as operator_getitem
+
 import torch
 from torch.fx import GraphModule, Node
 
-from cortex_m_nn.core.cmsis_nn import ROWS, THREE_BY_THREE, WRAPPER
+from cortex_m_nn.core import compute
+from cortex_m_nn.core.cmsis_nn import LANES, ROWS, THREE_BY_THREE, WRAPPER, Case, cmsis_function
 from cortex_m_nn.core.target import Isa, Target
-from cortex_m_nn.lower.scratch import conv2d_scratch_bytes
+from cortex_m_nn.lower.scratch import conv2d_scratch_bytes, depthwise_conv2d_scratch_bytes
+from cortex_m_nn.plan import costs
 from cortex_m_nn.plan.liveness import sweep
 from cortex_m_nn.plan.memory_plan import aligned
 from cortex_m_nn.plan.stage import OPS
@@ -54,12 +65,43 @@ def three_by_three_path(call: Node, padding: list[int]) -> bool:
     return shape and _int8(call) and _value(call.args[0]).shape[0] == 1
 
 
+def lanes_path(call: Node) -> bool:
+    """Whether our ``depthwise_conv_lanes_s8`` computes this depthwise call: int8, 3x3,
+    multiplier 1, no dilation, stride 1 or 2 across, a multiple of 4 channels."""
+    kernel = _value(call.args[1]).shape[1:3]
+    shape = _value(call.args[0]).shape
+    window = (call.args[5], call.args[7], int(call.args[8]))
+    return _int8(call) and compute.lanes_computes(shape, kernel, window[0], window[1], window[2])
+
+
 def strip_path(call: Node, padding: list[int], target: Target) -> int:
-    """The path of a stage's strip call of ``call`` padded by ``padding``."""
+    """The path of a stage's strip call of ``call`` padded by ``padding``: a 3x3 depthwise
+    strip on MVE runs our lanes kernel (no buffer: windows gathered on the stack) where it
+    computes the strip, else ``arm_depthwise_conv_3x3_s8`` (no scratch either); the wrapper's
+    otherwise."""
     depthwise = call.target is OPS.depthwise_conv2d.default
+    if depthwise and target.isa is Isa.MVE and lanes_path(call):
+        return LANES
     if depthwise and target.isa is Isa.MVE and three_by_three_path(call, padding):
         return THREE_BY_THREE
     return WRAPPER
+
+
+def faster_paths(call: Node, target: Target) -> list[int]:
+    """The paths a depthwise strip of ``call`` may take instead of :func:`strip_path`'s, if
+    the cost model expects them faster (on the whole call's shapes): the wrapper's."""
+    if call.target is not OPS.depthwise_conv2d.default or target.isa is not Isa.MVE:
+        return []
+    if not lanes_path(call):
+        return [WRAPPER]
+    inputs, out = tuple(_value(call.args[0]).shape), tuple(call.meta["val"][0].shape)
+    return [] if costs.lanes_faster(inputs, out, list(call.args[5]), 0) else [WRAPPER]
+
+
+def strip_scratch(path: int, output: tuple[int, ...], stride: list[int], target: Target) -> int:
+    """The scratch of a strip call on ``path`` other than the wrapper's: none (the lanes
+    kernel then gathers each window on the stack)."""
+    return compute.lanes_buffer_bytes(target.isa, output, stride, 0) if path == LANES else 0
 
 
 def _wrapper_scratch(call: Node, target: Target) -> int:
@@ -69,13 +111,55 @@ def _wrapper_scratch(call: Node, target: Target) -> int:
     return conv2d_scratch_bytes(target, *shapes, out, call.args[5], call.args[6], call.args[7])
 
 
-def set_path(call: Node, path: int, target: Target) -> None:
+def set_path(call: Node, path: int, target: Target, scratch: int | None = None) -> None:
     """Give conv2d ``call`` ``path`` (``WRAPPER`` or ``ROWS``), in place, with the scratch
-    that path's function takes (the row-by-row one none)."""
+    that path's function takes (the row-by-row one none), or ``scratch`` bytes (a depthwise
+    call's)."""
     out, _ = call.meta["val"]
-    need = _wrapper_scratch(call, target) if path == WRAPPER else 0
-    call.args = (*call.args[:-2], path, need)
-    call.meta["val"] = (out, out.new_empty((need,), dtype=torch.int8))
+    if scratch is None:
+        scratch = _wrapper_scratch(call, target) if path == WRAPPER else 0
+    call.args = (*call.args[:-2], path, scratch)
+    call.meta["val"] = (out, out.new_empty((scratch,), dtype=torch.int8))
+
+
+def depthwise_wrapper_scratch(call: Node, target: Target) -> int:
+    """The scratch ``arm_depthwise_conv_wrapper_s8`` needs for depthwise ``call``."""
+    shapes = [tuple(_value(a).shape) for a in call.args[:2]]
+    out = tuple(call.meta["val"][0].shape)
+    window = (call.args[5], call.args[6], call.args[7])
+    return depthwise_conv2d_scratch_bytes(
+        target, *shapes, out, *window, depth_multiplier=int(call.args[8])
+    )
+
+
+def fastest(graph_module: GraphModule, target: Target, least: bool = False) -> list[Node]:
+    """Give each depthwise call on MVE our lanes kernel where it computes the call and the
+    cost model expects fewer instructions than the wrapper's, in place, with the tallest tile
+    whose buffer is no larger than the wrapper's (``least``: none, the least RAM);
+    the calls given it. A graph whose values ``execution_graph.propagate_values`` has set."""
+    if target.isa is not Isa.MVE:
+        return []
+    given = []
+    for call in graph_module.graph.nodes:
+        depthwise = call.target is OPS.depthwise_conv2d.default
+        if not depthwise or call.args[-2] != WRAPPER or not lanes_path(call):
+            continue
+        inputs, out = tuple(_value(call.args[0]).shape), tuple(call.meta["val"][0].shape)
+        stride = list(call.args[5])
+        tile = 0 if least else lanes_tile(call, target, depthwise_wrapper_scratch(call, target))
+        if costs.lanes_faster(inputs, out, stride, tile):
+            set_path(call, LANES, target, compute.lanes_buffer_bytes(target.isa, out, stride, tile))
+            given.append(call)
+    return given
+
+
+def lanes_tile(call: Node, target: Target, room: int) -> int:
+    """The tallest tile of the lanes kernel whose buffer takes at most ``room`` bytes, one row
+    at least."""
+    out, stride = tuple(call.meta["val"][0].shape), list(call.args[5])
+    tiles = range(1, out[1] + 1)
+    fits = [t for t in tiles if compute.lanes_buffer_bytes(target.isa, out, stride, t) <= room]
+    return max(fits, default=1)
 
 
 def rows_calls(graph_module: GraphModule) -> list[Node]:
@@ -107,3 +191,41 @@ def relaxable(graph_module: GraphModule, target: Target, arena: int) -> list[Nod
             if swept.live[index] + aligned(_wrapper_scratch(call, target)) <= arena:
                 found.append(call)
     return found
+
+
+def lanes_calls(graph_module: GraphModule) -> list[Node]:
+    """The depthwise calls on the ``LANES`` path."""
+    depthwise = OPS.depthwise_conv2d.default
+    return [n for n in graph_module.graph.nodes if n.target is depthwise and n.args[-2] == LANES]
+
+
+def summary(graph_module: GraphModule) -> dict[str, int]:
+    """Function → calls of the graph (stage aside) that run it instead of the wrapper's
+    choice (the report's kernel paths)."""
+    found = {
+        cmsis_function("conv2d", Case.S8, ROWS): len(rows_calls(graph_module)),
+        cmsis_function("depthwise_conv2d", Case.S8, LANES): len(lanes_calls(graph_module)),
+    }
+    return {function: count for function, count in found.items() if count}
+
+
+def call_functions(graph_module: GraphModule) -> dict[str, str]:
+    """The name of each call's output (the report row's ``output_node``) on a path other than
+    the wrapper's → the function that computes it."""
+    found = {}
+    for call, operator, path in [(c, "conv2d", ROWS) for c in rows_calls(graph_module)] + [
+        (c, "depthwise_conv2d", LANES) for c in lanes_calls(graph_module)
+    ]:
+        for user in call.users:
+            if user.target is operator_getitem and user.args[1] == 0:
+                found[user.name] = cmsis_function(operator, Case.S8, path)
+    return found
+
+
+def reset(graph_module: GraphModule, target: Target) -> None:
+    """Every convolution back on the wrapper's path, as the lowering leaves them (a program is
+    planned again from the same graph for another schedule)."""
+    for call in rows_calls(graph_module):
+        set_path(call, WRAPPER, target)
+    for call in lanes_calls(graph_module):
+        set_path(call, WRAPPER, target, depthwise_wrapper_scratch(call, target))

@@ -6,10 +6,13 @@ ExecuTorch's method allocator), given a fully lowered graph and a way to plan on
 2. **Stages** (``plan.patch``): the first layers in strips, the few best candidates by their
    estimate, each planned in full; the least RAM is kept.
 3. **Relax**: the paths that save RAM at a cost in instructions go back to the wrapper's
-   wherever the kept program's arena does not need them (a stage's 3x3 depthwise steps on MVE,
+   wherever the kept program's arena does not need them (a stage's depthwise steps on MVE,
    ``patch.relax``; row-by-row 1x1 convolutions, ``paths.relaxable``), planned again and kept
    if the program needs no more RAM — or, given a RAM budget (``--memory auto`` with
    ``--ram``/``--board``), no more than the budget.
+4. **Faster**: on MVE the depthwise calls outside a stage take our kernel without a buffer
+   where the cost model expects it faster (``paths.fastest``), planned again and kept if the
+   program needs no more RAM. (A stage's depthwise steps already run it, ``plan.strips``.)
 
 ``pipeline.to_program`` runs it with its serialiser; the report reads the kept program's
 paths and stage from its memory plan.
@@ -22,7 +25,7 @@ from typing import Protocol, TypeVar
 
 from torch.fx import GraphModule
 
-from cortex_m_nn.core.cmsis_nn import ROWS, WRAPPER, Case, cmsis_function
+from cortex_m_nn.core.cmsis_nn import ROWS, WRAPPER
 from cortex_m_nn.core.target import Target
 from cortex_m_nn.plan import patch, paths
 from cortex_m_nn.plan.memory_plan import MemoryPlan
@@ -57,14 +60,37 @@ def smallest(
             best, chosen = striped, candidate
     best, chosen = _relaxed(graph, target, plan, ram, best, chosen, budget)
     kept = graph if chosen is None else chosen.graph
+    best = _faster(kept, target, plan, ram, best)
     rows = {call.name for call in paths.rows_calls(kept)}  # type: ignore[arg-type]
     for call in paths.rows_calls(graph):  # the graph as the program runs it, stage aside
         if call.name not in rows:
             paths.set_path(call, WRAPPER, target)
-    best.memory.paths = {cmsis_function("conv2d", Case.S8, ROWS): len(rows)} if rows else {}
+    best.memory.paths = paths.summary(graph)
     if chosen is not None:
         best.memory.stage = patch.describe(chosen, layered.memory.arena_bytes)
         best.memory.stage |= {"ram_bytes": ram(best), "ram_without_bytes": ram(layered)}
+    return best
+
+
+def _faster(
+    kept: GraphModule,
+    target: Target,
+    plan: Callable[[GraphModule], P],
+    ram: Callable[[P], int],
+    best: P,
+) -> P:
+    """Step 4: ``best`` (the program of ``kept``) with its depthwise calls outside a stage on
+    our kernel where the cost model expects it faster and it needs no buffer
+    (``paths.fastest``), if that needs no more RAM (its output may then take fewer of its
+    input's bytes: a lead of one output row)."""
+    given = paths.fastest(kept, target, least=True)
+    if not given:
+        return best
+    trial = plan(kept)
+    if ram(trial) <= ram(best):
+        return trial
+    for call in given:
+        paths.set_path(call, WRAPPER, target, paths.depthwise_wrapper_scratch(call, target))
     return best
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -110,10 +111,10 @@ def _scratch(call: Node, args: list, out: tuple[int, ...], target: Target) -> in
 
 
 def _call(
-    graph: Graph, call: Node, held: dict[Node, Held], rows: range, target: Target, plain: bool
+    graph: Graph, call: Node, held: dict[Node, Held], rows: range, target: Target, path: int | None
 ) -> Node:
-    """The call computing output ``rows`` from its inputs' buffers (``plain``: on the
-    wrapper's path, whatever ``plan.paths`` would give a strip of it)."""
+    """The call computing output ``rows`` from its inputs' buffers (on ``path``, or where None
+    the least-RAM path ``plan.paths`` gives a strip of it)."""
     mapping, args = row_map(call), list(call.args)
     for position, tensor in enumerate(tensor_inputs(call)):
         node = _rows_of(graph, held[tensor], mapping.reads(rows, shape(tensor)[1]))
@@ -127,8 +128,13 @@ def _call(
         _, left, _, right = sides(call.args[6])
         top, bottom = mapping.pads(rows, shape(call.args[0])[1])
         args[6] = [top, left, bottom, right]
-        args[-2] = WRAPPER if plain else paths.strip_path(call, args[6], target)
-        args[-1] = _scratch(call, args, out, target) if args[-2] == WRAPPER else 0
+        args[-2] = paths.strip_path(call, args[6], target) if path is None else path
+        wrapper = args[-2] == WRAPPER
+        args[-1] = (
+            _scratch(call, args, out, target)
+            if wrapper
+            else paths.strip_scratch(args[-2], out, args[5], target)
+        )
     if call.target in ELEMENTWISE and value_of(call) is not call:  # flattened operands
         flat = _node(graph, call.target, tuple(args), (math.prod(out),), value.dtype)
         return _node(graph, VIEW, (flat, list(out)), out, value.dtype)
@@ -146,10 +152,10 @@ class _Stream:
     still read."""
 
     def __init__(
-        self, graph: Graph, stage: Stage, chunk: int, target: Target, plain: frozenset[str]
+        self, graph: Graph, stage: Stage, chunk: int, target: Target, chosen: Mapping[str, int]
     ) -> None:
         self.graph, self.stage, self.chunk, self.target = graph, stage, chunk, target
-        self.plain = plain
+        self.chosen = chosen
         self.producer = {value_of(c): c for c in stage.calls}
         self.done = dict.fromkeys(stage.calls, 0)  # output rows computed so far
         self.held = {stage.entry: Held(stage.entry, range(shape(stage.entry)[1]))}
@@ -177,7 +183,8 @@ class _Stream:
                 max(self.lowest_read(tensor, fresh.start), before.rows.start), before.rows.stop
             )
         copied = _copy(self.graph, before, kept) if kept else None
-        node = _call(self.graph, call, self.held, fresh, self.target, call.name in self.plain)
+        path = self.chosen.get(call.name)
+        node = _call(self.graph, call, self.held, fresh, self.target, path)
         self.done[call] = fresh.stop
         self.macs += macs(call, len(fresh))
         if tensor is self.stage.exit:
@@ -215,18 +222,19 @@ def strips_graph(
     stage: Stage,
     chunk: int,
     target: Target,
-    plain: frozenset[str] = frozenset(),
+    chosen: Mapping[str, int] | None = None,
 ) -> Strips | None:
     """A copy of the graph running ``stage`` in strips of ``chunk`` rows a call (its nodes:
     a ``GraphModule`` over ``graph_module`` runs it; the strips of the calls named in
-    ``plain`` on the wrapper's path); None when a window or strip would be misaligned."""
+    ``chosen`` on the path it gives them, the others on the least-RAM one); None when a
+    window or strip would be misaligned."""
     graph = Graph()
     env: dict[Node, Node] = {}
     graph.output(graph.graph_copy(graph_module.graph, env))
     copied = set(graph.nodes)
     old = stage
     stage = Stage(env[old.entry], env[old.exit], tuple(env[c] for c in old.calls))
-    stream = _Stream(graph, stage, chunk, target, plain)
+    stream = _Stream(graph, stage, chunk, target, chosen or {})
     try:
         with graph.inserting_before(stage.exit.next):
             stream.ensure(stage.exit, shape(stage.exit)[1])

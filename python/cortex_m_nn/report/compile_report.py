@@ -369,11 +369,19 @@ def overlap_lines(memory: dict[str, Any]) -> list[str]:
     ]
 
 
+#: Why a kernel path other than the wrapper's was chosen, by its function.
+PATH_REASONS = {
+    "arm_convolve_1x1_s8": "row by row, so each output may take its input's bytes",
+    "depthwise_conv_lanes_s8": "ours (kernels/compute), fewer instructions than CMSIS-NN's "
+    "on these shapes by the measured cost model (plan.costs)",
+}
+
+
 def path_lines(memory: dict[str, Any]) -> list[str]:
-    """The calls the small schedule gives another CMSIS-NN function (``plan.paths``)."""
+    """The calls given another function than the wrapper's choice (``plan.paths``)."""
     return [
         f"  kernel paths         {count:>10} ×  {function} instead of the wrapper's choice: "
-        "row by row, so each output may take its input's bytes"
+        + PATH_REASONS.get(function, "")
         for function, count in memory.get("paths", {}).items()
     ]
 

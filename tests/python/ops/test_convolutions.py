@@ -18,7 +18,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import cortex_m_nn.ops  # noqa: F401
 from cortex_m_nn.core.abi import Rounding
-from cortex_m_nn.core.cmsis_nn import ROWS, THREE_BY_THREE, WRAPPER
+from cortex_m_nn.core.cmsis_nn import LANES, ROWS, THREE_BY_THREE, WRAPPER
 from cortex_m_nn.ops.conv2d import conv2d, dsp_tail_defect, output_size
 from cortex_m_nn.ops.depthwise_conv2d import depthwise_conv2d
 from cortex_m_nn.ops.params import int16_sums_fit, sides
@@ -204,6 +204,23 @@ def three_by_three_cases(draw: st.DrawFn) -> Case:
     c = draw(st.integers(2, 6))
     shapes = {"input": (1, h, w, c), "weight": (1, 3, 3, c), "bias": (c,)}
     stride = [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
+    geometry = {"stride": stride, "padding": [top, left, bottom, right], "dilation": [1, 1]}
+    multiplier = {"depth_multiplier": 1}
+    return _tensors(draw, shapes, -12) | geometry | multiplier | _offsets(draw)
+
+
+@st.composite
+def lanes_cases(draw: st.DrawFn) -> Case:
+    """depthwise_conv2d's path 2: 3x3, multiplier 1, no dilation, stride 1 or 2 across, a
+    multiple of 4 channels; any padding and batch."""
+    top, left, bottom, right = (draw(st.integers(0, 2)) for _ in range(4))
+    stride = [draw(st.integers(1, 3)), draw(st.integers(1, 2))]
+    h, w = (
+        draw(st.integers(max(1, 3 - top - bottom), 9)),
+        draw(st.integers(max(1, 3 - left - right), 9)),
+    )
+    c = 4 * draw(st.integers(1, 3))
+    shapes = {"input": (draw(st.integers(1, 2)), h, w, c), "weight": (1, 3, 3, c), "bias": (c,)}
     geometry = {"stride": stride, "padding": [top, left, bottom, right], "dilation": [1, 1]}
     multiplier = {"depth_multiplier": 1}
     return _tensors(draw, shapes, -12) | geometry | multiplier | _offsets(draw)
@@ -403,6 +420,15 @@ def three_by_three_fixed() -> Case:
     return tensors | geometry | {"depth_multiplier": 1} | _fixed_offsets(-3, 4, -128, 127)
 
 
+def lanes_fixed() -> Case:
+    """A 3x3 depthwise call of multiplier 1, stride 2 across, padded (2, 1, 0, 2) and two
+    images: path 2's shape, with pads the other paths do not take."""
+    shapes = ((2, 5, 6, 4), (1, 3, 3, 4))
+    tensors = _fixed_tensors(10, shapes, [0, 10, -10, 2**22], MULTIPLIERS, [-7, -8, -9, 2])
+    geometry = {"stride": [1, 2], "padding": [2, 1, 0, 2], "dilation": [1, 1]}
+    return tensors | geometry | {"depth_multiplier": 1} | _fixed_offsets(-3, 4, -128, 127)
+
+
 def conv_s16_fixed() -> Case:
     """conv_fixed's geometry in int16: an input at full scale, a bias near 2^40."""
     shapes, bias, shifts = ((1, 6, 5, 3), (4, 3, 3, 3)), [0, 100, -100, 2**40], [-9, -8, -12, 1]
@@ -463,6 +489,10 @@ def three_by_three_call(case: Case, rounding: Rounding = Rounding.DOUBLE) -> tor
     return depthwise_conv2d(*case.values(), THREE_BY_THREE, rounding=rounding)
 
 
+def lanes_call(case: Case, rounding: Rounding = Rounding.DOUBLE) -> torch.Tensor:
+    return depthwise_conv2d(*case.values(), LANES, rounding=rounding)
+
+
 def transpose_call(case: Case, rounding: Rounding = Rounding.DOUBLE) -> torch.Tensor:
     return transpose_conv2d(*case.values(), 4, rounding=rounding)
 
@@ -504,6 +534,10 @@ DEPTHWISE_3X3 = Conv(
     "depthwise_conv2d", three_by_three_cases, three_by_three_call, depthwise_accumulators,
     three_by_three_fixed, (THREE_BY_THREE, 0),
 )  # fmt: skip
+DEPTHWISE_LANES = Conv(
+    "depthwise_conv2d", lanes_cases, lanes_call, depthwise_accumulators, lanes_fixed,
+    (LANES, 0),
+)  # fmt: skip
 TRANSPOSE = Conv(
     "transpose_conv2d", transpose_cases, transpose_call, scatter_add, transpose_fixed, (8, 40),
     transpose_supported,
@@ -529,7 +563,7 @@ DEPTHWISE_S4 = Conv(
     (WRAPPER, 40),
 )  # fmt: skip
 FAMILY = [CONV, DEPTHWISE, TRANSPOSE, CONV_S16, DEPTHWISE_S16, CONV_S4, DEPTHWISE_S4]
-FAMILY += [CONV_ROWS, DEPTHWISE_3X3]
+FAMILY += [CONV_ROWS, DEPTHWISE_3X3, DEPTHWISE_LANES]
 
 #: (operator, rounding, examples)
 RANDOM = [
@@ -540,7 +574,7 @@ RANDOM = [
 
 
 def _id(conv: Conv) -> str:
-    if conv in (CONV_ROWS, DEPTHWISE_3X3):
+    if conv in (CONV_ROWS, DEPTHWISE_3X3, DEPTHWISE_LANES):
         return f"{conv.name}-path{conv.extra[0]}"
     if conv in (CONV_S16, DEPTHWISE_S16):
         return f"{conv.name}-int16"
@@ -692,6 +726,28 @@ REFUSALS = [
     (DEPTHWISE_3X3, {"padding": [2, 1]}, "path 1"),
     (DEPTHWISE_3X3, {"input": torch.zeros((2, 5, 6, 4), dtype=torch.int8)}, "path 1"),
     (DEPTHWISE_3X3, {"weight": torch.zeros((1, 1, 3, 4), dtype=torch.int8)}, "path 1"),
+    (DEPTHWISE_LANES, {"stride": [1, 3]}, "path 2"),
+    (DEPTHWISE_LANES, {"dilation": [1, 2]}, "path 2"),
+    (DEPTHWISE_LANES, {"weight": torch.zeros((1, 5, 5, 4), dtype=torch.int8)}, "path 2"),
+    (
+        DEPTHWISE_LANES,
+        {  # 6 channels: not a multiple of 4
+            "input": torch.zeros((1, 5, 6, 6), dtype=torch.int8),
+            "weight": torch.zeros((1, 3, 3, 6), dtype=torch.int8),
+            "bias": torch.zeros(6, dtype=torch.int32),
+            "multipliers": torch.full((6,), 2**30, dtype=torch.int32),
+            "shifts": torch.zeros(6, dtype=torch.int32),
+        },
+        "path 2",
+    ),
+    (
+        DEPTHWISE_LANES,
+        {  # multiplier 2
+            "input": torch.zeros((1, 5, 6, 2), dtype=torch.int8),
+            "depth_multiplier": 2,
+        },
+        "path 2",
+    ),
 ]
 
 

@@ -1,0 +1,42 @@
+// Our own compute functions: where a CMSIS-NN function leaves instructions on the table for a
+// layer shape, one of these computes the same integers (CMSIS-NN's arithmetic, its
+// requantization helpers, either rounding) faster. Each takes CMSIS-NN's arguments for the
+// function it stands in for, so a kernel case calls it as it would call CMSIS-NN's, and the
+// Python references stay the oracle. One function per file in kernels/compute/; the compiler
+// chooses them per call through the call's `path` (python/cortex_m_nn/core/cmsis_nn.py).
+#pragma once
+
+#include "arm_nn_types.h"
+
+namespace cortex_m_nn {
+namespace compute {
+
+// A 3x3 depthwise convolution of multiplier 1, no dilation, stride 1 or 2 across (any down),
+// any padding and batch, int8, per-channel requantization, a channel count that is a multiple
+// of 4 and an input at a 4-byte boundary (ARM_CMSIS_NN_ARG_ERROR otherwise). On MVE four
+// channels sit in vector lanes, and the buffer (4-byte aligned) holds the blocks' weights and
+// the input rows a tile of output rows reads, four channels at a time, gathered so that every
+// load has an immediate address (where arm_depthwise_conv_s8_opt copies every window):
+// the tallest tile the buffer holds (depthwise_conv_lanes_s8_get_buffer_size); with less than
+// one row's tile (tile 0: no buffer), each group of four output pixels gathers its window into
+// 160 bytes of stack. Writes the output a tile (or a row) at a time, each after reading the
+// input rows of its windows. Other ISAs: a plain C loop, no buffer (the host tests' build).
+int32_t depthwise_conv_lanes_s8_get_buffer_size(const cmsis_nn_dims* output_dims,
+                                                int32_t stride_h, int32_t stride_w,
+                                                int32_t tile);
+
+arm_cmsis_nn_status depthwise_conv_lanes_s8(
+    const cmsis_nn_context* ctx,
+    const cmsis_nn_dw_conv_params* params,
+    const cmsis_nn_per_channel_quant_params* quant,
+    const cmsis_nn_dims* input_dims,
+    const int8_t* input,
+    const cmsis_nn_dims* filter_dims,
+    const int8_t* kernel,
+    const cmsis_nn_dims* bias_dims,
+    const int32_t* bias,
+    const cmsis_nn_dims* output_dims,
+    int8_t* output);
+
+}  // namespace compute
+}  // namespace cortex_m_nn

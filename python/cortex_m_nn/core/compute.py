@@ -1,0 +1,69 @@
+"""Our own compute functions (``kernels/compute``, ``cortex_m_nn/compute.h``): the calls each
+computes and the buffer it takes, mirrored from its C++ so that the compiler plans the same
+bytes the kernel reads. Torch-free.
+
+``depthwise_conv_lanes_s8`` (``depthwise_conv2d``'s ``LANES`` path): an int8 3x3 depthwise
+convolution of multiplier 1, no dilation, stride 1 or 2 across, a multiple of 4 channels. On
+MVE its buffer holds the current block of four channels' first sum (16 bytes) and weights (36
+bytes), then the input rows a tile of output rows reads, gathered a word (four channels) per
+column: ``(tile - 1) * stride_h + 3`` rows of ``(out_w - 1) * stride_w + 3`` words. The kernel
+computes the tallest tile its buffer holds and writes the output a tile at a time
+(``plan.overlap``); with less than one row's tile (tile 0, no buffer at all) each group of four
+output pixels gathers its own window into 160 bytes of stack, output rows in order. Other ISAs:
+no buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cortex_m_nn.core.target import Isa
+
+KERNEL = 3  #: the window the lanes kernel computes, both ways
+BLOCK_BYTES = 16 + 36  #: a block's first sum and weights, at the buffer's start
+
+
+def lanes_computes(
+    input_nhwc: Sequence[int],
+    kernel_hw: Sequence[int],
+    stride: Sequence[int],
+    dilation: Sequence[int],
+    depth_multiplier: int,
+) -> bool:
+    """Whether ``depthwise_conv_lanes_s8`` computes this int8 depthwise call."""
+    window = tuple(int(k) for k in kernel_hw) == (KERNEL, KERNEL)
+    plain = [int(d) for d in dilation] == [1, 1] and int(depth_multiplier) == 1
+    return window and plain and int(stride[1]) in (1, 2) and int(input_nhwc[3]) % 4 == 0
+
+
+def _padded(out_w: int, stride_w: int) -> int:
+    return (out_w - 1) * stride_w + KERNEL
+
+
+def _rows(tile: int, stride_h: int) -> int:
+    return (tile - 1) * stride_h + KERNEL
+
+
+def lanes_buffer_bytes(
+    isa: Isa, output_nhwc: Sequence[int], stride: Sequence[int], tile: int
+) -> int:
+    """The buffer of a tile of ``tile`` output rows (at most the output's height; 0: none,
+    windows gathered on the stack) on ``isa`` (``depthwise_conv_lanes_s8_get_buffer_size``)."""
+    if isa is not Isa.MVE or tile < 1:
+        return 0
+    _, out_h, out_w, _ = (int(d) for d in output_nhwc)
+    rows = _rows(min(tile, out_h), int(stride[0]))
+    return BLOCK_BYTES + 4 * rows * _padded(out_w, int(stride[1]))
+
+
+def lanes_tile(isa: Isa, output_nhwc: Sequence[int], stride: Sequence[int], buffer: int) -> int:
+    """The output rows the kernel computes per tile with a buffer of ``buffer`` bytes (0: less
+    than a row's tile, a window at a time); on other ISAs than MVE, the whole output."""
+    _, out_h, out_w, _ = (int(d) for d in output_nhwc)
+    if isa is not Isa.MVE:
+        return out_h
+    room = (buffer - BLOCK_BYTES) // 4
+    padded = _padded(out_w, int(stride[1]))
+    if room < KERNEL * padded:
+        return 0
+    return min(out_h, (room // padded - KERNEL) // int(stride[0]) + 1)

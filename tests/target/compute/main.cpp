@@ -1,0 +1,105 @@
+// Our compute functions (kernels/compute) on the target, one case after another: each case's
+// tensors come from a seeded generator (tests/target/compute_cases.py draws the same numbers and
+// writes the Python reference's outputs into cases.h); the case runs our function and the
+// CMSIS-NN function it stands in for, each between bench markers (the instruction-count
+// plugin's regions 2i and 2i + 1), and both outputs are compared with the reference's.
+// Prints one line per case, exits with the number of cases whose outputs differ.
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arm_nnfunctions.h"
+extern "C" {
+#include "bench.h"
+}
+#include "cases.h"
+#include "cortex_m_nn/compute.h"
+
+namespace {
+
+// The generator compute_cases.py mirrors: a 32-bit linear congruential sequence.
+struct Numbers {
+  uint32_t state;
+  uint32_t next() {
+    state = state * 1664525u + 1013904223u;
+    return state;
+  }
+  int8_t byte() { return static_cast<int8_t>(next() >> 24); }
+  int8_t weight() { return static_cast<int8_t>(static_cast<int32_t>((next() >> 8) % 255) - 127); }
+};
+
+alignas(16) int8_t g_input[kMaxInput];
+alignas(16) int8_t g_weight[kMaxWeight];
+alignas(16) int32_t g_bias[kMaxChannels];
+alignas(16) int32_t g_multiplier[kMaxChannels];
+alignas(16) int32_t g_shift[kMaxChannels];
+alignas(16) int8_t g_out[kMaxOutput];
+alignas(16) int8_t g_buffer[kMaxBuffer];
+
+void fill(const ComputeCase& c) {
+  Numbers numbers{c.seed};
+  const int32_t channels = c.channels;
+  for (int32_t i = 0; i < c.batch * c.in_h * c.in_w * channels; ++i) g_input[i] = numbers.byte();
+  for (int32_t i = 0; i < 9 * channels; ++i) g_weight[i] = numbers.weight();
+  for (int32_t i = 0; i < channels; ++i) {
+    g_bias[i] = static_cast<int32_t>(numbers.next() >> 16) - 32768;
+    g_multiplier[i] = static_cast<int32_t>(0x40000000u + (numbers.next() >> 2));
+    g_shift[i] = static_cast<int32_t>(numbers.next() % 14) - 11;
+  }
+}
+
+// The bytes of g_out that differ from the case's expected output.
+int32_t differing(const ComputeCase& c, int32_t count) {
+  int32_t bad = 0;
+  for (int32_t i = 0; i < count; ++i) bad += g_out[i] != c.expected[i];
+  return bad;
+}
+
+}  // namespace
+
+int main() {
+  int32_t failed = 0;
+  for (int32_t i = 0; i < kCases; ++i) {
+    const ComputeCase& c = kComputeCases[i];
+    fill(c);
+    cmsis_nn_dw_conv_params params{};
+    params.input_offset = c.input_offset;
+    params.output_offset = c.output_offset;
+    params.ch_mult = 1;
+    params.stride = {c.stride_w, c.stride_h};
+    params.padding = {c.pad_w, c.pad_h};
+    params.dilation = {1, 1};
+    params.activation = {c.activation_min, c.activation_max};
+    cmsis_nn_per_channel_quant_params quant{g_multiplier, g_shift};
+    const cmsis_nn_dims input{c.batch, c.in_h, c.in_w, c.channels};
+    const cmsis_nn_dims filter{1, 3, 3, c.channels};
+    const cmsis_nn_dims bias{1, 1, 1, c.channels};
+    const cmsis_nn_dims output{c.batch, c.out_h, c.out_w, c.channels};
+    const int32_t count = c.batch * c.out_h * c.out_w * c.channels;
+
+    memset(g_out, 0x5a, static_cast<size_t>(count));
+    const cmsis_nn_context ours{
+        g_buffer, cortex_m_nn::compute::depthwise_conv_lanes_s8_get_buffer_size(
+                      &output, c.stride_h, c.stride_w, c.tile)};
+    bench_start();
+    const arm_cmsis_nn_status status = cortex_m_nn::compute::depthwise_conv_lanes_s8(
+        &ours, &params, &quant, &input, g_input, &filter, g_weight, &bias, g_bias, &output, g_out);
+    bench_stop();
+    const int32_t ours_bad = status == ARM_CMSIS_NN_SUCCESS ? differing(c, count) : count;
+
+    memset(g_out, 0x5a, static_cast<size_t>(count));
+    const cmsis_nn_context theirs{
+        g_buffer, arm_depthwise_conv_wrapper_s8_get_buffer_size(&params, &input, &filter, &output)};
+    bench_start();
+    const arm_cmsis_nn_status wrapper = arm_depthwise_conv_wrapper_s8(
+        &theirs, &params, &quant, &input, g_input, &filter, g_weight, &bias, g_bias, &output, g_out);
+    bench_stop();
+    const int32_t wrapper_bad = wrapper == ARM_CMSIS_NN_SUCCESS ? differing(c, count) : count;
+
+    printf("case %ld ours %ld wrapper %ld of %ld bytes differ, buffer %ld\n",
+           static_cast<long>(i), static_cast<long>(ours_bad), static_cast<long>(wrapper_bad),
+           static_cast<long>(count), static_cast<long>(ours.size));
+    failed += ours_bad != 0 || wrapper_bad != 0;
+  }
+  return static_cast<int>(failed > 125 ? 125 : failed);
+}

@@ -1,0 +1,210 @@
+"""Our compute functions (``kernels/compute``) on the target, a few hundred layer shapes in one
+image (``tests/target/compute``): each case's tensors come from a seeded 32-bit generator that
+the image and :func:`tensors` both run, the Python reference computes the expected bytes, the
+image runs our function and the CMSIS-NN function it stands in for between bench markers.
+Shared by ``tests/target/test_compute.py`` (the proof) and ``benchmarks/kernel_costs.py`` (the
+cost model's measurements).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tests.target import harness
+
+from cortex_m_nn.core import compute
+from cortex_m_nn.core.abi import Rounding
+from cortex_m_nn.core.cmsis_nn import LANES
+from cortex_m_nn.core.target import Isa
+from cortex_m_nn.ops.depthwise_conv2d import depthwise_conv2d
+
+SOURCE = harness.REPO / "tests" / "target" / "compute"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One depthwise_conv_lanes_s8 call: shapes, window, offsets, range, generator seed, and
+    the tile of output rows its buffer is sized for."""
+
+    batch: int
+    in_h: int
+    in_w: int
+    channels: int
+    stride: tuple[int, int]
+    padding: tuple[int, int, int, int]  # top, left, bottom, right
+    input_offset: int
+    output_offset: int
+    activation: tuple[int, int]
+    seed: int
+    tile: int = 1
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        top, left, bottom, right = self.padding
+        out_h = (self.in_h + top + bottom - 3) // self.stride[0] + 1
+        out_w = (self.in_w + left + right - 3) // self.stride[1] + 1
+        return out_h, out_w
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, *self.out_hw, self.channels)
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, self.in_h, self.in_w, self.channels)
+
+    @property
+    def buffer_bytes(self) -> int:
+        return compute.lanes_buffer_bytes(Isa.MVE, self.output_shape, self.stride, self.tile)
+
+
+class _Numbers:
+    """The image's generator (main.cpp ``Numbers``)."""
+
+    def __init__(self, seed: int) -> None:
+        self.state = seed
+
+    def next(self, count: int) -> np.ndarray:
+        out = np.empty(count, dtype=np.uint32)
+        state = self.state
+        for i in range(count):
+            state = (state * 1664525 + 1013904223) & 0xFFFFFFFF
+            out[i] = state
+        self.state = state
+        return out
+
+
+def tensors(case: Case) -> dict[str, torch.Tensor]:
+    """The case's input, weight, bias, multipliers and shifts, drawn as the image draws them."""
+    numbers = _Numbers(case.seed)
+    c = case.channels
+    raw = numbers.next(int(np.prod(case.input_shape)))
+    input_ = (raw >> 24).astype(np.uint8).view(np.int8).reshape(case.input_shape)
+    weight = (((numbers.next(9 * c) >> 8) % 255).astype(np.int32) - 127).astype(np.int8)
+    drawn = numbers.next(3 * c).reshape(c, 3)
+    bias = (drawn[:, 0] >> 16).astype(np.int32) - 32768
+    multipliers = (0x40000000 + (drawn[:, 1] >> 2)).astype(np.int64).astype(np.int32)
+    shifts = (drawn[:, 2] % 14).astype(np.int32) - 11
+    return {
+        "input": torch.from_numpy(input_.copy()),
+        "weight": torch.from_numpy(weight.reshape(1, 3, 3, c).copy()),
+        "bias": torch.from_numpy(bias),
+        "multipliers": torch.from_numpy(multipliers),
+        "shifts": torch.from_numpy(shifts),
+    }
+
+
+def expected(case: Case, rounding: Rounding) -> bytes:
+    """The Python reference's output bytes for the case."""
+    t = tensors(case)
+    out = depthwise_conv2d(
+        t["input"], t["weight"], t["bias"], t["multipliers"], t["shifts"],
+        list(case.stride), list(case.padding), [1, 1], 1, case.input_offset,
+        case.output_offset, *case.activation, LANES, case.buffer_bytes, rounding=rounding,
+    )  # fmt: skip
+    return out.contiguous().numpy().tobytes()
+
+
+def random_cases(count: int, seed: int) -> list[Case]:
+    """``count`` random calls the lanes kernel computes: images up to 16 x 16, 4 to 64 channels,
+    stride 1 or 2 across and 1 to 3 down, pads 0 to 2 on each side, a tile of 0 (no buffer) to
+    4 rows, a random activation range, one in ten of two images."""
+    draw = random.Random(seed)
+    cases: list[Case] = []
+    while len(cases) < count:
+        padding = tuple(draw.randint(0, 2) for _ in range(4))
+        stride = (draw.randint(1, 3), draw.randint(1, 2))
+        in_h, in_w = draw.randint(1, 16), draw.randint(1, 16)
+        if in_h + padding[0] + padding[2] < 3 or in_w + padding[1] + padding[3] < 3:
+            continue
+        low = draw.choice([-128, -128, draw.randint(-128, 0)])
+        high = draw.choice([127, 127, draw.randint(low + 1, 127)])
+        case = Case(
+            2 if draw.random() < 0.1 else 1, in_h, in_w, 4 * draw.randint(1, 16), stride,
+            padding, draw.randint(-127, 128), draw.randint(-128, 127), (low, high),
+            draw.getrandbits(32), draw.randint(0, 4),
+        )  # fmt: skip
+        cases.append(case)
+    return cases
+
+
+def header(cases: list[Case], rounding: Rounding) -> str:
+    """cases.h: the cases and their expected outputs."""
+    lines = ["// Generated by tests/target/compute_cases.py. Do not edit.", "#pragma once", ""]
+    lines.append("#include <stdint.h>")
+    lines.append("struct ComputeCase {")
+    fields = "batch in_h in_w channels stride_h stride_w pad_h pad_w out_h out_w input_offset "
+    fields += "output_offset activation_min activation_max tile"
+    lines += [f"  int32_t {name};" for name in fields.split()]
+    lines += ["  uint32_t seed;", "  const int8_t* expected;", "};"]
+    rows = []
+    for index, case in enumerate(cases):
+        data = expected(case, rounding)
+        values = ",".join(str(b) for b in np.frombuffer(data, dtype=np.int8))
+        # in the region the runner keeps for models: larger than the M55's code memory
+        section = '__attribute__((section(".cortex_m_nn_model"), aligned(4)))'
+        lines.append(f"static const int8_t kExpected{index}[] {section} = {{{values}}};")
+        out_h, out_w = case.out_hw
+        numbers = [case.batch, case.in_h, case.in_w, case.channels, *case.stride]
+        numbers += [case.padding[0], case.padding[1], out_h, out_w, case.input_offset]
+        numbers += [case.output_offset, *case.activation, case.tile]
+        rows.append(f"  {{{', '.join(map(str, numbers))}, {case.seed}u, kExpected{index}}},")
+    lines += ["static const ComputeCase kComputeCases[] = {", *rows, "};"]
+    lines.append(f"constexpr int32_t kCases = {len(cases)};")
+    largest = {
+        "kMaxInput": max(int(np.prod(c.input_shape)) for c in cases),
+        "kMaxWeight": max(9 * c.channels for c in cases),
+        "kMaxChannels": max(c.channels for c in cases),
+        "kMaxOutput": max(int(np.prod(c.output_shape)) for c in cases),
+        "kMaxBuffer": max(max(c.buffer_bytes for c in cases), 4 * 124 * 9 * 2),
+    }
+    lines += [f"constexpr int32_t {name} = {value};" for name, value in largest.items()]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One case on the target: bytes of ours and of CMSIS-NN's that differ from the reference,
+    each call's instructions, and the buffer the C++ sized for the case's tile."""
+
+    case: Case
+    ours_differ: int
+    wrapper_differ: int
+    ours_instructions: int
+    wrapper_instructions: int
+    buffer_bytes: int
+
+
+def run(
+    cases: list[Case], core: harness.Core, build_dir: Path, rounding: Rounding, plugin: Path
+) -> tuple[int, list[Outcome]]:
+    """Build the image for ``core`` with ``cases`` and run it with the instruction-count
+    plugin: (exit status, one outcome per case reported)."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    written = header(cases, rounding)
+    target = build_dir / "cases.h"
+    if not target.exists() or target.read_text() != written:
+        target.write_text(written)
+    definitions = [
+        f"-DCMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}",
+        f"-DCOMPUTE_CASES_DIR={build_dir}",
+        f"-DCORTEX_M_NN_ROUNDING={rounding.value}",
+    ]
+    harness.cmake_build(SOURCE, build_dir / "build", core, definitions)
+    result = harness.run(build_dir / "build" / "compute_cases.elf", core, str(plugin))
+    regions = [int(n) for n in re.findall(r"region \d+ = (\d+) insns", result.stderr)]
+    pattern = r"^case (\d+) ours (\d+) wrapper (\d+) of \d+ bytes differ, buffer (\d+)"
+    outcomes = [
+        Outcome(
+            cases[int(i)], int(ours), int(wrapper), *regions[2 * int(i) : 2 * int(i) + 2],
+            int(buffer),
+        )
+        for i, ours, wrapper, buffer in re.findall(pattern, result.stdout, re.M)
+    ]  # fmt: skip
+    return result.returncode, outcomes

@@ -1,0 +1,67 @@
+"""Our compute functions on the target: 200 random layer shapes per core and rounding, in one
+image each (tests/target/compute_cases.py), bit exact with the Python reference; CMSIS-NN's
+function, run on the same cases, agrees with the reference wherever it computes the call."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from tests.target import compute_cases, harness
+
+from cortex_m_nn.core.abi import Rounding
+
+pytestmark = pytest.mark.skipif(harness.missing() is not None, reason=str(harness.missing()))
+
+CASES = compute_cases.random_cases(200, seed=42)
+
+
+def wrapper_computes(case: compute_cases.Case, core: harness.Core) -> bool:
+    """Whether arm_depthwise_conv_wrapper_s8 computes the case: off MVE it takes
+    arm_depthwise_conv_3x3_s8, which pads each end by at most 1 and reads one image."""
+    return core.name == "m55" or (max(case.padding[2:]) <= 1 and case.batch == 1)
+
+
+@pytest.fixture(scope="module")
+def plugin(request: pytest.FixtureRequest) -> Path:
+    return harness.build_plugin(Path(request.config.cache.mkdir("compute-plugin")))
+
+
+@pytest.mark.parametrize("rounding", list(Rounding), ids=lambda r: r.value)
+@pytest.mark.parametrize("name", ["m55", "m33", "m4"])
+def test_lanes_kernel_is_bit_exact_on_random_shapes(
+    name: str, rounding: Rounding, plugin: Path, request: pytest.FixtureRequest
+) -> None:
+    core = harness.CORES[name]
+    build = Path(request.config.cache.mkdir(f"compute-{name}-{rounding.value}"))
+    status, outcomes = compute_cases.run(CASES, core, build, rounding, plugin)
+    assert len(outcomes) == len(CASES), f"the image stopped early (status {status})"
+    assert [o.case for o in outcomes if o.ours_differ] == []
+    computed = [o for o in outcomes if wrapper_computes(o.case, core)]
+    assert len(computed) >= 60  # the cross-check covers many cases
+    assert [o.case for o in computed if o.wrapper_differ] == []
+    assert all(o.ours_instructions > 0 for o in outcomes)
+    on_mve = core.name == "m55"  # the compiler's buffer sizes are the kernel's
+    assert [o.buffer_bytes for o in outcomes] == [c.buffer_bytes if on_mve else 0 for c in CASES]
+
+
+def test_a_wrong_expected_byte_is_reported(
+    plugin: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control: an expected output one off in one byte fails that case, both functions."""
+    real = compute_cases.expected
+
+    def off_by_one(case: compute_cases.Case, rounding: Rounding) -> bytes:
+        data = bytearray(real(case, rounding))
+        data[len(data) // 2] = (data[len(data) // 2] + 1) % 256
+        return bytes(data)
+
+    monkeypatch.setattr(compute_cases, "expected", off_by_one)
+    cases = [replace(c, seed=c.seed + 1) for c in CASES[:3]]
+    build = Path(request.config.cache.mkdir("compute-m55-control"))
+    status, outcomes = compute_cases.run(
+        cases, harness.CORES["m55"], build, Rounding.DOUBLE, plugin
+    )
+    assert status == 3
+    assert [(o.ours_differ, o.wrapper_differ) for o in outcomes] == [(1, 1)] * 3
