@@ -303,8 +303,8 @@ void depthwise_conv2d_lanes_out(
     int64_t activation_min, int64_t activation_max, int64_t path, int64_t scratch_bytes,
     Tensor& out, Tensor& scratch) {
   (void)scratch_bytes;
-  const auto aligned = [](const Tensor& t) {
-    return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % 4 == 0;
+  const auto aligned = [](const Tensor& t) {  // an empty scratch is not read: any address
+    return t.numel() == 0 || reinterpret_cast<uintptr_t>(t.const_data_ptr()) % 4 == 0;
   };
   const auto computes = [&](const ConvArgs& args, const cmsis_nn_dw_conv_params& params) {
     return three_by_three(args, params) && (params.stride.w == 1 || params.stride.w == 2) &&
@@ -316,7 +316,7 @@ void depthwise_conv2d_lanes_out(
             kLanesPath, computes,
             "path 2 (depthwise_conv_lanes_s8) computes a 3x3 call of multiplier 1, no "
             "dilation, stride 1 or 2 across, a multiple of 4 channels and 4-byte aligned input "
-            "and scratch",
+            "and (if any) scratch",
             compute::depthwise_conv_lanes_s8);
 }
 

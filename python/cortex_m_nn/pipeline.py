@@ -138,9 +138,11 @@ class CompiledProgram:
                     self.io, self.model, self.abi, self.schedule, self.ram_budget
                 )
             functions = paths.call_functions(self.io.graph)  # the report names each call's
+            estimates = paths.call_estimates(self.io.graph, self.abi.target)
             for record in self.records:
                 name = record.output_node or ""
                 record.cmsis_function = functions.get(name, record.cmsis_function)
+                record.expected_instructions = estimates.get(name)
         return self._serialised
 
     @property

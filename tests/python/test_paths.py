@@ -6,18 +6,21 @@ steps run our kernel without a buffer; the numbers stay the same."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
+from tests.python.test_cli import run
 from tests.target import harness
 
-from cortex_m_nn.core.cmsis_nn import ROWS, THREE_BY_THREE, WRAPPER
+from cortex_m_nn.core.cmsis_nn import LANES, ROWS, THREE_BY_THREE, WRAPPER
 from cortex_m_nn.core.options import IoType
 from cortex_m_nn.pipeline import CompiledProgram
 from cortex_m_nn.plan import paths
 from cortex_m_nn.serialize.pte import runtime_overhead
 
 CONV2D = torch.ops.cortex_m_nn.conv2d.default
+DEPTHWISE = torch.ops.cortex_m_nn.depthwise_conv2d.default
 
 
 def _paths(run: harness.ModelRun) -> list[int]:
@@ -108,3 +111,37 @@ def test_a_ram_budget_keeps_only_the_paths_it_needs() -> None:
     roomy = small(ram(fast.compiled))
     assert rows(least) > 0 and rows(roomy) < rows(least)
     assert ram(least) <= ram(roomy) <= ram(fast.compiled)
+
+
+def test_fast_gives_our_kernel_where_the_cost_model_expects_it_faster(
+    capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    """VWW on M55, fast: its depthwise layers of few channels (the measured cost model: ours
+    0.3-0.6x CMSIS-NN's there) run our depthwise_conv_lanes_s8, the rest CMSIS-NN's; the
+    arena stays the wrapper's (the buffer no larger than the wrapper's), the numbers the same,
+    and the report names the function of each layer and what the model expects. DS-CNN's
+    25x5x64 layers, where ours is not faster, keep CMSIS-NN's; off MVE nothing changes."""
+    vww = harness.compile_for("mobilenet_v1_025", harness.CORES["m55"], io=IoType.INT8)
+    depthwise = [n for n in vww.compiled.io.graph.graph.nodes if n.target is DEPTHWISE]
+    lanes = [n for n in depthwise if n.args[-2] == LANES]
+    assert 0 < len(lanes) < len(depthwise)
+    assert {n.args[-2] for n in depthwise} == {WRAPPER, LANES}
+    assert vww.compiled.memory.paths == {"depthwise_conv_lanes_s8": len(lanes)}
+    rows = [r for r in vww.compiled.records if r.cmsis_function == "depthwise_conv_lanes_s8"]
+    assert len(rows) == len(lanes)
+    assert all(r.expected_instructions["ours"] < r.expected_instructions["cmsis_nn"] for r in rows)
+    m33 = harness.compile_for("mobilenet_v1_025", harness.CORES["m33"], io=IoType.INT8)
+    assert all(torch.equal(a, b) for a, b in zip(vww.expected, m33.expected, strict=True))
+    assert vww.compiled.arena_bytes == m33.compiled.arena_bytes == 64_512
+    assert m33.compiled.memory.paths == {}
+    ds_cnn = harness.compile_for("ds_cnn", harness.CORES["m55"], io=IoType.INT8)
+    assert ds_cnn.compiled.memory.paths == {}
+    model = tmp_path / "vww.py"
+    model.write_text(
+        "from tests.target.models import MODELS\n\n\ndef vww():\n"
+        "    return MODELS['mobilenet_v1_025']()\n"
+    )
+    result = run(capsys, f"{model}:vww", "--io", "int8", "-o", tmp_path / "vww.pte")
+    assert result.status == 0, result.err
+    assert result.out.count("depthwise_conv_lanes_s8") == len(lanes) + 1  # rows, paths line
+    assert "instructions in our kernels on those calls" in result.out

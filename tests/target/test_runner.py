@@ -162,8 +162,8 @@ def test_small_schedule_bit_exact(core_build: tuple, model: str) -> None:
             assert memory.paths.get("arm_convolve_1x1_s8", 0) > 0, memory.paths
     if model in STAGED:
         assert memory.stage is not None, "no stage runs in strips"
-        if core.name == "m55":  # 3x3 depthwise steps without the MVE wrapper's buffer
-            assert memory.stage["step_paths"].get("arm_depthwise_conv_3x3_s8", 0) > 0
+        if core.name == "m55":  # 3x3 depthwise steps on our kernel, no buffer
+            assert memory.stage["step_paths"].get("depthwise_conv_lanes_s8", 0) > 0
     result = harness.run(build_dir / f"runner_{model}_small.elf", core)
     assert result.returncode == 0, f"runner exit {result.returncode}:\n{result.stdout}"
     assert result.outputs() == harness.output_bytes(run.expected)

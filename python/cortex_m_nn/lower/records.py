@@ -43,6 +43,9 @@ class OpRecord:
     allowed_lsb: int | None = None
     #: the dtype case of the CMSIS-NN call a lowered op runs (None: not lowered by a rule)
     case: Case | None = None
+    #: where the compiler chose our kernel by the cost model (``plan.costs``): the instructions
+    #: it expects of ours and of CMSIS-NN's function, {"ours": n, "cmsis_nn": m}
+    expected_instructions: dict[str, int] | None = None
 
     @property
     def lowered(self) -> bool:

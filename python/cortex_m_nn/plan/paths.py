@@ -169,28 +169,64 @@ def rows_calls(graph_module: GraphModule) -> list[Node]:
     ]
 
 
-def choose(graph_module: GraphModule, target: Target) -> None:
-    """Give the ``small`` schedule's 1x1 convolutions off MVE ``arm_convolve_1x1_s8``, in
-    place, in a fully lowered graph whose values ``execution_graph.propagate_values`` has
-    set."""
-    if target.isa is Isa.MVE:
-        return
+def choose(graph_module: GraphModule, target: Target, lanes: bool = True) -> None:
+    """Give the ``small`` schedule's calls the paths that save RAM, in place, in a fully
+    lowered graph whose values ``execution_graph.propagate_values`` has set: on MVE (with
+    ``lanes``) each 3x3 depthwise call our lanes kernel with no buffer (the wrapper's takes
+    4,464 bytes; ours writes an output row at a time, a lead of one row), off MVE each 1x1
+    convolution ``arm_convolve_1x1_s8``."""
     for call in graph_module.graph.nodes:
-        if call.target is OPS.conv2d.default and call.args[-2] == WRAPPER and rows_path(call):
-            set_path(call, ROWS, target)
+        if call.target is OPS.depthwise_conv2d.default and target.isa is Isa.MVE and lanes:
+            if call.args[-2] == WRAPPER and lanes_path(call):
+                set_path(call, LANES, target, 0)
+        elif call.target is OPS.conv2d.default and target.isa is not Isa.MVE:
+            if call.args[-2] == WRAPPER and rows_path(call):
+                set_path(call, ROWS, target)
+
+
+def set_wrapper(call: Node, target: Target) -> None:
+    """Give a convolution the wrapper's path and scratch, in place."""
+    if call.target is OPS.depthwise_conv2d.default:
+        set_path(call, WRAPPER, target, depthwise_wrapper_scratch(call, target))
+    else:
+        set_path(call, WRAPPER, target)
 
 
 def relaxable(graph_module: GraphModule, target: Target, arena: int) -> list[Node]:
-    """The ``ROWS`` calls that need not be: their live bytes with the wrapper's scratch and no
-    overlap stay within ``arena`` (the row-by-row function costs instructions: its matrix
-    product sums each output channel's weights again for every row)."""
+    """The calls whose RAM-saving path need not be, where the wrapper's is faster: their live
+    bytes with the wrapper's scratch and no overlap stay within ``arena``. The row-by-row 1x1
+    convolution costs instructions (its matrix product sums each output channel's weights
+    again for every row); our depthwise kernel without a buffer does where the cost model
+    says so."""
     swept = sweep(graph_module)
     found = []
     for index, call in enumerate(swept.calls):
-        if call.target is OPS.conv2d.default and call.args[-2] == ROWS:
-            if swept.live[index] + aligned(_wrapper_scratch(call, target)) <= arena:
+        rows = call.target is OPS.conv2d.default and call.args[-2] == ROWS
+        lanes = call.target is OPS.depthwise_conv2d.default and call.args[-2] == LANES
+        if lanes:
+            inputs, out = tuple(_value(call.args[0]).shape), tuple(call.meta["val"][0].shape)
+            tile = compute.lanes_tile(target.isa, out, call.args[5], int(call.args[-1]))
+            lanes = not costs.lanes_faster(inputs, out, call.args[5], tile)
+        if rows or lanes:
+            scratch = (
+                depthwise_wrapper_scratch(call, target) if lanes else _wrapper_scratch(call, target)
+            )
+            if swept.live[index] + aligned(scratch) <= arena:
                 found.append(call)
     return found
+
+
+def follow(graph_module: GraphModule, kept: GraphModule, target: Target) -> None:
+    """Give the graph's convolutions the paths ``kept`` (the program chosen, a stage aside)
+    gives the calls of the same name, the wrapper's to those it does not have."""
+    convolutions = (OPS.conv2d.default, OPS.depthwise_conv2d.default)
+    paths = {c.name: c.args[-2:] for c in kept.graph.nodes if c.target in convolutions}
+    for call in graph_module.graph.nodes:
+        if call.target in convolutions and tuple(call.args[-2:]) != tuple(paths.get(call.name, ())):
+            if call.name in paths:
+                set_path(call, int(paths[call.name][0]), target, int(paths[call.name][1]))
+            else:
+                set_wrapper(call, target)
 
 
 def lanes_calls(graph_module: GraphModule) -> list[Node]:
@@ -225,7 +261,40 @@ def call_functions(graph_module: GraphModule) -> dict[str, str]:
 def reset(graph_module: GraphModule, target: Target) -> None:
     """Every convolution back on the wrapper's path, as the lowering leaves them (a program is
     planned again from the same graph for another schedule)."""
-    for call in rows_calls(graph_module):
-        set_path(call, WRAPPER, target)
+    for call in [*rows_calls(graph_module), *lanes_calls(graph_module)]:
+        set_wrapper(call, target)
+
+
+def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[str, int]]:
+    """The name of each lanes call's output → the instructions the cost model expects of our
+    kernel (with the call's tile) and of the wrapper."""
+    found = {}
     for call in lanes_calls(graph_module):
-        set_path(call, WRAPPER, target, depthwise_wrapper_scratch(call, target))
+        inputs, out = tuple(_value(call.args[0]).shape), tuple(call.meta["val"][0].shape)
+        stride = list(call.args[5])
+        tile = compute.lanes_tile(target.isa, out, stride, int(call.args[-1]))
+        ours = costs.lanes_instructions(inputs, out, stride, tile)
+        theirs = costs.wrapper_instructions(inputs, out)
+        for user in call.users:
+            if user.target is operator_getitem and user.args[1] == 0:
+                found[user.name] = {"ours": round(ours), "cmsis_nn": round(theirs)}
+    return found
+
+
+def state(graph_module: GraphModule) -> dict[str, tuple[int, int]]:
+    """Each convolution's path and scratch, by name."""
+    convolutions = (OPS.conv2d.default, OPS.depthwise_conv2d.default)
+    return {
+        c.name: (int(c.args[-2]), int(c.args[-1]))
+        for c in graph_module.graph.nodes
+        if c.target in convolutions
+    }
+
+
+def restore(graph_module: GraphModule, saved: dict[str, tuple[int, int]], target: Target) -> None:
+    """The paths and scratch :func:`state` saved, back on the graph's convolutions."""
+    convolutions = (OPS.conv2d.default, OPS.depthwise_conv2d.default)
+    for call in graph_module.graph.nodes:
+        if call.target in convolutions and call.name in saved:
+            path, scratch = saved[call.name]
+            set_path(call, path, target, scratch)

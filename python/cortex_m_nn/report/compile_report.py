@@ -300,6 +300,7 @@ def to_text(report: dict[str, Any]) -> str:
         f"{totals['arena_bytes']:,} B",
     ]
     lines += memory_lines(report["memory"])
+    lines += estimate_lines(report["operators"])
     if report.get("layers"):
         lines += layer_lines(report["layers"], report["calibration"]["samples"])
     if report.get("precision"):
@@ -383,6 +384,18 @@ def path_lines(memory: dict[str, Any]) -> list[str]:
         f"  kernel paths         {count:>10} ×  {function} instead of the wrapper's choice: "
         + PATH_REASONS.get(function, "")
         for function, count in memory.get("paths", {}).items()
+    ]
+
+
+def estimate_lines(operators: list[dict[str, Any]]) -> list[str]:
+    """What the cost model expects of the calls given our kernels, summed."""
+    estimates = [r["expected_instructions"] for r in operators if r.get("expected_instructions")]
+    if not estimates:
+        return []
+    ours, theirs = (sum(e[k] for e in estimates) for k in ("ours", "cmsis_nn"))
+    return [
+        f"  expected             {ours:>10,} instructions in our kernels on those calls, "
+        f"against {theirs:,} in CMSIS-NN's (plan.costs, measured under QEMU)"
     ]
 
 
