@@ -205,8 +205,9 @@ void convolution(CallContext& step, Reader& r, bool depthwise) {
   // The path's case (operators.yaml), as the registration would dispatch the call; any other
   // path is refused by the wrapper's case while checking.
   if (depthwise) {
-    const auto run = path == kOtherPath ? depthwise_conv2d_three_by_three_out
-                                        : depthwise_conv2d_out;
+    const auto run = path == kLanesPath   ? depthwise_conv2d_lanes_out
+                     : path == kOtherPath ? depthwise_conv2d_three_by_three_out
+                                          : depthwise_conv2d_out;
     run(step, input, weight, bias, multipliers, shifts, stride, padding, dilation, multiplier,
         input_offset, output_offset, activation_min, activation_max, path, scratch_bytes, out,
         scratch);
