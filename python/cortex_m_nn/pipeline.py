@@ -137,12 +137,7 @@ class CompiledProgram:
                 self._serialised = to_program(
                     self.io, self.model, self.abi, self.schedule, self.ram_budget
                 )
-            functions = paths.call_functions(self.io.graph)  # the report names each call's
-            estimates = paths.call_estimates(self.io.graph, self.abi.target)
-            for record in self.records:
-                name = record.output_node or ""
-                record.cmsis_function = functions.get(name, record.cmsis_function)
-                record.expected_instructions = estimates.get(name)
+            paths.name_functions(self.records, self.io.graph, self.abi.target)
         return self._serialised
 
     @property

@@ -298,3 +298,14 @@ def restore(graph_module: GraphModule, saved: dict[str, tuple[int, int]], target
         if call.target in convolutions and call.name in saved:
             path, scratch = saved[call.name]
             set_path(call, path, target, scratch)
+
+
+def name_functions(records: list, graph_module: GraphModule, target: Target) -> None:
+    """Give the report's rows (``lower.records.OpRecord``) of the calls on a path other than
+    the wrapper's their function, and those on our kernel what the cost model expects."""
+    functions = call_functions(graph_module)
+    estimates = call_estimates(graph_module, target)
+    for record in records:
+        name = record.output_node or ""
+        record.cmsis_function = functions.get(name, record.cmsis_function)
+        record.expected_instructions = estimates.get(name)
