@@ -98,12 +98,6 @@ def faster_paths(call: Node, target: Target) -> list[int]:
     return [] if costs.lanes_faster(inputs, out, list(call.args[5]), 0) else [WRAPPER]
 
 
-def strip_scratch(path: int, output: tuple[int, ...], stride: list[int], target: Target) -> int:
-    """The scratch of a strip call on ``path`` other than the wrapper's: none (the lanes
-    kernel then gathers each window on the stack)."""
-    return compute.lanes_buffer_bytes(target.isa, output, stride, 0) if path == LANES else 0
-
-
 def _wrapper_scratch(call: Node, target: Target) -> int:
     """The scratch ``arm_convolve_wrapper_s8`` needs for conv2d ``call``."""
     shapes = [tuple(_value(a).shape) for a in call.args[:2]]
@@ -245,6 +239,13 @@ def summary(graph_module: GraphModule) -> dict[str, int]:
     return {function: count for function, count in found.items() if count}
 
 
+def _output_name(call: Node) -> str:
+    """The name of a scratch call's output (``getitem`` 0 of it; the report row's
+    ``output_node``)."""
+    outputs = (u.name for u in call.users if u.target is operator_getitem and u.args[1] == 0)
+    return next(outputs, "")
+
+
 def call_functions(graph_module: GraphModule) -> dict[str, str]:
     """The name of each call's output (the report row's ``output_node``) on a path other than
     the wrapper's → the function that computes it."""
@@ -252,9 +253,7 @@ def call_functions(graph_module: GraphModule) -> dict[str, str]:
     for call, operator, path in [(c, "conv2d", ROWS) for c in rows_calls(graph_module)] + [
         (c, "depthwise_conv2d", LANES) for c in lanes_calls(graph_module)
     ]:
-        for user in call.users:
-            if user.target is operator_getitem and user.args[1] == 0:
-                found[user.name] = cmsis_function(operator, Case.S8, path)
+        found[_output_name(call)] = cmsis_function(operator, Case.S8, path)
     return found
 
 
@@ -275,9 +274,7 @@ def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[
         tile = compute.lanes_tile(target.isa, out, stride, int(call.args[-1]))
         ours = costs.lanes_instructions(inputs, out, stride, tile)
         theirs = costs.wrapper_instructions(inputs, out)
-        for user in call.users:
-            if user.target is operator_getitem and user.args[1] == 0:
-                found[user.name] = {"ours": round(ours), "cmsis_nn": round(theirs)}
+        found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
     return found
 
 

@@ -129,12 +129,8 @@ def _call(
         top, bottom = mapping.pads(rows, shape(call.args[0])[1])
         args[6] = [top, left, bottom, right]
         args[-2] = paths.strip_path(call, args[6], target) if path is None else path
-        wrapper = args[-2] == WRAPPER
-        args[-1] = (
-            _scratch(call, args, out, target)
-            if wrapper
-            else paths.strip_scratch(args[-2], out, args[5], target)
-        )
+        # the other paths take no scratch (our kernel then gathers each window on the stack)
+        args[-1] = _scratch(call, args, out, target) if args[-2] == WRAPPER else 0
     if call.target in ELEMENTWISE and value_of(call) is not call:  # flattened operands
         flat = _node(graph, call.target, tuple(args), (math.prod(out),), value.dtype)
         return _node(graph, VIEW, (flat, list(out)), out, value.dtype)
