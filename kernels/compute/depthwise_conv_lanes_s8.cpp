@@ -18,12 +18,16 @@
 // multiplies and adds for 16 MACs. Output rows are written in order, each after the three
 // input rows it reads (python/cortex_m_nn/plan/overlap.py).
 //
-// Other ISAs: a plain C loop over the same sum (the host tests' build), no buffer.
+// Other ISAs (DSP, and the host tests' build): the rows gathered as int16, one plane per
+// channel, so that one SMLAD takes two taps (depthwise_conv_lanes_planar.h).
 #include "cortex_m_nn/compute.h"
 
 #include <cstring>
 
 #include "arm_nnsupportfunctions.h"
+#if defined(ARM_MATH_DSP) && !defined(ARM_MATH_MVEI)
+#include <arm_acle.h>
+#endif
 
 namespace cortex_m_nn {
 namespace compute {
@@ -279,6 +283,8 @@ void image_windows(const Call& call, const int8_t* in, const int8_t* kernel, int
   }
 }
 
+#else
+#include "depthwise_conv_lanes_planar.h"  // DSP and the host build
 #endif
 
 }  // namespace
@@ -293,11 +299,11 @@ int32_t depthwise_conv_lanes_s8_get_buffer_size(const cmsis_nn_dims* output_dims
   const int32_t rows = tile_rows(tile < output_dims->h ? tile : output_dims->h, stride_h);
   return kBlockBytes + 4 * rows * padded_width(output_dims->w, stride_w);
 #else
-  (void)output_dims;
-  (void)stride_h;
-  (void)stride_w;
-  (void)tile;
-  return 0;
+  if (tile < 1) {
+    return 0;  // each output row of each channel gathers its rows on the stack
+  }
+  const int32_t rows = planar_rows(tile < output_dims->h ? tile : output_dims->h, stride_h);
+  return 8 * rows * planar_width(output_dims->w, stride_w);  // four channels' planes
 #endif
 }
 
@@ -327,32 +333,6 @@ arm_cmsis_nn_status mve_image(const cmsis_nn_context* ctx, const Call& call, con
     image<1>(call, in, kernel, rows, tile, out);
   } else {
     image<2>(call, in, kernel, rows, tile, out);
-  }
-  return ARM_CMSIS_NN_SUCCESS;
-}
-#else
-// One image, element by element (scalar and DSP builds).
-arm_cmsis_nn_status plain_image(const Call& call, const int8_t* in, const int8_t* kernel,
-                                int8_t* out) {
-  const int32_t channels = call.channels;
-  for (int32_t y = 0; y < call.out_h; ++y) {
-    for (int32_t x = 0; x < call.out_w; ++x) {
-      for (int32_t c = 0; c < channels; ++c) {
-        int32_t acc = call.bias != nullptr ? call.bias[c] : 0;
-        for (int32_t r = 0; r < kKernel; ++r) {
-          const int32_t iy = y * call.stride_h - call.pad_h + r;
-          for (int32_t k = 0; k < kKernel; ++k) {
-            const int32_t ix = x * call.stride_w - call.pad_w + k;
-            if (iy >= 0 && iy < call.in_h && ix >= 0 && ix < call.in_w) {
-              acc += (in[(iy * call.in_w + ix) * channels + c] + call.input_offset) *
-                     kernel[(r * kKernel + k) * channels + c];
-            }
-          }
-        }
-        acc = arm_nn_requantize(acc, call.multiplier[c], call.shift[c]);
-        out[(y * call.out_w + x) * channels + c] = static_cast<int8_t>(clamp(call, acc));
-      }
-    }
   }
   return ARM_CMSIS_NN_SUCCESS;
 }
@@ -393,9 +373,8 @@ arm_cmsis_nn_status depthwise_conv_lanes_s8(
     const arm_cmsis_nn_status status =
         mve_image(ctx, call, input + n * image_in, kernel, output + n * image_out);
 #else
-    (void)ctx;
     const arm_cmsis_nn_status status =
-        plain_image(call, input + n * image_in, kernel, output + n * image_out);
+        planar_image(ctx, call, input + n * image_in, kernel, output + n * image_out);
 #endif
     if (status != ARM_CMSIS_NN_SUCCESS) {
       return status;

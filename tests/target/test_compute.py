@@ -11,6 +11,7 @@ import pytest
 from tests.target import compute_cases, harness
 
 from cortex_m_nn.core.abi import Rounding
+from cortex_m_nn.core.target import Isa
 
 pytestmark = pytest.mark.skipif(harness.missing() is not None, reason=str(harness.missing()))
 
@@ -42,8 +43,8 @@ def test_lanes_kernel_is_bit_exact_on_random_shapes(
     assert len(computed) >= 60  # the cross-check covers many cases
     assert [o.case for o in computed if o.wrapper_differ] == []
     assert all(o.ours_instructions > 0 for o in outcomes)
-    on_mve = core.name == "m55"  # the compiler's buffer sizes are the kernel's
-    assert [o.buffer_bytes for o in outcomes] == [c.buffer_bytes if on_mve else 0 for c in CASES]
+    isa = Isa.MVE if core.name == "m55" else Isa.DSP  # the compiler's buffer sizes are the kernel's
+    assert [o.buffer_bytes for o in outcomes] == [c.buffer_bytes(isa) for c in CASES]
 
 
 def test_a_wrong_expected_byte_is_reported(

@@ -20,7 +20,10 @@ namespace compute {
 // the tallest tile the buffer holds (depthwise_conv_lanes_s8_get_buffer_size); with less than
 // one row's tile (tile 0: no buffer), each group of four output pixels gathers its window into
 // 160 bytes of stack. Writes the output a tile (or a row) at a time, each after reading the
-// input rows of its windows. Other ISAs: a plain C loop, no buffer (the host tests' build).
+// input rows of its windows. Other ISAs (DSP, and the host tests' build): per block of four
+// channels the tile's rows are gathered as four int16 planes, one per channel, so that one SMLAD
+// takes two taps; with no buffer each output row of each channel gathers its rows into 240 bytes
+// of stack (depthwise_conv_lanes_planar.h).
 int32_t depthwise_conv_lanes_s8_get_buffer_size(const cmsis_nn_dims* output_dims,
                                                 int32_t stride_h, int32_t stride_w,
                                                 int32_t tile);

@@ -9,8 +9,11 @@ bytes), then the input rows a tile of output rows reads, gathered a word (four c
 column: ``(tile - 1) * stride_h + 3`` rows of ``(out_w - 1) * stride_w + 3`` words. The kernel
 computes the tallest tile its buffer holds and writes the output a tile at a time
 (``plan.overlap``); with less than one row's tile (tile 0, no buffer at all) each group of four
-output pixels gathers its own window into 160 bytes of stack, output rows in order. Other ISAs:
-no buffer.
+output pixels gathers its own window into 160 bytes of stack, output rows in order. Other ISAs
+(DSP, and the host build): per block of four channels, its rows gathered as four planes of
+int16, so the buffer holds four planes of ``(tile - 1) * stride_h + 3`` rows of
+:func:`planar_width` int16; with no buffer each output row of each channel gathers its rows into
+240 bytes of stack.
 """
 
 from __future__ import annotations
@@ -44,26 +47,35 @@ def _rows(tile: int, stride_h: int) -> int:
     return (tile - 1) * stride_h + KERNEL
 
 
+def planar_width(out_w: int, stride_w: int) -> int:
+    """The int16 columns of a row gathered off MVE: those of a multiple of four output pixels
+    (the sums are computed four at a time) and one more, even (``planar_width`` in
+    ``depthwise_conv_lanes_planar.h``)."""
+    return (_padded(-(-out_w // 4) * 4, stride_w) + 2) // 2 * 2
+
+
 def lanes_buffer_bytes(
     isa: Isa, output_nhwc: Sequence[int], stride: Sequence[int], tile: int
 ) -> int:
     """The buffer of a tile of ``tile`` output rows (at most the output's height; 0: none,
     windows gathered on the stack) on ``isa`` (``depthwise_conv_lanes_s8_get_buffer_size``)."""
-    if isa is not Isa.MVE or tile < 1:
+    if tile < 1:
         return 0
     _, out_h, out_w, _ = (int(d) for d in output_nhwc)
     rows = _rows(min(tile, out_h), int(stride[0]))
+    if isa is not Isa.MVE:
+        return 8 * rows * planar_width(out_w, int(stride[1]))
     return BLOCK_BYTES + 4 * rows * _padded(out_w, int(stride[1]))
 
 
 def lanes_tile(isa: Isa, output_nhwc: Sequence[int], stride: Sequence[int], buffer: int) -> int:
     """The output rows the kernel computes per tile with a buffer of ``buffer`` bytes (0: less
-    than a row's tile, a window at a time); on other ISAs than MVE, the whole output."""
+    than a row's tile, a window or a strip at a time)."""
     _, out_h, out_w, _ = (int(d) for d in output_nhwc)
-    if isa is not Isa.MVE:
-        return out_h
-    room = (buffer - BLOCK_BYTES) // 4
-    padded = _padded(out_w, int(stride[1]))
+    if isa is Isa.MVE:
+        room, padded = (buffer - BLOCK_BYTES) // 4, _padded(out_w, int(stride[1]))
+    else:
+        room, padded = buffer // 8, planar_width(out_w, int(stride[1]))
     if room < KERNEL * padded:
         return 0
     return min(out_h, (room // padded - KERNEL) // int(stride[0]) + 1)
