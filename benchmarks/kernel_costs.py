@@ -1,16 +1,19 @@
 """The kernel cost model's measurements: our depthwise_conv_lanes_s8 and CMSIS-NN's
-arm_depthwise_conv_wrapper_s8 on a grid of layer shapes, under QEMU on the M55 (MVE).
+arm_depthwise_conv_wrapper_s8 on a grid of layer shapes, under QEMU on the M55 (MVE) or the
+M33 (DSP).
 
 Usage::
 
-    PYTHONPATH=python:. python benchmarks/kernel_costs.py [--write] [--build-dir DIR]
+    PYTHONPATH=python:. python benchmarks/kernel_costs.py [--core m55|m33] [--write]
+        [--build-dir DIR]
 
 Runs ``tests/target/compute`` (one image: every grid case through both functions, each output
 checked against the Python reference) with the instruction-count plugin, then fits each
 function's instructions per count of its loops (``cortex_m_nn.plan.costs``: lanes_counts,
 wrapper_counts) by least squares. Prints, per case, the measured and fitted instructions of
 both and which one the compiler would choose, and the fit's worst relative error; ``--write``
-stores the fit in ``python/cortex_m_nn/plan/kernel_costs.json``, which ``plan.paths`` reads.
+stores the fit in ``python/cortex_m_nn/plan/kernel_costs.json`` under the core's ISA, which
+``plan.paths`` reads.
 Needs ``CMSIS_NN_PATH``, Debian's ``arm-none-eabi-gcc`` and ``qemu-system-arm``.
 """
 
@@ -25,7 +28,11 @@ import numpy as np
 from tests.target import compute_cases, harness
 
 from cortex_m_nn.core.abi import Rounding
+from cortex_m_nn.core.target import Isa
 from cortex_m_nn.plan import costs
+
+#: the cores measured, by ISA: the M4 runs the M33's code within 1 %
+CORES = {"m55": Isa.MVE, "m33": Isa.DSP}
 
 REPO = Path(__file__).resolve().parents[1]
 #: the calls whose fit error is reported: below, a call's constant costs dominate and a choice
@@ -68,6 +75,19 @@ def batches(cases: list[compute_cases.Case], budget: int = 1 << 20) -> list[list
     return found
 
 
+def counts(isa: Isa, cases: list[compute_cases.Case]) -> tuple[list[list[float]], list]:
+    """Each case's counts of our function's loops and of the wrapper's on ``isa``."""
+    if isa is Isa.MVE:
+        ours = [costs.lanes_counts(c.input_shape, c.output_shape, c.stride, c.tile) for c in cases]
+        return ours, [costs.wrapper_counts(c.input_shape, c.output_shape) for c in cases]
+    ours = [costs.planar_counts(c.input_shape, c.output_shape, c.stride, c.tile) for c in cases]
+    theirs = [
+        costs.three_by_three_counts(c.input_shape, c.output_shape, c.stride, c.padding)
+        for c in cases
+    ]
+    return ours, theirs
+
+
 def fit(rows: list[list[float]], measured: list[int]) -> tuple[list[float], float, int]:
     """Instructions per count (least squares), the worst relative error of the fit on calls of
     at least :data:`LARGE` instructions (where a choice matters) and the case it is on."""
@@ -81,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="store the fit in plan/")
     parser.add_argument("--build-dir", type=Path, default=REPO / "build" / "kernel-costs")
+    parser.add_argument("--core", choices=sorted(CORES), default="m55")
     args = parser.parse_args(argv)
     reason = harness.missing()
     if reason:
@@ -88,10 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     cases = grid()
     plugin = harness.build_plugin(args.build_dir / "plugin")
-    core = harness.CORES["m55"]
+    core, isa = harness.CORES[args.core], CORES[args.core]
     outcomes: list[compute_cases.Outcome] = []
     for index, batch in enumerate(batches(cases)):
-        build = args.build_dir / f"image-{index}"
+        build = args.build_dir / f"{args.core}-image-{index}"
         status, found = compute_cases.run(batch, core, build, Rounding.DOUBLE, plugin)
         wrong = [o.case for o in found if o.ours_differ or o.wrapper_differ]
         if status != 0 or len(found) != len(batch) or wrong:
@@ -100,11 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 1
         outcomes += found
-    lanes_rows = [
-        costs.lanes_counts(o.case.input_shape, o.case.output_shape, o.case.stride, o.case.tile)
-        for o in outcomes
-    ]
-    wrapper_rows = [costs.wrapper_counts(o.case.input_shape, o.case.output_shape) for o in outcomes]
+    lanes_rows, wrapper_rows = counts(isa, [o.case for o in outcomes])
     lanes, lanes_error, lanes_worst = fit(lanes_rows, [o.ours_instructions for o in outcomes])
     wrapper, wrapper_error, wrapper_worst = fit(
         wrapper_rows, [o.wrapper_instructions for o in outcomes]
@@ -123,22 +140,25 @@ def main(argv: list[str] | None = None) -> int:
           f"or more): ours {lanes_error:.1%} "
           f"({outcomes[lanes_worst].case}), CMSIS-NN {wrapper_error:.1%} "
           f"({outcomes[wrapper_worst].case})")  # fmt: skip
+    mve = isa is Isa.MVE
     model = {
-        "measured": "benchmarks/kernel_costs.py on QEMU mps3-an547 (cortex-m55, MVE, -O3)",
+        "measured": f"benchmarks/kernel_costs.py on QEMU {core.machine} ({core.cpu}, {isa}, -O3)",
         "cases": len(outcomes),
         "lanes": {
-            "counts": costs.LANES_COUNTS,
+            "counts": costs.LANES_COUNTS if mve else costs.PLANAR_COUNTS,
             "instructions_per_count": lanes,
             "worst_error": round(lanes_error, 4),
         },
         "wrapper": {
-            "counts": costs.WRAPPER_COUNTS,
+            "counts": costs.WRAPPER_COUNTS if mve else costs.THREE_BY_THREE_COUNTS,
             "instructions_per_count": wrapper,
             "worst_error": round(wrapper_error, 4),
         },
     }
     if args.write:
-        costs.MODEL.write_text(json.dumps(model, indent=2) + "\n")
+        models = json.loads(costs.MODEL.read_text())
+        models[isa.value] = model
+        costs.MODEL.write_text(json.dumps(models, indent=2) + "\n")
         print(f"wrote {costs.MODEL.relative_to(REPO)}")
     return 0
 

@@ -42,7 +42,9 @@ inline int32_t smlatb(uint32_t a, uint32_t b, int32_t acc) { return acc + top(a)
 
 // The bytes 0 and 2 (or, rotated by 8, 1 and 3) of a word as two int16.
 #if defined(ARM_MATH_DSP)
-inline uint32_t sxtb16(uint32_t v) { return static_cast<uint32_t>(__sxtb16(static_cast<int32_t>(v))); }
+inline uint32_t sxtb16(uint32_t v) {
+  return static_cast<uint32_t>(__sxtb16(static_cast<int32_t>(v)));
+}
 inline uint32_t sxtb16_ror8(uint32_t v) { return sxtb16((v >> 8) | (v << 24)); }
 #else
 inline uint32_t sxtb16(uint32_t v) {
@@ -50,6 +52,32 @@ inline uint32_t sxtb16(uint32_t v) {
          (static_cast<uint32_t>(static_cast<int8_t>((v >> 16) & 0xFFu)) << 16);
 }
 inline uint32_t sxtb16_ror8(uint32_t v) { return sxtb16(v >> 8); }
+#endif
+
+// Double rounding's arithmetic where a sum shifted left stays below 2^30 in magnitude:
+// arm_nn_doubling_high_mult_no_sat(v, m) is then SMMULR(2v, m), and its divide by 2^e
+// (e >= 1, midpoints away from zero) an ASRS of v - (v < 0) plus the carry it shifts out, as
+// CMSIS-NN's CMSIS_NN_USE_REQUANTIZE_INLINE_ASSEMBLY computes it.
+#if defined(ARM_MATH_DSP)
+inline int32_t smmulr(int32_t a, int32_t b) {
+  int32_t r;
+  __asm("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+inline int32_t shift_rounded(int32_t v, int32_t e) {
+  int32_t r;
+  __asm("add %1, %1, %1, asr #31\n\tasrs %0, %1, %2\n\tadc %0, %0, #0"
+        : "=&r"(r), "+r"(v) : "r"(e) : "cc");
+  return r;
+}
+#else
+inline int32_t smmulr(int32_t a, int32_t b) {
+  return static_cast<int32_t>((static_cast<int64_t>(a) * b + 0x80000000LL) >> 32);
+}
+inline int32_t shift_rounded(int32_t v, int32_t e) {
+  v += v >> 31;
+  return (v >> e) + ((v >> (e - 1)) & 1);
+}
 #endif
 
 inline uint32_t pair(int32_t low, int32_t high) {
@@ -64,10 +92,10 @@ inline uint32_t load_pair(const int16_t* p) {
 
 constexpr int32_t kStripWidth = 40;  // int16 columns per row of the stack strip
 
-// The int16 columns of a gathered row: the columns of a multiple of four output pixels (the
-// sums are computed four at a time) and one more (the last word a group loads), even.
+// The int16 columns of a gathered row: the window's padded columns and one more (a single
+// pixel loads a word from its last column), even (words at 4-byte boundaries).
 inline int32_t planar_width(int32_t out_w, int32_t stride_w) {
-  return ((((out_w + 3) & ~3) - 1) * stride_w + kKernel + 2) & ~1;
+  return ((out_w - 1) * stride_w + kKernel + 2) & ~1;
 }
 
 inline int32_t planar_rows(int32_t tile, int32_t stride_h) {
@@ -199,19 +227,35 @@ inline void row4(const int16_t* row, uint32_t w01, uint32_t w12, int32_t (&acc)[
 
 constexpr int32_t kChunk = 32;  // output pixels whose sums one pass keeps on the stack
 
-// The sums of `lines` output rows of `count` pixels (a multiple of 4, the rows hold their
-// columns), the rows of their windows from `rows` (`width` int16 apart; each output row's
-// `advance` int16 after the last's), into `sums` row after row. Apart from the
-// requantization, so that the weights, sums and rows stay in registers.
+// The sums of `count` output pixels one at a time (a row's last few), from `row`.
+template <int kStride>
+__attribute__((noinline)) void single_sums(const Taps& taps, const int16_t* row, int32_t width,
+                                           int32_t count, int32_t* sums) {
+  for (int32_t x = 0; x < count; ++x, row += kStride) {
+    int32_t acc = smlad(load_pair(row), taps.w01[0], taps.start);
+    acc = smlabt(load_pair(row + 2), taps.w12[0], acc);
+    const int16_t* next = row + width;
+    acc = smlabt(load_pair(next + 2), taps.w12[1], smlad(load_pair(next), taps.w01[1], acc));
+    next += width;
+    sums[x] = smlabt(load_pair(next + 2), taps.w12[2], smlad(load_pair(next), taps.w01[2], acc));
+  }
+}
+
+// The sums of `lines` output rows of `count` pixels, the rows of their windows from `rows`
+// (`width` int16 apart; each output row's `advance` int16 after the last's), into `sums` row
+// after row: four pixels at a time, then one at a time. Apart from the requantization, so that
+// the weights, sums and rows stay in registers.
 template <int kStride>
 __attribute__((noinline)) void chunk_sums(const Taps& taps, const int16_t* rows, int32_t width,
                                           int32_t advance, int32_t count, int32_t lines,
                                           int32_t* sums) {
   const uint32_t a01 = taps.w01[0], a12 = taps.w12[0], b01 = taps.w01[1], b12 = taps.w12[1];
   const uint32_t c01 = taps.w01[2], c12 = taps.w12[2];
+  const int32_t groups = count & ~3;
   for (int32_t line = 0; line < lines; ++line, rows += advance) {
     const int16_t* row = rows;
-    for (int32_t x = 0; x < count; x += 4, row += 4 * kStride, sums += 4) {
+    int32_t x = 0;
+    for (; x < groups; x += 4, row += 4 * kStride, sums += 4) {
       int32_t acc[4] = {taps.start, taps.start, taps.start, taps.start};
       row4<kStride>(row, a01, a12, acc);
       row4<kStride>(row + width, b01, b12, acc);
@@ -221,27 +265,56 @@ __attribute__((noinline)) void chunk_sums(const Taps& taps, const int16_t* rows,
       sums[2] = acc[2];
       sums[3] = acc[3];
     }
+    if (x < count) {
+      single_sums<kStride>(taps, row, width, count - x, sums);
+      sums += count - x;
+    }
   }
 }
 
 // The output bytes of `lines` rows of `count` pixels of one channel from their sums (`stride`
 // sums a row), `channels` bytes apart and `line_bytes` a row from `out`: CMSIS-NN's
-// requantization, the output offset and the clamp.
-__attribute__((noinline)) void requantize_chunk(const Call& call, const Taps& taps,
-                                                const int32_t* sums, int32_t stride,
-                                                int32_t count, int32_t lines,
-                                                int32_t line_bytes, int8_t* out) {
-  const int32_t multiplier = taps.multiplier, shift = taps.shift, step = call.channels;
-  const int32_t offset = call.output_offset, low = call.activation_min;
-  const int32_t high = call.activation_max;
+// requantization (`requantize`), the output offset and the clamp.
+template <typename Requantize>
+inline void requantize_lines(const Call& call, const int32_t* sums, int32_t stride,
+                             int32_t count, int32_t lines, int32_t line_bytes, int8_t* out,
+                             Requantize requantize) {
+  const int32_t step = call.channels, offset = call.output_offset;
+  const int32_t low = call.activation_min, high = call.activation_max;
   for (int32_t line = 0; line < lines; ++line, sums += stride, out += line_bytes) {
     int8_t* to = out;
     for (int32_t x = 0; x < count; ++x, to += step) {
-      int32_t v = arm_nn_requantize(sums[x], multiplier, shift) + offset;
+      int32_t v = requantize(sums[x]) + offset;
       v = v < low ? low : v;
       *to = static_cast<int8_t>(v > high ? high : v);
     }
   }
+}
+
+__attribute__((noinline)) void requantize_chunk(const Call& call, const Taps& taps,
+                                                const int32_t* sums, int32_t stride,
+                                                int32_t count, int32_t lines,
+                                                int32_t line_bytes, int8_t* out) {
+  const int32_t multiplier = taps.multiplier, shift = taps.shift;
+#if !defined(CMSIS_NN_USE_SINGLE_ROUNDING)
+  // every sum lies within |start| + 9 * 128 * 128 < |start| + 2^18
+  const int32_t left = shift > 0 ? shift : 0;
+  const uint32_t start = static_cast<uint32_t>(taps.start < 0 ? -taps.start : taps.start);
+  if (left < 12 && start < (1u << (30 - left)) - (1u << 18)) {
+    const int32_t doubled = left + 1, right = shift < 0 ? -shift : 0;
+    if (right == 0) {
+      requantize_lines(call, sums, stride, count, lines, line_bytes, out,
+                       [=](int32_t v) { return smmulr(v << doubled, multiplier); });
+    } else {
+      requantize_lines(call, sums, stride, count, lines, line_bytes, out, [=](int32_t v) {
+        return shift_rounded(smmulr(v << doubled, multiplier), right);
+      });
+    }
+    return;
+  }
+#endif
+  requantize_lines(call, sums, stride, count, lines, line_bytes, out,
+                   [=](int32_t v) { return arm_nn_requantize(v, multiplier, shift); });
 }
 
 // `lines` output rows of `count` pixels of one channel from gathered rows (`width` int16
@@ -252,20 +325,19 @@ void channel_rows(const Call& call, const Taps& taps, const int16_t* rows, int32
                   int32_t advance, int32_t count, int32_t lines, int32_t line_bytes,
                   int8_t* out) {
   int32_t sums[kChunk];
-  const int32_t rounded = (count + 3) & ~3;
-  if (rounded <= kChunk) {  // several rows a pass
-    const int32_t per_pass = kChunk / rounded;
+  if (count <= kChunk) {  // several rows a pass
+    const int32_t per_pass = kChunk / count;
     for (int32_t line = 0; line < lines; line += per_pass) {
       const int32_t n = line + per_pass <= lines ? per_pass : lines - line;
-      chunk_sums<kStride>(taps, rows + line * advance, width, advance, rounded, n, sums);
-      requantize_chunk(call, taps, sums, rounded, count, n, line_bytes, out + line * line_bytes);
+      chunk_sums<kStride>(taps, rows + line * advance, width, advance, count, n, sums);
+      requantize_chunk(call, taps, sums, count, count, n, line_bytes, out + line * line_bytes);
     }
     return;
   }
   for (int32_t line = 0; line < lines; ++line, rows += advance, out += line_bytes) {
     for (int32_t x = 0; x < count; x += kChunk) {  // a row in passes
       const int32_t n = x + kChunk <= count ? kChunk : count - x;
-      chunk_sums<kStride>(taps, rows + x * kStride, width, 0, (n + 3) & ~3, 1, sums);
+      chunk_sums<kStride>(taps, rows + x * kStride, width, 0, n, 1, sums);
       requantize_chunk(call, taps, sums, 0, n, 1, 0, out + x * call.channels);
     }
   }
@@ -298,7 +370,7 @@ void planar_tiles(const Call& call, const int8_t* in, const int8_t* kernel, int1
 // gathering its three rows into the stack.
 template <int kStride>
 void planar_strips(const Call& call, const int8_t* in, const int8_t* kernel, int8_t* out) {
-  constexpr int32_t kPixels = ((kStripWidth - kKernel - 1) / kStride + 1) & ~3;
+  constexpr int32_t kPixels = (kStripWidth - kKernel - 2) / kStride + 1;
   alignas(4) int16_t strip[kKernel * kStripWidth];
   for (int32_t y = 0; y < call.out_h; ++y) {
     const int32_t first = y * call.stride_h - call.pad_h;

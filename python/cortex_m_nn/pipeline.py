@@ -54,7 +54,7 @@ from cortex_m_nn.lower.records import REMOVED, LoweringResult, OpRecord
 from cortex_m_nn.plan import paths
 from cortex_m_nn.plan.memory_plan import MemoryPlan, analyse, constants
 from cortex_m_nn.plan.placement import memory_planning_pass
-from cortex_m_nn.plan.schedule import smallest
+from cortex_m_nn.plan.schedule import fastest_program, smallest
 from cortex_m_nn.quantize import CortexMQuantizer
 from cortex_m_nn.quantize.bias_correction import correct_biases
 from cortex_m_nn.quantize.equalize import equalize, fold_batch_norms
@@ -296,8 +296,8 @@ def to_program(
     execution_graph.propagate_values(io.graph, io.program_inputs(source.example_inputs))
     paths.reset(io.graph, abi.target)  # another schedule may have planned the same graph
     if schedule != "small":  # our kernels where the cost model expects them faster
-        paths.fastest(io.graph, abi.target)
-        serialised = serialise_graph(io.graph, io, source, abi, schedule)
+        plan = lambda graph: serialise_graph(graph, io, source, abi, schedule)  # noqa: E731
+        serialised = fastest_program(io.graph, abi.target, plan)
         serialised.memory.paths = paths.summary(io.graph)
         return serialised
     return smallest(

@@ -48,10 +48,9 @@ def _rows(tile: int, stride_h: int) -> int:
 
 
 def planar_width(out_w: int, stride_w: int) -> int:
-    """The int16 columns of a row gathered off MVE: those of a multiple of four output pixels
-    (the sums are computed four at a time) and one more, even (``planar_width`` in
-    ``depthwise_conv_lanes_planar.h``)."""
-    return (_padded(-(-out_w // 4) * 4, stride_w) + 2) // 2 * 2
+    """The int16 columns of a row gathered off MVE: the window's padded columns and one more,
+    even (``planar_width`` in ``depthwise_conv_lanes_planar.h``)."""
+    return (_padded(out_w, stride_w) + 2) // 2 * 2
 
 
 def lanes_buffer_bytes(

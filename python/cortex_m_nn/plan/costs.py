@@ -1,11 +1,13 @@
-"""The kernel cost model: instructions a depthwise call takes on MVE (M55) in our
-``depthwise_conv_lanes_s8`` and in CMSIS-NN's ``arm_depthwise_conv_wrapper_s8``, so that
-``plan.paths`` gives a call our kernel only where it is faster for that shape.
+"""The kernel cost model: instructions a depthwise call takes in our ``depthwise_conv_lanes_s8``
+and in CMSIS-NN's ``arm_depthwise_conv_wrapper_s8``, per ISA (MVE, measured on the M55; DSP, on
+the M33, where the wrapper runs ``arm_depthwise_conv_3x3_s8``), so that ``plan.paths`` gives a
+call our kernel only where it is faster for that shape on that core.
 
 Each estimate is a sum of counts that follow the function's loops (:func:`lanes_counts`,
 :func:`wrapper_counts`), each weighed by instructions per count fitted to measurements under
-QEMU: ``kernel_costs.json`` beside this file, written by ``benchmarks/kernel_costs.py`` (which
-runs ``tests/target/compute`` on a grid of shapes and records the fit's worst error).
+QEMU: ``kernel_costs.json`` beside this file, one model per ISA, written by
+``benchmarks/kernel_costs.py`` (which runs ``tests/target/compute`` on a grid of shapes and
+records the fit's worst error).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from cortex_m_nn.core import compute
+from cortex_m_nn.core.target import Isa
 
 MODEL = Path(__file__).with_name("kernel_costs.json")
 
@@ -30,6 +33,16 @@ LANES_COUNTS = [
     "calls", "blocks", "gathered_rows", "gathers", "groups", "singles", "row_blocks", "windows",
 ]  # fmt: skip
 WRAPPER_COUNTS = ["calls", "tap_copies", "copied_vectors", "group_blocks", "pixel_chunks"]
+PLANAR_COUNTS = [
+    "calls", "blocks", "gathered_rows", "gathered_pairs", "pad_columns", "channel_tiles",
+    "passes", "lines", "groups", "singles", "outputs", "strips", "strip_columns",
+]  # fmt: skip
+THREE_BY_THREE_COUNTS = ["calls", "pixels", "pixel_blocks", "block_rows", "block_taps"]
+#: the output pixels of a strip of the planar kernel with no buffer, by stride across
+#: (``kPixels`` in ``depthwise_conv_lanes_planar.h``)
+STRIP_PIXELS = {1: 36, 2: 18}
+#: the sums a pass of the planar kernel keeps on the stack (``kChunk``)
+CHUNK = 32
 
 
 def lanes_counts(
@@ -58,6 +71,76 @@ def lanes_counts(
     return [float(c) for c in counts]
 
 
+def planar_counts(
+    input_nhwc: Sequence[int], output_nhwc: Sequence[int], stride: Sequence[int], tile: int
+) -> list[float]:
+    """The counts of ``depthwise_conv_lanes_s8``'s loops off MVE (``PLANAR_COUNTS``): per
+    tile, the blocks of four channels gathered, their rows, column pairs and pad columns, each
+    channel's taps, the passes of sums and requantization, the output rows, four-pixel groups,
+    single pixels and outputs of those passes; with no buffer, the strips and their gathered
+    columns."""
+    batch, _, in_w, channels = (int(d) for d in input_nhwc)
+    _, out_h, out_w, _ = (int(d) for d in output_nhwc)
+    stride_h, stride_w = int(stride[0]), int(stride[1])
+    blocks = channels // 4
+    outputs = batch * out_h * out_w * channels
+    counts = dict.fromkeys(PLANAR_COUNTS, 0)
+    counts.update(calls=1, outputs=outputs)
+    if tile < 1:
+        pixels = STRIP_PIXELS[stride_w]
+        strips = [min(pixels, out_w - x) for x in range(0, out_w, pixels)]
+        lines = batch * out_h * channels
+        counts.update(channel_tiles=lines, strips=lines * len(strips), passes=lines * len(strips))
+        counts.update(lines=lines * len(strips))
+        counts.update(strip_columns=lines * sum(compute.KERNEL * compute.planar_width(n, stride_w)
+                                                for n in strips))  # fmt: skip
+        counts.update(groups=lines * sum(n // 4 for n in strips))
+        counts.update(singles=lines * sum(n % 4 for n in strips))
+        return [float(counts[name]) for name in PLANAR_COUNTS]
+    width = compute.planar_width(out_w, stride_w)
+    tiles, gathered, passes = 0, 0, 0
+    for first in range(0, out_h, tile):
+        count = min(tile, out_h - first)
+        tiles += 1
+        gathered += (count - 1) * stride_h + compute.KERNEL
+        per_pass = CHUNK // out_w
+        passes += -(-count // per_pass) if per_pass else count * -(-out_w // CHUNK)
+    inside = min(in_w, width)
+    counts.update(blocks=batch * blocks * tiles, gathered_rows=batch * blocks * gathered)
+    counts.update(gathered_pairs=batch * blocks * gathered * (inside // 2 + inside % 2))
+    counts.update(pad_columns=batch * blocks * gathered * (width - inside))
+    counts.update(channel_tiles=batch * channels * tiles, passes=batch * channels * passes)
+    lines = batch * channels * out_h
+    counts.update(lines=lines, groups=lines * (out_w // 4), singles=lines * (out_w % 4))
+    return [float(counts[name]) for name in PLANAR_COUNTS]
+
+
+def three_by_three_counts(
+    input_nhwc: Sequence[int],
+    output_nhwc: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+) -> list[float]:
+    """The counts of ``arm_depthwise_conv_3x3_s8``'s loops (the DSP wrapper's path for a 3x3
+    call of multiplier 1, pads of at most 1, one image): the call, the output pixels, their
+    blocks of four channels, and the window rows and taps inside the input those blocks read."""
+    _, in_h, in_w, channels = (int(d) for d in input_nhwc)
+    _, out_h, out_w, _ = (int(d) for d in output_nhwc)
+    top, left = int(padding[0]), int(padding[1])
+    rows = [
+        min(compute.KERNEL, in_h - (y * int(stride[0]) - top)) - max(0, top - y * int(stride[0]))
+        for y in range(out_h)
+    ]
+    columns = [
+        1 + (x * int(stride[1]) >= left) + (in_w - (x * int(stride[1]) - left) >= 3)
+        for x in range(out_w)
+    ]
+    pixels = out_h * out_w
+    blocks = channels // 4
+    return [1.0, float(pixels), float(pixels * blocks), float(blocks * sum(rows) * out_w),
+            float(blocks * sum(rows) * sum(columns))]  # fmt: skip
+
+
 def wrapper_counts(input_nhwc: Sequence[int], output_nhwc: Sequence[int]) -> list[float]:
     """The counts of ``arm_depthwise_conv_s8_opt``'s loops on MVE (the wrapper's path for
     multiplier 1 without dilation): the call, the window copies (one per tap, pixel and block
@@ -74,29 +157,55 @@ def wrapper_counts(input_nhwc: Sequence[int], output_nhwc: Sequence[int]) -> lis
 
 
 @cache
-def _weights() -> dict[str, list[float]]:
-    data = json.loads(MODEL.read_text())
+def _weights(isa: Isa) -> dict[str, list[float]]:
+    data = json.loads(MODEL.read_text())[isa.value]
     return {name: data[name]["instructions_per_count"] for name in ("lanes", "wrapper")}
 
 
+def modelled(isa: Isa) -> bool:
+    """Whether the cost model has measurements of ``isa``."""
+    return isa.value in json.loads(MODEL.read_text())
+
+
 def lanes_instructions(
-    input_nhwc: Sequence[int], output_nhwc: Sequence[int], stride: Sequence[int], tile: int
+    isa: Isa,
+    input_nhwc: Sequence[int],
+    output_nhwc: Sequence[int],
+    stride: Sequence[int],
+    tile: int,
 ) -> float:
-    """The instructions ``depthwise_conv_lanes_s8`` is expected to take on MVE."""
-    counts = lanes_counts(input_nhwc, output_nhwc, stride, tile)
-    return sum(w * c for w, c in zip(_weights()["lanes"], counts, strict=True))
+    """The instructions ``depthwise_conv_lanes_s8`` is expected to take on ``isa``."""
+    if isa is Isa.MVE:
+        counts = lanes_counts(input_nhwc, output_nhwc, stride, tile)
+    else:
+        counts = planar_counts(input_nhwc, output_nhwc, stride, tile)
+    return sum(w * c for w, c in zip(_weights(isa)["lanes"], counts, strict=True))
 
 
-def wrapper_instructions(input_nhwc: Sequence[int], output_nhwc: Sequence[int]) -> float:
-    """The instructions ``arm_depthwise_conv_wrapper_s8`` is expected to take on MVE."""
-    counts = wrapper_counts(input_nhwc, output_nhwc)
-    return sum(w * c for w, c in zip(_weights()["wrapper"], counts, strict=True))
+def wrapper_instructions(
+    isa: Isa,
+    input_nhwc: Sequence[int],
+    output_nhwc: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+) -> float:
+    """The instructions ``arm_depthwise_conv_wrapper_s8`` is expected to take on ``isa``."""
+    if isa is Isa.MVE:
+        counts = wrapper_counts(input_nhwc, output_nhwc)
+    else:
+        counts = three_by_three_counts(input_nhwc, output_nhwc, stride, padding)
+    return sum(w * c for w, c in zip(_weights(isa)["wrapper"], counts, strict=True))
 
 
 def lanes_faster(
-    input_nhwc: Sequence[int], output_nhwc: Sequence[int], stride: Sequence[int], tile: int
+    isa: Isa,
+    input_nhwc: Sequence[int],
+    output_nhwc: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    tile: int,
 ) -> bool:
     """Whether ``depthwise_conv_lanes_s8`` with ``tile`` is expected to take fewer
-    instructions than the wrapper, by :data:`MARGIN`."""
-    ours = lanes_instructions(input_nhwc, output_nhwc, stride, tile)
-    return ours < MARGIN * wrapper_instructions(input_nhwc, output_nhwc)
+    instructions than the wrapper on ``isa``, by :data:`MARGIN`."""
+    ours = lanes_instructions(isa, input_nhwc, output_nhwc, stride, tile)
+    return ours < MARGIN * wrapper_instructions(isa, input_nhwc, output_nhwc, stride, padding)

@@ -16,10 +16,13 @@ wrapper's lets the planner use less RAM, with the same numbers:
   the wrapper's path where the cost model expects it faster (:func:`faster_paths`) and the
   stage's peak leaves room for its buffer.
 
-Both schedules also give a depthwise call on MVE our ``depthwise_conv_lanes_s8`` where the
-kernel cost model (``plan.costs``, measured under QEMU) expects fewer instructions than
-CMSIS-NN's wrapper (:func:`fastest`), with the tallest tile whose buffer is no larger than the
-wrapper's, so that no arena grows.
+Both schedules also give a depthwise call our ``depthwise_conv_lanes_s8`` where the kernel
+cost model (``plan.costs``, measured under QEMU per ISA) expects fewer instructions than
+CMSIS-NN's wrapper (:func:`fastest`), with the tile the model expects fastest among those whose
+buffer fits the call's room: the wrapper's scratch, or, given the arena of a plan of the same
+graph, what that arena leaves at the call (``plan.schedule.fastest_program`` plans twice).
+On DSP the wrapper's ``arm_depthwise_conv_3x3_s8`` takes no buffer, so ours takes the room the
+arena leaves there or computes with none (a strip on the stack).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from cortex_m_nn.core.cmsis_nn import LANES, ROWS, THREE_BY_THREE, WRAPPER, Case
 from cortex_m_nn.core.target import Isa, Target
 from cortex_m_nn.lower.scratch import conv2d_scratch_bytes, depthwise_conv2d_scratch_bytes
 from cortex_m_nn.plan import costs
-from cortex_m_nn.plan.liveness import sweep
+from cortex_m_nn.plan.liveness import scratch_bytes, sweep
 from cortex_m_nn.plan.memory_plan import aligned
 from cortex_m_nn.plan.stage import OPS
 
@@ -94,8 +97,13 @@ def faster_paths(call: Node, target: Target) -> list[int]:
         return []
     if not lanes_path(call):
         return [WRAPPER]
+    return [] if costs.lanes_faster(target.isa, *_window(call), 0) else [WRAPPER]
+
+
+def _window(call: Node) -> tuple[tuple[int, ...], tuple[int, ...], list[int], list[int]]:
+    """A depthwise call's input and output shapes, stride and padding (the cost model's)."""
     inputs, out = tuple(_value(call.args[0]).shape), tuple(call.meta["val"][0].shape)
-    return [] if costs.lanes_faster(inputs, out, list(call.args[5]), 0) else [WRAPPER]
+    return inputs, out, list(call.args[5]), list(call.args[6])
 
 
 def _wrapper_scratch(call: Node, target: Target) -> int:
@@ -126,34 +134,59 @@ def depthwise_wrapper_scratch(call: Node, target: Target) -> int:
     )
 
 
-def fastest(graph_module: GraphModule, target: Target, least: bool = False) -> list[Node]:
-    """Give each depthwise call on MVE our lanes kernel where it computes the call and the
-    cost model expects fewer instructions than the wrapper's, in place, with the tallest tile
-    whose buffer is no larger than the wrapper's (``least``: none, the least RAM);
-    the calls given it. A graph whose values ``execution_graph.propagate_values`` has set."""
-    if target.isa is not Isa.MVE:
+def fastest(
+    graph_module: GraphModule, target: Target, least: bool = False, arena: int | None = None
+) -> list[Node]:
+    """Give each depthwise call our lanes kernel where it computes the call and the cost model
+    expects fewer instructions than the wrapper's, in place, with the tile it expects fastest
+    among those whose buffer fits the call's room (:func:`rooms`; ``least``: no buffer, the
+    least RAM); the calls given it. On DSP only calls the wrapper computes with
+    ``arm_depthwise_conv_3x3_s8`` (what the model measures). A graph whose values
+    ``execution_graph.propagate_values`` has set."""
+    if not costs.modelled(target.isa):
         return []
+    room = rooms(graph_module, target, arena)
     given = []
     for call in graph_module.graph.nodes:
         depthwise = call.target is OPS.depthwise_conv2d.default
         if not depthwise or call.args[-2] != WRAPPER or not lanes_path(call):
             continue
-        inputs, out = tuple(_value(call.args[0]).shape), tuple(call.meta["val"][0].shape)
-        stride = list(call.args[5])
-        tile = 0 if least else lanes_tile(call, target, depthwise_wrapper_scratch(call, target))
-        if costs.lanes_faster(inputs, out, stride, tile):
+        if target.isa is not Isa.MVE and not three_by_three_path(call, list(call.args[6])):
+            continue
+        inputs, out, stride, padding = _window(call)
+        tile = 0 if least else lanes_tile(call, target, room[call])
+        if costs.lanes_faster(target.isa, inputs, out, stride, padding, tile):
             set_path(call, LANES, target, compute.lanes_buffer_bytes(target.isa, out, stride, tile))
             given.append(call)
     return given
 
 
+def rooms(graph_module: GraphModule, target: Target, arena: int | None) -> dict[Node, int]:
+    """Each depthwise call's room for our kernel's buffer: its wrapper's scratch, or, given
+    ``arena`` (bytes of a plan of the same graph), that arena less the bytes live at the call
+    besides its scratch, if more (live bytes without overlaps: at most what the call needs)."""
+    depthwise = [n for n in graph_module.graph.nodes if n.target is OPS.depthwise_conv2d.default]
+    room = {call: depthwise_wrapper_scratch(call, target) for call in depthwise}
+    if arena is not None:
+        swept = sweep(graph_module)
+        for call, live in zip(swept.calls, swept.live, strict=True):
+            if call in room:
+                room[call] = max(room[call], arena - live + aligned(scratch_bytes(call)))
+    return room
+
+
 def lanes_tile(call: Node, target: Target, room: int) -> int:
-    """The tallest tile of the lanes kernel whose buffer takes at most ``room`` bytes, one row
-    at least."""
-    out, stride = tuple(call.meta["val"][0].shape), list(call.args[5])
-    tiles = range(1, out[1] + 1)
-    fits = [t for t in tiles if compute.lanes_buffer_bytes(target.isa, out, stride, t) <= room]
-    return max(fits, default=1)
+    """The tile of the lanes kernel the cost model expects fastest among those whose buffer
+    takes at most ``room`` bytes (0: no buffer)."""
+    inputs, out, stride, _ = _window(call)
+    tiles = [0] + [
+        t
+        for t in range(1, out[1] + 1)
+        if compute.lanes_buffer_bytes(target.isa, out, stride, t) <= room
+    ]
+    return min(
+        tiles, key=lambda t: (costs.lanes_instructions(target.isa, inputs, out, stride, t), -t)
+    )
 
 
 def rows_calls(graph_module: GraphModule) -> list[Node]:
@@ -198,9 +231,9 @@ def relaxable(graph_module: GraphModule, target: Target, arena: int) -> list[Nod
         rows = call.target is OPS.conv2d.default and call.args[-2] == ROWS
         lanes = call.target is OPS.depthwise_conv2d.default and call.args[-2] == LANES
         if lanes:
-            inputs, out = tuple(_value(call.args[0]).shape), tuple(call.meta["val"][0].shape)
-            tile = compute.lanes_tile(target.isa, out, call.args[5], int(call.args[-1]))
-            lanes = not costs.lanes_faster(inputs, out, call.args[5], tile)
+            inputs, out, stride, padding = _window(call)
+            tile = compute.lanes_tile(target.isa, out, stride, int(call.args[-1]))
+            lanes = not costs.lanes_faster(target.isa, inputs, out, stride, padding, tile)
         if rows or lanes:
             scratch = (
                 depthwise_wrapper_scratch(call, target) if lanes else _wrapper_scratch(call, target)
@@ -269,11 +302,10 @@ def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[
     kernel (with the call's tile) and of the wrapper."""
     found = {}
     for call in lanes_calls(graph_module):
-        inputs, out = tuple(_value(call.args[0]).shape), tuple(call.meta["val"][0].shape)
-        stride = list(call.args[5])
+        inputs, out, stride, padding = _window(call)
         tile = compute.lanes_tile(target.isa, out, stride, int(call.args[-1]))
-        ours = costs.lanes_instructions(inputs, out, stride, tile)
-        theirs = costs.wrapper_instructions(inputs, out)
+        ours = costs.lanes_instructions(target.isa, inputs, out, stride, tile)
+        theirs = costs.wrapper_instructions(target.isa, inputs, out, stride, padding)
         found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
     return found
 

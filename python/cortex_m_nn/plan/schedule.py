@@ -14,7 +14,9 @@ ExecuTorch's method allocator), given a fully lowered graph and a way to plan on
    ``--ram``/``--board``), no more than the budget.
 
 ``pipeline.to_program`` runs it with its serialiser; the report reads the kept program's
-paths and stage from its memory plan.
+paths and stage from its memory plan. The ``fast`` schedule (:func:`fastest_program`) gives
+our kernels the calls where the cost model expects them faster, then the room the first plan's
+arena leaves them.
 """
 
 from __future__ import annotations
@@ -36,6 +38,26 @@ class Planned(Protocol):
 
 
 P = TypeVar("P", bound=Planned)
+
+
+def fastest_program(graph: GraphModule, target: Target, plan: Callable[[GraphModule], P]) -> P:
+    """The program of ``graph`` (its values propagated) with our kernels where the cost model
+    expects them faster (``paths.fastest``), each buffer no larger than the wrapper's scratch;
+    then planned again with the room the first plan's arena leaves each call (a taller tile,
+    or our kernel where only a buffer makes it faster), kept if its arena is no larger."""
+    paths.reset(graph, target)
+    paths.fastest(graph, target)
+    program = plan(graph)
+    first = paths.state(graph)
+    paths.reset(graph, target)
+    paths.fastest(graph, target, arena=program.memory.arena_bytes)
+    if paths.state(graph) == first:
+        return program
+    wider = plan(graph)
+    if wider.memory.arena_bytes <= program.memory.arena_bytes:
+        return wider
+    paths.restore(graph, first, target)
+    return program
 
 
 def smallest(
