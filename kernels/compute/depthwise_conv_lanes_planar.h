@@ -80,6 +80,20 @@ inline int32_t shift_rounded(int32_t v, int32_t e) {
 }
 #endif
 
+// v clamped to [-128, 127] (SSAT), then to at least `low` (a conditional move: GCC branches).
+#if defined(ARM_MATH_DSP)
+inline int32_t saturate8(int32_t v, int32_t low) {
+  v = __ssat(v, 8);
+  __asm("cmp %0, %1\n\tit lt\n\tmovlt %0, %1" : "+r"(v) : "r"(low) : "cc");
+  return v;
+}
+#else
+inline int32_t saturate8(int32_t v, int32_t low) {
+  v = v < -128 ? -128 : (v > 127 ? 127 : v);
+  return v < low ? low : v;
+}
+#endif
+
 inline uint32_t pair(int32_t low, int32_t high) {
   return (static_cast<uint32_t>(low) & 0xFFFFu) | (static_cast<uint32_t>(high) << 16);
 }
@@ -274,15 +288,23 @@ __attribute__((noinline)) void chunk_sums(const Taps& taps, const int16_t* rows,
 
 // The output bytes of `lines` rows of `count` pixels of one channel from their sums (`stride`
 // sums a row), `channels` bytes apart and `line_bytes` a row from `out`: CMSIS-NN's
-// requantization (`requantize`), the output offset and the clamp.
+// requantization (`requantize`), the output offset and the clamp. Where the range reaches
+// int8's top (ReLU or none), the clamp is a saturation to 8 bits and a lower bound.
 template <typename Requantize>
 inline void requantize_lines(const Call& call, const int32_t* sums, int32_t stride,
                              int32_t count, int32_t lines, int32_t line_bytes, int8_t* out,
                              Requantize requantize) {
   const int32_t step = call.channels, offset = call.output_offset;
   const int32_t low = call.activation_min, high = call.activation_max;
+  const bool to_top = high == 127;
   for (int32_t line = 0; line < lines; ++line, sums += stride, out += line_bytes) {
     int8_t* to = out;
+    if (to_top) {
+      for (int32_t x = 0; x < count; ++x, to += step) {
+        *to = static_cast<int8_t>(saturate8(requantize(sums[x]) + offset, low));
+      }
+      continue;
+    }
     for (int32_t x = 0; x < count; ++x, to += step) {
       int32_t v = requantize(sums[x]) + offset;
       v = v < low ? low : v;
