@@ -77,13 +77,9 @@ def batches(cases: list[compute_cases.Case], budget: int = 1 << 20) -> list[list
 
 def counts(isa: Isa, cases: list[compute_cases.Case]) -> tuple[list[list[float]], list]:
     """Each case's counts of our function's loops and of the wrapper's on ``isa``."""
-    if isa is Isa.MVE:
-        ours = [costs.lanes_counts(c.input_shape, c.output_shape, c.stride, c.tile) for c in cases]
-        return ours, [costs.wrapper_counts(c.input_shape, c.output_shape) for c in cases]
-    ours = [costs.planar_counts(c.input_shape, c.output_shape, c.stride, c.tile) for c in cases]
+    ours = [costs.ours_counts(isa, c.input_shape, c.output_shape, c.stride, c.tile) for c in cases]
     theirs = [
-        costs.three_by_three_counts(c.input_shape, c.output_shape, c.stride, c.padding)
-        for c in cases
+        costs.theirs_counts(isa, c.input_shape, c.output_shape, c.stride, c.padding) for c in cases
     ]
     return ours, theirs
 
@@ -140,17 +136,16 @@ def main(argv: list[str] | None = None) -> int:
           f"or more): ours {lanes_error:.1%} "
           f"({outcomes[lanes_worst].case}), CMSIS-NN {wrapper_error:.1%} "
           f"({outcomes[wrapper_worst].case})")  # fmt: skip
-    mve = isa is Isa.MVE
     model = {
         "measured": f"benchmarks/kernel_costs.py on QEMU {core.machine} ({core.cpu}, {isa}, -O3)",
         "cases": len(outcomes),
         "lanes": {
-            "counts": costs.LANES_COUNTS if mve else costs.PLANAR_COUNTS,
+            "counts": costs.COUNT_NAMES[isa][0],
             "instructions_per_count": lanes,
             "worst_error": round(lanes_error, 4),
         },
         "wrapper": {
-            "counts": costs.WRAPPER_COUNTS if mve else costs.THREE_BY_THREE_COUNTS,
+            "counts": costs.COUNT_NAMES[isa][1],
             "instructions_per_count": wrapper,
             "worst_error": round(wrapper_error, 4),
         },

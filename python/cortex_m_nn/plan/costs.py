@@ -156,15 +156,52 @@ def wrapper_counts(input_nhwc: Sequence[int], output_nhwc: Sequence[int]) -> lis
     return [1.0, float(copies), float(vectors), float(groups), float(pixels * chunks)]
 
 
+def ours_counts(
+    isa: Isa,
+    input_nhwc: Sequence[int],
+    output_nhwc: Sequence[int],
+    stride: Sequence[int],
+    tile: int,
+) -> list[float]:
+    """The counts of ``depthwise_conv_lanes_s8``'s loops on ``isa`` (:data:`COUNT_NAMES`)."""
+    if isa is Isa.MVE:
+        return lanes_counts(input_nhwc, output_nhwc, stride, tile)
+    return planar_counts(input_nhwc, output_nhwc, stride, tile)
+
+
+def theirs_counts(
+    isa: Isa,
+    input_nhwc: Sequence[int],
+    output_nhwc: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+) -> list[float]:
+    """The counts of the loops of the function ``arm_depthwise_conv_wrapper_s8`` runs on
+    ``isa`` (:data:`COUNT_NAMES`)."""
+    if isa is Isa.MVE:
+        return wrapper_counts(input_nhwc, output_nhwc)
+    return three_by_three_counts(input_nhwc, output_nhwc, stride, padding)
+
+
+#: ISA → the names of :func:`ours_counts` and of :func:`theirs_counts`
+COUNT_NAMES = {
+    Isa.MVE: (LANES_COUNTS, WRAPPER_COUNTS),
+    Isa.DSP: (PLANAR_COUNTS, THREE_BY_THREE_COUNTS),
+}
+
+
 @cache
-def _weights(isa: Isa) -> dict[str, list[float]]:
-    data = json.loads(MODEL.read_text())[isa.value]
-    return {name: data[name]["instructions_per_count"] for name in ("lanes", "wrapper")}
+def _models() -> dict[str, dict]:
+    return json.loads(MODEL.read_text())
+
+
+def _weights(isa: Isa, function: str) -> list[float]:
+    return _models()[isa.value][function]["instructions_per_count"]
 
 
 def modelled(isa: Isa) -> bool:
     """Whether the cost model has measurements of ``isa``."""
-    return isa.value in json.loads(MODEL.read_text())
+    return isa.value in _models()
 
 
 def lanes_instructions(
@@ -175,11 +212,8 @@ def lanes_instructions(
     tile: int,
 ) -> float:
     """The instructions ``depthwise_conv_lanes_s8`` is expected to take on ``isa``."""
-    if isa is Isa.MVE:
-        counts = lanes_counts(input_nhwc, output_nhwc, stride, tile)
-    else:
-        counts = planar_counts(input_nhwc, output_nhwc, stride, tile)
-    return sum(w * c for w, c in zip(_weights(isa)["lanes"], counts, strict=True))
+    counts = ours_counts(isa, input_nhwc, output_nhwc, stride, tile)
+    return sum(w * c for w, c in zip(_weights(isa, "lanes"), counts, strict=True))
 
 
 def wrapper_instructions(
@@ -190,11 +224,8 @@ def wrapper_instructions(
     padding: Sequence[int],
 ) -> float:
     """The instructions ``arm_depthwise_conv_wrapper_s8`` is expected to take on ``isa``."""
-    if isa is Isa.MVE:
-        counts = wrapper_counts(input_nhwc, output_nhwc)
-    else:
-        counts = three_by_three_counts(input_nhwc, output_nhwc, stride, padding)
-    return sum(w * c for w, c in zip(_weights(isa)["wrapper"], counts, strict=True))
+    counts = theirs_counts(isa, input_nhwc, output_nhwc, stride, padding)
+    return sum(w * c for w, c in zip(_weights(isa, "wrapper"), counts, strict=True))
 
 
 def lanes_faster(

@@ -134,15 +134,12 @@ def depthwise_wrapper_scratch(call: Node, target: Target) -> int:
     )
 
 
-def fastest(
-    graph_module: GraphModule, target: Target, least: bool = False, arena: int | None = None
-) -> list[Node]:
+def fastest(graph_module: GraphModule, target: Target, arena: int | None = None) -> list[Node]:
     """Give each depthwise call our lanes kernel where it computes the call and the cost model
     expects fewer instructions than the wrapper's, in place, with the tile it expects fastest
-    among those whose buffer fits the call's room (:func:`rooms`; ``least``: no buffer, the
-    least RAM); the calls given it. On DSP only calls the wrapper computes with
-    ``arm_depthwise_conv_3x3_s8`` (what the model measures). A graph whose values
-    ``execution_graph.propagate_values`` has set."""
+    among those whose buffer fits the call's room (:func:`rooms`); the calls given it. On DSP
+    only calls the wrapper computes with ``arm_depthwise_conv_3x3_s8`` (what the model
+    measures). A graph whose values ``execution_graph.propagate_values`` has set."""
     if not costs.modelled(target.isa):
         return []
     room = rooms(graph_module, target, arena)
@@ -154,7 +151,7 @@ def fastest(
         if target.isa is not Isa.MVE and not three_by_three_path(call, list(call.args[6])):
             continue
         inputs, out, stride, padding = _window(call)
-        tile = 0 if least else lanes_tile(call, target, room[call])
+        tile = lanes_tile(call, target, room[call])
         if costs.lanes_faster(target.isa, inputs, out, stride, padding, tile):
             set_path(call, LANES, target, compute.lanes_buffer_bytes(target.isa, out, stride, tile))
             given.append(call)
