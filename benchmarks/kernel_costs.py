@@ -1,19 +1,20 @@
 """The kernel cost model's measurements: our depthwise_conv_lanes_s8 and CMSIS-NN's
 arm_depthwise_conv_wrapper_s8 on a grid of layer shapes, under QEMU on the M55 (MVE) or the
-M33 (DSP).
+M33 (DSP); on the M33 also our pointwise_conv_s8 and the wrapper's arm_convolve_1x1_s8_fast.
 
 Usage::
 
     PYTHONPATH=python:. python benchmarks/kernel_costs.py [--core m55|m33] [--write]
-        [--build-dir DIR]
+        [--build-dir DIR] [--kernels depthwise,pointwise]
 
-Runs ``tests/target/compute`` (one image: every grid case through both functions, each output
+Runs ``tests/target/compute`` (images of grid cases, each through both functions, each output
 checked against the Python reference) with the instruction-count plugin, then fits each
-function's instructions per count of its loops (``cortex_m_nn.plan.costs``: lanes_counts,
-wrapper_counts) by least squares. Prints, per case, the measured and fitted instructions of
-both and which one the compiler would choose, and the fit's worst relative error; ``--write``
+function's instructions per count of its loops (``cortex_m_nn.plan.costs``: ours_counts,
+theirs_counts, pointwise_counts, one_by_one_counts) by least squares. Prints, per case, the
+measured and fitted instructions of both and which one the compiler would choose, and the fit's
+worst relative error; ``--write``
 stores the fit in ``python/cortex_m_nn/plan/kernel_costs.json`` under the core's ISA, which
-``plan.paths`` reads.
+``plan.paths`` reads (the kernels measured replace their entries; the others stay).
 Needs ``CMSIS_NN_PATH``, Debian's ``arm-none-eabi-gcc`` and ``qemu-system-arm``.
 """
 
@@ -60,7 +61,26 @@ def grid() -> list[compute_cases.Case]:
     return cases
 
 
-def batches(cases: list[compute_cases.Case], budget: int = 1 << 20) -> list[list]:
+def pointwise_grid() -> list[compute_cases.PointwiseCase]:
+    """1x1 convolutions of 1 to 48 x 48 pixels (and keyword spotters' 25 x 5), depths that are
+    multiples of four from 4 to 256, 4 to 256 output channels (and a few odd counts); images
+    whose input, output and weights fit the image's memory."""
+    images = [(1, 1), (1, 3), (3, 3), (5, 5), (6, 6), (12, 12), (24, 24), (48, 48), (25, 5)]
+    cases = []
+    for (h, w), depth, channels in itertools.product(
+        images, (4, 8, 16, 32, 64, 128, 256), (4, 8, 16, 33, 64, 128, 256)
+    ):
+        largest = max(h * w * depth, h * w * channels)
+        if largest > 48 * 48 * 16 or depth * channels > 256 * 256:
+            continue
+        case = compute_cases.PointwiseCase(
+            1, h, w, depth, channels, 3, -5, (-128, 127), seed=len(cases) + 1
+        )
+        cases.append(case)
+    return cases
+
+
+def batches(cases: list, budget: int = 1 << 20) -> list[list]:
     """The cases in images whose expected outputs take at most ``budget`` bytes each (the
     M55 image keeps them in its 2 MB model region)."""
     found: list[list] = [[]]
@@ -75,8 +95,11 @@ def batches(cases: list[compute_cases.Case], budget: int = 1 << 20) -> list[list
     return found
 
 
-def counts(isa: Isa, cases: list[compute_cases.Case]) -> tuple[list[list[float]], list]:
-    """Each case's counts of our function's loops and of the wrapper's on ``isa``."""
+def counts(isa: Isa, cases: list) -> tuple[list[list[float]], list]:
+    """Each case's counts of our function's loops and of CMSIS-NN's on ``isa``."""
+    if cases and isinstance(cases[0], compute_cases.PointwiseCase):
+        ours = [costs.pointwise_counts(c.input_shape, c.channels) for c in cases]
+        return ours, [costs.one_by_one_counts(c.input_shape, c.channels) for c in cases]
     ours = [costs.ours_counts(isa, c.input_shape, c.output_shape, c.stride, c.tile) for c in cases]
     theirs = [
         costs.theirs_counts(isa, c.input_shape, c.output_shape, c.stride, c.padding) for c in cases
@@ -93,66 +116,105 @@ def fit(rows: list[list[float]], measured: list[int]) -> tuple[list[float], floa
     return [round(float(w), 4) for w in weights], float(errors.max()), int(errors.argmax())
 
 
+def measure(
+    kernel: str, args: argparse.Namespace, plugin: Path
+) -> list[compute_cases.Outcome] | None:
+    """Every case of ``kernel``'s grid run on the core, in batches; None (and a line) if an
+    image failed or a case differs from the reference."""
+    pointwise = kernel == "pointwise"
+    core = harness.CORES[args.core]
+    outcomes: list[compute_cases.Outcome] = []
+    for index, batch in enumerate(batches(pointwise_grid() if pointwise else grid())):
+        build = args.build_dir / f"{args.core}-{kernel}-image-{index}"
+        cases, extra = ([], batch) if pointwise else (batch, [])
+        status, found = compute_cases.run(cases, core, build, Rounding.DOUBLE, plugin, extra)
+        wrong = [o.case for o in found if o.ours_differ or o.wrapper_differ]
+        if status != 0 or len(found) != len(batch) or wrong:
+            print(
+                f"kernel_costs: {kernel} image {index} failed (status {status}, "
+                f"{len(wrong)} cases differ)"
+            )
+            return None
+        outcomes += found
+    return outcomes
+
+
+def describe(case: compute_cases.Case | compute_cases.PointwiseCase) -> str:
+    """A case's shape, as the table prints it."""
+    if isinstance(case, compute_cases.PointwiseCase):
+        return f"{case.in_h:>4}x{case.in_w:<3}x{case.depth:<4}->{case.channels:<4}"
+    shape = f"{case.in_h:>4}x{case.in_w:<3}x{case.channels:<4}"
+    return f"{shape} s{case.stride[0]} t{case.tile:<3}"
+
+
+def model_of(kernel: str, isa: Isa, outcomes: list[compute_cases.Outcome]) -> dict:
+    """The fit of ``kernel``'s two functions to ``outcomes``, printing each case's measured and
+    fitted instructions and the worst errors."""
+    ours_rows, theirs_rows = counts(isa, [o.case for o in outcomes])
+    ours, ours_error, ours_worst = fit(ours_rows, [o.ours_instructions for o in outcomes])
+    theirs, theirs_error, theirs_worst = fit(
+        theirs_rows, [o.wrapper_instructions for o in outcomes]
+    )
+    print(f"{'case':>22} {'ours':>10} {'fitted':>10} {'CMSIS-NN':>10} {'fitted':>10} "
+          f"{'ours/CMSIS':>10}")  # fmt: skip
+    for o, ours_row, theirs_row in zip(outcomes, ours_rows, theirs_rows, strict=True):
+        fitted = (np.dot(ours, ours_row), np.dot(theirs, theirs_row))
+        print(
+            f"{describe(o.case):>22} {o.ours_instructions:>10,} {fitted[0]:>10,.0f} "
+            f"{o.wrapper_instructions:>10,} {fitted[1]:>10,.0f} "
+            f"{o.ours_instructions / o.wrapper_instructions:>10.3f}"
+        )
+    print(f"{kernel}: {len(outcomes)} cases bit exact; worst fit error (calls of {LARGE:,} "
+          f"instructions or more): ours {ours_error:.1%} ({outcomes[ours_worst].case}), "
+          f"CMSIS-NN {theirs_error:.1%} ({outcomes[theirs_worst].case})")  # fmt: skip
+    names = (
+        (costs.POINTWISE_COUNTS, costs.ONE_BY_ONE_COUNTS)
+        if kernel == "pointwise"
+        else costs.COUNT_NAMES[isa]
+    )
+    keys = ("pointwise", "one_by_one") if kernel == "pointwise" else ("lanes", "wrapper")
+    return {
+        keys[0]: {
+            "counts": names[0],
+            "instructions_per_count": ours,
+            "worst_error": round(ours_error, 4),
+        },
+        keys[1]: {
+            "counts": names[1],
+            "instructions_per_count": theirs,
+            "worst_error": round(theirs_error, 4),
+        },
+        f"{kernel}_cases": len(outcomes),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="store the fit in plan/")
     parser.add_argument("--build-dir", type=Path, default=REPO / "build" / "kernel-costs")
     parser.add_argument("--core", choices=sorted(CORES), default="m55")
+    parser.add_argument(
+        "--kernels", default="depthwise,pointwise", help="depthwise, pointwise (DSP only)"
+    )
     args = parser.parse_args(argv)
     reason = harness.missing()
     if reason:
         print(f"kernel_costs: skipped: {reason}")
         return 0
-    cases = grid()
     plugin = harness.build_plugin(args.build_dir / "plugin")
     core, isa = harness.CORES[args.core], CORES[args.core]
-    outcomes: list[compute_cases.Outcome] = []
-    for index, batch in enumerate(batches(cases)):
-        build = args.build_dir / f"{args.core}-image-{index}"
-        status, found = compute_cases.run(batch, core, build, Rounding.DOUBLE, plugin)
-        wrong = [o.case for o in found if o.ours_differ or o.wrapper_differ]
-        if status != 0 or len(found) != len(batch) or wrong:
-            print(
-                f"kernel_costs: image {index} failed (status {status}, {len(wrong)} cases differ)"
-            )
-            return 1
-        outcomes += found
-    lanes_rows, wrapper_rows = counts(isa, [o.case for o in outcomes])
-    lanes, lanes_error, lanes_worst = fit(lanes_rows, [o.ours_instructions for o in outcomes])
-    wrapper, wrapper_error, wrapper_worst = fit(
-        wrapper_rows, [o.wrapper_instructions for o in outcomes]
-    )
-    head = f"{'input':>14} {'s':>2} {'tile':>4} {'ours':>10} {'fitted':>10} {'CMSIS-NN':>10} "
-    print(head + f"{'fitted':>10} {'ours/CMSIS':>10}")
-    for o, lr, wr in zip(outcomes, lanes_rows, wrapper_rows, strict=True):
-        c = o.case
-        fitted = (np.dot(lanes, lr), np.dot(wrapper, wr))
-        print(
-            f"{c.in_h:>4}x{c.in_w:<3}x{c.channels:<4} {c.stride[0]:>2} {c.tile:>4} "
-            f"{o.ours_instructions:>10,} {fitted[0]:>10,.0f} {o.wrapper_instructions:>10,} "
-            f"{fitted[1]:>10,.0f} {o.ours_instructions / o.wrapper_instructions:>10.3f}"
-        )
-    print(f"{len(outcomes)} cases bit exact; worst fit error (calls of {LARGE:,} instructions "
-          f"or more): ours {lanes_error:.1%} "
-          f"({outcomes[lanes_worst].case}), CMSIS-NN {wrapper_error:.1%} "
-          f"({outcomes[wrapper_worst].case})")  # fmt: skip
-    model = {
-        "measured": f"benchmarks/kernel_costs.py on QEMU {core.machine} ({core.cpu}, {isa}, -O3)",
-        "cases": len(outcomes),
-        "lanes": {
-            "counts": costs.COUNT_NAMES[isa][0],
-            "instructions_per_count": lanes,
-            "worst_error": round(lanes_error, 4),
-        },
-        "wrapper": {
-            "counts": costs.COUNT_NAMES[isa][1],
-            "instructions_per_count": wrapper,
-            "worst_error": round(wrapper_error, 4),
-        },
+    kernels = [k for k in args.kernels.split(",") if k == "depthwise" or isa is Isa.DSP]
+    model: dict = {
+        "measured": f"benchmarks/kernel_costs.py on QEMU {core.machine} ({core.cpu}, {isa}, -O3)"
     }
+    for kernel in kernels:
+        outcomes = measure(kernel, args, plugin)
+        if outcomes is None:
+            return 1
+        model.update(model_of(kernel, isa, outcomes))
     if args.write:
         models = json.loads(costs.MODEL.read_text())
-        models[isa.value] = model
+        models[isa.value] = {**models.get(isa.value, {}), **model}
         costs.MODEL.write_text(json.dumps(models, indent=2) + "\n")
         print(f"wrote {costs.MODEL.relative_to(REPO)}")
     return 0

@@ -19,81 +19,6 @@
 // Either way output rows are written in order, a tile (or a row) at a time, each after reading
 // the rows its windows read. The host build computes the same way, each intrinsic a C function.
 
-// A word of two int16: `bottom` in its low half, `top` in its high half.
-#if defined(ARM_MATH_DSP)
-inline int32_t smlad(uint32_t a, uint32_t b, int32_t acc) {
-  return __smlad(static_cast<int32_t>(a), static_cast<int32_t>(b), acc);
-}
-inline int32_t smlabt(uint32_t a, uint32_t b, int32_t acc) {
-  return __smlabt(static_cast<int32_t>(a), static_cast<int32_t>(b), acc);
-}
-inline int32_t smlatb(uint32_t a, uint32_t b, int32_t acc) {
-  return __smlatb(static_cast<int32_t>(a), static_cast<int32_t>(b), acc);
-}
-#else
-inline int32_t bottom(uint32_t v) { return static_cast<int16_t>(v & 0xFFFFu); }
-inline int32_t top(uint32_t v) { return static_cast<int16_t>(v >> 16); }
-inline int32_t smlad(uint32_t a, uint32_t b, int32_t acc) {
-  return acc + bottom(a) * bottom(b) + top(a) * top(b);
-}
-inline int32_t smlabt(uint32_t a, uint32_t b, int32_t acc) { return acc + bottom(a) * top(b); }
-inline int32_t smlatb(uint32_t a, uint32_t b, int32_t acc) { return acc + top(a) * bottom(b); }
-#endif
-
-// The bytes 0 and 2 (or, rotated by 8, 1 and 3) of a word as two int16.
-#if defined(ARM_MATH_DSP)
-inline uint32_t sxtb16(uint32_t v) {
-  return static_cast<uint32_t>(__sxtb16(static_cast<int32_t>(v)));
-}
-inline uint32_t sxtb16_ror8(uint32_t v) { return sxtb16((v >> 8) | (v << 24)); }
-#else
-inline uint32_t sxtb16(uint32_t v) {
-  return (static_cast<uint32_t>(static_cast<int8_t>(v & 0xFFu)) & 0xFFFFu) |
-         (static_cast<uint32_t>(static_cast<int8_t>((v >> 16) & 0xFFu)) << 16);
-}
-inline uint32_t sxtb16_ror8(uint32_t v) { return sxtb16(v >> 8); }
-#endif
-
-// Double rounding's arithmetic where a sum shifted left stays below 2^30 in magnitude:
-// arm_nn_doubling_high_mult_no_sat(v, m) is then SMMULR(2v, m), and its divide by 2^e
-// (e >= 1, midpoints away from zero) an ASRS of v - (v < 0) plus the carry it shifts out, as
-// CMSIS-NN's CMSIS_NN_USE_REQUANTIZE_INLINE_ASSEMBLY computes it.
-#if defined(ARM_MATH_DSP)
-inline int32_t smmulr(int32_t a, int32_t b) {
-  int32_t r;
-  __asm("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
-inline int32_t shift_rounded(int32_t v, int32_t e) {
-  int32_t r;
-  __asm("add %1, %1, %1, asr #31\n\tasrs %0, %1, %2\n\tadc %0, %0, #0"
-        : "=&r"(r), "+r"(v) : "r"(e) : "cc");
-  return r;
-}
-#else
-inline int32_t smmulr(int32_t a, int32_t b) {
-  return static_cast<int32_t>((static_cast<int64_t>(a) * b + 0x80000000LL) >> 32);
-}
-inline int32_t shift_rounded(int32_t v, int32_t e) {
-  v += v >> 31;
-  return (v >> e) + ((v >> (e - 1)) & 1);
-}
-#endif
-
-// v clamped to [-128, 127] (SSAT), then to at least `low` (a conditional move: GCC branches).
-#if defined(ARM_MATH_DSP)
-inline int32_t saturate8(int32_t v, int32_t low) {
-  v = __ssat(v, 8);
-  __asm("cmp %0, %1\n\tit lt\n\tmovlt %0, %1" : "+r"(v) : "r"(low) : "cc");
-  return v;
-}
-#else
-inline int32_t saturate8(int32_t v, int32_t low) {
-  v = v < -128 ? -128 : (v > 127 ? 127 : v);
-  return v < low ? low : v;
-}
-#endif
-
 inline uint32_t pair(int32_t low, int32_t high) {
   return (static_cast<uint32_t>(low) & 0xFFFFu) | (static_cast<uint32_t>(high) << 16);
 }
@@ -299,14 +224,15 @@ inline void requantize_lines(const Call& call, const int32_t* sums, int32_t stri
   const bool to_top = high == 127;
   for (int32_t line = 0; line < lines; ++line, sums += stride, out += line_bytes) {
     int8_t* to = out;
+    const int32_t* const end = sums + count;  // the sum pointer is the loop's only counter
     if (to_top) {
-      for (int32_t x = 0; x < count; ++x, to += step) {
-        *to = static_cast<int8_t>(saturate8(requantize(sums[x]) + offset, low));
+      for (const int32_t* sum = sums; sum != end; ++sum, to += step) {
+        *to = static_cast<int8_t>(saturate8(requantize(*sum) + offset, low));
       }
       continue;
     }
-    for (int32_t x = 0; x < count; ++x, to += step) {
-      int32_t v = requantize(sums[x]) + offset;
+    for (const int32_t* sum = sums; sum != end; ++sum, to += step) {
+      int32_t v = requantize(*sum) + offset;
       v = v < low ? low : v;
       *to = static_cast<int8_t>(v > high ? high : v);
     }
@@ -321,8 +247,7 @@ __attribute__((noinline)) void requantize_chunk(const Call& call, const Taps& ta
 #if !defined(CMSIS_NN_USE_SINGLE_ROUNDING)
   // every sum lies within |start| + 9 * 128 * 128 < |start| + 2^18
   const int32_t left = shift > 0 ? shift : 0;
-  const uint32_t start = static_cast<uint32_t>(taps.start < 0 ? -taps.start : taps.start);
-  if (left < 12 && start < (1u << (30 - left)) - (1u << 18)) {
+  if (doubling_fits(taps.start, 1u << 18, left)) {
     const int32_t doubled = left + 1, right = shift < 0 ? -shift : 0;
     if (right == 0) {
       requantize_lines(call, sums, stride, count, lines, line_bytes, out,

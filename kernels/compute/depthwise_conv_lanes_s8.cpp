@@ -25,9 +25,7 @@
 #include <cstring>
 
 #include "arm_nnsupportfunctions.h"
-#if defined(ARM_MATH_DSP) && !defined(ARM_MATH_MVEI)
-#include <arm_acle.h>
-#endif
+#include "dsp_arith.h"
 
 namespace cortex_m_nn {
 namespace compute {
@@ -284,6 +282,7 @@ void image_windows(const Call& call, const int8_t* in, const int8_t* kernel, int
 }
 
 #else
+using namespace dsp;  // NOLINT: the planar code names the DSP arithmetic unqualified
 #include "depthwise_conv_lanes_planar.h"  // DSP and the host build
 #endif
 

@@ -14,7 +14,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from cortex_m_nn.core import compute
-from cortex_m_nn.core.cmsis_nn import LANES, ROWS, THREE_BY_THREE, WRAPPER
+from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE, ROWS, THREE_BY_THREE, WRAPPER
 from cortex_m_nn.lower import scratch
 from cortex_m_nn.ops import int4 as packing
 from cortex_m_nn.ops import transpose_conv2d as transposed
@@ -35,13 +35,16 @@ from .strategies import (
 
 def _path_geometry(draw: st.DrawFn, g: dict, path: int, depthwise: bool) -> None:
     """``g`` made one the path's function computes: a 1x1 convolution without padding or
-    dilation (``ROWS``), a 3x3 depthwise one without dilation, pads of at most 1
-    (``THREE_BY_THREE``), or stride 1 or 2 across and pads up to 2 (``LANES``)."""
+    dilation (``ROWS``; ``POINTWISE``: of stride 1), a 3x3 depthwise one without dilation,
+    pads of at most 1 (``THREE_BY_THREE``), or stride 1 or 2 across and pads up to 2
+    (``LANES``)."""
     if path == WRAPPER:
         return
     g["dilation"] = [1, 1]
     if not depthwise:
         g["kernel"], g["padding"] = (1, 1), [0, 0]
+        if path == POINTWISE:
+            g["stride"] = [1, 1]
         return
     most = 2 if path == LANES else 1
     top, left, bottom, right = (draw(st.integers(0, most)) for _ in range(4))
@@ -74,11 +77,13 @@ def conv_calls(
             g["padding"] = [0, pad[1], 0, pad[3]] if len(pad) == 4 else [0, pad[1]]
         gen = generator(draw)
         n, c_in = (
-            draw(st.integers(1, 1 if path not in (WRAPPER, LANES) else 2)),
+            draw(st.integers(1, 1 if path not in (WRAPPER, LANES, POINTWISE) else 2)),
             draw(st.integers(2 if depthwise else 1, 12)),
         )
-        if path == LANES:
+        if path == LANES and depthwise:
             c_in = 4 * draw(st.integers(1, 4))
+        if path == POINTWISE and not depthwise and draw(st.booleans()):
+            c_in = draw(st.integers(13, 70))  # several groups of four inputs, and a tail
         if int4 and depthwise:
             c_in = 2 * draw(st.integers(1, 6))  # the generic s4 kernel's odd-channel defect
         elif int4 and (g["kernel"][1] * c_in) % 2:
@@ -129,9 +134,11 @@ def conv_calls(
             offsets = draw(st.integers(-127, 128)), draw(st.integers(-128, 127))
             numbers = (*offsets, act_min, act_max)
         depth = (mult,) if depthwise else ()
-        if path == LANES:  # the buffer of a tile of output rows (0: none)
+        if path == LANES and depthwise:  # the buffer of a tile of output rows (0: none)
             tile = draw(st.integers(0, 3))
             need = compute.lanes_buffer_bytes(host_target(isa).isa, shapes[2], g["stride"], tile)
+        elif path == POINTWISE:  # a pair of pixels' inputs, widened
+            need = compute.pointwise_buffer_bytes(c_in)
         elif path:
             need = 0  # the CMSIS-NN path functions take no buffer
         args = (x, kernel, bias, multipliers, shifts, *window, *depth, *numbers, path, need)
@@ -209,6 +216,7 @@ CALLS: CallTable = {
     "depthwise_conv2d[int16]": lambda isa: conv_calls(isa, depthwise=True, int16=True),
     "conv2d[int4]": lambda isa: conv_calls(isa, int4=True),
     "conv2d[rows]": lambda isa: conv_calls(isa, path=ROWS),
+    "conv2d[pointwise]": lambda isa: conv_calls(isa, path=POINTWISE),
     "depthwise_conv2d[3x3]": lambda isa: conv_calls(isa, depthwise=True, path=THREE_BY_THREE),
     "depthwise_conv2d[lanes]": lambda isa: conv_calls(isa, depthwise=True, path=LANES),
     "depthwise_conv2d[int4]": lambda isa: conv_calls(isa, depthwise=True, int4=True),

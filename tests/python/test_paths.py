@@ -1,7 +1,8 @@
 """Kernel paths (plan.paths): the small schedule gives a 1x1 convolution off MVE
 arm_convolve_1x1_s8 (row by row), so its output may take its input's consumed rows, and keeps
-the wrapper's choice for it on MVE and in the fast schedule; on MVE a stage's 3x3 depthwise
-steps run our kernel without a buffer; the numbers stay the same."""
+the wrapper's choice for it on MVE; the fast schedule gives our kernels where the cost model
+expects them faster; on MVE a stage's 3x3 depthwise steps run our kernel without a buffer; the
+numbers stay the same."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import torch
 from tests.python.test_cli import run
 from tests.target import harness
 
-from cortex_m_nn.core.cmsis_nn import LANES, ROWS, THREE_BY_THREE, WRAPPER
+from cortex_m_nn.core import compute
+from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE, ROWS, THREE_BY_THREE, WRAPPER
 from cortex_m_nn.core.options import IoType
 from cortex_m_nn.pipeline import CompiledProgram
 from cortex_m_nn.plan import paths
@@ -33,13 +35,14 @@ def test_small_runs_one_by_one_convolutions_row_by_row_off_mve(
     core: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Kept on it (nothing relaxed, as tests/target runs the guard): the overlap guard's 1x1
-    convolutions (stride 1 and 2) take path 1 and no scratch, the others keep the wrapper's;
-    its outputs are fast's; and the stride-1 one's output shares its input's bytes, which the
-    wrapper's channel-major walk forbids."""
+    convolutions (stride 1 and 2) take path 1 and no scratch, the others keep the wrapper's
+    (fast's: the wrapper's or, on the M33, our pointwise kernel); its outputs are fast's; and
+    the stride-1 one's output shares its input's bytes, which the wrapper's channel-major walk
+    forbids."""
     fast = harness.compile_for("overlap_guard", harness.CORES[core])
     monkeypatch.setattr(paths, "relaxable", lambda *_: [])
     small = harness.compile_for("overlap_guard", harness.CORES[core], schedule="small")
-    assert set(_paths(fast)) == {WRAPPER}
+    assert set(_paths(fast)) <= ({WRAPPER, POINTWISE} if core == "m33" else {WRAPPER})
     rows = [n for n in small.compiled.io.graph.graph.nodes if n.target is CONV2D and n.args[-2]]
     assert all(n.args[-2] == ROWS and n.args[-1] == 0 for n in rows)
     # those outside the program's stage (a strip of a 1x1 convolution is a row or a few)
@@ -121,8 +124,8 @@ def test_fast_gives_our_kernel_where_the_cost_model_expects_it_faster(
     arena stays the wrapper's (the buffer no larger than the wrapper's), the numbers the same,
     and the report names the function of each layer and what the model expects. DS-CNN's
     25x5x64 layers, where ours is not faster, keep CMSIS-NN's. On M33 (DSP) CMSIS-NN's 3x3
-    path takes no buffer: ours takes the room the first plan's arena leaves at its calls, so
-    the arena stays the same there too."""
+    path and its 1x1 path take no buffer: our depthwise and pointwise kernels take the room the
+    first plan's arena leaves at their calls, so the arena stays the same there too."""
     vww = harness.compile_for("mobilenet_v1_025", harness.CORES["m55"], io=IoType.INT8)
     depthwise = [n for n in vww.compiled.io.graph.graph.nodes if n.target is DEPTHWISE]
     lanes = [n for n in depthwise if n.args[-2] == LANES]
@@ -138,7 +141,17 @@ def test_fast_gives_our_kernel_where_the_cost_model_expects_it_faster(
     dsp = [n for n in m33.compiled.io.graph.graph.nodes if n.target is DEPTHWISE]
     dsp_lanes = [n for n in dsp if n.args[-2] == LANES]
     assert 0 < len(dsp_lanes) and all(int(n.args[-1]) > 0 for n in dsp_lanes)  # tiles in room
-    assert m33.compiled.memory.paths == {"depthwise_conv_lanes_s8": len(dsp_lanes)}
+    pointwise = [n for n in m33.compiled.io.graph.graph.nodes if n.target is CONV2D]
+    pointwise = [n for n in pointwise if n.args[-2] == POINTWISE]
+    depths = [int(n.args[0].meta["val"].shape[3]) for n in pointwise]
+    assert len(pointwise) >= 6  # of its thirteen 1x1 convolutions
+    assert [int(n.args[-1]) for n in pointwise] == [
+        compute.pointwise_buffer_bytes(d) for d in depths
+    ]
+    assert m33.compiled.memory.paths == {
+        "depthwise_conv_lanes_s8": len(dsp_lanes),
+        "pointwise_conv_s8": len(pointwise),
+    }
     ds_cnn = harness.compile_for("ds_cnn", harness.CORES["m55"], io=IoType.INT8)
     assert ds_cnn.compiled.memory.paths == {}
     model = tmp_path / "vww.py"

@@ -20,8 +20,9 @@ from tests.target import harness
 
 from cortex_m_nn.core import compute
 from cortex_m_nn.core.abi import Rounding
-from cortex_m_nn.core.cmsis_nn import LANES
+from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE
 from cortex_m_nn.core.target import Isa
+from cortex_m_nn.ops.conv2d import conv2d
 from cortex_m_nn.ops.depthwise_conv2d import depthwise_conv2d
 
 SOURCE = harness.REPO / "tests" / "target" / "compute"
@@ -63,6 +64,34 @@ class Case:
         return compute.lanes_buffer_bytes(isa, self.output_shape, self.stride, self.tile)
 
 
+@dataclass(frozen=True)
+class PointwiseCase:
+    """One pointwise_conv_s8 call: a 1x1 convolution of stride 1 of ``depth`` input channels
+    into ``channels``, offsets, range, generator seed."""
+
+    batch: int
+    in_h: int
+    in_w: int
+    depth: int
+    channels: int
+    input_offset: int
+    output_offset: int
+    activation: tuple[int, int]
+    seed: int
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, self.in_h, self.in_w, self.depth)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, self.in_h, self.in_w, self.channels)
+
+    def buffer_bytes(self, isa: Isa) -> int:
+        del isa  # the same on every ISA
+        return compute.pointwise_buffer_bytes(self.depth)
+
+
 class _Numbers:
     """The image's generator (main.cpp ``Numbers``)."""
 
@@ -79,32 +108,42 @@ class _Numbers:
         return out
 
 
-def tensors(case: Case) -> dict[str, torch.Tensor]:
-    """The case's input, weight, bias, multipliers and shifts, drawn as the image draws them."""
+def tensors(case: Case | PointwiseCase) -> dict[str, torch.Tensor]:
+    """The case's input, weight, bias, multipliers and shifts, drawn as the image draws them
+    (weights: 9 per channel, or ``depth`` per output channel)."""
     numbers = _Numbers(case.seed)
+    pointwise = isinstance(case, PointwiseCase)
     c = case.channels
     raw = numbers.next(int(np.prod(case.input_shape)))
     input_ = (raw >> 24).astype(np.uint8).view(np.int8).reshape(case.input_shape)
-    weight = (((numbers.next(9 * c) >> 8) % 255).astype(np.int32) - 127).astype(np.int8)
+    count = c * case.depth if pointwise else 9 * c
+    weight = (((numbers.next(count) >> 8) % 255).astype(np.int32) - 127).astype(np.int8)
     drawn = numbers.next(3 * c).reshape(c, 3)
     bias = (drawn[:, 0] >> 16).astype(np.int32) - 32768
     multipliers = (0x40000000 + (drawn[:, 1] >> 2)).astype(np.int64).astype(np.int32)
     shifts = (drawn[:, 2] % 14).astype(np.int32) - 11
+    shape = (c, 1, 1, case.depth) if pointwise else (1, 3, 3, c)
     return {
         "input": torch.from_numpy(input_.copy()),
-        "weight": torch.from_numpy(weight.reshape(1, 3, 3, c).copy()),
+        "weight": torch.from_numpy(weight.reshape(shape).copy()),
         "bias": torch.from_numpy(bias),
         "multipliers": torch.from_numpy(multipliers),
         "shifts": torch.from_numpy(shifts),
     }
 
 
-def expected(case: Case, rounding: Rounding) -> bytes:
+def expected(case: Case | PointwiseCase, rounding: Rounding) -> bytes:
     """The Python reference's output bytes for the case."""
     t = tensors(case)
+    weights = (t["input"], t["weight"], t["bias"], t["multipliers"], t["shifts"])
+    if isinstance(case, PointwiseCase):
+        numbers = (case.input_offset, case.output_offset, *case.activation)
+        need = case.buffer_bytes(Isa.DSP)
+        window = ([1, 1], [0, 0], [1, 1])
+        out = conv2d(*weights, *window, *numbers, POINTWISE, need, rounding=rounding)
+        return out.contiguous().numpy().tobytes()
     out = depthwise_conv2d(
-        t["input"], t["weight"], t["bias"], t["multipliers"], t["shifts"],
-        list(case.stride), list(case.padding), [1, 1], 1, case.input_offset,
+        *weights, list(case.stride), list(case.padding), [1, 1], 1, case.input_offset,
         case.output_offset, *case.activation, LANES, case.buffer_bytes(Isa.MVE), rounding=rounding,
     )  # fmt: skip
     return out.contiguous().numpy().tobytes()
@@ -133,8 +172,55 @@ def random_cases(count: int, seed: int) -> list[Case]:
     return cases
 
 
-def header(cases: list[Case], rounding: Rounding) -> str:
+def random_pointwise_cases(count: int, seed: int) -> list[PointwiseCase]:
+    """``count`` random calls pointwise_conv_s8 computes: images up to 8 x 8, 1 to 80 input and
+    1 to 40 output channels (odd counts, depths with and without a tail of fewer than four), a
+    random activation range, one in ten of two images."""
+    draw = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        low = draw.choice([-128, -128, draw.randint(-128, 0)])
+        high = draw.choice([127, 127, draw.randint(low + 1, 127)])
+        cases.append(
+            PointwiseCase(
+                2 if draw.random() < 0.1 else 1, draw.randint(1, 8), draw.randint(1, 8),
+                draw.randint(1, 80), draw.randint(1, 40), draw.randint(-127, 128),
+                draw.randint(-128, 127), (low, high), draw.getrandbits(32),
+            )
+        )  # fmt: skip
+    return cases
+
+
+def _expected_array(name: str, data: bytes) -> str:
+    values = ",".join(str(b) for b in np.frombuffer(data, dtype=np.int8))
+    # in the region the runner keeps for models: larger than the M55's code memory
+    section = '__attribute__((section(".cortex_m_nn_model"), aligned(4)))'
+    return f"static const int8_t {name}[] {section} = {{{values}}};"
+
+
+def _pointwise_header(cases: list[PointwiseCase], rounding: Rounding) -> list[str]:
+    """cases.h's pointwise part: the cases, their expected outputs and the largest sizes."""
+    fields = "batch in_h in_w depth channels input_offset output_offset activation_min "
+    fields += "activation_max"
+    lines = ["struct PointwiseCase {", *[f"  int32_t {name};" for name in fields.split()]]
+    lines += ["  uint32_t seed;", "  const int8_t* expected;", "};"]
+    rows = []
+    for index, case in enumerate(cases):
+        lines.append(_expected_array(f"kPointwiseExpected{index}", expected(case, rounding)))
+        numbers = [case.batch, case.in_h, case.in_w, case.depth, case.channels]
+        numbers += [case.input_offset, case.output_offset, *case.activation]
+        row = ", ".join(map(str, numbers))
+        rows.append(f"  {{{row}, {case.seed}u, kPointwiseExpected{index}}},")
+    lines += ["static const PointwiseCase kPointwiseCases[] = {", *(rows or ["  {}"]), "};"]
+    lines.append(f"constexpr int32_t kPointwiseCount = {len(cases)};")
+    return lines
+
+
+def header(
+    cases: list[Case], rounding: Rounding, pointwise: list[PointwiseCase] | None = None
+) -> str:
     """cases.h: the cases and their expected outputs."""
+    pointwise = pointwise or []
     lines = ["// Generated by tests/target/compute_cases.py. Do not edit.", "#pragma once", ""]
     lines.append("#include <stdint.h>")
     lines.append("struct ComputeCase {")
@@ -144,24 +230,24 @@ def header(cases: list[Case], rounding: Rounding) -> str:
     lines += ["  uint32_t seed;", "  const int8_t* expected;", "};"]
     rows = []
     for index, case in enumerate(cases):
-        data = expected(case, rounding)
-        values = ",".join(str(b) for b in np.frombuffer(data, dtype=np.int8))
-        # in the region the runner keeps for models: larger than the M55's code memory
-        section = '__attribute__((section(".cortex_m_nn_model"), aligned(4)))'
-        lines.append(f"static const int8_t kExpected{index}[] {section} = {{{values}}};")
+        lines.append(_expected_array(f"kExpected{index}", expected(case, rounding)))
         out_h, out_w = case.out_hw
         numbers = [case.batch, case.in_h, case.in_w, case.channels, *case.stride]
         numbers += [case.padding[0], case.padding[1], out_h, out_w, case.input_offset]
         numbers += [case.output_offset, *case.activation, case.tile]
         rows.append(f"  {{{', '.join(map(str, numbers))}, {case.seed}u, kExpected{index}}},")
-    lines += ["static const ComputeCase kComputeCases[] = {", *rows, "};"]
+    lines += ["static const ComputeCase kComputeCases[] = {", *(rows or ["  {}"]), "};"]
     lines.append(f"constexpr int32_t kCases = {len(cases)};")
+    lines += _pointwise_header(pointwise, rounding)
+    both: list[Case | PointwiseCase] = [*cases, *pointwise]
     largest = {
-        "kMaxInput": max(int(np.prod(c.input_shape)) for c in cases),
-        "kMaxWeight": max(9 * c.channels for c in cases),
-        "kMaxChannels": max(c.channels for c in cases),
-        "kMaxOutput": max(int(np.prod(c.output_shape)) for c in cases),
-        "kMaxBuffer": max(max(c.buffer_bytes(i) for c in cases for i in Isa), 4 * 124 * 9 * 2),
+        "kMaxInput": max(int(np.prod(c.input_shape)) for c in both),
+        "kMaxWeight": max(
+            [9 * c.channels for c in cases] + [c.channels * c.depth for c in pointwise]
+        ),
+        "kMaxChannels": max(c.channels for c in both),
+        "kMaxOutput": max(int(np.prod(c.output_shape)) for c in both),
+        "kMaxBuffer": max(max(c.buffer_bytes(i) for c in both for i in Isa), 4 * 124 * 9 * 2),
     }
     lines += [f"constexpr int32_t {name} = {value};" for name, value in largest.items()]
     return "\n".join(lines) + "\n"
@@ -170,9 +256,9 @@ def header(cases: list[Case], rounding: Rounding) -> str:
 @dataclass(frozen=True)
 class Outcome:
     """One case on the target: bytes of ours and of CMSIS-NN's that differ from the reference,
-    each call's instructions, and the buffer the C++ sized for the case's tile."""
+    each call's instructions, and the buffer the C++ sized for the case (a tile's)."""
 
-    case: Case
+    case: Case | PointwiseCase
     ours_differ: int
     wrapper_differ: int
     ours_instructions: int
@@ -181,12 +267,18 @@ class Outcome:
 
 
 def run(
-    cases: list[Case], core: harness.Core, build_dir: Path, rounding: Rounding, plugin: Path
+    cases: list[Case],
+    core: harness.Core,
+    build_dir: Path,
+    rounding: Rounding,
+    plugin: Path,
+    pointwise: list[PointwiseCase] | None = None,
 ) -> tuple[int, list[Outcome]]:
-    """Build the image for ``core`` with ``cases`` and run it with the instruction-count
-    plugin: (exit status, one outcome per case reported)."""
+    """Build the image for ``core`` with ``cases`` (and ``pointwise`` cases after them) and run
+    it with the instruction-count plugin: (exit status, one outcome per case reported)."""
+    pointwise = pointwise or []
     build_dir.mkdir(parents=True, exist_ok=True)
-    written = header(cases, rounding)
+    written = header(cases, rounding, pointwise)
     target = build_dir / "cases.h"
     if not target.exists() or target.read_text() != written:
         target.write_text(written)
@@ -198,12 +290,11 @@ def run(
     harness.cmake_build(SOURCE, build_dir / "build", core, definitions)
     result = harness.run(build_dir / "build" / "compute_cases.elf", core, str(plugin))
     regions = [int(n) for n in re.findall(r"region \d+ = (\d+) insns", result.stderr)]
-    pattern = r"^case (\d+) ours (\d+) wrapper (\d+) of \d+ bytes differ, buffer (\d+)"
-    outcomes = [
-        Outcome(
-            cases[int(i)], int(ours), int(wrapper), *regions[2 * int(i) : 2 * int(i) + 2],
-            int(buffer),
-        )
-        for i, ours, wrapper, buffer in re.findall(pattern, result.stdout, re.M)
-    ]  # fmt: skip
+    pattern = r"^(case|pointwise) (\d+) ours (\d+) wrapper (\d+) of \d+ bytes differ, buffer (\d+)"
+    outcomes = []
+    for kind, i, ours, wrapper, buffer in re.findall(pattern, result.stdout, re.M):
+        index = int(i) + (len(cases) if kind == "pointwise" else 0)
+        case = cases[int(i)] if kind == "case" else pointwise[int(i)]
+        counts = regions[2 * index : 2 * index + 2]
+        outcomes.append(Outcome(case, int(ours), int(wrapper), *counts, int(buffer)))
     return result.returncode, outcomes

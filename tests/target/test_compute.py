@@ -1,6 +1,7 @@
-"""Our compute functions on the target: 200 random layer shapes per core and rounding, in one
-image each (tests/target/compute_cases.py), bit exact with the Python reference; CMSIS-NN's
-function, run on the same cases, agrees with the reference wherever it computes the call."""
+"""Our compute functions on the target: 200 random layer shapes of each per core and rounding,
+in one image each (tests/target/compute_cases.py), bit exact with the Python reference (our
+pointwise kernel also in place); CMSIS-NN's function, run on the same cases, agrees with the
+reference wherever it computes the call."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from cortex_m_nn.core.target import Isa
 pytestmark = pytest.mark.skipif(harness.missing() is not None, reason=str(harness.missing()))
 
 CASES = compute_cases.random_cases(200, seed=42)
+POINTWISE = compute_cases.random_pointwise_cases(200, seed=43)
 
 
 def wrapper_computes(case: compute_cases.Case, core: harness.Core) -> bool:
@@ -31,20 +33,22 @@ def plugin(request: pytest.FixtureRequest) -> Path:
 
 @pytest.mark.parametrize("rounding", list(Rounding), ids=lambda r: r.value)
 @pytest.mark.parametrize("name", ["m55", "m33", "m4"])
-def test_lanes_kernel_is_bit_exact_on_random_shapes(
+def test_our_kernels_are_bit_exact_on_random_shapes(
     name: str, rounding: Rounding, plugin: Path, request: pytest.FixtureRequest
 ) -> None:
     core = harness.CORES[name]
     build = Path(request.config.cache.mkdir(f"compute-{name}-{rounding.value}"))
-    status, outcomes = compute_cases.run(CASES, core, build, rounding, plugin)
-    assert len(outcomes) == len(CASES), f"the image stopped early (status {status})"
+    status, outcomes = compute_cases.run(CASES, core, build, rounding, plugin, POINTWISE)
+    assert len(outcomes) == len(CASES) + len(POINTWISE), f"the image stopped early ({status})"
     assert [o.case for o in outcomes if o.ours_differ] == []
-    computed = [o for o in outcomes if wrapper_computes(o.case, core)]
+    lanes, pointwise = outcomes[: len(CASES)], outcomes[len(CASES) :]
+    computed = [o for o in lanes if wrapper_computes(o.case, core)]
     assert len(computed) >= 60  # the cross-check covers many cases
-    assert [o.case for o in computed if o.wrapper_differ] == []
+    assert [o.case for o in computed + pointwise if o.wrapper_differ] == []
     assert all(o.ours_instructions > 0 for o in outcomes)
     isa = Isa.MVE if core.name == "m55" else Isa.DSP  # the compiler's buffer sizes are the kernel's
-    assert [o.buffer_bytes for o in outcomes] == [c.buffer_bytes(isa) for c in CASES]
+    cases = [*CASES, *POINTWISE]
+    assert [o.buffer_bytes for o in outcomes] == [c.buffer_bytes(isa) for c in cases]
 
 
 def test_a_wrong_expected_byte_is_reported(
@@ -60,9 +64,10 @@ def test_a_wrong_expected_byte_is_reported(
 
     monkeypatch.setattr(compute_cases, "expected", off_by_one)
     cases = [replace(c, seed=c.seed + 1) for c in CASES[:3]]
+    pointwise = [replace(c, seed=c.seed + 1, channels=c.depth + 1) for c in POINTWISE[:2]]
     build = Path(request.config.cache.mkdir("compute-m55-control"))
     status, outcomes = compute_cases.run(
-        cases, harness.CORES["m55"], build, Rounding.DOUBLE, plugin
+        cases, harness.CORES["m55"], build, Rounding.DOUBLE, plugin, pointwise
     )
-    assert status == 3
-    assert [(o.ours_differ, o.wrapper_differ) for o in outcomes] == [(1, 1)] * 3
+    assert status == 5
+    assert [(o.ours_differ, o.wrapper_differ) for o in outcomes] == [(1, 1)] * 5

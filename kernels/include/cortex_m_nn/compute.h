@@ -41,5 +41,27 @@ arm_cmsis_nn_status depthwise_conv_lanes_s8(
     const cmsis_nn_dims* output_dims,
     int8_t* output);
 
+// A 1x1 convolution, stride 1, no padding or dilation, any batch, int8, per-channel
+// requantization (ARM_CMSIS_NN_ARG_ERROR otherwise): arm_convolve_1x1_s8_fast's integers. Per
+// pair of pixels their inputs plus the input offset are widened to int16, on the stack up to 64
+// input channels (256 bytes), else into the buffer (4-byte aligned,
+// pointwise_conv_s8_get_buffer_size: four bytes per input channel), then each
+// pair of output channels takes four SMLAD per four inputs; pixels are written in order, a pair
+// at a time, after reading their inputs (the output may start where the input does).
+int32_t pointwise_conv_s8_get_buffer_size(const cmsis_nn_dims* input_dims);
+
+arm_cmsis_nn_status pointwise_conv_s8(
+    const cmsis_nn_context* ctx,
+    const cmsis_nn_conv_params* conv_params,
+    const cmsis_nn_per_channel_quant_params* quant,
+    const cmsis_nn_dims* input_dims,
+    const int8_t* input,
+    const cmsis_nn_dims* filter_dims,
+    const int8_t* filter,
+    const cmsis_nn_dims* bias_dims,
+    const int32_t* bias,
+    const cmsis_nn_dims* output_dims,
+    int8_t* output);
+
 }  // namespace compute
 }  // namespace cortex_m_nn

@@ -33,7 +33,11 @@ S8, S16, S4 = Case.S8, Case.S16, Case.S4
 #: linear; an int8 convolution's variant ``path``), or one of our own compute functions that
 #: stands in for them (``core.compute``).
 FUNCTIONS: dict[tuple[str, Case], tuple[str, ...]] = {
-    ("conv2d", S8): ("arm_convolve_wrapper_s8", "arm_convolve_1x1_s8"),
+    ("conv2d", S8): (
+        "arm_convolve_wrapper_s8",
+        "arm_convolve_1x1_s8",
+        "pointwise_conv_s8",  # ours: kernels/compute (core.compute)
+    ),
     ("conv2d", S16): ("arm_convolve_wrapper_s16",),
     ("conv2d", S4): ("arm_convolve_wrapper_s4", "arm_convolve_s4"),
     ("depthwise_conv2d", S8): (
@@ -69,6 +73,9 @@ WRAPPER = 0  #: the wrapper's own choice by shape and ISA (every case)
 #: conv2d, a 1x1 convolution: ``arm_convolve_1x1_s8``, one output row at a time (row-major
 #: where the DSP and scalar wrapper walks the whole image once per pair of output channels)
 ROWS = 1
+#: conv2d, a 1x1 convolution of stride 1: our ``pointwise_conv_s8`` (``core.compute``), faster
+#: than CMSIS-NN's matrix product off MVE for the shapes ``plan.paths`` picks it for
+POINTWISE = 2
 #: depthwise_conv2d, 3x3: ``arm_depthwise_conv_3x3_s8`` on every ISA (no scratch; MVE's
 #: wrapper takes ``arm_depthwise_conv_s8_opt`` and its 4 x 124 x 9-byte buffer)
 THREE_BY_THREE = 1

@@ -14,6 +14,12 @@ output pixels gathers its own window into 160 bytes of stack, output rows in ord
 int16, so the buffer holds four planes of ``(tile - 1) * stride_h + 3`` rows of
 :func:`planar_width` int16; with no buffer each output row of each channel gathers its rows into
 240 bytes of stack.
+
+``pointwise_conv_s8`` (``conv2d``'s ``POINTWISE`` path): an int8 1x1 convolution of stride 1
+without padding, dilation or groups. It widens a pair of pixels' inputs to int16, four bytes per
+input channel: on the stack up to :data:`STACK_DEPTH` input channels (no buffer), else into its
+buffer; it reads (widens) each pair before writing it, so its output may
+start where its input does (``plan.overlap``).
 """
 
 from __future__ import annotations
@@ -78,3 +84,31 @@ def lanes_tile(isa: Isa, output_nhwc: Sequence[int], stride: Sequence[int], buff
     if room < KERNEL * padded:
         return 0
     return min(out_h, (room // padded - KERNEL) // int(stride[0]) + 1)
+
+
+GROUP = 4  #: the input channels ``pointwise_conv_s8`` widens as one group
+STACK_DEPTH = 64  #: up to this depth ``pointwise_conv_s8`` widens on the stack (``kStackDepth``)
+
+
+def pointwise_computes(
+    input_nhwc: Sequence[int],
+    weight_ohwi: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+) -> bool:
+    """Whether ``pointwise_conv_s8`` computes this int8 convolution."""
+    _, kernel_h, kernel_w, per_group = (int(d) for d in weight_ohwi)
+    plain = [int(s) for s in stride] == [1, 1] and [int(d) for d in dilation] == [1, 1]
+    return (
+        (kernel_h, kernel_w) == (1, 1)
+        and plain
+        and not any(int(p) for p in padding)
+        and (per_group == int(input_nhwc[3]))
+    )
+
+
+def pointwise_buffer_bytes(depth: int) -> int:
+    """The buffer of a call of ``depth`` input channels
+    (``pointwise_conv_s8_get_buffer_size``): none up to :data:`STACK_DEPTH`."""
+    return 0 if int(depth) <= STACK_DEPTH else 4 * int(depth)

@@ -50,7 +50,7 @@ from typing import Any
 
 import torch
 
-from cortex_m_nn.core.cmsis_nn import ROWS, WRAPPER
+from cortex_m_nn.core.cmsis_nn import POINTWISE, ROWS, WRAPPER
 from cortex_m_nn.ops import int4
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
@@ -111,16 +111,19 @@ def conv2d(
 def check_path(
     params: ConvParams, input: torch.Tensor, kernel: tuple[int, int], per_group: int, packed: bool
 ) -> None:
-    """The call's path (``core.cmsis_nn``): the wrapper's, or ``ROWS`` for an int8 1x1
-    convolution without padding, dilation or groups (``arm_convolve_1x1_s8``). ValueError."""
+    """The call's path (``core.cmsis_nn``): the wrapper's, ``ROWS`` for an int8 1x1
+    convolution without padding, dilation or groups (``arm_convolve_1x1_s8``), or
+    ``POINTWISE`` for one of stride 1 too (our ``pointwise_conv_s8``). ValueError."""
     if params.path == WRAPPER:
         return
     one_by_one = kernel == (1, 1) and not any(params.padding) and list(params.dilation) == [1, 1]
     int8 = input.dtype is torch.int8 and not packed and per_group == input.shape[3]
-    if params.path != ROWS or not (one_by_one and int8):
+    unit = list(params.stride) == [1, 1]
+    if not (one_by_one and int8 and (params.path == ROWS or (params.path == POINTWISE and unit))):
         raise ValueError(
-            f"conv2d path {params.path}: 0 (the wrapper's), or 1 (arm_convolve_1x1_s8) for an "
-            "int8 1x1 convolution without padding, dilation or groups"
+            f"conv2d path {params.path}: 0 (the wrapper's), 1 (arm_convolve_1x1_s8) for an "
+            "int8 1x1 convolution without padding, dilation or groups, or 2 (pointwise_conv_s8) "
+            "for one of stride 1"
         )
 
 

@@ -1,7 +1,8 @@
 """The kernel cost model: instructions a depthwise call takes in our ``depthwise_conv_lanes_s8``
 and in CMSIS-NN's ``arm_depthwise_conv_wrapper_s8``, per ISA (MVE, measured on the M55; DSP, on
-the M33, where the wrapper runs ``arm_depthwise_conv_3x3_s8``), so that ``plan.paths`` gives a
-call our kernel only where it is faster for that shape on that core.
+the M33, where the wrapper runs ``arm_depthwise_conv_3x3_s8``), and a 1x1 convolution in our
+``pointwise_conv_s8`` and in the wrapper's ``arm_convolve_1x1_s8_fast`` (DSP), so that
+``plan.paths`` gives a call our kernel only where it is faster for that shape on that core.
 
 Each estimate is a sum of counts that follow the function's loops (:func:`lanes_counts`,
 :func:`wrapper_counts`), each weighed by instructions per count fitted to measurements under
@@ -183,6 +184,46 @@ def theirs_counts(
     return three_by_three_counts(input_nhwc, output_nhwc, stride, padding)
 
 
+POINTWISE_COUNTS = ["calls", "channels", "pixel_pairs", "widened_groups", "blocks", "block_groups"]
+ONE_BY_ONE_COUNTS = [
+    "calls", "channel_pairs", "offset_sums", "blocks", "block_chunks", "block_quads",
+    "odd_row_quads", "odd_channel_quads",
+]  # fmt: skip
+
+
+def pointwise_counts(input_nhwc: Sequence[int], channels: int) -> list[float]:
+    """The counts of ``pointwise_conv_s8``'s loops (``POINTWISE_COUNTS``) for a call of
+    ``channels`` output channels whose depth is a multiple of four: the call, its output
+    channels (each checked for the fast rounding), its pixel pairs and the groups of four
+    inputs they widen, the blocks (a pair of output channels on a pixel
+    pair: the sums, their requantization and stores) and the groups those blocks multiply."""
+    batch, height, width, depth = (int(d) for d in input_nhwc)
+    pairs = -(-batch * height * width // 2)
+    groups = depth // compute.GROUP
+    blocks = pairs * -(-int(channels) // 2)
+    return [
+        1.0, float(channels), float(pairs), float(pairs * groups), float(blocks),
+        float(blocks * groups),
+    ]  # fmt: skip
+
+
+def one_by_one_counts(input_nhwc: Sequence[int], channels: int) -> list[float]:
+    """The counts of the loops of ``arm_nn_mat_mult_nt_t_s8`` off MVE (what
+    ``arm_convolve_1x1_s8_fast`` runs, for a depth that is a multiple of four;
+    ``ONE_BY_ONE_COUNTS``): the call, the output channel pairs and the weights each sums for the
+    input offset, the blocks of two pixels by two channels with their chunks of 16 inputs and
+    quads of four after them, an odd last pixel's and an odd last channel's quads."""
+    batch, height, width, depth = (int(d) for d in input_nhwc)
+    pixels, pairs = batch * height * width, int(channels) // 2
+    blocks = pairs * (pixels // 2)
+    chunks, quads = depth // 16, depth % 16 // 4
+    return [
+        1.0, float(pairs), float(pairs * depth), float(blocks), float(blocks * chunks),
+        float(blocks * quads), float(pixels % 2 * pairs * depth // 4),
+        float(int(channels) % 2 * pixels * depth // 4),
+    ]  # fmt: skip
+
+
 #: ISA → the names of :func:`ours_counts` and of :func:`theirs_counts`
 COUNT_NAMES = {
     Isa.MVE: (LANES_COUNTS, WRAPPER_COUNTS),
@@ -240,3 +281,30 @@ def lanes_faster(
     instructions than the wrapper on ``isa``, by :data:`MARGIN`."""
     ours = lanes_instructions(isa, input_nhwc, output_nhwc, stride, tile)
     return ours < MARGIN * wrapper_instructions(isa, input_nhwc, output_nhwc, stride, padding)
+
+
+def pointwise_modelled(isa: Isa) -> bool:
+    """Whether the cost model has measurements of ``pointwise_conv_s8`` on ``isa``."""
+    return modelled(isa) and "pointwise" in _models()[isa.value]
+
+
+def pointwise_instructions(isa: Isa, input_nhwc: Sequence[int], channels: int) -> float:
+    """The instructions ``pointwise_conv_s8`` is expected to take on ``isa``."""
+    counts = pointwise_counts(input_nhwc, channels)
+    return sum(w * c for w, c in zip(_weights(isa, "pointwise"), counts, strict=True))
+
+
+def one_by_one_instructions(isa: Isa, input_nhwc: Sequence[int], channels: int) -> float:
+    """The instructions ``arm_convolve_1x1_s8_fast`` is expected to take on ``isa``."""
+    counts = one_by_one_counts(input_nhwc, channels)
+    return sum(w * c for w, c in zip(_weights(isa, "one_by_one"), counts, strict=True))
+
+
+def pointwise_faster(isa: Isa, input_nhwc: Sequence[int], channels: int) -> bool:
+    """Whether ``pointwise_conv_s8`` is expected to take fewer instructions than the wrapper's
+    ``arm_convolve_1x1_s8_fast`` on ``isa``, by :data:`MARGIN` (a depth that is a multiple of
+    four: otherwise the wrapper takes another function, which the model does not measure)."""
+    if not pointwise_modelled(isa) or int(input_nhwc[3]) % compute.GROUP:
+        return False
+    ours = pointwise_instructions(isa, input_nhwc, channels)
+    return ours < MARGIN * one_by_one_instructions(isa, input_nhwc, channels)

@@ -22,7 +22,10 @@ CMSIS-NN's wrapper (:func:`fastest`), with the tile the model expects fastest am
 buffer fits the call's room: the wrapper's scratch, or, given the arena of a plan of the same
 graph, what that arena leaves at the call (``plan.schedule.fastest_program`` plans twice).
 On DSP the wrapper's ``arm_depthwise_conv_3x3_s8`` takes no buffer, so ours takes the room the
-arena leaves there or computes with none (a strip on the stack).
+arena leaves there or computes with none (a strip on the stack). The same way, on DSP, a 1x1
+convolution of stride 1 runs our ``pointwise_conv_s8`` (``POINTWISE``) where the cost model
+expects it faster than the wrapper's ``arm_convolve_1x1_s8_fast`` and its buffer (a pair of
+pixels' inputs widened to int16) fits the call's room.
 """
 
 from __future__ import annotations
@@ -33,7 +36,15 @@ import torch
 from torch.fx import GraphModule, Node
 
 from cortex_m_nn.core import compute
-from cortex_m_nn.core.cmsis_nn import LANES, ROWS, THREE_BY_THREE, WRAPPER, Case, cmsis_function
+from cortex_m_nn.core.cmsis_nn import (
+    LANES,
+    POINTWISE,
+    ROWS,
+    THREE_BY_THREE,
+    WRAPPER,
+    Case,
+    cmsis_function,
+)
 from cortex_m_nn.core.target import Isa, Target
 from cortex_m_nn.lower.scratch import conv2d_scratch_bytes, depthwise_conv2d_scratch_bytes
 from cortex_m_nn.plan import costs
@@ -57,6 +68,16 @@ def rows_path(call: Node) -> bool:
     one_by_one = (kernel_h, kernel_w) == (1, 1) and not any(call.args[6])
     one_by_one = one_by_one and list(call.args[7]) == [1, 1]
     return one_by_one and _int8(call) and per_group == _value(call.args[0]).shape[3]
+
+
+def pointwise_path(call: Node, target: Target) -> bool:
+    """Whether our ``pointwise_conv_s8`` computes this conv2d call and the cost model measures
+    it on ``target``: int8, 1x1, stride 1, no padding, dilation or groups, a depth that is a
+    multiple of four (else the wrapper takes another function than the model's)."""
+    inputs, weight = (_value(call.args[k]).shape for k in (0, 1))
+    window = (call.args[5], call.args[6], call.args[7])
+    computes = _int8(call) and compute.pointwise_computes(inputs, weight, *window)
+    return computes and inputs[3] % compute.GROUP == 0 and costs.pointwise_modelled(target.isa)
 
 
 def three_by_three_path(call: Node, padding: list[int]) -> bool:
@@ -137,14 +158,19 @@ def depthwise_wrapper_scratch(call: Node, target: Target) -> int:
 def fastest(graph_module: GraphModule, target: Target, arena: int | None = None) -> list[Node]:
     """Give each depthwise call our lanes kernel where it computes the call and the cost model
     expects fewer instructions than the wrapper's, in place, with the tile it expects fastest
-    among those whose buffer fits the call's room (:func:`rooms`); the calls given it. On DSP
-    only calls the wrapper computes with ``arm_depthwise_conv_3x3_s8`` (what the model
-    measures). A graph whose values ``execution_graph.propagate_values`` has set."""
+    among those whose buffer fits the call's room (:func:`rooms`); on DSP each 1x1 convolution
+    our pointwise kernel the same way (its one buffer fitting the room); the calls given them.
+    On DSP only depthwise calls the wrapper computes with ``arm_depthwise_conv_3x3_s8`` (what
+    the model measures). A graph whose values ``execution_graph.propagate_values`` has set."""
     if not costs.modelled(target.isa):
         return []
     room = rooms(graph_module, target, arena)
     given = []
     for call in graph_module.graph.nodes:
+        if call.target is OPS.conv2d.default and call.args[-2] == WRAPPER:
+            if _give_pointwise(call, target, room[call]):
+                given.append(call)
+            continue
         depthwise = call.target is OPS.depthwise_conv2d.default
         if not depthwise or call.args[-2] != WRAPPER or not lanes_path(call):
             continue
@@ -158,12 +184,30 @@ def fastest(graph_module: GraphModule, target: Target, arena: int | None = None)
     return given
 
 
+def _give_pointwise(call: Node, target: Target, room: int) -> bool:
+    """Give conv2d ``call`` our pointwise kernel, in place, if it computes the call, its buffer
+    fits ``room`` and the cost model expects it faster; whether it did."""
+    if not pointwise_path(call, target):
+        return False
+    inputs, channels = _value(call.args[0]).shape, int(_value(call.args[1]).shape[0])
+    need = compute.pointwise_buffer_bytes(int(inputs[3]))
+    if need > room or not costs.pointwise_faster(target.isa, inputs, channels):
+        return False
+    set_path(call, POINTWISE, target, need)
+    return True
+
+
 def rooms(graph_module: GraphModule, target: Target, arena: int | None) -> dict[Node, int]:
-    """Each depthwise call's room for our kernel's buffer: its wrapper's scratch, or, given
-    ``arena`` (bytes of a plan of the same graph), that arena less the bytes live at the call
-    besides its scratch, if more (live bytes without overlaps: at most what the call needs)."""
-    depthwise = [n for n in graph_module.graph.nodes if n.target is OPS.depthwise_conv2d.default]
-    room = {call: depthwise_wrapper_scratch(call, target) for call in depthwise}
+    """Each convolution's room for our kernel's buffer: its wrapper's scratch (a reset graph's),
+    or, given ``arena`` (bytes of a plan of the same graph), that arena less the bytes live at
+    the call besides its scratch, if more (live bytes without overlaps: at most what the call
+    needs)."""
+    room = {}
+    for call in graph_module.graph.nodes:
+        if call.target is OPS.depthwise_conv2d.default:
+            room[call] = depthwise_wrapper_scratch(call, target)
+        elif call.target is OPS.conv2d.default:  # any case's: its scratch as lowered
+            room[call] = int(call.args[-1])
     if arena is not None:
         swept = sweep(graph_module)
         for call, live in zip(swept.calls, swept.live, strict=True):
@@ -186,11 +230,16 @@ def lanes_tile(call: Node, target: Target, room: int) -> int:
     )
 
 
-def rows_calls(graph_module: GraphModule) -> list[Node]:
-    """The conv2d calls on the ``ROWS`` path."""
+def rows_calls(graph_module: GraphModule, path: int = ROWS) -> list[Node]:
+    """The conv2d calls on the ``ROWS`` path (or ``path``)."""
     return [
-        n for n in graph_module.graph.nodes if n.target is OPS.conv2d.default and n.args[-2] == ROWS
+        n for n in graph_module.graph.nodes if n.target is OPS.conv2d.default and n.args[-2] == path
     ]
+
+
+def pointwise_calls(graph_module: GraphModule) -> list[Node]:
+    """The conv2d calls on the ``POINTWISE`` path."""
+    return rows_calls(graph_module, POINTWISE)
 
 
 def choose(graph_module: GraphModule, target: Target, lanes: bool = True) -> None:
@@ -264,6 +313,7 @@ def summary(graph_module: GraphModule) -> dict[str, int]:
     choice (the report's kernel paths)."""
     found = {
         cmsis_function("conv2d", Case.S8, ROWS): len(rows_calls(graph_module)),
+        cmsis_function("conv2d", Case.S8, POINTWISE): len(pointwise_calls(graph_module)),
         cmsis_function("depthwise_conv2d", Case.S8, LANES): len(lanes_calls(graph_module)),
     }
     return {function: count for function, count in found.items() if count}
@@ -280,8 +330,10 @@ def call_functions(graph_module: GraphModule) -> dict[str, str]:
     """The name of each call's output (the report row's ``output_node``) on a path other than
     the wrapper's → the function that computes it."""
     found = {}
-    for call, operator, path in [(c, "conv2d", ROWS) for c in rows_calls(graph_module)] + [
-        (c, "depthwise_conv2d", LANES) for c in lanes_calls(graph_module)
+    for call, operator, path in [
+        *[(c, "conv2d", ROWS) for c in rows_calls(graph_module)],
+        *[(c, "conv2d", POINTWISE) for c in pointwise_calls(graph_module)],
+        *[(c, "depthwise_conv2d", LANES) for c in lanes_calls(graph_module)],
     ]:
         found[_output_name(call)] = cmsis_function(operator, Case.S8, path)
     return found
@@ -290,19 +342,28 @@ def call_functions(graph_module: GraphModule) -> dict[str, str]:
 def reset(graph_module: GraphModule, target: Target) -> None:
     """Every convolution back on the wrapper's path, as the lowering leaves them (a program is
     planned again from the same graph for another schedule)."""
-    for call in [*rows_calls(graph_module), *lanes_calls(graph_module)]:
+    for call in [
+        *rows_calls(graph_module),
+        *pointwise_calls(graph_module),
+        *lanes_calls(graph_module),
+    ]:
         set_wrapper(call, target)
 
 
 def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[str, int]]:
-    """The name of each lanes call's output → the instructions the cost model expects of our
-    kernel (with the call's tile) and of the wrapper."""
+    """The name of each call on our kernels' output → the instructions the cost model expects
+    of ours (with a lanes call's tile) and of the wrapper."""
     found = {}
     for call in lanes_calls(graph_module):
         inputs, out, stride, padding = _window(call)
         tile = compute.lanes_tile(target.isa, out, stride, int(call.args[-1]))
         ours = costs.lanes_instructions(target.isa, inputs, out, stride, tile)
         theirs = costs.wrapper_instructions(target.isa, inputs, out, stride, padding)
+        found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
+    for call in pointwise_calls(graph_module):
+        inputs, channels = _value(call.args[0]).shape, int(_value(call.args[1]).shape[0])
+        ours = costs.pointwise_instructions(target.isa, inputs, channels)
+        theirs = costs.one_by_one_instructions(target.isa, inputs, channels)
         found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
     return found
 

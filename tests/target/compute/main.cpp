@@ -2,7 +2,8 @@
 // tensors come from a seeded generator (tests/target/compute_cases.py draws the same numbers and
 // writes the Python reference's outputs into cases.h); the case runs our function and the
 // CMSIS-NN function it stands in for, each between bench markers (the instruction-count
-// plugin's regions 2i and 2i + 1), and both outputs are compared with the reference's.
+// plugin's regions 2i and 2i + 1; the pointwise cases after the depthwise ones), and both
+// outputs are compared with the reference's.
 // Prints one line per case, exits with the number of cases whose outputs differ.
 #include <stdint.h>
 #include <stdio.h>
@@ -35,12 +36,14 @@ alignas(16) int32_t g_multiplier[kMaxChannels];
 alignas(16) int32_t g_shift[kMaxChannels];
 alignas(16) int8_t g_out[kMaxOutput];
 alignas(16) int8_t g_buffer[kMaxBuffer];
+alignas(16) int8_t g_place[kMaxInput];  // a pointwise call in place: its output over its input
 
-void fill(const ComputeCase& c) {
-  Numbers numbers{c.seed};
-  const int32_t channels = c.channels;
-  for (int32_t i = 0; i < c.batch * c.in_h * c.in_w * channels; ++i) g_input[i] = numbers.byte();
-  for (int32_t i = 0; i < 9 * channels; ++i) g_weight[i] = numbers.weight();
+// A case's tensors: `inputs` input bytes, `weights` weights, `channels` output channels'
+// bias, multiplier and shift.
+void fill(uint32_t seed, int32_t inputs, int32_t weights, int32_t channels) {
+  Numbers numbers{seed};
+  for (int32_t i = 0; i < inputs; ++i) g_input[i] = numbers.byte();
+  for (int32_t i = 0; i < weights; ++i) g_weight[i] = numbers.weight();
   for (int32_t i = 0; i < channels; ++i) {
     g_bias[i] = static_cast<int32_t>(numbers.next() >> 16) - 32768;
     g_multiplier[i] = static_cast<int32_t>(0x40000000u + (numbers.next() >> 2));
@@ -49,10 +52,65 @@ void fill(const ComputeCase& c) {
 }
 
 // The bytes of g_out that differ from the case's expected output.
-int32_t differing(const ComputeCase& c, int32_t count) {
+int32_t differing(const int8_t* expected, int32_t count) {
   int32_t bad = 0;
-  for (int32_t i = 0; i < count; ++i) bad += g_out[i] != c.expected[i];
+  for (int32_t i = 0; i < count; ++i) bad += g_out[i] != expected[i];
   return bad;
+}
+
+// Pointwise case `i`: pointwise_conv_s8 (and, where the output pixels are no larger than the
+// input's, once more in place, outside the bench markers), then arm_convolve_wrapper_s8
+// (which takes arm_convolve_1x1_s8_fast where the input channels are a multiple of 4).
+// Whether any differ.
+bool run_pointwise(int32_t i) {
+  const PointwiseCase& c = kPointwiseCases[i];
+  const int32_t pixels = c.batch * c.in_h * c.in_w;
+  fill(c.seed, pixels * c.depth, c.channels * c.depth, c.channels);
+  cmsis_nn_conv_params params{};
+  params.input_offset = c.input_offset;
+  params.output_offset = c.output_offset;
+  params.stride = {1, 1};
+  params.padding = {0, 0};
+  params.dilation = {1, 1};
+  params.activation = {c.activation_min, c.activation_max};
+  cmsis_nn_per_channel_quant_params quant{g_multiplier, g_shift};
+  const cmsis_nn_dims input{c.batch, c.in_h, c.in_w, c.depth};
+  const cmsis_nn_dims filter{c.channels, 1, 1, c.depth};
+  const cmsis_nn_dims bias{1, 1, 1, c.channels};
+  const cmsis_nn_dims output{c.batch, c.in_h, c.in_w, c.channels};
+  const int32_t count = pixels * c.channels;
+
+  memset(g_out, 0x5a, static_cast<size_t>(count));
+  const cmsis_nn_context ours{g_buffer,
+                              cortex_m_nn::compute::pointwise_conv_s8_get_buffer_size(&input)};
+  bench_start();
+  const arm_cmsis_nn_status status = cortex_m_nn::compute::pointwise_conv_s8(
+      &ours, &params, &quant, &input, g_input, &filter, g_weight, &bias, g_bias, &output, g_out);
+  bench_stop();
+  int32_t ours_bad = status == ARM_CMSIS_NN_SUCCESS ? differing(c.expected, count) : count;
+  if (c.channels <= c.depth) {  // again with the output starting where the input does
+    memcpy(g_place, g_input, static_cast<size_t>(pixels * c.depth));
+    const arm_cmsis_nn_status again = cortex_m_nn::compute::pointwise_conv_s8(
+        &ours, &params, &quant, &input, g_place, &filter, g_weight, &bias, g_bias, &output,
+        g_place);
+    memcpy(g_out, g_place, static_cast<size_t>(count));
+    ours_bad += again == ARM_CMSIS_NN_SUCCESS ? differing(c.expected, count) : count;
+  }
+
+  memset(g_out, 0x5a, static_cast<size_t>(count));
+  const cmsis_nn_context theirs{
+      g_buffer, arm_convolve_wrapper_s8_get_buffer_size(&params, &input, &filter, &output)};
+  bench_start();
+  const arm_cmsis_nn_status wrapper = arm_convolve_wrapper_s8(
+      &theirs, &params, &quant, &input, g_input, &filter, g_weight, &bias, g_bias, &output,
+      g_out);
+  bench_stop();
+  const int32_t wrapper_bad = wrapper == ARM_CMSIS_NN_SUCCESS ? differing(c.expected, count)
+                                                              : count;
+  printf("pointwise %ld ours %ld wrapper %ld of %ld bytes differ, buffer %ld\n",
+         static_cast<long>(i), static_cast<long>(ours_bad), static_cast<long>(wrapper_bad),
+         static_cast<long>(count), static_cast<long>(ours.size));
+  return ours_bad != 0 || wrapper_bad != 0;
 }
 
 }  // namespace
@@ -61,7 +119,7 @@ int main() {
   int32_t failed = 0;
   for (int32_t i = 0; i < kCases; ++i) {
     const ComputeCase& c = kComputeCases[i];
-    fill(c);
+    fill(c.seed, c.batch * c.in_h * c.in_w * c.channels, 9 * c.channels, c.channels);
     cmsis_nn_dw_conv_params params{};
     params.input_offset = c.input_offset;
     params.output_offset = c.output_offset;
@@ -85,7 +143,8 @@ int main() {
     const arm_cmsis_nn_status status = cortex_m_nn::compute::depthwise_conv_lanes_s8(
         &ours, &params, &quant, &input, g_input, &filter, g_weight, &bias, g_bias, &output, g_out);
     bench_stop();
-    const int32_t ours_bad = status == ARM_CMSIS_NN_SUCCESS ? differing(c, count) : count;
+    const int32_t ours_bad =
+        status == ARM_CMSIS_NN_SUCCESS ? differing(c.expected, count) : count;
 
     memset(g_out, 0x5a, static_cast<size_t>(count));
     const cmsis_nn_context theirs{
@@ -94,12 +153,16 @@ int main() {
     const arm_cmsis_nn_status wrapper = arm_depthwise_conv_wrapper_s8(
         &theirs, &params, &quant, &input, g_input, &filter, g_weight, &bias, g_bias, &output, g_out);
     bench_stop();
-    const int32_t wrapper_bad = wrapper == ARM_CMSIS_NN_SUCCESS ? differing(c, count) : count;
+    const int32_t wrapper_bad =
+        wrapper == ARM_CMSIS_NN_SUCCESS ? differing(c.expected, count) : count;
 
     printf("case %ld ours %ld wrapper %ld of %ld bytes differ, buffer %ld\n",
            static_cast<long>(i), static_cast<long>(ours_bad), static_cast<long>(wrapper_bad),
            static_cast<long>(count), static_cast<long>(ours.size));
     failed += ours_bad != 0 || wrapper_bad != 0;
+  }
+  for (int32_t i = 0; i < kPointwiseCount; ++i) {
+    failed += run_pointwise(i);
   }
   return static_cast<int>(failed > 125 ? 125 : failed);
 }
