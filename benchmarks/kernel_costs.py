@@ -1,20 +1,21 @@
 """The kernel cost model's measurements: our depthwise_conv_lanes_s8 and CMSIS-NN's
 arm_depthwise_conv_wrapper_s8 on a grid of layer shapes, under QEMU on the M55 (MVE) or the
-M33 (DSP); on the M33 also our pointwise_conv_s8 and the wrapper's arm_convolve_1x1_s8_fast.
+M33 (DSP); on the M33 also our pointwise_conv_s8 and window_conv_s8 against the wrapper's
+arm_convolve_1x1_s8_fast and arm_convolve_s8.
 
 Usage::
 
     PYTHONPATH=python:. python benchmarks/kernel_costs.py [--core m55|m33] [--write]
-        [--build-dir DIR] [--kernels depthwise,pointwise]
+        [--build-dir DIR] [--kernels depthwise,pointwise,window]
 
 Runs ``tests/target/compute`` (images of grid cases, each through both functions, each output
 checked against the Python reference) with the instruction-count plugin, then fits each
 function's instructions per count of its loops (``cortex_m_nn.plan.costs``: ours_counts,
-theirs_counts, pointwise_counts, one_by_one_counts) by least squares. Prints, per case, the
-measured and fitted instructions of both and which one the compiler would choose, and the fit's
-worst relative error; ``--write``
-stores the fit in ``python/cortex_m_nn/plan/kernel_costs.json`` under the core's ISA, which
-``plan.paths`` reads (the kernels measured replace their entries; the others stay).
+theirs_counts, pointwise_counts, one_by_one_counts, window_counts, convolve_counts) by least
+squares. Prints, per case, the measured and fitted instructions of both and which one the
+compiler would choose, and the fit's worst relative error; ``--write`` stores the fit in
+``python/cortex_m_nn/plan/kernel_costs.json`` under the core's ISA, which ``plan.paths`` reads
+(the kernels measured replace their entries; the others stay).
 Needs ``CMSIS_NN_PATH``, Debian's ``arm-none-eabi-gcc`` and ``qemu-system-arm``.
 """
 
@@ -61,7 +62,7 @@ def grid() -> list[compute_cases.Case]:
     return cases
 
 
-def pointwise_grid() -> list[compute_cases.PointwiseCase]:
+def pointwise_grid() -> list[compute_cases.ConvCase]:
     """1x1 convolutions of 1 to 48 x 48 pixels (and keyword spotters' 25 x 5), depths that are
     multiples of four from 4 to 256, 4 to 256 output channels (and a few odd counts); images
     whose input, output and weights fit the image's memory."""
@@ -73,9 +74,30 @@ def pointwise_grid() -> list[compute_cases.PointwiseCase]:
         largest = max(h * w * depth, h * w * channels)
         if largest > 48 * 48 * 16 or depth * channels > 256 * 256:
             continue
-        case = compute_cases.PointwiseCase(
+        case = compute_cases.ConvCase(
             1, h, w, depth, channels, 3, -5, (-128, 127), seed=len(cases) + 1
         )
+        cases.append(case)
+    return cases
+
+
+def window_grid() -> list[compute_cases.ConvCase]:
+    """Convolutions the DSP wrapper runs through ``arm_convolve_s8``: 3x3 (padded by 1, stride
+    1 and 2) and 5x5 (padded by 2) on 4x4 to 32x32 images, and keyword spotters' 25 x 5 and
+    49 x 10 images, 4 to 64 input channels (multiples of four) into 4 to 64 output channels (and
+    an odd count); images whose input, output and weights fit the image's memory."""
+    images = [(4, 4), (8, 8), (12, 12), (16, 16), (32, 32), (25, 5), (49, 10)]
+    windows = [((3, 3), 1, 1), ((3, 3), 2, 1), ((5, 5), 1, 2)]
+    cases = []
+    for (h, w), (kernel, stride, pad), depth, channels in itertools.product(
+        images, windows, (4, 8, 16, 32, 64), (4, 16, 33, 64)
+    ):
+        if h * w * max(depth, channels) > 32 * 32 * 16 or kernel[0] * kernel[1] * depth > 600:
+            continue
+        case = compute_cases.ConvCase(
+            1, h, w, depth, channels, 3, -5, (-128, 127), len(cases) + 1, True, kernel,
+            (stride, stride), (pad, pad, pad, pad),
+        )  # fmt: skip
         cases.append(case)
     return cases
 
@@ -97,7 +119,10 @@ def batches(cases: list, budget: int = 1 << 20) -> list[list]:
 
 def counts(isa: Isa, cases: list) -> tuple[list[list[float]], list]:
     """Each case's counts of our function's loops and of CMSIS-NN's on ``isa``."""
-    if cases and isinstance(cases[0], compute_cases.PointwiseCase):
+    if cases and isinstance(cases[0], compute_cases.ConvCase) and cases[0].window:
+        ours = [costs.window_counts(c.weight_shape, c.output_shape) for c in cases]
+        return ours, [costs.convolve_counts(c.weight_shape, c.output_shape) for c in cases]
+    if cases and isinstance(cases[0], compute_cases.ConvCase):
         ours = [costs.pointwise_counts(c.input_shape, c.channels) for c in cases]
         return ours, [costs.one_by_one_counts(c.input_shape, c.channels) for c in cases]
     ours = [costs.ours_counts(isa, c.input_shape, c.output_shape, c.stride, c.tile) for c in cases]
@@ -121,12 +146,12 @@ def measure(
 ) -> list[compute_cases.Outcome] | None:
     """Every case of ``kernel``'s grid run on the core, in batches; None (and a line) if an
     image failed or a case differs from the reference."""
-    pointwise = kernel == "pointwise"
+    grids = {"depthwise": grid, "pointwise": pointwise_grid, "window": window_grid}
     core = harness.CORES[args.core]
     outcomes: list[compute_cases.Outcome] = []
-    for index, batch in enumerate(batches(pointwise_grid() if pointwise else grid())):
+    for index, batch in enumerate(batches(grids[kernel]())):
         build = args.build_dir / f"{args.core}-{kernel}-image-{index}"
-        cases, extra = ([], batch) if pointwise else (batch, [])
+        cases, extra = (batch, []) if kernel == "depthwise" else ([], batch)
         status, found = compute_cases.run(cases, core, build, Rounding.DOUBLE, plugin, extra)
         wrong = [o.case for o in found if o.ours_differ or o.wrapper_differ]
         if status != 0 or len(found) != len(batch) or wrong:
@@ -139,10 +164,11 @@ def measure(
     return outcomes
 
 
-def describe(case: compute_cases.Case | compute_cases.PointwiseCase) -> str:
+def describe(case: compute_cases.Case | compute_cases.ConvCase) -> str:
     """A case's shape, as the table prints it."""
-    if isinstance(case, compute_cases.PointwiseCase):
-        return f"{case.in_h:>4}x{case.in_w:<3}x{case.depth:<4}->{case.channels:<4}"
+    if isinstance(case, compute_cases.ConvCase):
+        window = f" k{case.kernel[0]}s{case.stride[0]}" if case.window else ""
+        return f"{case.in_h:>4}x{case.in_w:<3}x{case.depth:<4}->{case.channels:<4}{window}"
     shape = f"{case.in_h:>4}x{case.in_w:<3}x{case.channels:<4}"
     return f"{shape} s{case.stride[0]} t{case.tile:<3}"
 
@@ -167,12 +193,13 @@ def model_of(kernel: str, isa: Isa, outcomes: list[compute_cases.Outcome]) -> di
     print(f"{kernel}: {len(outcomes)} cases bit exact; worst fit error (calls of {LARGE:,} "
           f"instructions or more): ours {ours_error:.1%} ({outcomes[ours_worst].case}), "
           f"CMSIS-NN {theirs_error:.1%} ({outcomes[theirs_worst].case})")  # fmt: skip
-    names = (
-        (costs.POINTWISE_COUNTS, costs.ONE_BY_ONE_COUNTS)
-        if kernel == "pointwise"
-        else costs.COUNT_NAMES[isa]
+    names = {
+        "pointwise": (costs.POINTWISE_COUNTS, costs.ONE_BY_ONE_COUNTS),
+        "window": (costs.WINDOW_COUNTS, costs.CONVOLVE_COUNTS),
+    }.get(kernel, costs.COUNT_NAMES[isa])
+    keys = {"pointwise": ("pointwise", "one_by_one"), "window": ("window", "convolve")}.get(
+        kernel, ("lanes", "wrapper")
     )
-    keys = ("pointwise", "one_by_one") if kernel == "pointwise" else ("lanes", "wrapper")
     return {
         keys[0]: {
             "counts": names[0],
@@ -194,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-dir", type=Path, default=REPO / "build" / "kernel-costs")
     parser.add_argument("--core", choices=sorted(CORES), default="m55")
     parser.add_argument(
-        "--kernels", default="depthwise,pointwise", help="depthwise, pointwise (DSP only)"
+        "--kernels",
+        default="depthwise,pointwise,window",
+        help="depthwise, pointwise and window (DSP only)",
     )
     args = parser.parse_args(argv)
     reason = harness.missing()

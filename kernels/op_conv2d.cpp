@@ -2,8 +2,9 @@
 // arm_convolve_wrapper_s8 (NHWC int8, OHWI weights, per-channel requantization);
 // conv2d_int16_out (an int16 input) → arm_convolve_wrapper_s16, int64 bias; conv2d_int4_out
 // (int4 weights: uint8, packed pairs) → arm_convolve_wrapper_s4; conv2d_rows_out (path 1) →
-// arm_convolve_1x1_s8; conv2d_pointwise_out (path 2) → our compute::pointwise_conv_s8
-// (kernels/compute). Grouped when the weight has
+// arm_convolve_1x1_s8; conv2d_pointwise_out (path 2) → our compute::pointwise_conv_s8 and
+// conv2d_window_out (path 3) → our compute::window_conv_s8 (kernels/compute). Grouped when
+// the weight has
 // fewer channels than the input (CMSIS-NN's convention: groups = input channels / weight
 // channels); the wrapper then calls arm_convolve_s8, which computes groups on every ISA. An
 // image links only the cases its program calls. Checks and arguments: cortex_m_nn/conv_common.h.
@@ -258,32 +259,57 @@ void conv2d_int4_out(
 
 namespace {
 
-// A 1x1 path case (unprepared: its calls carry no prepared entry): the path must be the
-// case's (`runs`), the shared checks, then unless the call is proven a 1x1 convolution
-// without padding, dilation or groups (`unit_stride`: and stride 1) or the refusal `why`,
-// then `function` with the planned scratch, `required` bytes of it at least.
+// What a path case's function computes: a 1x1 convolution without padding or dilation (rows),
+// of stride 1 too (pointwise), or any window of a multiple of 4 input channels (window); none
+// grouped.
+enum class Computes { kOneByOne, kUnitOneByOne, kWindow };
+
+bool computes(Computes what, const ConvArgs& args, const cmsis_nn_conv_params& params,
+              IntArrayRef padding) {
+  if (args.filter_dims.c != args.input_dims.c) {
+    return false;
+  }
+  if (what == Computes::kWindow) {
+    return args.input_dims.c % 4 == 0;
+  }
+  const bool one_by_one = args.filter_dims.h == 1 && args.filter_dims.w == 1 &&
+                          pads_at_most(padding, 0) && params.dilation.h == 1 &&
+                          params.dilation.w == 1;
+  const bool unit = params.stride.h == 1 && params.stride.w == 1;
+  return one_by_one && (what == Computes::kOneByOne || unit);
+}
+
+// The arguments of a path case after its tensors.
+struct PathCall {
+  IntArrayRef stride;
+  IntArrayRef padding;
+  IntArrayRef dilation;
+  ConvQuant quant;
+  int64_t path;
+  Tensor& scratch;
+};
+
+// A path case (unprepared: its calls carry no prepared entry): the path must be the case's
+// (`runs`), the shared checks, then unless the call is proven what `what` names or the
+// refusal `why`, then `function` with the planned scratch, `required` bytes of it at least.
 template <typename Function>
-void one_by_one_case(CallContext& context, const ConvTensors& tensors, IntArrayRef stride,
-                     IntArrayRef padding, IntArrayRef dilation, const ConvQuant& quant,
-                     int64_t path, Tensor& scratch, int64_t runs, bool unit_stride,
-                     const char* why, Function function, int32_t (*required)(const ConvArgs&)) {
+void path_case(CallContext& context, const ConvTensors& tensors, const PathCall& call,
+               int64_t runs, Computes what, const char* why, Function function,
+               int32_t (*required)(const ConvArgs&)) {
   ConvArgs args;
-  if (!check_path(context, "conv2d", path, runs) ||
-      !prepare_conv2d<ConvCase::kInt8>(context, tensors, stride, padding, dilation, quant,
-                                       &args)) {
+  if (!check_path(context, "conv2d", call.path, runs) ||
+      !prepare_conv2d<ConvCase::kInt8>(context, tensors, call.stride, call.padding,
+                                       call.dilation, call.quant, &args)) {
     return;
   }
   const auto params = args.params<cmsis_nn_conv_params>();
-  const bool strided = params.stride.h != 1 || params.stride.w != 1;
-  if (context.checks() &&
-      !(args.filter_dims.h == 1 && args.filter_dims.w == 1 && pads_at_most(padding, 0) &&
-        params.dilation.h == 1 && params.dilation.w == 1 &&
-        tensors.weight.size(3) == tensors.input.size(3) && !(unit_stride && strided))) {
+  if (context.checks() && !computes(what, args, params, call.padding)) {
     refuse(context, "conv2d", why);
     return;
   }
   cmsis_nn_context buffer;
-  if (unprepared_scratch(context, "conv2d", scratch, [&] { return required(args); }, &buffer)) {
+  if (unprepared_scratch(context, "conv2d", call.scratch, [&] { return required(args); },
+                         &buffer)) {
     check_status(context, "conv2d", call_conv_s8(function, args, params, &buffer));
   }
 }
@@ -292,6 +318,10 @@ int32_t no_buffer(const ConvArgs&) { return 0; }
 
 int32_t pointwise_buffer(const ConvArgs& args) {
   return compute::pointwise_conv_s8_get_buffer_size(&args.input_dims);
+}
+
+int32_t window_buffer(const ConvArgs& args) {
+  return compute::window_conv_s8_get_buffer_size(&args.filter_dims);
 }
 
 }  // namespace
@@ -306,29 +336,49 @@ void conv2d_rows_out(
     IntArrayRef dilation, int64_t input_offset, int64_t output_offset, int64_t activation_min,
     int64_t activation_max, int64_t path, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
   (void)scratch_bytes;
-  one_by_one_case(context, {input, weight, bias, multipliers, shifts, out}, stride, padding,
-                  dilation, {input_offset, output_offset, activation_min, activation_max}, path,
-                  scratch, kOtherPath, false,
-                  "path 1 (arm_convolve_1x1_s8) computes a 1x1 convolution without padding, "
-                  "dilation or groups",
-                  arm_convolve_1x1_s8, no_buffer);
+  path_case(context, {input, weight, bias, multipliers, shifts, out},
+            {stride, padding, dilation,
+             {input_offset, output_offset, activation_min, activation_max}, path, scratch},
+            kOtherPath, Computes::kOneByOne,
+            "path 1 (arm_convolve_1x1_s8) computes a 1x1 convolution without padding, "
+            "dilation or groups",
+            arm_convolve_1x1_s8, no_buffer);
 }
 
 // The pointwise case (path 2): our compute::pointwise_conv_s8, for an int8 1x1 convolution of
-// stride 1 without padding, dilation or groups; its buffer holds a pair of pixels' inputs
-// widened to int16 (python/cortex_m_nn/core/compute.py, pointwise_buffer_bytes).
+// stride 1 without padding, dilation or groups; up to 64 input channels no buffer, else one
+// holding a pair of pixels' inputs widened to int16 (python/cortex_m_nn/core/compute.py).
 void conv2d_pointwise_out(
     CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
     const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
     IntArrayRef dilation, int64_t input_offset, int64_t output_offset, int64_t activation_min,
     int64_t activation_max, int64_t path, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
   (void)scratch_bytes;
-  one_by_one_case(context, {input, weight, bias, multipliers, shifts, out}, stride, padding,
-                  dilation, {input_offset, output_offset, activation_min, activation_max}, path,
-                  scratch, kPointwisePath, true,
-                  "path 2 (pointwise_conv_s8) computes a 1x1 convolution of stride 1 without "
-                  "padding, dilation or groups",
-                  compute::pointwise_conv_s8, pointwise_buffer);
+  path_case(context, {input, weight, bias, multipliers, shifts, out},
+            {stride, padding, dilation,
+             {input_offset, output_offset, activation_min, activation_max}, path, scratch},
+            kPointwisePath, Computes::kUnitOneByOne,
+            "path 2 (pointwise_conv_s8) computes a 1x1 convolution of stride 1 without "
+            "padding, dilation or groups",
+            compute::pointwise_conv_s8, pointwise_buffer);
+}
+
+// The window case (path 3): our compute::window_conv_s8, for an int8 convolution without groups
+// of a multiple of 4 input channels; its buffer holds a pair of output pixels' windows widened
+// to int16 (python/cortex_m_nn/core/compute.py, window_buffer_bytes).
+void conv2d_window_out(
+    CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
+    const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
+    IntArrayRef dilation, int64_t input_offset, int64_t output_offset, int64_t activation_min,
+    int64_t activation_max, int64_t path, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
+  (void)scratch_bytes;
+  path_case(context, {input, weight, bias, multipliers, shifts, out},
+            {stride, padding, dilation,
+             {input_offset, output_offset, activation_min, activation_max}, path, scratch},
+            kWindowPath, Computes::kWindow,
+            "path 3 (window_conv_s8) computes a convolution without groups of a multiple of 4 "
+            "input channels",
+            compute::window_conv_s8, window_buffer);
 }
 
 void conv2d_prepared(CallContext& context, EValue** args) {

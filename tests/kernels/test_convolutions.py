@@ -14,7 +14,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from cortex_m_nn.core import compute
-from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE, ROWS, THREE_BY_THREE, WRAPPER
+from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE, ROWS, THREE_BY_THREE, WINDOW, WRAPPER
 from cortex_m_nn.lower import scratch
 from cortex_m_nn.ops import int4 as packing
 from cortex_m_nn.ops import transpose_conv2d as transposed
@@ -38,8 +38,8 @@ def _path_geometry(draw: st.DrawFn, g: dict, path: int, depthwise: bool) -> None
     dilation (``ROWS``; ``POINTWISE``: of stride 1), a 3x3 depthwise one without dilation,
     pads of at most 1 (``THREE_BY_THREE``), or stride 1 or 2 across and pads up to 2
     (``LANES``)."""
-    if path == WRAPPER:
-        return
+    if path == WRAPPER or (path == WINDOW and not depthwise):
+        return  # any window (of a multiple of 4 input channels, drawn below)
     g["dilation"] = [1, 1]
     if not depthwise:
         g["kernel"], g["padding"] = (1, 1), [0, 0]
@@ -77,13 +77,15 @@ def conv_calls(
             g["padding"] = [0, pad[1], 0, pad[3]] if len(pad) == 4 else [0, pad[1]]
         gen = generator(draw)
         n, c_in = (
-            draw(st.integers(1, 1 if path not in (WRAPPER, LANES, POINTWISE) else 2)),
+            draw(st.integers(1, 1 if path not in (WRAPPER, LANES, POINTWISE, WINDOW) else 2)),
             draw(st.integers(2 if depthwise else 1, 12)),
         )
         if path == LANES and depthwise:
             c_in = 4 * draw(st.integers(1, 4))
         if path == POINTWISE and not depthwise and draw(st.booleans()):
             c_in = draw(st.integers(13, 70))  # several groups of four inputs, and a tail
+        if path == WINDOW:
+            c_in = 4 * draw(st.integers(1, 6))
         if int4 and depthwise:
             c_in = 2 * draw(st.integers(1, 6))  # the generic s4 kernel's odd-channel defect
         elif int4 and (g["kernel"][1] * c_in) % 2:
@@ -139,6 +141,8 @@ def conv_calls(
             need = compute.lanes_buffer_bytes(host_target(isa).isa, shapes[2], g["stride"], tile)
         elif path == POINTWISE:  # a pair of pixels' inputs, widened
             need = compute.pointwise_buffer_bytes(c_in)
+        elif path == WINDOW:  # a pair of pixels' windows, widened
+            need = compute.window_buffer_bytes(weight)
         elif path:
             need = 0  # the CMSIS-NN path functions take no buffer
         args = (x, kernel, bias, multipliers, shifts, *window, *depth, *numbers, path, need)
@@ -217,6 +221,7 @@ CALLS: CallTable = {
     "conv2d[int4]": lambda isa: conv_calls(isa, int4=True),
     "conv2d[rows]": lambda isa: conv_calls(isa, path=ROWS),
     "conv2d[pointwise]": lambda isa: conv_calls(isa, path=POINTWISE),
+    "conv2d[window]": lambda isa: conv_calls(isa, path=WINDOW),
     "depthwise_conv2d[3x3]": lambda isa: conv_calls(isa, depthwise=True, path=THREE_BY_THREE),
     "depthwise_conv2d[lanes]": lambda isa: conv_calls(isa, depthwise=True, path=LANES),
     "depthwise_conv2d[int4]": lambda isa: conv_calls(isa, depthwise=True, int4=True),

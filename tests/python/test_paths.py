@@ -15,7 +15,7 @@ from tests.python.test_cli import run
 from tests.target import harness
 
 from cortex_m_nn.core import compute
-from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE, ROWS, THREE_BY_THREE, WRAPPER
+from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE, ROWS, THREE_BY_THREE, WINDOW, WRAPPER
 from cortex_m_nn.core.options import IoType
 from cortex_m_nn.pipeline import CompiledProgram
 from cortex_m_nn.plan import paths
@@ -163,3 +163,22 @@ def test_fast_gives_our_kernel_where_the_cost_model_expects_it_faster(
     assert result.status == 0, result.err
     assert result.out.count("depthwise_conv_lanes_s8") == len(lanes) + 1  # rows, paths line
     assert "instructions in our kernels on those calls" in result.out
+
+
+def test_fast_gives_our_window_kernel_to_convolutions_on_dsp() -> None:
+    """ResNet-8 on M33, fast: each 3x3 convolution of a multiple of 4 input channels (six: not
+    the first layer's 3 channels) runs our window_conv_s8 with a buffer the size of
+    arm_convolve_s8's, the wrapper's 1x1 shortcuts keep CMSIS-NN's, the arena stays the same
+    and the numbers are the M55's (which keeps CMSIS-NN's: no MVE model of ours)."""
+    m33 = harness.compile_for("resnet8", harness.CORES["m33"], io=IoType.INT8)
+    m55 = harness.compile_for("resnet8", harness.CORES["m55"], io=IoType.INT8)
+    convolutions = [n for n in m33.compiled.io.graph.graph.nodes if n.target is CONV2D]
+    window = [n for n in convolutions if n.args[-2] == WINDOW]
+    shapes = [tuple(n.args[1].meta["val"].shape) for n in window]
+    assert len(window) == 6 and all(s[1:3] == (3, 3) and s[3] % 4 == 0 for s in shapes)
+    assert [int(n.args[-1]) for n in window] == [compute.window_buffer_bytes(s) for s in shapes]
+    assert {n.args[-2] for n in convolutions} == {WRAPPER, WINDOW}
+    assert m33.compiled.memory.paths == {"window_conv_s8": 6}
+    assert m55.compiled.memory.paths == {}
+    assert m33.compiled.arena_bytes == m55.compiled.arena_bytes
+    assert all(torch.equal(a, b) for a, b in zip(m33.expected, m55.expected, strict=True))

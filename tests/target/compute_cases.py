@@ -20,7 +20,7 @@ from tests.target import harness
 
 from cortex_m_nn.core import compute
 from cortex_m_nn.core.abi import Rounding
-from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE
+from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE, WINDOW
 from cortex_m_nn.core.target import Isa
 from cortex_m_nn.ops.conv2d import conv2d
 from cortex_m_nn.ops.depthwise_conv2d import depthwise_conv2d
@@ -65,9 +65,10 @@ class Case:
 
 
 @dataclass(frozen=True)
-class PointwiseCase:
-    """One pointwise_conv_s8 call: a 1x1 convolution of stride 1 of ``depth`` input channels
-    into ``channels``, offsets, range, generator seed."""
+class ConvCase:
+    """One call of our pixel-pair convolutions: ``depth`` input channels into ``channels``,
+    offsets, range, generator seed; ``window``: window_conv_s8 with its kernel, stride and
+    padding (top, left, bottom, right), else pointwise_conv_s8 (1x1, stride 1)."""
 
     batch: int
     in_h: int
@@ -78,6 +79,17 @@ class PointwiseCase:
     output_offset: int
     activation: tuple[int, int]
     seed: int
+    window: bool = False
+    kernel: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        top, left, bottom, right = self.padding
+        out_h = (self.in_h + top + bottom - self.kernel[0]) // self.stride[0] + 1
+        out_w = (self.in_w + left + right - self.kernel[1]) // self.stride[1] + 1
+        return out_h, out_w
 
     @property
     def input_shape(self) -> tuple[int, int, int, int]:
@@ -85,10 +97,16 @@ class PointwiseCase:
 
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
-        return (self.batch, self.in_h, self.in_w, self.channels)
+        return (self.batch, *self.out_hw, self.channels)
+
+    @property
+    def weight_shape(self) -> tuple[int, int, int, int]:
+        return (self.channels, *self.kernel, self.depth)
 
     def buffer_bytes(self, isa: Isa) -> int:
         del isa  # the same on every ISA
+        if self.window:
+            return compute.window_buffer_bytes(self.weight_shape)
         return compute.pointwise_buffer_bytes(self.depth)
 
 
@@ -108,21 +126,21 @@ class _Numbers:
         return out
 
 
-def tensors(case: Case | PointwiseCase) -> dict[str, torch.Tensor]:
+def tensors(case: Case | ConvCase) -> dict[str, torch.Tensor]:
     """The case's input, weight, bias, multipliers and shifts, drawn as the image draws them
     (weights: 9 per channel, or ``depth`` per output channel)."""
     numbers = _Numbers(case.seed)
-    pointwise = isinstance(case, PointwiseCase)
+    pointwise = isinstance(case, ConvCase)
     c = case.channels
     raw = numbers.next(int(np.prod(case.input_shape)))
     input_ = (raw >> 24).astype(np.uint8).view(np.int8).reshape(case.input_shape)
-    count = c * case.depth if pointwise else 9 * c
+    count = int(np.prod(case.weight_shape)) if pointwise else 9 * c
     weight = (((numbers.next(count) >> 8) % 255).astype(np.int32) - 127).astype(np.int8)
     drawn = numbers.next(3 * c).reshape(c, 3)
     bias = (drawn[:, 0] >> 16).astype(np.int32) - 32768
     multipliers = (0x40000000 + (drawn[:, 1] >> 2)).astype(np.int64).astype(np.int32)
     shifts = (drawn[:, 2] % 14).astype(np.int32) - 11
-    shape = (c, 1, 1, case.depth) if pointwise else (1, 3, 3, c)
+    shape = case.weight_shape if pointwise else (1, 3, 3, c)
     return {
         "input": torch.from_numpy(input_.copy()),
         "weight": torch.from_numpy(weight.reshape(shape).copy()),
@@ -132,15 +150,16 @@ def tensors(case: Case | PointwiseCase) -> dict[str, torch.Tensor]:
     }
 
 
-def expected(case: Case | PointwiseCase, rounding: Rounding) -> bytes:
+def expected(case: Case | ConvCase, rounding: Rounding) -> bytes:
     """The Python reference's output bytes for the case."""
     t = tensors(case)
     weights = (t["input"], t["weight"], t["bias"], t["multipliers"], t["shifts"])
-    if isinstance(case, PointwiseCase):
+    if isinstance(case, ConvCase):
         numbers = (case.input_offset, case.output_offset, *case.activation)
         need = case.buffer_bytes(Isa.DSP)
-        window = ([1, 1], [0, 0], [1, 1])
-        out = conv2d(*weights, *window, *numbers, POINTWISE, need, rounding=rounding)
+        window = (list(case.stride), list(case.padding), [1, 1])
+        path = WINDOW if case.window else POINTWISE
+        out = conv2d(*weights, *window, *numbers, path, need, rounding=rounding)
         return out.contiguous().numpy().tobytes()
     out = depthwise_conv2d(
         *weights, list(case.stride), list(case.padding), [1, 1], 1, case.input_offset,
@@ -172,7 +191,7 @@ def random_cases(count: int, seed: int) -> list[Case]:
     return cases
 
 
-def random_pointwise_cases(count: int, seed: int) -> list[PointwiseCase]:
+def random_pointwise_cases(count: int, seed: int) -> list[ConvCase]:
     """``count`` random calls pointwise_conv_s8 computes: images up to 8 x 8, 1 to 80 input and
     1 to 40 output channels (odd counts, depths with and without a tail of fewer than four), a
     random activation range, one in ten of two images."""
@@ -182,10 +201,37 @@ def random_pointwise_cases(count: int, seed: int) -> list[PointwiseCase]:
         low = draw.choice([-128, -128, draw.randint(-128, 0)])
         high = draw.choice([127, 127, draw.randint(low + 1, 127)])
         cases.append(
-            PointwiseCase(
+            ConvCase(
                 2 if draw.random() < 0.1 else 1, draw.randint(1, 8), draw.randint(1, 8),
                 draw.randint(1, 80), draw.randint(1, 40), draw.randint(-127, 128),
                 draw.randint(-128, 127), (low, high), draw.getrandbits(32),
+            )
+        )  # fmt: skip
+    return cases
+
+
+def random_window_cases(count: int, seed: int) -> list[ConvCase]:
+    """``count`` random calls window_conv_s8 computes: images up to 10 x 10, kernels 1 to 5
+    each way, stride 1 to 3, pads 0 to 2 on each side, 4 to 32 input channels (a multiple of
+    4), 1 to 24 output channels, a random activation range, one in ten of two images."""
+    draw = random.Random(seed)
+    cases: list[ConvCase] = []
+    while len(cases) < count:
+        kernel = (draw.randint(1, 5), draw.randint(1, 5))
+        padding = tuple(draw.randint(0, 2) for _ in range(4))
+        size = (draw.randint(1, 10), draw.randint(1, 10))
+        if any(size[i] + padding[i] + padding[i + 2] < kernel[i] for i in (0, 1)):
+            continue
+        if any(padding[i + 2] not in (padding[i], *range(kernel[i])) for i in (0, 1)):
+            continue  # an end that differs from its start pads within the kernel's extent
+        low = draw.choice([-128, -128, draw.randint(-128, 0)])
+        high = draw.choice([127, 127, draw.randint(low + 1, 127)])
+        cases.append(
+            ConvCase(
+                2 if draw.random() < 0.1 else 1, *size, 4 * draw.randint(1, 8),
+                draw.randint(1, 24), draw.randint(-127, 128), draw.randint(-128, 127),
+                (low, high), draw.getrandbits(32), True, kernel,
+                (draw.randint(1, 3), draw.randint(1, 3)), padding,  # type: ignore[arg-type]
             )
         )  # fmt: skip
     return cases
@@ -198,29 +244,28 @@ def _expected_array(name: str, data: bytes) -> str:
     return f"static const int8_t {name}[] {section} = {{{values}}};"
 
 
-def _pointwise_header(cases: list[PointwiseCase], rounding: Rounding) -> list[str]:
-    """cases.h's pointwise part: the cases, their expected outputs and the largest sizes."""
+def _conv_header(cases: list[ConvCase], rounding: Rounding) -> list[str]:
+    """cases.h's part of the pixel-pair convolutions: the cases and their expected outputs."""
     fields = "batch in_h in_w depth channels input_offset output_offset activation_min "
-    fields += "activation_max"
-    lines = ["struct PointwiseCase {", *[f"  int32_t {name};" for name in fields.split()]]
+    fields += "activation_max window kernel_h kernel_w stride_h stride_w pad_h pad_w out_h out_w"
+    lines = ["struct ConvCase {", *[f"  int32_t {name};" for name in fields.split()]]
     lines += ["  uint32_t seed;", "  const int8_t* expected;", "};"]
     rows = []
     for index, case in enumerate(cases):
-        lines.append(_expected_array(f"kPointwiseExpected{index}", expected(case, rounding)))
+        lines.append(_expected_array(f"kConvExpected{index}", expected(case, rounding)))
         numbers = [case.batch, case.in_h, case.in_w, case.depth, case.channels]
-        numbers += [case.input_offset, case.output_offset, *case.activation]
+        numbers += [case.input_offset, case.output_offset, *case.activation, int(case.window)]
+        numbers += [*case.kernel, *case.stride, case.padding[0], case.padding[1], *case.out_hw]
         row = ", ".join(map(str, numbers))
-        rows.append(f"  {{{row}, {case.seed}u, kPointwiseExpected{index}}},")
-    lines += ["static const PointwiseCase kPointwiseCases[] = {", *(rows or ["  {}"]), "};"]
-    lines.append(f"constexpr int32_t kPointwiseCount = {len(cases)};")
+        rows.append(f"  {{{row}, {case.seed}u, kConvExpected{index}}},")
+    lines += ["static const ConvCase kConvCases[] = {", *(rows or ["  {}"]), "};"]
+    lines.append(f"constexpr int32_t kConvCount = {len(cases)};")
     return lines
 
 
-def header(
-    cases: list[Case], rounding: Rounding, pointwise: list[PointwiseCase] | None = None
-) -> str:
+def header(cases: list[Case], rounding: Rounding, convs: list[ConvCase] | None = None) -> str:
     """cases.h: the cases and their expected outputs."""
-    pointwise = pointwise or []
+    convs = convs or []
     lines = ["// Generated by tests/target/compute_cases.py. Do not edit.", "#pragma once", ""]
     lines.append("#include <stdint.h>")
     lines.append("struct ComputeCase {")
@@ -238,12 +283,12 @@ def header(
         rows.append(f"  {{{', '.join(map(str, numbers))}, {case.seed}u, kExpected{index}}},")
     lines += ["static const ComputeCase kComputeCases[] = {", *(rows or ["  {}"]), "};"]
     lines.append(f"constexpr int32_t kCases = {len(cases)};")
-    lines += _pointwise_header(pointwise, rounding)
-    both: list[Case | PointwiseCase] = [*cases, *pointwise]
+    lines += _conv_header(convs, rounding)
+    both: list[Case | ConvCase] = [*cases, *convs]
     largest = {
         "kMaxInput": max(int(np.prod(c.input_shape)) for c in both),
         "kMaxWeight": max(
-            [9 * c.channels for c in cases] + [c.channels * c.depth for c in pointwise]
+            [9 * c.channels for c in cases] + [int(np.prod(c.weight_shape)) for c in convs]
         ),
         "kMaxChannels": max(c.channels for c in both),
         "kMaxOutput": max(int(np.prod(c.output_shape)) for c in both),
@@ -258,7 +303,7 @@ class Outcome:
     """One case on the target: bytes of ours and of CMSIS-NN's that differ from the reference,
     each call's instructions, and the buffer the C++ sized for the case (a tile's)."""
 
-    case: Case | PointwiseCase
+    case: Case | ConvCase
     ours_differ: int
     wrapper_differ: int
     ours_instructions: int
@@ -272,13 +317,13 @@ def run(
     build_dir: Path,
     rounding: Rounding,
     plugin: Path,
-    pointwise: list[PointwiseCase] | None = None,
+    convs: list[ConvCase] | None = None,
 ) -> tuple[int, list[Outcome]]:
-    """Build the image for ``core`` with ``cases`` (and ``pointwise`` cases after them) and run
+    """Build the image for ``core`` with ``cases`` (and pixel-pair ``convs`` after them) and run
     it with the instruction-count plugin: (exit status, one outcome per case reported)."""
-    pointwise = pointwise or []
+    convs = convs or []
     build_dir.mkdir(parents=True, exist_ok=True)
-    written = header(cases, rounding, pointwise)
+    written = header(cases, rounding, convs)
     target = build_dir / "cases.h"
     if not target.exists() or target.read_text() != written:
         target.write_text(written)
@@ -290,11 +335,11 @@ def run(
     harness.cmake_build(SOURCE, build_dir / "build", core, definitions)
     result = harness.run(build_dir / "build" / "compute_cases.elf", core, str(plugin))
     regions = [int(n) for n in re.findall(r"region \d+ = (\d+) insns", result.stderr)]
-    pattern = r"^(case|pointwise) (\d+) ours (\d+) wrapper (\d+) of \d+ bytes differ, buffer (\d+)"
+    pattern = r"^(case|conv) (\d+) ours (\d+) wrapper (\d+) of \d+ bytes differ, buffer (\d+)"
     outcomes = []
     for kind, i, ours, wrapper, buffer in re.findall(pattern, result.stdout, re.M):
-        index = int(i) + (len(cases) if kind == "pointwise" else 0)
-        case = cases[int(i)] if kind == "case" else pointwise[int(i)]
+        index = int(i) + (len(cases) if kind == "conv" else 0)
+        case = cases[int(i)] if kind == "case" else convs[int(i)]
         counts = regions[2 * index : 2 * index + 2]
         outcomes.append(Outcome(case, int(ours), int(wrapper), *counts, int(buffer)))
     return result.returncode, outcomes

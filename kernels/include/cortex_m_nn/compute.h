@@ -63,5 +63,26 @@ arm_cmsis_nn_status pointwise_conv_s8(
     const cmsis_nn_dims* output_dims,
     int8_t* output);
 
+// An int8 convolution of any window, stride, padding and dilation, input channels a multiple
+// of 4, no groups, any batch, per-channel requantization (ARM_CMSIS_NN_ARG_ERROR otherwise):
+// arm_convolve_s8's integers. Per pair of output pixels their windows plus the input offset
+// are widened to int16 into the buffer (4-byte aligned, window_conv_s8_get_buffer_size: four
+// bytes per weight of an output channel, what arm_convolve_s8 takes off MVE), then as
+// pointwise_conv_s8; pixels are written in order, a pair at a time, after reading their windows.
+int32_t window_conv_s8_get_buffer_size(const cmsis_nn_dims* filter_dims);
+
+arm_cmsis_nn_status window_conv_s8(
+    const cmsis_nn_context* ctx,
+    const cmsis_nn_conv_params* conv_params,
+    const cmsis_nn_per_channel_quant_params* quant,
+    const cmsis_nn_dims* input_dims,
+    const int8_t* input,
+    const cmsis_nn_dims* filter_dims,
+    const int8_t* filter,
+    const cmsis_nn_dims* bias_dims,
+    const int32_t* bias,
+    const cmsis_nn_dims* output_dims,
+    int8_t* output);
+
 }  // namespace compute
 }  // namespace cortex_m_nn

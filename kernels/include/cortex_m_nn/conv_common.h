@@ -320,13 +320,14 @@ CORTEX_M_NN_CHECK_ONLY inline bool check_window(
 
 // A convolution's `path` argument (python/cortex_m_nn/core/cmsis_nn.py): which CMSIS-NN
 // function computes the call. kWrapperPath (the wrapper's choice) is what the default, int16
-// and int4 cases run; each other path is a case of its own (operators.yaml: conv2d's rows and
-// pointwise, depthwise_conv2d's three_by_three and lanes). Unless the call is proven: refused
+// and int4 cases run; each other path is a case of its own (operators.yaml: conv2d's rows,
+// pointwise and window, depthwise_conv2d's three_by_three and lanes). Unless the call is proven: refused
 // when the path is not the one the case runs (a program from another compiler, or damaged).
 constexpr int64_t kWrapperPath = 0;
 constexpr int64_t kOtherPath = 1;  // conv2d: arm_convolve_1x1_s8; depthwise: _3x3_s8
 constexpr int64_t kLanesPath = 2;  // depthwise: our compute::depthwise_conv_lanes_s8
 constexpr int64_t kPointwisePath = 2;  // conv2d: our compute::pointwise_conv_s8
+constexpr int64_t kWindowPath = 3;     // conv2d: our compute::window_conv_s8
 inline bool check_path(CallContext& context, const char* op, int64_t path, int64_t runs) {
   if (context.checks() && path != runs) {
     ET_LOG(Error, "cortex_m_nn::%s: path %d is not this call's case (path %d): compile the "

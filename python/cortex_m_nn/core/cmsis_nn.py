@@ -37,6 +37,7 @@ FUNCTIONS: dict[tuple[str, Case], tuple[str, ...]] = {
         "arm_convolve_wrapper_s8",
         "arm_convolve_1x1_s8",
         "pointwise_conv_s8",  # ours: kernels/compute (core.compute)
+        "window_conv_s8",  # ours
     ),
     ("conv2d", S16): ("arm_convolve_wrapper_s16",),
     ("conv2d", S4): ("arm_convolve_wrapper_s4", "arm_convolve_s4"),
@@ -76,6 +77,9 @@ ROWS = 1
 #: conv2d, a 1x1 convolution of stride 1: our ``pointwise_conv_s8`` (``core.compute``), faster
 #: than CMSIS-NN's matrix product off MVE for the shapes ``plan.paths`` picks it for
 POINTWISE = 2
+#: conv2d, input channels a multiple of 4, no groups: our ``window_conv_s8`` (``core.compute``),
+#: faster than CMSIS-NN's ``arm_convolve_s8`` off MVE for the shapes ``plan.paths`` picks it for
+WINDOW = 3
 #: depthwise_conv2d, 3x3: ``arm_depthwise_conv_3x3_s8`` on every ISA (no scratch; MVE's
 #: wrapper takes ``arm_depthwise_conv_s8_opt`` and its 4 x 124 x 9-byte buffer)
 THREE_BY_THREE = 1

@@ -20,6 +20,11 @@ without padding, dilation or groups. It widens a pair of pixels' inputs to int16
 input channel: on the stack up to :data:`STACK_DEPTH` input channels (no buffer), else into its
 buffer; it reads (widens) each pair before writing it, so its output may
 start where its input does (``plan.overlap``).
+
+``window_conv_s8`` (``conv2d``'s ``WINDOW`` path): an int8 convolution without groups of a
+multiple of 4 input channels, any window, stride, padding and dilation. Its buffer holds a pair
+of output pixels' windows widened to int16, four bytes per weight of an output channel (what
+``arm_convolve_s8`` takes off MVE).
 """
 
 from __future__ import annotations
@@ -112,3 +117,15 @@ def pointwise_buffer_bytes(depth: int) -> int:
     """The buffer of a call of ``depth`` input channels
     (``pointwise_conv_s8_get_buffer_size``): none up to :data:`STACK_DEPTH`."""
     return 0 if int(depth) <= STACK_DEPTH else 4 * int(depth)
+
+
+def window_computes(input_nhwc: Sequence[int], weight_ohwi: Sequence[int]) -> bool:
+    """Whether ``window_conv_s8`` computes this int8 convolution."""
+    per_group = int(weight_ohwi[3])
+    return per_group == int(input_nhwc[3]) and per_group % GROUP == 0
+
+
+def window_buffer_bytes(weight_ohwi: Sequence[int]) -> int:
+    """The buffer of ``window_conv_s8`` (``window_conv_s8_get_buffer_size``)."""
+    _, kernel_h, kernel_w, depth = (int(d) for d in weight_ohwi)
+    return 4 * kernel_h * kernel_w * depth

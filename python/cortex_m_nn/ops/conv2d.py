@@ -50,7 +50,7 @@ from typing import Any
 
 import torch
 
-from cortex_m_nn.core.cmsis_nn import POINTWISE, ROWS, WRAPPER
+from cortex_m_nn.core.cmsis_nn import POINTWISE, ROWS, WINDOW, WRAPPER
 from cortex_m_nn.ops import int4
 from cortex_m_nn.ops.arithmetic import Rounding
 from cortex_m_nn.ops.library import define_operator
@@ -112,18 +112,21 @@ def check_path(
     params: ConvParams, input: torch.Tensor, kernel: tuple[int, int], per_group: int, packed: bool
 ) -> None:
     """The call's path (``core.cmsis_nn``): the wrapper's, ``ROWS`` for an int8 1x1
-    convolution without padding, dilation or groups (``arm_convolve_1x1_s8``), or
-    ``POINTWISE`` for one of stride 1 too (our ``pointwise_conv_s8``). ValueError."""
+    convolution without padding, dilation or groups (``arm_convolve_1x1_s8``), ``POINTWISE``
+    for one of stride 1 too (our ``pointwise_conv_s8``), or ``WINDOW`` for an int8 convolution
+    without groups of a multiple of 4 input channels (our ``window_conv_s8``). ValueError."""
     if params.path == WRAPPER:
         return
     one_by_one = kernel == (1, 1) and not any(params.padding) and list(params.dilation) == [1, 1]
     int8 = input.dtype is torch.int8 and not packed and per_group == input.shape[3]
     unit = list(params.stride) == [1, 1]
-    if not (one_by_one and int8 and (params.path == ROWS or (params.path == POINTWISE and unit))):
+    allowed = {ROWS: one_by_one, POINTWISE: one_by_one and unit, WINDOW: per_group % 4 == 0}
+    if not (int8 and allowed.get(params.path, False)):
         raise ValueError(
             f"conv2d path {params.path}: 0 (the wrapper's), 1 (arm_convolve_1x1_s8) for an "
-            "int8 1x1 convolution without padding, dilation or groups, or 2 (pointwise_conv_s8) "
-            "for one of stride 1"
+            "int8 1x1 convolution without padding, dilation or groups, 2 (pointwise_conv_s8) "
+            "for one of stride 1, or 3 (window_conv_s8) for an int8 convolution without groups "
+            "of a multiple of 4 input channels"
         )
 
 

@@ -224,6 +224,47 @@ def one_by_one_counts(input_nhwc: Sequence[int], channels: int) -> list[float]:
     ]  # fmt: skip
 
 
+WINDOW_COUNTS = [
+    "calls", "channels", "pixel_pairs", "taps", "widened_groups", "blocks", "block_groups",
+]  # fmt: skip
+CONVOLVE_COUNTS = [
+    "calls", "pixels", "taps", "pixel_quads", "blocks", "block_quads", "odd_pixel_quads",
+    "odd_channel_quads",
+]  # fmt: skip
+
+
+def window_counts(weight_ohwi: Sequence[int], output_nhwc: Sequence[int]) -> list[float]:
+    """The counts of ``window_conv_s8``'s loops (``WINDOW_COUNTS``): the call, its output
+    channels, its pixel pairs, the taps they gather and the groups of four inputs they widen,
+    the blocks (a pair of output channels on a pixel pair) and the groups those multiply."""
+    channels, kernel_h, kernel_w, depth = (int(d) for d in weight_ohwi)
+    batch, out_h, out_w, _ = (int(d) for d in output_nhwc)
+    pairs = -(-batch * out_h * out_w // 2)
+    groups = kernel_h * kernel_w * depth // compute.GROUP
+    blocks = pairs * -(-channels // 2)
+    return [
+        1.0, float(channels), float(pairs), float(pairs * kernel_h * kernel_w),
+        float(pairs * groups), float(blocks), float(blocks * groups),
+    ]  # fmt: skip
+
+
+def convolve_counts(weight_ohwi: Sequence[int], output_nhwc: Sequence[int]) -> list[float]:
+    """The counts of ``arm_convolve_s8``'s loops off MVE (``CONVOLVE_COUNTS``): the call, the
+    output pixels, the taps each copies and its quads of inputs widened to int16, the blocks of
+    two pixels by two channels (``arm_nn_mat_mult_kernel_s8_s16``) with their quads of inputs,
+    an odd last pixel's and an odd last channel's quads."""
+    channels, kernel_h, kernel_w, depth = (int(d) for d in weight_ohwi)
+    batch, out_h, out_w, _ = (int(d) for d in output_nhwc)
+    pixels = batch * out_h * out_w
+    quads = kernel_h * kernel_w * depth // 4
+    blocks = pixels // 2 * (channels // 2)
+    return [
+        1.0, float(pixels), float(pixels * kernel_h * kernel_w), float(pixels * quads),
+        float(blocks), float(blocks * quads), float(pixels % 2 * channels * quads),
+        float(channels % 2 * (pixels // 2) * quads),
+    ]  # fmt: skip
+
+
 #: ISA → the names of :func:`ours_counts` and of :func:`theirs_counts`
 COUNT_NAMES = {
     Isa.MVE: (LANES_COUNTS, WRAPPER_COUNTS),
@@ -308,3 +349,31 @@ def pointwise_faster(isa: Isa, input_nhwc: Sequence[int], channels: int) -> bool
         return False
     ours = pointwise_instructions(isa, input_nhwc, channels)
     return ours < MARGIN * one_by_one_instructions(isa, input_nhwc, channels)
+
+
+def window_modelled(isa: Isa) -> bool:
+    """Whether the cost model has measurements of ``window_conv_s8`` on ``isa``."""
+    return modelled(isa) and "window" in _models()[isa.value]
+
+
+def window_instructions(isa: Isa, weight_ohwi: Sequence[int], output_nhwc: Sequence[int]) -> float:
+    """The instructions ``window_conv_s8`` is expected to take on ``isa``."""
+    counts = window_counts(weight_ohwi, output_nhwc)
+    return sum(w * c for w, c in zip(_weights(isa, "window"), counts, strict=True))
+
+
+def convolve_instructions(
+    isa: Isa, weight_ohwi: Sequence[int], output_nhwc: Sequence[int]
+) -> float:
+    """The instructions ``arm_convolve_s8`` is expected to take on ``isa``."""
+    counts = convolve_counts(weight_ohwi, output_nhwc)
+    return sum(w * c for w, c in zip(_weights(isa, "convolve"), counts, strict=True))
+
+
+def window_faster(isa: Isa, weight_ohwi: Sequence[int], output_nhwc: Sequence[int]) -> bool:
+    """Whether ``window_conv_s8`` is expected to take fewer instructions than the wrapper's
+    ``arm_convolve_s8`` on ``isa``, by :data:`MARGIN`."""
+    if not window_modelled(isa):
+        return False
+    ours = window_instructions(isa, weight_ohwi, output_nhwc)
+    return ours < MARGIN * convolve_instructions(isa, weight_ohwi, output_nhwc)

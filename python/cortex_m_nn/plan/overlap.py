@@ -8,8 +8,8 @@ input window before the next group's window is read — the input below the wind
 read is dead, and the output may be written over it. The order of each path is read from
 CMSIS-NN's loops (:func:`conv_order`, :func:`depthwise_order`, and a call's own ``path``:
 ``arm_convolve_1x1_s8`` row by row, ``arm_depthwise_conv_3x3_s8`` pixel by pixel, our
-``depthwise_conv_lanes_s8`` a tile of output rows at a time and ``pointwise_conv_s8`` a pixel
-pair at a time, ``core.compute``); a path that
+``depthwise_conv_lanes_s8`` a tile of output rows at a time, ``pointwise_conv_s8`` and
+``window_conv_s8`` a pixel pair at a time, ``core.compute``); a path that
 writes one output channel for every pixel before the next (the DSP and scalar wrapper's 1x1
 convolutions, fully connected layers, a depthwise convolution of more than 124 channels on MVE)
 has no overlap.
@@ -42,6 +42,7 @@ from cortex_m_nn.core.cmsis_nn import (
     POINTWISE,
     ROWS,
     THREE_BY_THREE,
+    WINDOW,
     mve_one_by_n_inexact,
 )
 from cortex_m_nn.core.target import Isa
@@ -239,7 +240,7 @@ def _stage(isa: Isa, call: Node) -> list[tuple[Node, int]]:
 def _conv2d_order(isa: Isa, window: Window, call: Node) -> Order | None:
     if call.args[-2] == ROWS:  # path, before scratch_bytes: arm_convolve_1x1_s8 on any ISA
         return Order(window.output[2])
-    if call.args[-2] == POINTWISE:  # our pointwise_conv_s8: a pixel pair read, then written
+    if call.args[-2] in (POINTWISE, WINDOW):  # ours: a pixel pair read, then written
         return Order(2, strict=True)
     return conv_order(isa, window, _shape(call.args[1]), call.args[7])
 

@@ -25,7 +25,9 @@ On DSP the wrapper's ``arm_depthwise_conv_3x3_s8`` takes no buffer, so ours take
 arena leaves there or computes with none (a strip on the stack). The same way, on DSP, a 1x1
 convolution of stride 1 runs our ``pointwise_conv_s8`` (``POINTWISE``) where the cost model
 expects it faster than the wrapper's ``arm_convolve_1x1_s8_fast`` and its buffer (a pair of
-pixels' inputs widened to int16) fits the call's room.
+pixels' inputs widened to int16) fits the call's room, and any other convolution the wrapper
+runs through ``arm_convolve_s8`` (no groups, a multiple of 4 input channels) our
+``window_conv_s8`` (``WINDOW``), whose buffer is the size of ``arm_convolve_s8``'s.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from cortex_m_nn.core.cmsis_nn import (
     POINTWISE,
     ROWS,
     THREE_BY_THREE,
+    WINDOW,
     WRAPPER,
     Case,
     cmsis_function,
@@ -78,6 +81,16 @@ def pointwise_path(call: Node, target: Target) -> bool:
     window = (call.args[5], call.args[6], call.args[7])
     computes = _int8(call) and compute.pointwise_computes(inputs, weight, *window)
     return computes and inputs[3] % compute.GROUP == 0 and costs.pointwise_modelled(target.isa)
+
+
+def window_path(call: Node, target: Target) -> bool:
+    """Whether our ``window_conv_s8`` computes this conv2d call where the wrapper runs
+    ``arm_convolve_s8`` (what the cost model measures): int8, no groups, a multiple of 4 input
+    channels, not an unpadded 1x1 (the wrapper's 1x1 functions)."""
+    inputs, weight = (_value(call.args[k]).shape for k in (0, 1))
+    one_by_one = tuple(weight[1:3]) == (1, 1) and not any(call.args[6])
+    computes = _int8(call) and compute.window_computes(inputs, weight)
+    return computes and not one_by_one and costs.window_modelled(target.isa)
 
 
 def three_by_three_path(call: Node, padding: list[int]) -> bool:
@@ -168,7 +181,7 @@ def fastest(graph_module: GraphModule, target: Target, arena: int | None = None)
     given = []
     for call in graph_module.graph.nodes:
         if call.target is OPS.conv2d.default and call.args[-2] == WRAPPER:
-            if _give_pointwise(call, target, room[call]):
+            if _give_pointwise(call, target, room[call]) or _give_window(call, target, room[call]):
                 given.append(call)
             continue
         depthwise = call.target is OPS.depthwise_conv2d.default
@@ -194,6 +207,19 @@ def _give_pointwise(call: Node, target: Target, room: int) -> bool:
     if need > room or not costs.pointwise_faster(target.isa, inputs, channels):
         return False
     set_path(call, POINTWISE, target, need)
+    return True
+
+
+def _give_window(call: Node, target: Target, room: int) -> bool:
+    """Give conv2d ``call`` our window kernel, in place, if it computes the call, its buffer
+    fits ``room`` and the cost model expects it faster; whether it did."""
+    if not window_path(call, target):
+        return False
+    weight, out = _value(call.args[1]).shape, call.meta["val"][0].shape
+    need = compute.window_buffer_bytes(weight)
+    if need > room or not costs.window_faster(target.isa, weight, out):
+        return False
+    set_path(call, WINDOW, target, need)
     return True
 
 
@@ -237,9 +263,9 @@ def rows_calls(graph_module: GraphModule, path: int = ROWS) -> list[Node]:
     ]
 
 
-def pointwise_calls(graph_module: GraphModule) -> list[Node]:
-    """The conv2d calls on the ``POINTWISE`` path."""
-    return rows_calls(graph_module, POINTWISE)
+def pointwise_calls(graph_module: GraphModule, path: int = POINTWISE) -> list[Node]:
+    """The conv2d calls on the ``POINTWISE`` path (or ``path``: ``WINDOW``)."""
+    return rows_calls(graph_module, path)
 
 
 def choose(graph_module: GraphModule, target: Target, lanes: bool = True) -> None:
@@ -314,6 +340,7 @@ def summary(graph_module: GraphModule) -> dict[str, int]:
     found = {
         cmsis_function("conv2d", Case.S8, ROWS): len(rows_calls(graph_module)),
         cmsis_function("conv2d", Case.S8, POINTWISE): len(pointwise_calls(graph_module)),
+        cmsis_function("conv2d", Case.S8, WINDOW): len(pointwise_calls(graph_module, WINDOW)),
         cmsis_function("depthwise_conv2d", Case.S8, LANES): len(lanes_calls(graph_module)),
     }
     return {function: count for function, count in found.items() if count}
@@ -333,6 +360,7 @@ def call_functions(graph_module: GraphModule) -> dict[str, str]:
     for call, operator, path in [
         *[(c, "conv2d", ROWS) for c in rows_calls(graph_module)],
         *[(c, "conv2d", POINTWISE) for c in pointwise_calls(graph_module)],
+        *[(c, "conv2d", WINDOW) for c in pointwise_calls(graph_module, WINDOW)],
         *[(c, "depthwise_conv2d", LANES) for c in lanes_calls(graph_module)],
     ]:
         found[_output_name(call)] = cmsis_function(operator, Case.S8, path)
@@ -345,6 +373,7 @@ def reset(graph_module: GraphModule, target: Target) -> None:
     for call in [
         *rows_calls(graph_module),
         *pointwise_calls(graph_module),
+        *pointwise_calls(graph_module, WINDOW),
         *lanes_calls(graph_module),
     ]:
         set_wrapper(call, target)
@@ -364,6 +393,11 @@ def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[
         inputs, channels = _value(call.args[0]).shape, int(_value(call.args[1]).shape[0])
         ours = costs.pointwise_instructions(target.isa, inputs, channels)
         theirs = costs.one_by_one_instructions(target.isa, inputs, channels)
+        found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
+    for call in pointwise_calls(graph_module, WINDOW):
+        weight, out = _value(call.args[1]).shape, call.meta["val"][0].shape
+        ours = costs.window_instructions(target.isa, weight, out)
+        theirs = costs.convolve_instructions(target.isa, weight, out)
         found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
     return found
 

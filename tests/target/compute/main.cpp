@@ -2,7 +2,7 @@
 // tensors come from a seeded generator (tests/target/compute_cases.py draws the same numbers and
 // writes the Python reference's outputs into cases.h); the case runs our function and the
 // CMSIS-NN function it stands in for, each between bench markers (the instruction-count
-// plugin's regions 2i and 2i + 1; the pointwise cases after the depthwise ones), and both
+// plugin's regions 2i and 2i + 1; the convolution cases after the depthwise ones), and both
 // outputs are compared with the reference's.
 // Prints one line per case, exits with the number of cases whose outputs differ.
 #include <stdint.h>
@@ -58,37 +58,41 @@ int32_t differing(const int8_t* expected, int32_t count) {
   return bad;
 }
 
-// Pointwise case `i`: pointwise_conv_s8 (and, where the output pixels are no larger than the
-// input's, once more in place, outside the bench markers), then arm_convolve_wrapper_s8
-// (which takes arm_convolve_1x1_s8_fast where the input channels are a multiple of 4).
-// Whether any differ.
-bool run_pointwise(int32_t i) {
-  const PointwiseCase& c = kPointwiseCases[i];
+// Pixel-pair convolution case `i`: pointwise_conv_s8 or window_conv_s8 (the pointwise one
+// again in place where the output pixels are no larger than the input's, outside the bench
+// markers), then arm_convolve_wrapper_s8. Whether any byte differs.
+bool run_conv(int32_t i) {
+  const ConvCase& c = kConvCases[i];
   const int32_t pixels = c.batch * c.in_h * c.in_w;
-  fill(c.seed, pixels * c.depth, c.channels * c.depth, c.channels);
+  const int32_t weights = c.channels * c.kernel_h * c.kernel_w * c.depth;
+  fill(c.seed, pixels * c.depth, weights, c.channels);
   cmsis_nn_conv_params params{};
   params.input_offset = c.input_offset;
   params.output_offset = c.output_offset;
-  params.stride = {1, 1};
-  params.padding = {0, 0};
+  params.stride = {c.stride_w, c.stride_h};
+  params.padding = {c.pad_w, c.pad_h};
   params.dilation = {1, 1};
   params.activation = {c.activation_min, c.activation_max};
   cmsis_nn_per_channel_quant_params quant{g_multiplier, g_shift};
   const cmsis_nn_dims input{c.batch, c.in_h, c.in_w, c.depth};
-  const cmsis_nn_dims filter{c.channels, 1, 1, c.depth};
+  const cmsis_nn_dims filter{c.channels, c.kernel_h, c.kernel_w, c.depth};
   const cmsis_nn_dims bias{1, 1, 1, c.channels};
-  const cmsis_nn_dims output{c.batch, c.in_h, c.in_w, c.channels};
-  const int32_t count = pixels * c.channels;
+  const cmsis_nn_dims output{c.batch, c.out_h, c.out_w, c.channels};
+  const int32_t count = c.batch * c.out_h * c.out_w * c.channels;
+  const auto ours_function = c.window ? cortex_m_nn::compute::window_conv_s8
+                                      : cortex_m_nn::compute::pointwise_conv_s8;
+  const int32_t ours_buffer = c.window
+                                  ? cortex_m_nn::compute::window_conv_s8_get_buffer_size(&filter)
+                                  : cortex_m_nn::compute::pointwise_conv_s8_get_buffer_size(&input);
 
   memset(g_out, 0x5a, static_cast<size_t>(count));
-  const cmsis_nn_context ours{g_buffer,
-                              cortex_m_nn::compute::pointwise_conv_s8_get_buffer_size(&input)};
+  const cmsis_nn_context ours{g_buffer, ours_buffer};
   bench_start();
-  const arm_cmsis_nn_status status = cortex_m_nn::compute::pointwise_conv_s8(
+  const arm_cmsis_nn_status status = ours_function(
       &ours, &params, &quant, &input, g_input, &filter, g_weight, &bias, g_bias, &output, g_out);
   bench_stop();
   int32_t ours_bad = status == ARM_CMSIS_NN_SUCCESS ? differing(c.expected, count) : count;
-  if (c.channels <= c.depth) {  // again with the output starting where the input does
+  if (!c.window && c.channels <= c.depth) {  // again with the output where the input starts
     memcpy(g_place, g_input, static_cast<size_t>(pixels * c.depth));
     const arm_cmsis_nn_status again = cortex_m_nn::compute::pointwise_conv_s8(
         &ours, &params, &quant, &input, g_place, &filter, g_weight, &bias, g_bias, &output,
@@ -107,7 +111,7 @@ bool run_pointwise(int32_t i) {
   bench_stop();
   const int32_t wrapper_bad = wrapper == ARM_CMSIS_NN_SUCCESS ? differing(c.expected, count)
                                                               : count;
-  printf("pointwise %ld ours %ld wrapper %ld of %ld bytes differ, buffer %ld\n",
+  printf("conv %ld ours %ld wrapper %ld of %ld bytes differ, buffer %ld\n",
          static_cast<long>(i), static_cast<long>(ours_bad), static_cast<long>(wrapper_bad),
          static_cast<long>(count), static_cast<long>(ours.size));
   return ours_bad != 0 || wrapper_bad != 0;
@@ -161,8 +165,8 @@ int main() {
            static_cast<long>(count), static_cast<long>(ours.size));
     failed += ours_bad != 0 || wrapper_bad != 0;
   }
-  for (int32_t i = 0; i < kPointwiseCount; ++i) {
-    failed += run_pointwise(i);
+  for (int32_t i = 0; i < kConvCount; ++i) {
+    failed += run_conv(i);
   }
   return static_cast<int>(failed > 125 ? 125 : failed);
 }
