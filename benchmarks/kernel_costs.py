@@ -1,21 +1,22 @@
 """The kernel cost model's measurements: our depthwise_conv_lanes_s8 and CMSIS-NN's
 arm_depthwise_conv_wrapper_s8 on a grid of layer shapes, under QEMU on the M55 (MVE) or the
-M33 (DSP); on the M33 also our pointwise_conv_s8 and window_conv_s8 against the wrapper's
-arm_convolve_1x1_s8_fast and arm_convolve_s8.
+M33 (DSP); on the M33 also our pointwise_conv_s8, window_conv_s8 and fully_connected_quads_s8
+against the wrapper's arm_convolve_1x1_s8_fast and arm_convolve_s8 and arm_fully_connected_s8.
 
 Usage::
 
     PYTHONPATH=python:. python benchmarks/kernel_costs.py [--core m55|m33] [--write]
-        [--build-dir DIR] [--kernels depthwise,pointwise,window]
+        [--build-dir DIR] [--kernels depthwise,pointwise,window,linear]
 
 Runs ``tests/target/compute`` (images of grid cases, each through both functions, each output
 checked against the Python reference) with the instruction-count plugin, then fits each
 function's instructions per count of its loops (``cortex_m_nn.plan.costs``: ours_counts,
-theirs_counts, pointwise_counts, one_by_one_counts, window_counts, convolve_counts) by least
-squares. Prints, per case, the measured and fitted instructions of both and which one the
-compiler would choose, and the fit's worst relative error; ``--write`` stores the fit in
-``python/cortex_m_nn/plan/kernel_costs.json`` under the core's ISA, which ``plan.paths`` reads
-(the kernels measured replace their entries; the others stay).
+theirs_counts, pointwise_counts, one_by_one_counts, window_counts, convolve_counts,
+quads_counts, vec_mat_counts) by least squares. Prints, per case, the measured and fitted
+instructions of both and which one the compiler would choose, and the fit's worst relative
+error; ``--write`` stores the fit in ``python/cortex_m_nn/plan/kernel_costs.json`` under the
+core's ISA, which ``plan.paths`` reads (the kernels measured replace their entries; the others
+stay).
 Needs ``CMSIS_NN_PATH``, Debian's ``arm-none-eabi-gcc`` and ``qemu-system-arm``.
 """
 
@@ -102,6 +103,22 @@ def window_grid() -> list[compute_cases.ConvCase]:
     return cases
 
 
+def linear_grid() -> list[compute_cases.LinearCase]:
+    """Fully connected layers of 1 and 2 rows, 4 to 640 inputs (and odd counts) into 4 to 640
+    output features (and odd counts), per tensor and per channel; weights that fit the image's
+    memory."""
+    depths = (4, 8, 16, 33, 64, 128, 256, 640)
+    features = (4, 8, 13, 32, 64, 128, 256, 640)
+    cases = []
+    for rows, depth, count, channels in itertools.product((1, 2), depths, features, (False, True)):
+        if depth * count <= 640 * 256:
+            seed = len(cases) + 1
+            cases.append(
+                compute_cases.LinearCase(rows, depth, count, 3, -5, (-128, 127), seed, channels)
+            )
+    return cases
+
+
 def batches(cases: list, budget: int = 1 << 20) -> list[list]:
     """The cases in images whose expected outputs take at most ``budget`` bytes each (the
     M55 image keeps them in its 2 MB model region)."""
@@ -119,6 +136,9 @@ def batches(cases: list, budget: int = 1 << 20) -> list[list]:
 
 def counts(isa: Isa, cases: list) -> tuple[list[list[float]], list]:
     """Each case's counts of our function's loops and of CMSIS-NN's on ``isa``."""
+    if cases and isinstance(cases[0], compute_cases.LinearCase):
+        shapes = [(c.input_shape, c.weight_shape, c.per_channel) for c in cases]
+        return [costs.quads_counts(*s) for s in shapes], [costs.vec_mat_counts(*s) for s in shapes]
     if cases and isinstance(cases[0], compute_cases.ConvCase) and cases[0].window:
         ours = [costs.window_counts(c.weight_shape, c.output_shape) for c in cases]
         return ours, [costs.convolve_counts(c.weight_shape, c.output_shape) for c in cases]
@@ -146,7 +166,10 @@ def measure(
 ) -> list[compute_cases.Outcome] | None:
     """Every case of ``kernel``'s grid run on the core, in batches; None (and a line) if an
     image failed or a case differs from the reference."""
-    grids = {"depthwise": grid, "pointwise": pointwise_grid, "window": window_grid}
+    grids = {
+        "depthwise": grid, "pointwise": pointwise_grid, "window": window_grid,
+        "linear": linear_grid,
+    }  # fmt: skip
     core = harness.CORES[args.core]
     outcomes: list[compute_cases.Outcome] = []
     for index, batch in enumerate(batches(grids[kernel]())):
@@ -164,8 +187,12 @@ def measure(
     return outcomes
 
 
-def describe(case: compute_cases.Case | compute_cases.ConvCase) -> str:
+def describe(
+    case: compute_cases.Case | compute_cases.ConvCase | compute_cases.LinearCase,
+) -> str:
     """A case's shape, as the table prints it."""
+    if isinstance(case, compute_cases.LinearCase):
+        return f"{case.batch:>4}x{case.depth:<4}->{case.features:<4}"
     if isinstance(case, compute_cases.ConvCase):
         window = f" k{case.kernel[0]}s{case.stride[0]}" if case.window else ""
         return f"{case.in_h:>4}x{case.in_w:<3}x{case.depth:<4}->{case.channels:<4}{window}"
@@ -196,10 +223,12 @@ def model_of(kernel: str, isa: Isa, outcomes: list[compute_cases.Outcome]) -> di
     names = {
         "pointwise": (costs.POINTWISE_COUNTS, costs.ONE_BY_ONE_COUNTS),
         "window": (costs.WINDOW_COUNTS, costs.CONVOLVE_COUNTS),
+        "linear": (costs.QUADS_COUNTS, costs.VEC_MAT_COUNTS),
     }.get(kernel, costs.COUNT_NAMES[isa])
-    keys = {"pointwise": ("pointwise", "one_by_one"), "window": ("window", "convolve")}.get(
-        kernel, ("lanes", "wrapper")
-    )
+    keys = {
+        "pointwise": ("pointwise", "one_by_one"), "window": ("window", "convolve"),
+        "linear": ("quads", "vec_mat"),
+    }.get(kernel, ("lanes", "wrapper"))  # fmt: skip
     return {
         keys[0]: {
             "counts": names[0],
@@ -222,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--core", choices=sorted(CORES), default="m55")
     parser.add_argument(
         "--kernels",
-        default="depthwise,pointwise,window",
-        help="depthwise, pointwise and window (DSP only)",
+        default="depthwise,pointwise,window,linear",
+        help="depthwise, and (DSP only) pointwise, window and linear",
     )
     args = parser.parse_args(argv)
     reason = harness.missing()

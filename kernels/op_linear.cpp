@@ -5,8 +5,10 @@
 // CMSIS-NN's context buffer; elsewhere it passes the bias. linear_int16_out (an int16 input) →
 // arm_fully_connected_s16: zero points 0, int64 bias, per tensor, no kernel sums, no prepared
 // entry. linear_int4_out (int4 weights: uint8 [out, in / 2], packed pairs) →
-// arm_fully_connected_s4, per tensor, no kernel sums. Quantization checks and params:
+// arm_fully_connected_s4, per tensor, no kernel sums. linear_quads_out (path 1) → our
+// compute::fully_connected_quads_s8 or _per_channel_s8 (kernels/compute), int8. Quantization checks and params:
 // cortex_m_nn/fc_common.h. Reference: python/cortex_m_nn/ops/linear.py.
+#include "cortex_m_nn/compute.h"
 #include "cortex_m_nn/fc_common.h"
 #include "cortex_m_nn_operators.h"
 
@@ -14,6 +16,10 @@ namespace cortex_m_nn {
 namespace native {
 
 namespace {
+// A linear call's `path` (check_path): CMSIS-NN's functions, or our fully_connected_quads_s8.
+constexpr int64_t kCmsisPath = 0;
+constexpr int64_t kQuadsPath = 1;
+
 // CMSIS-NN's context for the fully connected functions: the program's kernel sums on MVE
 // (which needs them), nothing elsewhere. Fails the call when the .pte was compiled for the
 // other.
@@ -284,10 +290,13 @@ void linear_out(
     int64_t shift,
     int64_t activation_min,
     int64_t activation_max,
+    int64_t path,
     Tensor& out) {
   const FcQuant q{
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
-  linear_s8<false>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q, out);
+  if (check_path(context, "linear", path, kCmsisPath)) {
+    linear_s8<false>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q, out);
+  }
 }
 
 void linear_per_channel_out(
@@ -295,10 +304,12 @@ void linear_per_channel_out(
     const std::optional<Tensor>& bias, const std::optional<Tensor>& kernel_sums,
     const std::optional<Tensor>& multipliers, const std::optional<Tensor>& shifts,
     int64_t input_offset, int64_t output_offset, int64_t multiplier, int64_t shift,
-    int64_t activation_min, int64_t activation_max, Tensor& out) {
+    int64_t activation_min, int64_t activation_max, int64_t path, Tensor& out) {
   const FcQuant q{
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
-  linear_s8<true>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q, out);
+  if (check_path(context, "linear", path, kCmsisPath)) {
+    linear_s8<true>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q, out);
+  }
 }
 
 void linear_int16_out(
@@ -306,11 +317,13 @@ void linear_int16_out(
     const std::optional<Tensor>& bias, const std::optional<Tensor>& kernel_sums,
     const std::optional<Tensor>& multipliers, const std::optional<Tensor>& shifts,
     int64_t input_offset, int64_t output_offset, int64_t multiplier, int64_t shift,
-    int64_t activation_min, int64_t activation_max, Tensor& out) {
+    int64_t activation_min, int64_t activation_max, int64_t path, Tensor& out) {
   const FcQuant q{
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
-  linear_unprepared<true>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q,
-                          out);
+  if (check_path(context, "linear", path, kCmsisPath)) {
+    linear_unprepared<true>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q,
+                            out);
+  }
 }
 
 void linear_int4_out(
@@ -318,11 +331,56 @@ void linear_int4_out(
     const std::optional<Tensor>& bias, const std::optional<Tensor>& kernel_sums,
     const std::optional<Tensor>& multipliers, const std::optional<Tensor>& shifts,
     int64_t input_offset, int64_t output_offset, int64_t multiplier, int64_t shift,
-    int64_t activation_min, int64_t activation_max, Tensor& out) {
+    int64_t activation_min, int64_t activation_max, int64_t path, Tensor& out) {
   const FcQuant q{
       input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
-  linear_unprepared<false>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q,
-                           out);
+  if (check_path(context, "linear", path, kCmsisPath)) {
+    linear_unprepared<false>(context, input, weight, {bias, kernel_sums, multipliers, shifts}, q,
+                             out);
+  }
+}
+
+// The quads case (path 1): our compute::fully_connected_quads_s8 (per tensor) or
+// fully_connected_quads_per_channel_s8, for int8 activations and weights, any ISA's program
+// (its kernel sums, with the input offset folded in, taken as the bias). No buffer; unprepared.
+void linear_quads_out(
+    CallContext& context, const Tensor& input, const Tensor& weight,
+    const std::optional<Tensor>& bias, const std::optional<Tensor>& kernel_sums,
+    const std::optional<Tensor>& multipliers, const std::optional<Tensor>& shifts,
+    int64_t input_offset, int64_t output_offset, int64_t multiplier, int64_t shift,
+    int64_t activation_min, int64_t activation_max, int64_t path, Tensor& out) {
+  const FcQuant q{
+      input_offset, 0, output_offset, multiplier, shift, activation_min, activation_max};
+  const LinearVectors v{bias, kernel_sums, multipliers, shifts};
+  LinearShape shape{};
+  if (!check_path(context, "linear", path, kQuadsPath) ||
+      !check_shapes(context, input, weight, out, ScalarType::Char, &shape) ||
+      (context.checks() && (!check_vectors(context, shape.out_features, v, q) ||
+                            !check_fc_quant(context, "linear", q))) ||
+      !runs_unprepared(context, "linear") || !context.computes()) {
+    return;
+  }
+  cortex_m_nn_linear_prepared p = shape.entry(q, multipliers.has_value());
+  if (kernel_sums.has_value()) {
+    p.params.input_offset = 0;  // the sums hold the bias and the input offset's products
+  }
+  const cmsis_nn_context none{};
+  const int32_t* start = optional_data<int32_t>(kernel_sums.has_value() ? kernel_sums : bias);
+  const int8_t* in = input.const_data_ptr<int8_t>();
+  const int8_t* w = weight.const_data_ptr<int8_t>();
+  int8_t* o = out.mutable_data_ptr<int8_t>();
+  if (!multipliers.has_value()) {
+    check_status(context, "linear",
+                 call_per_tensor(compute::fully_connected_quads_s8, none, p, in, w, start, o));
+    return;
+  }
+  const cmsis_nn_per_channel_quant_params channels{
+      const_cast<int32_t*>(multipliers->const_data_ptr<int32_t>()),
+      const_cast<int32_t*>(shifts->const_data_ptr<int32_t>())};
+  check_status(context, "linear",
+               compute::fully_connected_quads_per_channel_s8(&none, &p.params, &channels,
+                                                             &p.input, in, &p.filter, w, &p.bias,
+                                                             start, &p.output, o));
 }
 
 void linear_prepared(CallContext& context, EValue** args) {

@@ -1,7 +1,7 @@
 """cortex_m_nn::linear on the host runtime (arm_fully_connected_s8, and
 arm_fully_connected_per_channel_s8 for per-channel calls; the int16 row
-arm_fully_connected_s16, the int4 row arm_fully_connected_s4) against its reference: one
-table, a row per dtype."""
+arm_fully_connected_s16, the int4 row arm_fully_connected_s4, the quads row our
+fully_connected_quads_s8) against its reference: one table, a row per dtype or path."""
 
 from __future__ import annotations
 
@@ -14,13 +14,15 @@ from .harness import Call, CallTable, bit_exact_test
 from .strategies import activation_range, generator, int8
 
 
-def linear_calls(int16: bool = False, int4: bool = False) -> st.SearchStrategy[Call]:
+def linear_calls(
+    int16: bool = False, int4: bool = False, quads: bool = False
+) -> st.SearchStrategy[Call]:
     """int8 input and weights in [-127, 127], an int32 bias or none, any offsets, one
     multiplier or (arm_fully_connected_per_channel_s8) a multiplier and shift per output, the
     numbers 0; ``int16`` (arm_fully_connected_s16): int16 input, an int64 bias or none, zero
     offsets, one multiplier, an int16 activation range, past 512 columns; ``int4``
     (arm_fully_connected_s4): packed [out, in / 2] weights in [-8, 7] (an even in), one
-    multiplier."""
+    multiplier; ``quads``: the int8 calls on our fully_connected_quads_s8 (path 1)."""
 
     @st.composite
     def calls(draw: st.DrawFn) -> Call:
@@ -58,7 +60,8 @@ def linear_calls(int16: bool = False, int4: bool = False) -> st.SearchStrategy[C
             )
         else:
             weight = int8((n_out, n_in), gen, low=-127)
-        return Call("linear", (x, weight, bias, None, *channels, *numbers))
+        path = 1 if quads else 0  # fully_connected_quads_s8: int8, per tensor or per channel
+        return Call("linear", (x, weight, bias, None, *channels, *numbers, path))
 
     return calls()
 
@@ -67,6 +70,7 @@ CALLS: CallTable = {
     "linear": lambda _: linear_calls(),
     "linear[int16]": lambda _: linear_calls(int16=True),
     "linear[int4]": lambda _: linear_calls(int4=True),
+    "linear[quads]": lambda _: linear_calls(quads=True),
 }
 
 

@@ -184,9 +184,10 @@ class _Call:
         ("quantize", {}, {"dtype": 1}, "int8"),
         ("quantize", {}, {"dtype": 2}, "int16"),
         ("svdf", {"state": 2}, {}, "int16"),
-        ("linear", {"input": 1, "weight": 1, "multipliers": None}, {}, "int8"),
-        ("linear", {"input": 1, "weight": 1, "multipliers": 3}, {}, "per_channel"),
-        ("linear", {"input": 2, "weight": 1, "multipliers": None}, {}, "int16"),
+        ("linear", {"input": 1, "weight": 1, "multipliers": None}, {"path": 0}, "int8"),
+        ("linear", {"input": 1, "weight": 1, "multipliers": 3}, {"path": 0}, "per_channel"),
+        ("linear", {"input": 2, "weight": 1, "multipliers": None}, {"path": 0}, "int16"),
+        ("linear", {"input": 1, "weight": 1, "multipliers": None}, {"path": 1}, "quads"),
         ("transpose", {"input": 2}, {}, "int8"),  # no cases: one function
     ],
 )

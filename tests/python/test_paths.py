@@ -15,7 +15,15 @@ from tests.python.test_cli import run
 from tests.target import harness
 
 from cortex_m_nn.core import compute
-from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE, ROWS, THREE_BY_THREE, WINDOW, WRAPPER
+from cortex_m_nn.core.cmsis_nn import (
+    LANES,
+    POINTWISE,
+    QUADS,
+    ROWS,
+    THREE_BY_THREE,
+    WINDOW,
+    WRAPPER,
+)
 from cortex_m_nn.core.options import IoType
 from cortex_m_nn.pipeline import CompiledProgram
 from cortex_m_nn.plan import paths
@@ -23,6 +31,7 @@ from cortex_m_nn.serialize.pte import runtime_overhead
 
 CONV2D = torch.ops.cortex_m_nn.conv2d.default
 DEPTHWISE = torch.ops.cortex_m_nn.depthwise_conv2d.default
+LINEAR = torch.ops.cortex_m_nn.linear.default
 
 
 def _paths(run: harness.ModelRun) -> list[int]:
@@ -181,4 +190,21 @@ def test_fast_gives_our_window_kernel_to_convolutions_on_dsp() -> None:
     assert m33.compiled.memory.paths == {"window_conv_s8": 6}
     assert m55.compiled.memory.paths == {}
     assert m33.compiled.arena_bytes == m55.compiled.arena_bytes
+    assert all(torch.equal(a, b) for a, b in zip(m33.expected, m55.expected, strict=True))
+
+
+def test_fast_gives_our_fully_connected_kernel_where_faster_on_dsp() -> None:
+    """The autoencoder on M33, fast: its linear layers of 128 inputs or outputs or more run our
+    fully_connected_quads_s8 (the cost model: 0.8-0.9x CMSIS-NN's there), the 128 to 8 and 8 to
+    128 ones keep CMSIS-NN's; the report names it; the M55 keeps CMSIS-NN's everywhere."""
+    m33 = harness.compile_for("autoencoder", harness.CORES["m33"], io=IoType.INT8)
+    m55 = harness.compile_for("autoencoder", harness.CORES["m55"], io=IoType.INT8)
+    linear = [n for n in m33.compiled.io.graph.graph.nodes if n.target is LINEAR]
+    quads = [n for n in linear if n.args[-1] == QUADS]
+    assert 0 < len(quads) < len(linear)
+    assert m33.compiled.memory.paths == {"fully_connected_quads_s8": len(quads)}
+    rows = [r for r in m33.compiled.records if r.cmsis_function == "fully_connected_quads_s8"]
+    assert len(rows) == len(quads)
+    assert all(r.expected_instructions["ours"] < r.expected_instructions["cmsis_nn"] for r in rows)
+    assert m55.compiled.memory.paths == {}
     assert all(torch.equal(a, b) for a, b in zip(m33.expected, m55.expected, strict=True))

@@ -20,10 +20,11 @@ from tests.target import harness
 
 from cortex_m_nn.core import compute
 from cortex_m_nn.core.abi import Rounding
-from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE, WINDOW
+from cortex_m_nn.core.cmsis_nn import LANES, POINTWISE, QUADS, WINDOW
 from cortex_m_nn.core.target import Isa
 from cortex_m_nn.ops.conv2d import conv2d
 from cortex_m_nn.ops.depthwise_conv2d import depthwise_conv2d
+from cortex_m_nn.ops.linear import linear
 
 SOURCE = harness.REPO / "tests" / "target" / "compute"
 
@@ -110,6 +111,42 @@ class ConvCase:
         return compute.pointwise_buffer_bytes(self.depth)
 
 
+@dataclass(frozen=True)
+class LinearCase:
+    """One fully_connected_quads_s8 call: ``batch`` rows of ``depth`` inputs into ``features``,
+    offsets, range, generator seed; per tensor the first channel's multiplier and shift, else
+    (``per_channel``, fully_connected_quads_per_channel_s8) each feature's."""
+
+    batch: int
+    depth: int
+    features: int
+    input_offset: int
+    output_offset: int
+    activation: tuple[int, int]
+    seed: int
+    per_channel: bool = False
+
+    @property
+    def input_shape(self) -> tuple[int, int]:
+        return (self.batch, self.depth)
+
+    @property
+    def output_shape(self) -> tuple[int, int]:
+        return (self.batch, self.features)
+
+    @property
+    def weight_shape(self) -> tuple[int, int]:
+        return (self.features, self.depth)
+
+    @property
+    def channels(self) -> int:
+        return self.features
+
+    def buffer_bytes(self, isa: Isa) -> int:
+        del isa  # none on any ISA
+        return 0
+
+
 class _Numbers:
     """The image's generator (main.cpp ``Numbers``)."""
 
@@ -126,11 +163,11 @@ class _Numbers:
         return out
 
 
-def tensors(case: Case | ConvCase) -> dict[str, torch.Tensor]:
+def tensors(case: Case | ConvCase | LinearCase) -> dict[str, torch.Tensor]:
     """The case's input, weight, bias, multipliers and shifts, drawn as the image draws them
     (weights: 9 per channel, or ``depth`` per output channel)."""
     numbers = _Numbers(case.seed)
-    pointwise = isinstance(case, ConvCase)
+    pointwise = isinstance(case, (ConvCase, LinearCase))
     c = case.channels
     raw = numbers.next(int(np.prod(case.input_shape)))
     input_ = (raw >> 24).astype(np.uint8).view(np.int8).reshape(case.input_shape)
@@ -150,9 +187,19 @@ def tensors(case: Case | ConvCase) -> dict[str, torch.Tensor]:
     }
 
 
-def expected(case: Case | ConvCase, rounding: Rounding) -> bytes:
+def expected(case: Case | ConvCase | LinearCase, rounding: Rounding) -> bytes:
     """The Python reference's output bytes for the case."""
     t = tensors(case)
+    if isinstance(case, LinearCase):
+        numbers = (case.input_offset, case.output_offset)
+        channels = (t["multipliers"], t["shifts"], 0, 0)
+        if not case.per_channel:
+            channels = (None, None, int(t["multipliers"][0]), int(t["shifts"][0]))
+        out = linear(
+            t["input"], t["weight"], t["bias"], None, *channels[:2], *numbers, *channels[2:],
+            *case.activation, QUADS, rounding=rounding,
+        )  # fmt: skip
+        return out.contiguous().numpy().tobytes()
     weights = (t["input"], t["weight"], t["bias"], t["multipliers"], t["shifts"])
     if isinstance(case, ConvCase):
         numbers = (case.input_offset, case.output_offset, *case.activation)
@@ -237,11 +284,47 @@ def random_window_cases(count: int, seed: int) -> list[ConvCase]:
     return cases
 
 
+def random_linear_cases(count: int, seed: int) -> list[LinearCase]:
+    """``count`` random calls fully_connected_quads_s8 computes: 1 to 3 rows, 1 to 300 inputs,
+    1 to 40 output features, a random activation range, half of them per channel."""
+    draw = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        low = draw.choice([-128, -128, draw.randint(-128, 0)])
+        high = draw.choice([127, 127, draw.randint(low + 1, 127)])
+        cases.append(
+            LinearCase(
+                draw.randint(1, 3), draw.randint(1, 300), draw.randint(1, 40),
+                draw.randint(-127, 128), draw.randint(-128, 127), (low, high),
+                draw.getrandbits(32), draw.random() < 0.5,
+            )
+        )  # fmt: skip
+    return cases
+
+
 def _expected_array(name: str, data: bytes) -> str:
     values = ",".join(str(b) for b in np.frombuffer(data, dtype=np.int8))
     # in the region the runner keeps for models: larger than the M55's code memory
     section = '__attribute__((section(".cortex_m_nn_model"), aligned(4)))'
     return f"static const int8_t {name}[] {section} = {{{values}}};"
+
+
+def _linear_header(cases: list[LinearCase], rounding: Rounding) -> list[str]:
+    """cases.h's part of the fully connected cases: the cases and their expected outputs."""
+    fields = "batch depth features input_offset output_offset activation_min activation_max "
+    fields += "per_channel"
+    lines = ["struct LinearCase {", *[f"  int32_t {name};" for name in fields.split()]]
+    lines += ["  uint32_t seed;", "  const int8_t* expected;", "};"]
+    rows = []
+    for index, case in enumerate(cases):
+        lines.append(_expected_array(f"kLinearExpected{index}", expected(case, rounding)))
+        numbers = [case.batch, case.depth, case.features, case.input_offset]
+        numbers += [case.output_offset, *case.activation, int(case.per_channel)]
+        row = ", ".join(map(str, numbers))
+        rows.append(f"  {{{row}, {case.seed}u, kLinearExpected{index}}},")
+    lines += ["static const LinearCase kLinearCases[] = {", *(rows or ["  {}"]), "};"]
+    lines.append(f"constexpr int32_t kLinearCount = {len(cases)};")
+    return lines
 
 
 def _conv_header(cases: list[ConvCase], rounding: Rounding) -> list[str]:
@@ -263,9 +346,13 @@ def _conv_header(cases: list[ConvCase], rounding: Rounding) -> list[str]:
     return lines
 
 
-def header(cases: list[Case], rounding: Rounding, convs: list[ConvCase] | None = None) -> str:
-    """cases.h: the cases and their expected outputs."""
-    convs = convs or []
+def header(
+    cases: list[Case], rounding: Rounding, extra: list[ConvCase | LinearCase] | None = None
+) -> str:
+    """cases.h: the cases (``extra``: the convolution and fully connected ones) and their
+    expected outputs."""
+    convs = [c for c in extra or [] if isinstance(c, ConvCase)]
+    linears = [c for c in extra or [] if isinstance(c, LinearCase)]
     lines = ["// Generated by tests/target/compute_cases.py. Do not edit.", "#pragma once", ""]
     lines.append("#include <stdint.h>")
     lines.append("struct ComputeCase {")
@@ -284,11 +371,13 @@ def header(cases: list[Case], rounding: Rounding, convs: list[ConvCase] | None =
     lines += ["static const ComputeCase kComputeCases[] = {", *(rows or ["  {}"]), "};"]
     lines.append(f"constexpr int32_t kCases = {len(cases)};")
     lines += _conv_header(convs, rounding)
-    both: list[Case | ConvCase] = [*cases, *convs]
+    lines += _linear_header(linears, rounding)
+    both: list[Case | ConvCase | LinearCase] = [*cases, *convs, *linears]
     largest = {
         "kMaxInput": max(int(np.prod(c.input_shape)) for c in both),
         "kMaxWeight": max(
-            [9 * c.channels for c in cases] + [int(np.prod(c.weight_shape)) for c in convs]
+            [9 * c.channels for c in cases]
+            + [int(np.prod(c.weight_shape)) for c in [*convs, *linears]]
         ),
         "kMaxChannels": max(c.channels for c in both),
         "kMaxOutput": max(int(np.prod(c.output_shape)) for c in both),
@@ -303,7 +392,7 @@ class Outcome:
     """One case on the target: bytes of ours and of CMSIS-NN's that differ from the reference,
     each call's instructions, and the buffer the C++ sized for the case (a tile's)."""
 
-    case: Case | ConvCase
+    case: Case | ConvCase | LinearCase
     ours_differ: int
     wrapper_differ: int
     ours_instructions: int
@@ -317,13 +406,14 @@ def run(
     build_dir: Path,
     rounding: Rounding,
     plugin: Path,
-    convs: list[ConvCase] | None = None,
+    extra: list[ConvCase | LinearCase] | None = None,
 ) -> tuple[int, list[Outcome]]:
-    """Build the image for ``core`` with ``cases`` (and pixel-pair ``convs`` after them) and run
-    it with the instruction-count plugin: (exit status, one outcome per case reported)."""
-    convs = convs or []
+    """Build the image for ``core`` with ``cases`` (and the convolution and fully connected
+    ``extra`` cases after them) and run it with the instruction-count plugin: (exit status,
+    one outcome per case reported, in the image's order: depthwise, convolution, linear)."""
+    extra = extra or []
     build_dir.mkdir(parents=True, exist_ok=True)
-    written = header(cases, rounding, convs)
+    written = header(cases, rounding, extra)
     target = build_dir / "cases.h"
     if not target.exists() or target.read_text() != written:
         target.write_text(written)
@@ -335,11 +425,18 @@ def run(
     harness.cmake_build(SOURCE, build_dir / "build", core, definitions)
     result = harness.run(build_dir / "build" / "compute_cases.elf", core, str(plugin))
     regions = [int(n) for n in re.findall(r"region \d+ = (\d+) insns", result.stderr)]
-    pattern = r"^(case|conv) (\d+) ours (\d+) wrapper (\d+) of \d+ bytes differ, buffer (\d+)"
+    kinds: dict[str, list] = {
+        "case": cases,
+        "conv": [c for c in extra if isinstance(c, ConvCase)],
+        "linear": [c for c in extra if isinstance(c, LinearCase)],
+    }
+    first = {"case": 0, "conv": len(kinds["case"])}
+    first["linear"] = first["conv"] + len(kinds["conv"])
+    pattern = r"^(case|conv|linear) (\d+) ours (\d+) wrapper (\d+) of \d+ bytes differ, "
+    pattern += r"buffer (\d+)"
     outcomes = []
     for kind, i, ours, wrapper, buffer in re.findall(pattern, result.stdout, re.M):
-        index = int(i) + (len(cases) if kind == "conv" else 0)
-        case = cases[int(i)] if kind == "case" else convs[int(i)]
+        index = first[kind] + int(i)
         counts = regions[2 * index : 2 * index + 2]
-        outcomes.append(Outcome(case, int(ours), int(wrapper), *counts, int(buffer)))
+        outcomes.append(Outcome(kinds[kind][int(i)], int(ours), int(wrapper), *counts, int(buffer)))
     return result.returncode, outcomes

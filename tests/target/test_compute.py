@@ -1,7 +1,8 @@
 """Our compute functions on the target: 200 random layer shapes of each (depthwise, pointwise,
-window) per core and rounding, in one image each (tests/target/compute_cases.py), bit exact
-with the Python reference (our pointwise kernel also in place); CMSIS-NN's function, run on the
-same cases, agrees with the reference wherever it computes the call."""
+window, fully connected) per core and rounding, in one image each
+(tests/target/compute_cases.py), bit exact with the Python reference (our pointwise kernel also
+in place); CMSIS-NN's function, run on the same cases, agrees with the reference wherever it
+computes the call."""
 
 from __future__ import annotations
 
@@ -18,14 +19,18 @@ from cortex_m_nn.core.target import Isa
 pytestmark = pytest.mark.skipif(harness.missing() is not None, reason=str(harness.missing()))
 
 CASES = compute_cases.random_cases(200, seed=42)
-CONVS = compute_cases.random_pointwise_cases(200, seed=43)
+CONVS: list[compute_cases.ConvCase | compute_cases.LinearCase] = []
+CONVS += compute_cases.random_pointwise_cases(200, seed=43)
 CONVS += compute_cases.random_window_cases(200, seed=44)
+CONVS += compute_cases.random_linear_cases(200, seed=45)
 
 
-def wrapper_computes(case: compute_cases.Case | compute_cases.ConvCase, core: harness.Core) -> bool:
+def wrapper_computes(case: object, core: harness.Core) -> bool:
     """Whether CMSIS-NN's wrapper computes the case: off MVE the depthwise wrapper takes
     arm_depthwise_conv_3x3_s8, which pads each end by at most 1 and reads one image; on MVE the
     convolution wrapper's 1xN path miscomputes some paddings (core.cmsis_nn)."""
+    if isinstance(case, compute_cases.LinearCase):
+        return True
     if isinstance(case, compute_cases.ConvCase):
         shapes = (case.input_shape, case.weight_shape, case.output_shape, case.stride)
         return core.name != "m55" or not mve_one_by_n_inexact(*shapes, case.padding, (1, 1))
@@ -51,7 +56,7 @@ def test_our_kernels_are_bit_exact_on_random_shapes(
     computed = [o for o in lanes if wrapper_computes(o.case, core)]
     assert len(computed) >= 60  # the cross-check covers many cases
     convs = [o for o in convs if wrapper_computes(o.case, core)]
-    assert len(convs) >= 350
+    assert len(convs) >= 550
     assert [o.case for o in computed + convs if o.wrapper_differ] == []
     assert all(o.ours_instructions > 0 for o in outcomes)
     isa = Isa.MVE if core.name == "m55" else Isa.DSP  # the compiler's buffer sizes are the kernel's

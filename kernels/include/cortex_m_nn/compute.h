@@ -84,5 +84,37 @@ arm_cmsis_nn_status window_conv_s8(
     const cmsis_nn_dims* output_dims,
     int8_t* output);
 
+// An int8 fully connected layer, per-tensor requantization, a filter offset of 0
+// (ARM_CMSIS_NN_ARG_ERROR otherwise): arm_fully_connected_s8's integers (the bias, or the kernel
+// sums with an input offset of 0). Four output features at a time share each input word (one
+// load, two SXTAB16), each feature then one weight load, two SXTB16 and two SMLAD per four
+// inputs. No buffer.
+arm_cmsis_nn_status fully_connected_quads_s8(
+    const cmsis_nn_context* ctx,
+    const cmsis_nn_fc_params* fc_params,
+    const cmsis_nn_per_tensor_quant_params* quant,
+    const cmsis_nn_dims* input_dims,
+    const int8_t* input,
+    const cmsis_nn_dims* filter_dims,
+    const int8_t* weights,
+    const cmsis_nn_dims* bias_dims,
+    const int32_t* bias,
+    const cmsis_nn_dims* output_dims,
+    int8_t* output);
+
+// The same, requantized per output feature: arm_fully_connected_per_channel_s8's integers.
+arm_cmsis_nn_status fully_connected_quads_per_channel_s8(
+    const cmsis_nn_context* ctx,
+    const cmsis_nn_fc_params* fc_params,
+    const cmsis_nn_per_channel_quant_params* quant,
+    const cmsis_nn_dims* input_dims,
+    const int8_t* input,
+    const cmsis_nn_dims* filter_dims,
+    const int8_t* weights,
+    const cmsis_nn_dims* bias_dims,
+    const int32_t* bias,
+    const cmsis_nn_dims* output_dims,
+    int8_t* output);
+
 }  // namespace compute
 }  // namespace cortex_m_nn

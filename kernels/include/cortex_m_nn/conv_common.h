@@ -318,25 +318,15 @@ CORTEX_M_NN_CHECK_ONLY inline bool check_window(
   return check_out_hw(context, op, "convolution", args.tensors->out, oh, ow);
 }
 
-// A convolution's `path` argument (python/cortex_m_nn/core/cmsis_nn.py): which CMSIS-NN
-// function computes the call. kWrapperPath (the wrapper's choice) is what the default, int16
-// and int4 cases run; each other path is a case of its own (operators.yaml: conv2d's rows,
-// pointwise and window, depthwise_conv2d's three_by_three and lanes). Unless the call is proven: refused
-// when the path is not the one the case runs (a program from another compiler, or damaged).
+// A convolution's `path` argument (check_path, kernel_support.h): which function computes the
+// call. kWrapperPath (the wrapper's choice) is what the default, int16 and int4 cases run; each
+// other path is a case of its own (operators.yaml: conv2d's rows, pointwise and window,
+// depthwise_conv2d's three_by_three and lanes).
 constexpr int64_t kWrapperPath = 0;
 constexpr int64_t kOtherPath = 1;  // conv2d: arm_convolve_1x1_s8; depthwise: _3x3_s8
 constexpr int64_t kLanesPath = 2;  // depthwise: our compute::depthwise_conv_lanes_s8
 constexpr int64_t kPointwisePath = 2;  // conv2d: our compute::pointwise_conv_s8
 constexpr int64_t kWindowPath = 3;     // conv2d: our compute::window_conv_s8
-inline bool check_path(CallContext& context, const char* op, int64_t path, int64_t runs) {
-  if (context.checks() && path != runs) {
-    ET_LOG(Error, "cortex_m_nn::%s: path %d is not this call's case (path %d): compile the "
-                  "program again", op, static_cast<int>(path), static_cast<int>(runs));
-    context.fail(Error::InvalidProgram);
-    return false;
-  }
-  return true;
-}
 
 // Whether every pad of `padding` ((h, w) or (top, left, bottom, right)) is at most `limit`.
 inline bool pads_at_most(IntArrayRef padding, int64_t limit) {

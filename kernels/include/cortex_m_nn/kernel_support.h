@@ -163,6 +163,19 @@ const T* optional_data(const std::optional<Tensor>& tensor) {
   return tensor.has_value() ? tensor->const_data_ptr<T>() : nullptr;
 }
 
+// A call's `path` argument (python/cortex_m_nn/core/cmsis_nn.py): which function computes it,
+// each path a kernel case of its own. Unless the call is proven: refused when the path is not
+// the one the case runs (`runs`: a program from another compiler, or damaged).
+inline bool check_path(CallContext& context, const char* op, int64_t path, int64_t runs) {
+  if (context.checks() && path != runs) {
+    ET_LOG(Error, "cortex_m_nn::%s: path %d is not this call's case (path %d): compile the "
+                  "program again", op, static_cast<int>(path), static_cast<int>(runs));
+    context.fail(Error::InvalidProgram);
+    return false;
+  }
+  return true;
+}
+
 // Log and fail the call when CMSIS-NN reports an error.
 inline void check_status(CallContext& context, const char* op, arm_cmsis_nn_status status) {
   if (status != ARM_CMSIS_NN_SUCCESS) {

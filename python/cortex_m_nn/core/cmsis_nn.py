@@ -48,7 +48,11 @@ FUNCTIONS: dict[tuple[str, Case], tuple[str, ...]] = {
     ),
     ("depthwise_conv2d", S16): ("arm_depthwise_conv_wrapper_s16",),
     ("depthwise_conv2d", S4): ("arm_depthwise_conv_wrapper_s4", "arm_depthwise_conv_s4"),
-    ("linear", S8): ("arm_fully_connected_s8", "arm_fully_connected_per_channel_s8"),
+    ("linear", S8): (
+        "arm_fully_connected_s8",
+        "arm_fully_connected_per_channel_s8",
+        "fully_connected_quads_s8",  # ours: kernels/compute
+    ),
     ("linear", S16): ("arm_fully_connected_s16",),
     ("linear", S4): ("arm_fully_connected_s4",),
     ("add", S8): ("arm_elementwise_add_s8",),
@@ -80,6 +84,9 @@ POINTWISE = 2
 #: conv2d, input channels a multiple of 4, no groups: our ``window_conv_s8`` (``core.compute``),
 #: faster than CMSIS-NN's ``arm_convolve_s8`` off MVE for the shapes ``plan.paths`` picks it for
 WINDOW = 3
+#: linear, int8 per tensor: our ``fully_connected_quads_s8`` (``core.compute``), faster than
+#: ``arm_fully_connected_s8`` off MVE for the shapes ``plan.paths`` picks it for
+QUADS = 1
 #: depthwise_conv2d, 3x3: ``arm_depthwise_conv_3x3_s8`` on every ISA (no scratch; MVE's
 #: wrapper takes ``arm_depthwise_conv_s8_opt`` and its 4 x 124 x 9-byte buffer)
 THREE_BY_THREE = 1

@@ -125,6 +125,8 @@ def _depthwise_conv2d(call: Call, isa: Isa) -> dict[str, Initializer] | None:
 def _linear(call: Call, isa: Isa) -> dict[str, Initializer] | None:
     if call.scalar_type("input") == SHORT or call.scalar_type("weight") == BYTE:
         return None  # int16 activations, int4 weights: the s16 and s4 kernels run unprepared
+    if call.value("path") != WRAPPER:
+        return None  # our fully_connected_quads_s8 runs unprepared
     out_features, in_features = call.sizes("weight")
     batches = math.prod(call.sizes("input")) // in_features if in_features else 0
     return {

@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from cortex_m_nn.core.cmsis_nn import QUADS, WRAPPER
 from cortex_m_nn.ops import int4
 from cortex_m_nn.ops.arithmetic import Rounding, wrap_int32
 from cortex_m_nn.ops.library import define_operator
@@ -50,7 +51,7 @@ def _fake(input: torch.Tensor, weight: torch.Tensor, *arguments: Any) -> torch.T
     "linear",
     "Tensor input, Tensor weight, Tensor? bias, Tensor? kernel_sums, Tensor? multipliers,"
     " Tensor? shifts, int input_offset, int output_offset, int multiplier, int shift,"
-    " int activation_min, int activation_max",
+    " int activation_min, int activation_max, int path",
     _fake,
 )
 def linear(
@@ -75,6 +76,13 @@ def linear(
         )
     if sums is not None and bias is not None:
         raise ValueError("linear takes a bias or kernel sums (which include it), not both")
+    if values["path"] not in (WRAPPER, QUADS) or (
+        values["path"] == QUADS and (input.dtype is not torch.int8 or packed)
+    ):
+        raise ValueError(
+            f"linear path {values['path']}: 0 (CMSIS-NN's), or 1 (fully_connected_quads_s8) for "
+            "int8 activations and weights"
+        )
     if input.dtype is torch.int16:
         return _linear_s16(input, weight, values, output)
     offset = 0 if sums is not None else values["input_offset"]

@@ -265,6 +265,45 @@ def convolve_counts(weight_ohwi: Sequence[int], output_nhwc: Sequence[int]) -> l
     ]  # fmt: skip
 
 
+QUADS_COUNTS = ["calls", "rows", "quads", "quad_groups", "tail_products", "channel_outputs"]
+VEC_MAT_COUNTS = [
+    "calls", "rows", "pairs", "pair_groups", "odd_groups", "tail_products", "channel_outputs",
+]  # fmt: skip
+
+
+def _linear_shape(input_shape: Sequence[int], weight_shape: Sequence[int]) -> tuple[int, ...]:
+    """(rows, in features, out features) of a linear call."""
+    features, depth = (int(d) for d in weight_shape)
+    return math.prod(int(d) for d in input_shape) // depth, depth, features
+
+
+def quads_counts(
+    input_shape: Sequence[int], weight_shape: Sequence[int], per_channel: bool = False
+) -> list[float]:
+    """The counts of ``fully_connected_quads_s8``'s loops (``QUADS_COUNTS``): the call, its input
+    rows, their quads of output features and the quads' groups of four inputs, the products
+    of the last in_features % 4 inputs, and (``per_channel``) the outputs requantized each
+    with its own multiplier and shift."""
+    rows, depth, features = _linear_shape(input_shape, weight_shape)
+    quads = rows * -(-features // 4)
+    return [1.0, float(rows), float(quads), float(quads * (depth // 4)),
+            float(rows * features * (depth % 4)), float(per_channel * rows * features)]  # fmt: skip
+
+
+def vec_mat_counts(
+    input_shape: Sequence[int], weight_shape: Sequence[int], per_channel: bool = False
+) -> list[float]:
+    """The counts of ``arm_nn_vec_mat_mult_t_s8``'s loops off MVE (its ``_per_ch`` form when
+    ``per_channel``; ``VEC_MAT_COUNTS``): the call, its rows, their pairs of output features and
+    the pairs' groups of four inputs, an odd last feature's groups, the products of the last
+    in_features % 4 inputs, and the outputs requantized per channel."""
+    rows, depth, features = _linear_shape(input_shape, weight_shape)
+    pairs = rows * (features // 2)
+    odd = rows * (features % 2) * (depth // 4)
+    return [1.0, float(rows), float(pairs), float(pairs * (depth // 4)), float(odd),
+            float(rows * features * (depth % 4)), float(per_channel * rows * features)]  # fmt: skip
+
+
 #: ISA → the names of :func:`ours_counts` and of :func:`theirs_counts`
 COUNT_NAMES = {
     Isa.MVE: (LANES_COUNTS, WRAPPER_COUNTS),
@@ -377,3 +416,36 @@ def window_faster(isa: Isa, weight_ohwi: Sequence[int], output_nhwc: Sequence[in
         return False
     ours = window_instructions(isa, weight_ohwi, output_nhwc)
     return ours < MARGIN * convolve_instructions(isa, weight_ohwi, output_nhwc)
+
+
+def quads_modelled(isa: Isa) -> bool:
+    """Whether the cost model has measurements of ``fully_connected_quads_s8`` on ``isa``."""
+    return modelled(isa) and "quads" in _models()[isa.value]
+
+
+def quads_instructions(
+    isa: Isa, input_shape: Sequence[int], weight_shape: Sequence[int], per_channel: bool = False
+) -> float:
+    """The instructions ``fully_connected_quads_s8`` is expected to take on ``isa``."""
+    counts = quads_counts(input_shape, weight_shape, per_channel)
+    return sum(w * c for w, c in zip(_weights(isa, "quads"), counts, strict=True))
+
+
+def vec_mat_instructions(
+    isa: Isa, input_shape: Sequence[int], weight_shape: Sequence[int], per_channel: bool = False
+) -> float:
+    """The instructions ``arm_fully_connected_s8`` (``_per_channel_s8``) is expected to take on
+    ``isa``."""
+    counts = vec_mat_counts(input_shape, weight_shape, per_channel)
+    return sum(w * c for w, c in zip(_weights(isa, "vec_mat"), counts, strict=True))
+
+
+def quads_faster(
+    isa: Isa, input_shape: Sequence[int], weight_shape: Sequence[int], per_channel: bool = False
+) -> bool:
+    """Whether ``fully_connected_quads_s8`` is expected to take fewer instructions than
+    CMSIS-NN's fully connected function on ``isa``, by :data:`MARGIN`."""
+    if not quads_modelled(isa):
+        return False
+    ours = quads_instructions(isa, input_shape, weight_shape, per_channel)
+    return ours < MARGIN * vec_mat_instructions(isa, input_shape, weight_shape, per_channel)

@@ -27,7 +27,8 @@ convolution of stride 1 runs our ``pointwise_conv_s8`` (``POINTWISE``) where the
 expects it faster than the wrapper's ``arm_convolve_1x1_s8_fast`` and its buffer (a pair of
 pixels' inputs widened to int16) fits the call's room, and any other convolution the wrapper
 runs through ``arm_convolve_s8`` (no groups, a multiple of 4 input channels) our
-``window_conv_s8`` (``WINDOW``), whose buffer is the size of ``arm_convolve_s8``'s.
+``window_conv_s8`` (``WINDOW``), whose buffer is the size of ``arm_convolve_s8``'s, and an int8
+linear layer requantized per tensor our ``fully_connected_quads_s8`` (``QUADS``, no buffer).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from cortex_m_nn.core import compute
 from cortex_m_nn.core.cmsis_nn import (
     LANES,
     POINTWISE,
+    QUADS,
     ROWS,
     THREE_BY_THREE,
     WINDOW,
@@ -180,6 +182,10 @@ def fastest(graph_module: GraphModule, target: Target, arena: int | None = None)
     room = rooms(graph_module, target, arena)
     given = []
     for call in graph_module.graph.nodes:
+        if call.target is OPS.linear.default:
+            if _give_quads(call, target):
+                given.append(call)
+            continue
         if call.target is OPS.conv2d.default and call.args[-2] == WRAPPER:
             if _give_pointwise(call, target, room[call]) or _give_window(call, target, room[call]):
                 given.append(call)
@@ -208,6 +214,24 @@ def _give_pointwise(call: Node, target: Target, room: int) -> bool:
         return False
     set_path(call, POINTWISE, target, need)
     return True
+
+
+def _give_quads(call: Node, target: Target) -> bool:
+    """Give linear ``call`` our fully_connected_quads_s8, in place, if it computes the call
+    (int8 activations and weights) and the cost model expects it faster; whether it did."""
+    if not (call.args[-1] == WRAPPER and _int8(call) and costs.quads_modelled(target.isa)):
+        return False
+    inputs, weight = (_value(call.args[k]).shape for k in (0, 1))
+    if not costs.quads_faster(target.isa, inputs, weight, call.args[4] is not None):
+        return False
+    call.args = (*call.args[:-1], QUADS)
+    return True
+
+
+def quads_calls(graph_module: GraphModule) -> list[Node]:
+    """The linear calls on the ``QUADS`` path."""
+    linear = OPS.linear.default
+    return [n for n in graph_module.graph.nodes if n.target is linear and n.args[-1] == QUADS]
 
 
 def _give_window(call: Node, target: Target, room: int) -> bool:
@@ -341,6 +365,7 @@ def summary(graph_module: GraphModule) -> dict[str, int]:
         cmsis_function("conv2d", Case.S8, ROWS): len(rows_calls(graph_module)),
         cmsis_function("conv2d", Case.S8, POINTWISE): len(pointwise_calls(graph_module)),
         cmsis_function("conv2d", Case.S8, WINDOW): len(pointwise_calls(graph_module, WINDOW)),
+        cmsis_function("linear", Case.S8, 2): len(quads_calls(graph_module)),
         cmsis_function("depthwise_conv2d", Case.S8, LANES): len(lanes_calls(graph_module)),
     }
     return {function: count for function, count in found.items() if count}
@@ -356,7 +381,8 @@ def _output_name(call: Node) -> str:
 def call_functions(graph_module: GraphModule) -> dict[str, str]:
     """The name of each call's output (the report row's ``output_node``) on a path other than
     the wrapper's → the function that computes it."""
-    found = {}
+    quads = cmsis_function("linear", Case.S8, 2)
+    found = {c.name: quads for c in quads_calls(graph_module)}  # no scratch: the call's own
     for call, operator, path in [
         *[(c, "conv2d", ROWS) for c in rows_calls(graph_module)],
         *[(c, "conv2d", POINTWISE) for c in pointwise_calls(graph_module)],
@@ -377,6 +403,8 @@ def reset(graph_module: GraphModule, target: Target) -> None:
         *lanes_calls(graph_module),
     ]:
         set_wrapper(call, target)
+    for call in quads_calls(graph_module):
+        call.args = (*call.args[:-1], WRAPPER)
 
 
 def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[str, int]]:
@@ -394,6 +422,12 @@ def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[
         ours = costs.pointwise_instructions(target.isa, inputs, channels)
         theirs = costs.one_by_one_instructions(target.isa, inputs, channels)
         found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
+    for call in quads_calls(graph_module):
+        inputs, weight = (_value(call.args[k]).shape for k in (0, 1))
+        per_channel = call.args[4] is not None
+        ours = costs.quads_instructions(target.isa, inputs, weight, per_channel)
+        theirs = costs.vec_mat_instructions(target.isa, inputs, weight, per_channel)
+        found[call.name] = {"ours": round(ours), "cmsis_nn": round(theirs)}
     for call in pointwise_calls(graph_module, WINDOW):
         weight, out = _value(call.args[1]).shape, call.meta["val"][0].shape
         ours = costs.window_instructions(target.isa, weight, out)

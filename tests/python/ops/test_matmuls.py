@@ -137,17 +137,21 @@ def linear_cases(draw: st.DrawFn) -> dict:
     n_in, n_out = draw(st.integers(1, 40)), draw(st.integers(1, 12))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
     has_bias = draw(st.booleans())
-    case = {
-        "input": torch.randint(-128, 128, (*lead, n_in), generator=gen, dtype=torch.int8),
-        "weight": torch.randint(-128, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
-        "bias": torch.randint(-(2**18), 2**18, (n_out,), generator=gen, dtype=torch.int32)
-        if has_bias
-        else None,
-        "kernel_sums": None,
-        "multipliers": None,
-        "shifts": None,
-        "input_offset": -draw(st.integers(-128, 127)),
-    } | _output_stage(draw, shift_low=-14)
+    case = (
+        {
+            "input": torch.randint(-128, 128, (*lead, n_in), generator=gen, dtype=torch.int8),
+            "weight": torch.randint(-128, 128, (n_out, n_in), generator=gen, dtype=torch.int8),
+            "bias": torch.randint(-(2**18), 2**18, (n_out,), generator=gen, dtype=torch.int32)
+            if has_bias
+            else None,
+            "kernel_sums": None,
+            "multipliers": None,
+            "shifts": None,
+            "input_offset": -draw(st.integers(-128, 127)),
+        }
+        | _output_stage(draw, shift_low=-14)
+        | {"path": 0}
+    )
     if draw(st.sampled_from([False, False, True])):  # int16 activations (8w16a)
         return case | _s16(draw, gen, lead, n_in, n_out, has_bias)
     if draw(st.sampled_from([False, False, False, True])):  # int4 weights (4w8a), per tensor
@@ -347,6 +351,7 @@ def linear_fixed() -> dict:
         "shift": -8,
         "activation_min": -128,
         "activation_max": 127,
+        "path": 0,
     }
 
 
@@ -370,6 +375,19 @@ def test_linear_kernel_sums_path(case: dict) -> None:
     assert torch.equal(kernel_sums(case["weight"], bias, case["input_offset"]), torch.tensor(sums))
     mve = dict(case, bias=None, kernel_sums=torch.tensor(sums, dtype=torch.int32))
     assert torch.equal(linear(*mve.values()), linear_expected(case))
+
+
+def test_linear_quads_path_computes_the_same_and_only_int8_per_tensor() -> None:
+    """Path 1 (our fully_connected_quads_s8) gives CMSIS-NN's numbers, per tensor and per
+    channel; int16 calls and other paths are refused."""
+    case = linear_fixed()
+    assert torch.equal(linear(*dict(case, path=1).values()), linear(*case.values()))
+    ones, zeros = torch.ones(5, dtype=torch.int32), torch.zeros(5, dtype=torch.int32)
+    per_channel = dict(case, multipliers=ones, shifts=zeros, multiplier=0, shift=0)
+    assert torch.equal(linear(*dict(per_channel, path=1).values()), linear(*per_channel.values()))
+    for refused in (dict(linear_s16_fixed(), path=1), dict(case, path=2)):
+        with pytest.raises(ValueError, match="linear path"):
+            linear(*refused.values())
 
 
 def test_linear_refuses_bias_and_kernel_sums() -> None:

@@ -36,7 +36,8 @@ alignas(16) int32_t g_multiplier[kMaxChannels];
 alignas(16) int32_t g_shift[kMaxChannels];
 alignas(16) int8_t g_out[kMaxOutput];
 alignas(16) int8_t g_buffer[kMaxBuffer];
-alignas(16) int8_t g_place[kMaxInput];  // a pointwise call in place: its output over its input
+alignas(16) int8_t g_place[kMaxInput];
+alignas(16) int32_t g_sums[kMaxChannels];  // MVE's kernel sums for arm_fully_connected_s8  // a pointwise call in place: its output over its input
 
 // A case's tensors: `inputs` input bytes, `weights` weights, `channels` output channels'
 // bias, multiplier and shift.
@@ -117,6 +118,60 @@ bool run_conv(int32_t i) {
   return ours_bad != 0 || wrapper_bad != 0;
 }
 
+// Fully connected case `i`: fully_connected_quads_s8, then arm_fully_connected_s8 (on MVE with
+// the kernel sums it needs), per tensor with the first channel's multiplier and shift, or their
+// per_channel forms. Whether any byte differs.
+bool run_linear(int32_t i) {
+  const LinearCase& c = kLinearCases[i];
+  fill(c.seed, c.batch * c.depth, c.features * c.depth, c.features);
+  cmsis_nn_fc_params params{};
+  params.input_offset = c.input_offset;
+  params.filter_offset = 0;
+  params.output_offset = c.output_offset;
+  params.activation = {c.activation_min, c.activation_max};
+  const cmsis_nn_per_tensor_quant_params quant{g_multiplier[0], g_shift[0]};
+  const cmsis_nn_dims input{c.batch, 1, 1, c.depth};
+  const cmsis_nn_dims filter{c.depth, 1, 1, c.features};
+  const cmsis_nn_dims bias{1, 1, 1, c.features};
+  const cmsis_nn_dims output{c.batch, 1, 1, c.features};
+  const int32_t count = c.batch * c.features;
+
+  const cmsis_nn_per_channel_quant_params channels{g_multiplier, g_shift};
+  memset(g_out, 0x5a, static_cast<size_t>(count));
+  const cmsis_nn_context none{nullptr, 0};
+  bench_start();
+  const arm_cmsis_nn_status status =
+      c.per_channel
+          ? cortex_m_nn::compute::fully_connected_quads_per_channel_s8(
+                &none, &params, &channels, &input, g_input, &filter, g_weight, &bias, g_bias,
+                &output, g_out)
+          : cortex_m_nn::compute::fully_connected_quads_s8(
+                &none, &params, &quant, &input, g_input, &filter, g_weight, &bias, g_bias,
+                &output, g_out);
+  bench_stop();
+  const int32_t ours_bad = status == ARM_CMSIS_NN_SUCCESS ? differing(c.expected, count) : count;
+
+  memset(g_out, 0x5a, static_cast<size_t>(count));
+  cmsis_nn_context theirs{nullptr, 0};
+#if defined(ARM_MATH_MVEI)
+  arm_vector_sum_s8(g_sums, c.depth, c.features, g_weight, c.input_offset, 0, g_bias);
+  theirs = {g_sums, static_cast<int32_t>(c.features * sizeof(int32_t))};
+#endif
+  bench_start();
+  const arm_cmsis_nn_status wrapper =
+      c.per_channel ? arm_fully_connected_per_channel_s8(&theirs, &params, &channels, &input,
+                                                         g_input, &filter, g_weight, &bias,
+                                                         g_bias, &output, g_out)
+                    : arm_fully_connected_s8(&theirs, &params, &quant, &input, g_input, &filter,
+                                             g_weight, &bias, g_bias, &output, g_out);
+  bench_stop();
+  const int32_t wrapper_bad = wrapper == ARM_CMSIS_NN_SUCCESS ? differing(c.expected, count)
+                                                              : count;
+  printf("linear %ld ours %ld wrapper %ld of %ld bytes differ, buffer 0\n", static_cast<long>(i),
+         static_cast<long>(ours_bad), static_cast<long>(wrapper_bad), static_cast<long>(count));
+  return ours_bad != 0 || wrapper_bad != 0;
+}
+
 }  // namespace
 
 int main() {
@@ -167,6 +222,9 @@ int main() {
   }
   for (int32_t i = 0; i < kConvCount; ++i) {
     failed += run_conv(i);
+  }
+  for (int32_t i = 0; i < kLinearCount; ++i) {
+    failed += run_linear(i);
   }
   return static_cast<int>(failed > 125 ? 125 : failed);
 }

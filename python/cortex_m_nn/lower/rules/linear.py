@@ -104,6 +104,7 @@ def lower_linear(context: LoweringContext, pattern: Pattern) -> Lowered:
         shift,
         act_min,
         act_max,
+        WRAPPER,  # the path: CMSIS-NN's (plan.paths may give it ours)
     )
     value = QValue(out, pattern.scale, pattern.zero_point, pattern.shape)
     weight_bytes = stored.numel() + (0 if bias is None and sums is None else 4 * out_features)
@@ -178,6 +179,7 @@ def _lower_s16(
         shift,
         act_min,
         act_max,
+        WRAPPER,
     )
     value = QValue(out, pattern.scale, 0, pattern.shape, dtype=torch.int16)
     weight_bytes = weight.numel() + (0 if bias is None else 8 * out_features)

@@ -1,0 +1,297 @@
+// fully_connected_quads_s8 and fully_connected_quads_per_channel_s8 (cortex_m_nn/compute.h):
+// an int8 fully connected layer, per-tensor or per-channel requantization.
+//
+// Each output is bias + the sum over the input features of (input + input_offset) * weight,
+// requantized by CMSIS-NN's arithmetic (either rounding), plus output_offset, clamped: the
+// integers of arm_fully_connected_s8 and arm_fully_connected_per_channel_s8 (a filter offset of
+// 0).
+//
+// CMSIS-NN's vector-matrix product off MVE (arm_nn_vec_mat_mult_t_s8) computes two output
+// features at a time: per four inputs it loads and sign-extends the input word again for every
+// pair. Here four output features share it: per four inputs one input load and two SXTAB16
+// (the input offset added as they widen), then per feature one weight load, two SXTB16 and two
+// SMLAD: 23 instructions for 16 MACs, the loop in assembly. The four sums are requantized by
+// the SMMULR form of double rounding where every sum of the call allows it, else by CMSIS-NN's
+// helper. The last features (fewer than four) and the last in_features % 4 inputs are summed
+// in C. No buffer.
+#include "cortex_m_nn/compute.h"
+
+#include <cstring>
+
+#include "arm_nnsupportfunctions.h"
+#include "dsp_arith.h"
+
+namespace cortex_m_nn {
+namespace compute {
+namespace {
+
+using namespace dsp;  // NOLINT: the DSP arithmetic by its instructions' names
+
+constexpr int32_t kGroup = 4;  // inputs per group: one input word
+constexpr int32_t kQuad = 4;   // output features a pass computes
+
+// Four output features' rows on one input row: the input, the first row, a row's bytes, the
+// groups of four inputs, the input offset in both halves, then the sums (their first values
+// in, the sums out).
+struct Quad {
+  const int8_t* input;  // 0
+  const int8_t* rows;   // 4
+  int32_t depth;        // 8
+  int32_t groups;       // 12
+  uint32_t offsets;     // 16
+  int32_t sums[kQuad];  // 20
+};
+
+#if defined(ARM_MATH_DSP)
+// One group: the input word widened plus the offset, then the four rows' products.
+#define CORTEX_M_NN_QUAD_ROW(LOAD, ACC)       \
+  LOAD                                        \
+  "sxtb16 r12, r11\n\t"                       \
+  "sxtb16 r11, r11, ror #8\n\t"               \
+  "smlad " ACC ", r8, r12, " ACC "\n\t"       \
+  "smlad " ACC ", r9, r11, " ACC "\n\t"
+#define CORTEX_M_NN_QUAD_GROUP                                   \
+  "ldr r9, [r0], #4\n\t"                                         \
+  "sxtab16 r8, r10, r9\n\t"                                      \
+  "sxtab16 r9, r10, r9, ror #8\n\t"                              \
+  CORTEX_M_NN_QUAD_ROW("ldr r11, [r1, r2]\n\t", "r5")            \
+  CORTEX_M_NN_QUAD_ROW("ldr r11, [r1], #4\n\t", "r4")            \
+  CORTEX_M_NN_QUAD_ROW("ldr r11, [lr, r2]\n\t", "r7")            \
+  CORTEX_M_NN_QUAD_ROW("ldr r11, [lr], #4\n\t", "r6")
+
+// The quad's sums over its groups (at least one); rows any alignment. Two groups a pass; an
+// odd count enters at the second.
+__attribute__((naked, noinline)) void quad_sums(Quad* /*quad*/) {
+  __asm volatile(
+      "push {r0, r4-r11, lr}\n\t"
+      "ldrd r1, r2, [r0, #4]\n\t"
+      "ldrd r3, r10, [r0, #12]\n\t"
+      "add lr, r0, #20\n\t"
+      "ldm lr, {r4-r7}\n\t"
+      "ldr r0, [r0]\n\t"
+      "add lr, r1, r2, lsl #1\n\t"
+      "adds r3, r3, #1\n\t"
+      "lsrs r3, r3, #1\n\t"
+      "bcc 2f\n"
+      "1:\n\t" CORTEX_M_NN_QUAD_GROUP
+      "2:\n\t" CORTEX_M_NN_QUAD_GROUP
+      "subs r3, r3, #1\n\t"
+      "bne 1b\n\t"
+      "pop {r0}\n\t"
+      "adds r0, r0, #20\n\t"
+      "stm r0, {r4-r7}\n\t"
+      "pop {r4-r11, pc}\n\t");
+}
+#undef CORTEX_M_NN_QUAD_GROUP
+#undef CORTEX_M_NN_QUAD_ROW
+#else
+inline uint32_t sxtab16(uint32_t offsets, uint32_t v) { return sadd16(sxtb16(v), offsets); }
+
+void quad_sums(Quad* quad) {
+  const int8_t* input = quad->input;
+  for (int32_t g = 0; g < quad->groups; ++g, input += kGroup) {
+    uint32_t word;
+    std::memcpy(&word, input, sizeof(word));
+    const uint32_t x02 = sxtab16(quad->offsets, word);
+    const uint32_t x13 = sxtab16(quad->offsets, word >> 8);
+    for (int32_t r = 0; r < kQuad; ++r) {
+      uint32_t w;
+      std::memcpy(&w, quad->rows + r * quad->depth + g * kGroup, sizeof(w));
+      quad->sums[r] = smlad(x13, sxtb16_ror8(w), smlad(x02, sxtb16(w), quad->sums[r]));
+    }
+  }
+}
+#endif
+
+// One call's shapes and arithmetic.
+struct Call {
+  int32_t batches;
+  int32_t depth;     // input features
+  int32_t features;  // output features
+  const int8_t* weights;
+  const int32_t* bias;  // may be null
+  int32_t multiplier;
+  int32_t shift;
+  const int32_t* multipliers;  // per output feature, or null (per tensor: multiplier, shift)
+  const int32_t* shifts;
+  int32_t input_offset;
+  int32_t output_offset;
+  int32_t low;
+  int32_t high;
+};
+
+// Whether every sum, within depth * 255 * 128 of its bias, stays in the domain of double
+// rounding's SMMULR form.
+bool fast_rounding(const Call& call) {
+#if defined(CMSIS_NN_USE_SINGLE_ROUNDING)
+  (void)call;
+  return false;
+#else
+  if (call.depth > (1 << 15)) {
+    return false;
+  }
+  const uint32_t span = static_cast<uint32_t>(call.depth) * (255u * 128u);
+  for (int32_t o = 0; o < call.features; ++o) {
+    const int32_t shift = call.shifts != nullptr ? call.shifts[o] : call.shift;
+    if (!doubling_fits(call.bias != nullptr ? call.bias[o] : 0, span, shift > 0 ? shift : 0)) {
+      return false;
+    }
+  }
+  return true;
+#endif
+}
+
+// The call's requantization and clamp, read once: the multiplier, CMSIS-NN's shift, the left
+// shift of the doubled sum and the rounding right shift (the fast form), offset and range.
+struct Output {
+  int32_t multiplier;
+  int32_t shift;
+  int32_t doubled;
+  int32_t right;
+  int32_t offset;
+  int32_t low;
+  int32_t high;
+
+  Output(const Call& call, int32_t multiplier_of, int32_t shift_of)
+      : multiplier(multiplier_of),
+        shift(shift_of),
+        doubled((shift_of > 0 ? shift_of : 0) + 1),
+        right(shift_of < 0 ? -shift_of : 0),
+        offset(call.output_offset),
+        low(call.low),
+        high(call.high) {}
+
+  // Output feature o's (per channel), else the call's.
+  static Output of(const Call& call, int32_t o) {
+    if (call.multipliers != nullptr) {
+      return Output(call, call.multipliers[o], call.shifts[o]);
+    }
+    return Output(call, call.multiplier, call.shift);
+  }
+
+  // A sum's output byte value (`kFast`: double rounding's SMMULR form).
+  template <bool kFast>
+  int32_t operator()(int32_t sum) const {
+    int32_t v;
+    if (kFast) {
+      v = smmulr(sum << doubled, multiplier);
+      if (right != 0) {
+        v = shift_rounded(v, right);
+      }
+    } else {
+      v = arm_nn_requantize(sum, multiplier, shift);
+    }
+    v += offset;
+    v = v < low ? low : v;
+    return v > high ? high : v;
+  }
+};
+
+// Output feature o's sum on one input row from its first value, in C.
+int32_t feature_sum(const Call& call, const int8_t* input, int32_t o, int32_t from,
+                    int32_t sum) {
+  const int8_t* w = call.weights + o * call.depth;
+  for (int32_t k = from; k < call.depth; ++k) {
+    sum += (input[k] + call.input_offset) * w[k];
+  }
+  return sum;
+}
+
+// One input row's output features: four at a time (the last features one by one, in C). The
+// per-tensor requantization is copied to locals (every byte store may alias what the call
+// points to); per channel (kPerChannel), each feature's is read as it is stored.
+template <bool kFast, bool kPerChannel>
+void row(const Call& call, const int8_t* input, int8_t* out) {
+  const Output tensor = Output::of(call, 0);
+  const auto output = [&](int32_t o, int32_t sum) {
+    return (kPerChannel ? Output::of(call, o) : tensor).template operator()<kFast>(sum);
+  };
+  const int32_t depth = call.depth, features = call.features;
+  const uint32_t offsets = (static_cast<uint32_t>(call.input_offset) & 0xFFFFu) * 0x10001u;
+  Quad quad{input, call.weights, depth, depth / kGroup, offsets, {}};
+  const bool tail = depth % kGroup != 0;
+  const int32_t* bias = call.bias;
+  int32_t o = 0;
+  for (; o + kQuad <= features && quad.groups != 0; o += kQuad, quad.rows += kQuad * depth) {
+    for (int32_t r = 0; r < kQuad; ++r) {
+      quad.sums[r] = bias != nullptr ? bias[o + r] : 0;
+    }
+    quad_sums(&quad);
+    if (tail) {
+      for (int32_t r = 0; r < kQuad; ++r) {
+        quad.sums[r] = feature_sum(call, input, o + r, quad.groups * kGroup, quad.sums[r]);
+      }
+    }
+    const int32_t v0 = output(o, quad.sums[0]);
+    const int32_t v1 = output(o + 1, quad.sums[1]);
+    const int32_t v2 = output(o + 2, quad.sums[2]);
+    const int32_t v3 = output(o + 3, quad.sums[3]);
+    out[o] = static_cast<int8_t>(v0);
+    out[o + 1] = static_cast<int8_t>(v1);
+    out[o + 2] = static_cast<int8_t>(v2);
+    out[o + 3] = static_cast<int8_t>(v3);
+  }
+  for (; o < features; ++o) {
+    const int32_t sum = feature_sum(call, input, o, 0, bias != nullptr ? bias[o] : 0);
+    out[o] = static_cast<int8_t>(output(o, sum));
+  }
+}
+
+// Every input row of the call.
+arm_cmsis_nn_status run(const Call& call, const cmsis_nn_fc_params* fc_params,
+                        const cmsis_nn_dims* filter_dims, const cmsis_nn_dims* output_dims,
+                        const int8_t* input, int8_t* output) {
+  if (fc_params->filter_offset != 0 || filter_dims->n < 1 || output_dims->c < 1) {
+    return ARM_CMSIS_NN_ARG_ERROR;
+  }
+  const bool fast = fast_rounding(call), per_channel = call.multipliers != nullptr;
+  const auto each_row = per_channel ? (fast ? row<true, true> : row<false, true>)
+                                    : (fast ? row<true, false> : row<false, false>);
+  for (int32_t n = 0; n < call.batches; ++n) {
+    each_row(call, input + n * call.depth, output + n * call.features);
+  }
+  return ARM_CMSIS_NN_SUCCESS;
+}
+
+}  // namespace
+
+arm_cmsis_nn_status fully_connected_quads_s8(
+    const cmsis_nn_context* /*ctx*/,
+    const cmsis_nn_fc_params* fc_params,
+    const cmsis_nn_per_tensor_quant_params* quant,
+    const cmsis_nn_dims* input_dims,
+    const int8_t* input,
+    const cmsis_nn_dims* filter_dims,
+    const int8_t* weights,
+    const cmsis_nn_dims* /*bias_dims*/,
+    const int32_t* bias,
+    const cmsis_nn_dims* output_dims,
+    int8_t* output) {
+  const Call call{input_dims->n, filter_dims->n, output_dims->c, weights, bias,
+                  quant->multiplier, quant->shift, nullptr, nullptr, fc_params->input_offset,
+                  fc_params->output_offset, fc_params->activation.min,
+                  fc_params->activation.max};
+  return run(call, fc_params, filter_dims, output_dims, input, output);
+}
+
+arm_cmsis_nn_status fully_connected_quads_per_channel_s8(
+    const cmsis_nn_context* /*ctx*/,
+    const cmsis_nn_fc_params* fc_params,
+    const cmsis_nn_per_channel_quant_params* quant,
+    const cmsis_nn_dims* input_dims,
+    const int8_t* input,
+    const cmsis_nn_dims* filter_dims,
+    const int8_t* weights,
+    const cmsis_nn_dims* /*bias_dims*/,
+    const int32_t* bias,
+    const cmsis_nn_dims* output_dims,
+    int8_t* output) {
+  const Call call{input_dims->n, filter_dims->n, output_dims->c, weights, bias, 0, 0,
+                  quant->multiplier, quant->shift, fc_params->input_offset,
+                  fc_params->output_offset, fc_params->activation.min,
+                  fc_params->activation.max};
+  return run(call, fc_params, filter_dims, output_dims, input, output);
+}
+
+}  // namespace compute
+}  // namespace cortex_m_nn
