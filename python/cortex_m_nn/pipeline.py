@@ -291,8 +291,10 @@ def to_program(
     (``plan.paths.fastest``); its ``small`` schedule searches for the program needing the least
     RAM (or fitting ``ram_budget`` with the fewest extra instructions): kernel paths, first
     layers in strips (``plan.schedule``)."""
-    if execution_graph.unsupported(io.graph) is not None:
-        return serialise_graph(io.graph, io, source, abi, schedule)
+    if execution_graph.unsupported(io.graph) is not None:  # the paths the graph carries
+        serialised = serialise_graph(io.graph, io, source, abi, schedule)
+        serialised.memory.paths = paths.summary(io.graph)
+        return serialised
     execution_graph.propagate_values(io.graph, io.program_inputs(source.example_inputs))
     paths.reset(io.graph, abi.target)  # another schedule may have planned the same graph
     if schedule != "small":  # our kernels where the cost model expects them faster
