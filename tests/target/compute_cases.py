@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -215,6 +217,12 @@ def expected(case: Case | ConvCase | LinearCase, rounding: Rounding) -> bytes:
     return out.contiguous().numpy().tobytes()
 
 
+def _activation(draw: random.Random) -> tuple[int, int]:
+    """A random activation range: two in three reach -128 and 127."""
+    low = draw.choice([-128, -128, draw.randint(-128, 0)])
+    return low, draw.choice([127, 127, draw.randint(low + 1, 127)])
+
+
 def random_cases(count: int, seed: int) -> list[Case]:
     """``count`` random calls the lanes kernel computes: images up to 16 x 16, 4 to 64 channels,
     stride 1 or 2 across and 1 to 3 down, pads 0 to 2 on each side, a tile of 0 (no buffer) to
@@ -227,8 +235,7 @@ def random_cases(count: int, seed: int) -> list[Case]:
         in_h, in_w = draw.randint(1, 16), draw.randint(1, 16)
         if in_h + padding[0] + padding[2] < 3 or in_w + padding[1] + padding[3] < 3:
             continue
-        low = draw.choice([-128, -128, draw.randint(-128, 0)])
-        high = draw.choice([127, 127, draw.randint(low + 1, 127)])
+        low, high = _activation(draw)
         case = Case(
             2 if draw.random() < 0.1 else 1, in_h, in_w, 4 * draw.randint(1, 16), stride,
             padding, draw.randint(-127, 128), draw.randint(-128, 127), (low, high),
@@ -245,8 +252,7 @@ def random_pointwise_cases(count: int, seed: int) -> list[ConvCase]:
     draw = random.Random(seed)
     cases = []
     for _ in range(count):
-        low = draw.choice([-128, -128, draw.randint(-128, 0)])
-        high = draw.choice([127, 127, draw.randint(low + 1, 127)])
+        low, high = _activation(draw)
         cases.append(
             ConvCase(
                 2 if draw.random() < 0.1 else 1, draw.randint(1, 8), draw.randint(1, 8),
@@ -271,8 +277,7 @@ def random_window_cases(count: int, seed: int) -> list[ConvCase]:
             continue
         if any(padding[i + 2] not in (padding[i], *range(kernel[i])) for i in (0, 1)):
             continue  # an end that differs from its start pads within the kernel's extent
-        low = draw.choice([-128, -128, draw.randint(-128, 0)])
-        high = draw.choice([127, 127, draw.randint(low + 1, 127)])
+        low, high = _activation(draw)
         cases.append(
             ConvCase(
                 2 if draw.random() < 0.1 else 1, *size, 4 * draw.randint(1, 8),
@@ -290,8 +295,7 @@ def random_linear_cases(count: int, seed: int) -> list[LinearCase]:
     draw = random.Random(seed)
     cases = []
     for _ in range(count):
-        low = draw.choice([-128, -128, draw.randint(-128, 0)])
-        high = draw.choice([127, 127, draw.randint(low + 1, 127)])
+        low, high = _activation(draw)
         cases.append(
             LinearCase(
                 draw.randint(1, 3), draw.randint(1, 300), draw.randint(1, 40),
@@ -309,41 +313,39 @@ def _expected_array(name: str, data: bytes) -> str:
     return f"static const int8_t {name}[] {section} = {{{values}}};"
 
 
-def _linear_header(cases: list[LinearCase], rounding: Rounding) -> list[str]:
-    """cases.h's part of the fully connected cases: the cases and their expected outputs."""
-    fields = "batch depth features input_offset output_offset activation_min activation_max "
-    fields += "per_channel"
-    lines = ["struct LinearCase {", *[f"  int32_t {name};" for name in fields.split()]]
+def _table(
+    kind: str, fields: str, cases: list, numbers: Callable[[Any], list[int]], rounding: Rounding
+) -> list[str]:
+    """cases.h's table of one kind of case: its struct (``fields``, then the seed and the
+    expected output), each case's expected bytes and ``numbers``, and the count."""
+    lines = [f"struct {kind}Case {{", *[f"  int32_t {name};" for name in fields.split()]]
     lines += ["  uint32_t seed;", "  const int8_t* expected;", "};"]
     rows = []
     for index, case in enumerate(cases):
-        lines.append(_expected_array(f"kLinearExpected{index}", expected(case, rounding)))
-        numbers = [case.batch, case.depth, case.features, case.input_offset]
-        numbers += [case.output_offset, *case.activation, int(case.per_channel)]
-        row = ", ".join(map(str, numbers))
-        rows.append(f"  {{{row}, {case.seed}u, kLinearExpected{index}}},")
-    lines += ["static const LinearCase kLinearCases[] = {", *(rows or ["  {}"]), "};"]
-    lines.append(f"constexpr int32_t kLinearCount = {len(cases)};")
+        lines.append(_expected_array(f"k{kind}Expected{index}", expected(case, rounding)))
+        row = ", ".join(map(str, numbers(case)))
+        rows.append(f"  {{{row}, {case.seed}u, k{kind}Expected{index}}},")
+    lines += [f"static const {kind}Case k{kind}Cases[] = {{", *(rows or ["  {}"]), "};"]
+    lines.append(f"constexpr int32_t k{kind}Count = {len(cases)};")
     return lines
 
 
-def _conv_header(cases: list[ConvCase], rounding: Rounding) -> list[str]:
-    """cases.h's part of the pixel-pair convolutions: the cases and their expected outputs."""
-    fields = "batch in_h in_w depth channels input_offset output_offset activation_min "
-    fields += "activation_max window kernel_h kernel_w stride_h stride_w pad_h pad_w out_h out_w"
-    lines = ["struct ConvCase {", *[f"  int32_t {name};" for name in fields.split()]]
-    lines += ["  uint32_t seed;", "  const int8_t* expected;", "};"]
-    rows = []
-    for index, case in enumerate(cases):
-        lines.append(_expected_array(f"kConvExpected{index}", expected(case, rounding)))
-        numbers = [case.batch, case.in_h, case.in_w, case.depth, case.channels]
-        numbers += [case.input_offset, case.output_offset, *case.activation, int(case.window)]
-        numbers += [*case.kernel, *case.stride, case.padding[0], case.padding[1], *case.out_hw]
-        row = ", ".join(map(str, numbers))
-        rows.append(f"  {{{row}, {case.seed}u, kConvExpected{index}}},")
-    lines += ["static const ConvCase kConvCases[] = {", *(rows or ["  {}"]), "};"]
-    lines.append(f"constexpr int32_t kConvCount = {len(cases)};")
-    return lines
+def _compute_numbers(case: Case) -> list[int]:
+    out_h, out_w = case.out_hw
+    numbers = [case.batch, case.in_h, case.in_w, case.channels, *case.stride]
+    numbers += [case.padding[0], case.padding[1], out_h, out_w, case.input_offset]
+    return [*numbers, case.output_offset, *case.activation, case.tile]
+
+
+def _conv_numbers(case: ConvCase) -> list[int]:
+    numbers = [case.batch, case.in_h, case.in_w, case.depth, case.channels]
+    numbers += [case.input_offset, case.output_offset, *case.activation, int(case.window)]
+    return [*numbers, *case.kernel, *case.stride, case.padding[0], case.padding[1], *case.out_hw]
+
+
+def _linear_numbers(case: LinearCase) -> list[int]:
+    numbers = [case.batch, case.depth, case.features, case.input_offset]
+    return [*numbers, case.output_offset, *case.activation, int(case.per_channel)]
 
 
 def header(
@@ -355,23 +357,14 @@ def header(
     linears = [c for c in extra or [] if isinstance(c, LinearCase)]
     lines = ["// Generated by tests/target/compute_cases.py. Do not edit.", "#pragma once", ""]
     lines.append("#include <stdint.h>")
-    lines.append("struct ComputeCase {")
     fields = "batch in_h in_w channels stride_h stride_w pad_h pad_w out_h out_w input_offset "
     fields += "output_offset activation_min activation_max tile"
-    lines += [f"  int32_t {name};" for name in fields.split()]
-    lines += ["  uint32_t seed;", "  const int8_t* expected;", "};"]
-    rows = []
-    for index, case in enumerate(cases):
-        lines.append(_expected_array(f"kExpected{index}", expected(case, rounding)))
-        out_h, out_w = case.out_hw
-        numbers = [case.batch, case.in_h, case.in_w, case.channels, *case.stride]
-        numbers += [case.padding[0], case.padding[1], out_h, out_w, case.input_offset]
-        numbers += [case.output_offset, *case.activation, case.tile]
-        rows.append(f"  {{{', '.join(map(str, numbers))}, {case.seed}u, kExpected{index}}},")
-    lines += ["static const ComputeCase kComputeCases[] = {", *(rows or ["  {}"]), "};"]
-    lines.append(f"constexpr int32_t kCases = {len(cases)};")
-    lines += _conv_header(convs, rounding)
-    lines += _linear_header(linears, rounding)
+    lines += _table("Compute", fields, cases, _compute_numbers, rounding)
+    fields = "batch in_h in_w depth channels input_offset output_offset activation_min "
+    fields += "activation_max window kernel_h kernel_w stride_h stride_w pad_h pad_w out_h out_w"
+    lines += _table("Conv", fields, convs, _conv_numbers, rounding)
+    fields = "batch depth features input_offset output_offset activation_min activation_max "
+    lines += _table("Linear", fields + "per_channel", linears, _linear_numbers, rounding)
     both: list[Case | ConvCase | LinearCase] = [*cases, *convs, *linears]
     largest = {
         "kMaxInput": max(int(np.prod(c.input_shape)) for c in both),

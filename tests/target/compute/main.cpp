@@ -176,7 +176,7 @@ bool run_linear(int32_t i) {
 
 int main() {
   int32_t failed = 0;
-  for (int32_t i = 0; i < kCases; ++i) {
+  for (int32_t i = 0; i < kComputeCount; ++i) {
     const ComputeCase& c = kComputeCases[i];
     fill(c.seed, c.batch * c.in_h * c.in_w * c.channels, 9 * c.channels, c.channels);
     cmsis_nn_dw_conv_params params{};
