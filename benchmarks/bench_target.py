@@ -166,8 +166,9 @@ def our_function(symbols: dict[str, int]) -> tuple[int, str] | None:
     names: set[str] = set()
     for name in ours:  # the identifier after the namespace, by its length prefix
         m = re.search(r"7compute(\d+)", name)
-        identifier = name[m.end() : m.end() + int(m.group(1))] if m else ""
-        if identifier and not identifier.startswith("_GLOBAL"):
+        end = m.end() + int(m.group(1)) if m else 0
+        identifier = name[m.end() : end] if m else ""
+        if identifier and name[end : end + 1] == "E":  # a function of the namespace itself
             names.add(identifier)
     return sum(ours.values()), f"{min(names) if names else 'compute'} (ours)"
 
