@@ -172,6 +172,9 @@ def test_fast_gives_our_kernel_where_the_cost_model_expects_it_faster(
     assert result.status == 0, result.err
     assert result.out.count("depthwise_conv_lanes_s8") == len(lanes) + 1  # rows, paths line
     assert "instructions in our kernels on those calls" in result.out
+    assert "where this ISA's peak is 16 (one VMLADAVA)" in result.out  # then a line a call
+    per_call = result.out.split("(one VMLADAVA):\n")[1].splitlines()[: len(lanes)]
+    assert all(len(line.split()) == 3 for line in per_call)
 
 
 def test_fast_gives_our_window_kernel_to_convolutions_on_dsp() -> None:

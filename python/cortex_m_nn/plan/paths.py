@@ -457,10 +457,14 @@ def restore(graph_module: GraphModule, saved: dict[str, tuple[int, int]], target
 
 def name_functions(records: list, graph_module: GraphModule, target: Target) -> None:
     """Give the report's rows (``lower.records.OpRecord``) of the calls on a path other than
-    the wrapper's their function, and those on our kernel what the cost model expects."""
+    the wrapper's their function, and those on our kernel what the cost model expects; not
+    the rows of operators the call absorbed (an identity or a fused activation names the same
+    output, its function in brackets)."""
     functions = call_functions(graph_module)
     estimates = call_estimates(graph_module, target)
     for record in records:
         name = record.output_node or ""
+        if (record.cmsis_function or "").startswith("("):
+            continue
         record.cmsis_function = functions.get(name, record.cmsis_function)
         record.expected_instructions = estimates.get(name)

@@ -300,7 +300,7 @@ def to_text(report: dict[str, Any]) -> str:
         f"{totals['arena_bytes']:,} B",
     ]
     lines += memory_lines(report["memory"])
-    lines += estimate_lines(report["operators"])
+    lines += estimate_lines(report["operators"], report["target"]["isa"])
     if report.get("layers"):
         lines += layer_lines(report["layers"], report["calibration"]["samples"])
     if report.get("precision"):
@@ -371,11 +371,20 @@ def overlap_lines(memory: dict[str, Any]) -> list[str]:
 
 
 #: Why a kernel path other than the wrapper's was chosen, by its function.
+OURS = (
+    "ours (kernels/compute), fewer instructions than CMSIS-NN's on these shapes by the "
+    "measured cost model (plan.costs)"
+)
 PATH_REASONS = {
     "arm_convolve_1x1_s8": "row by row, so each output may take its input's bytes",
-    "depthwise_conv_lanes_s8": "ours (kernels/compute), fewer instructions than CMSIS-NN's "
-    "on these shapes by the measured cost model (plan.costs)",
+    "depthwise_conv_lanes_s8": OURS,
+    "pointwise_conv_s8": OURS,
+    "window_conv_s8": OURS,
+    "fully_connected_quads_s8": OURS,
 }
+#: ISA → the MACs its widest multiply-accumulate instruction does: MVE's VMLADAVA.S8 (16 int8
+#: pairs), DSP's SMLAD (two int16 pairs), a scalar MLA
+PEAK_MACS = {"mve": ("VMLADAVA", 16), "dsp": ("SMLAD", 2), "scalar": ("MLA", 1)}
 
 
 def path_lines(memory: dict[str, Any]) -> list[str]:
@@ -387,16 +396,24 @@ def path_lines(memory: dict[str, Any]) -> list[str]:
     ]
 
 
-def estimate_lines(operators: list[dict[str, Any]]) -> list[str]:
-    """What the cost model expects of the calls given our kernels, summed."""
-    estimates = [r["expected_instructions"] for r in operators if r.get("expected_instructions")]
-    if not estimates:
+def estimate_lines(operators: list[dict[str, Any]], isa: str) -> list[str]:
+    """What the cost model expects of the calls given our kernels, summed, then per call with
+    its MACs per instruction against the ISA's peak."""
+    rows = [r for r in operators if r.get("expected_instructions")]
+    if not rows:
         return []
+    estimates = [r["expected_instructions"] for r in rows]
     ours, theirs = (sum(e[k] for e in estimates) for k in ("ours", "cmsis_nn"))
-    return [
+    instruction, peak = PEAK_MACS[isa]
+    lines = [
         f"  expected             {ours:>10,} instructions in our kernels on those calls, "
-        f"against {theirs:,} in CMSIS-NN's (plan.costs, measured under QEMU)"
+        f"against {theirs:,} in CMSIS-NN's (plan.costs, measured under QEMU); MACs per "
+        f"instruction, ours and CMSIS-NN's, where this ISA's peak is {peak} (one {instruction}):"
     ]
+    for r, e in zip(rows, estimates, strict=True):
+        rates = [r["macs"] / max(e[k], 1) for k in ("ours", "cmsis_nn")]
+        lines.append(f"    {r['output_node']:<22} {rates[0]:>5.2f}  {rates[1]:>5.2f}")
+    return lines
 
 
 def stage_lines(memory: dict[str, Any]) -> list[str]:
