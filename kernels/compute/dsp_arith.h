@@ -115,6 +115,54 @@ inline bool doubling_fits(int32_t start, uint32_t span, int32_t left) {
   return magnitude + span < (uint64_t{1} << (30 - left));
 }
 
+// Whether the sums of a matrix product's `count` output channels, each within depth * 255 * 128
+// of its bias (int8 inputs plus an offset, times int8 weights), all lie in that domain: their
+// left shifts from `shifts` (per channel) or `shift` (per tensor, `shifts` null). False under
+// single rounding, which has no fast form here.
+inline bool sums_fit(const int32_t* bias, const int32_t* shifts, int32_t shift, int32_t count,
+                     int32_t depth) {
+#if defined(CMSIS_NN_USE_SINGLE_ROUNDING)
+  (void)bias, (void)shifts, (void)shift, (void)count, (void)depth;
+  return false;
+#else
+  if (depth > (1 << 15)) {
+    return false;
+  }
+  const uint32_t span = static_cast<uint32_t>(depth) * (255u * 128u);
+  for (int32_t c = 0; c < count; ++c) {
+    const int32_t s = shifts != nullptr ? shifts[c] : shift;
+    if (!doubling_fits(bias != nullptr ? bias[c] : 0, span, s > 0 ? s : 0)) {
+      return false;
+    }
+  }
+  return true;
+#endif
+}
+
+// One channel's requantization: CMSIS-NN's multiplier and shift, and for the fast double
+// rounding the left shift of the doubled sum and the rounding right shift.
+struct Scale {
+  int32_t multiplier;
+  int32_t shift;
+  int32_t doubled;  // max(shift, 0) + 1
+  int32_t right;    // max(-shift, 0)
+};
+
+inline Scale scale_of(int32_t multiplier, int32_t shift) {
+  return Scale{multiplier, shift, (shift > 0 ? shift : 0) + 1, shift < 0 ? -shift : 0};
+}
+
+// CMSIS-NN's requantization of `sum` (`kFast`: double rounding's SMMULR form, for sums in its
+// domain; else CMSIS-NN's helper, either rounding).
+template <bool kFast>
+inline int32_t rescale(int32_t sum, const Scale& scale) {
+  if (!kFast) {
+    return arm_nn_requantize(sum, scale.multiplier, scale.shift);
+  }
+  const int32_t v = smmulr(sum << scale.doubled, scale.multiplier);
+  return scale.right != 0 ? shift_rounded(v, scale.right) : v;
+}
+
 }  // namespace dsp
 }  // namespace compute
 }  // namespace cortex_m_nn

@@ -120,70 +120,25 @@ struct Call {
   int32_t high;
 };
 
-// Whether every sum, within depth * 255 * 128 of its bias, stays in the domain of double
-// rounding's SMMULR form.
-bool fast_rounding(const Call& call) {
-#if defined(CMSIS_NN_USE_SINGLE_ROUNDING)
-  (void)call;
-  return false;
-#else
-  if (call.depth > (1 << 15)) {
-    return false;
-  }
-  const uint32_t span = static_cast<uint32_t>(call.depth) * (255u * 128u);
-  for (int32_t o = 0; o < call.features; ++o) {
-    const int32_t shift = call.shifts != nullptr ? call.shifts[o] : call.shift;
-    if (!doubling_fits(call.bias != nullptr ? call.bias[o] : 0, span, shift > 0 ? shift : 0)) {
-      return false;
-    }
-  }
-  return true;
-#endif
-}
-
-// The call's requantization and clamp, read once: the multiplier, CMSIS-NN's shift, the left
-// shift of the doubled sum and the rounding right shift (the fast form), offset and range.
+// The call's requantization and clamp: per output feature (per channel), else the call's.
 struct Output {
-  int32_t multiplier;
-  int32_t shift;
-  int32_t doubled;
-  int32_t right;
+  Scale scale;
   int32_t offset;
   int32_t low;
   int32_t high;
 
-  Output(const Call& call, int32_t multiplier_of, int32_t shift_of)
-      : multiplier(multiplier_of),
-        shift(shift_of),
-        doubled((shift_of > 0 ? shift_of : 0) + 1),
-        right(shift_of < 0 ? -shift_of : 0),
-        offset(call.output_offset),
-        low(call.low),
-        high(call.high) {}
-
-  // Output feature o's (per channel), else the call's.
   static Output of(const Call& call, int32_t o) {
-    if (call.multipliers != nullptr) {
-      return Output(call, call.multipliers[o], call.shifts[o]);
-    }
-    return Output(call, call.multiplier, call.shift);
+    const bool per_channel = call.multipliers != nullptr;
+    return Output{scale_of(per_channel ? call.multipliers[o] : call.multiplier,
+                           per_channel ? call.shifts[o] : call.shift),
+                  call.output_offset, call.low, call.high};
   }
 
   // A sum's output byte value (`kFast`: double rounding's SMMULR form).
   template <bool kFast>
   int32_t operator()(int32_t sum) const {
-    int32_t v;
-    if (kFast) {
-      v = smmulr(sum << doubled, multiplier);
-      if (right != 0) {
-        v = shift_rounded(v, right);
-      }
-    } else {
-      v = arm_nn_requantize(sum, multiplier, shift);
-    }
-    v += offset;
-    v = v < low ? low : v;
-    return v > high ? high : v;
+    const int32_t v = rescale<kFast>(sum, scale) + offset;
+    return v < low ? low : (v > high ? high : v);
   }
 };
 
@@ -244,7 +199,8 @@ arm_cmsis_nn_status run(const Call& call, const cmsis_nn_fc_params* fc_params,
   if (fc_params->filter_offset != 0 || filter_dims->n < 1 || output_dims->c < 1) {
     return ARM_CMSIS_NN_ARG_ERROR;
   }
-  const bool fast = fast_rounding(call), per_channel = call.multipliers != nullptr;
+  const bool fast = sums_fit(call.bias, call.shifts, call.shift, call.features, call.depth);
+  const bool per_channel = call.multipliers != nullptr;
   const auto each_row = per_channel ? (fast ? row<true, true> : row<false, true>)
                                     : (fast ? row<true, false> : row<false, false>);
   for (int32_t n = 0; n < call.batches; ++n) {

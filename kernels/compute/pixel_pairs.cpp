@@ -44,25 +44,6 @@ void widen(const int8_t* a, const int8_t* b, int32_t depth, uint32_t offsets, ui
   }
 }
 
-bool fast_rounding(const Call& call) {
-#if defined(CMSIS_NN_USE_SINGLE_ROUNDING)
-  (void)call;
-  return false;
-#else
-  const uint32_t span = static_cast<uint32_t>(call.depth) * (255u * 128u);
-  if (call.depth > (1 << 15)) {
-    return false;
-  }
-  for (int32_t c = 0; c < call.channels; ++c) {
-    const int32_t start = call.bias != nullptr ? call.bias[c] : 0;
-    if (!doubling_fits(start, span, call.shift[c] > 0 ? call.shift[c] : 0)) {
-      return false;
-    }
-  }
-  return true;
-#endif
-}
-
 #if defined(ARM_MATH_DSP)
 // The block's sums: its groups (at least one) of widened pixel words from `pixels` and of
 // weights from `c` and `d` (any alignment). Two groups per pass; an odd count enters at the

@@ -51,10 +51,6 @@ struct Call {
 // pairs (a, b). A null pixel is outside the input: its words are 0 (no contribution).
 void widen(const int8_t* a, const int8_t* b, int32_t depth, uint32_t offsets, uint32_t* to);
 
-// Whether every output channel's sums, within depth * 255 * 128 of its bias, stay in the
-// domain of double rounding's SMMULR form.
-bool fast_rounding(const Call& call);
-
 // One pair of output channels (c, d) on one pair of pixels (a, b): the sums' first values
 // and the groups of four inputs to add, then the four sums (ac, bc, ad, bd).
 struct Block {
@@ -90,20 +86,6 @@ struct Pass {
 void channel_pairs(Pass* pass);
 #endif
 
-// One output channel's requantization: CMSIS-NN's multiplier and shift, and for the fast
-// double rounding the left shift of the doubled sum and the rounding right shift.
-struct Scale {
-  int32_t multiplier;
-  int32_t shift;
-  int32_t doubled;  // max(shift, 0) + 1
-  int32_t right;    // max(-shift, 0)
-};
-
-inline Scale scale_of(const int32_t* multiplier, const int32_t* shift, int32_t channel) {
-  const int32_t s = shift[channel];
-  return Scale{multiplier[channel], s, (s > 0 ? s : 0) + 1, s < 0 ? -s : 0};
-}
-
 // The output range and offset.
 struct Range {
   int32_t offset;
@@ -115,16 +97,7 @@ struct Range {
 // clamped (`kTop`: a range that reaches 127, a saturation and a lower bound).
 template <bool kFast, bool kTop>
 inline int32_t requantize(int32_t sum, const Scale& scale, const Range& range) {
-  int32_t v;
-  if (kFast) {
-    v = smmulr(sum << scale.doubled, scale.multiplier);
-    if (scale.right != 0) {
-      v = shift_rounded(v, scale.right);
-    }
-  } else {
-    v = arm_nn_requantize(sum, scale.multiplier, scale.shift);
-  }
-  v += range.offset;
+  int32_t v = rescale<kFast>(sum, scale) + range.offset;
   if (kTop) {
     return saturate8(v, range.low);
   }
@@ -169,7 +142,7 @@ void pixel_pair(const Call& call, const uint32_t* widened, int8_t* out_a, int8_t
       ad += xa * wd[k];
       bd += xb * wd[k];
     }
-    const Scale sc = scale_of(multiplier, shift, c), sd = scale_of(multiplier, shift, d);
+    const Scale sc = scale_of(multiplier[c], shift[c]), sd = scale_of(multiplier[d], shift[d]);
     const int32_t oac = requantize<kFast, kTop>(ac, sc, range);
     const int32_t obc = requantize<kFast, kTop>(bc, sc, range);
     const int32_t oad = requantize<kFast, kTop>(ad, sd, range);
@@ -186,7 +159,8 @@ void pixel_pair(const Call& call, const uint32_t* widened, int8_t* out_a, int8_t
 // common form.
 template <typename Gather>
 void run(const Call& call, Gather gather, uint32_t* widened, int8_t* output) {
-  const bool fast = fast_rounding(call), top = call.high == 127;
+  const bool fast = sums_fit(call.bias, call.shift, 0, call.channels, call.depth);
+  const bool top = call.high == 127;
 #if defined(ARM_MATH_DSP)
   const bool assembly = fast && top && call.bias != nullptr && call.depth % kGroup == 0;
 #endif

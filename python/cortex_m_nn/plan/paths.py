@@ -280,16 +280,17 @@ def lanes_tile(call: Node, target: Target, room: int) -> int:
     )
 
 
-def rows_calls(graph_module: GraphModule, path: int = ROWS) -> list[Node]:
-    """The conv2d calls on the ``ROWS`` path (or ``path``)."""
+#: conv2d's paths other than the wrapper's
+CONV2D_PATHS = (ROWS, POINTWISE, WINDOW)
+#: linear's QUADS path runs this function (CMSIS-NN's per-channel one is the case's second)
+QUADS_FUNCTION = cmsis_function("linear", Case.S8, 2)
+
+
+def conv2d_calls(graph_module: GraphModule, path: int) -> list[Node]:
+    """The conv2d calls on ``path``."""
     return [
         n for n in graph_module.graph.nodes if n.target is OPS.conv2d.default and n.args[-2] == path
     ]
-
-
-def pointwise_calls(graph_module: GraphModule, path: int = POINTWISE) -> list[Node]:
-    """The conv2d calls on the ``POINTWISE`` path (or ``path``: ``WINDOW``)."""
-    return rows_calls(graph_module, path)
 
 
 def choose(graph_module: GraphModule, target: Target, lanes: bool = True) -> None:
@@ -362,10 +363,11 @@ def summary(graph_module: GraphModule) -> dict[str, int]:
     """Function → calls of the graph (stage aside) that run it instead of the wrapper's
     choice (the report's kernel paths)."""
     found = {
-        cmsis_function("conv2d", Case.S8, ROWS): len(rows_calls(graph_module)),
-        cmsis_function("conv2d", Case.S8, POINTWISE): len(pointwise_calls(graph_module)),
-        cmsis_function("conv2d", Case.S8, WINDOW): len(pointwise_calls(graph_module, WINDOW)),
-        cmsis_function("linear", Case.S8, 2): len(quads_calls(graph_module)),
+        **{
+            cmsis_function("conv2d", Case.S8, path): len(conv2d_calls(graph_module, path))
+            for path in CONV2D_PATHS
+        },
+        QUADS_FUNCTION: len(quads_calls(graph_module)),
         cmsis_function("depthwise_conv2d", Case.S8, LANES): len(lanes_calls(graph_module)),
     }
     return {function: count for function, count in found.items() if count}
@@ -381,27 +383,20 @@ def _output_name(call: Node) -> str:
 def call_functions(graph_module: GraphModule) -> dict[str, str]:
     """The name of each call's output (the report row's ``output_node``) on a path other than
     the wrapper's → the function that computes it."""
-    quads = cmsis_function("linear", Case.S8, 2)
-    found = {c.name: quads for c in quads_calls(graph_module)}  # no scratch: the call's own
-    for call, operator, path in [
-        *[(c, "conv2d", ROWS) for c in rows_calls(graph_module)],
-        *[(c, "conv2d", POINTWISE) for c in pointwise_calls(graph_module)],
-        *[(c, "conv2d", WINDOW) for c in pointwise_calls(graph_module, WINDOW)],
-        *[(c, "depthwise_conv2d", LANES) for c in lanes_calls(graph_module)],
-    ]:
-        found[_output_name(call)] = cmsis_function(operator, Case.S8, path)
+    found = {c.name: QUADS_FUNCTION for c in quads_calls(graph_module)}  # no scratch: its own
+    for path in CONV2D_PATHS:
+        for call in conv2d_calls(graph_module, path):
+            found[_output_name(call)] = cmsis_function("conv2d", Case.S8, path)
+    for call in lanes_calls(graph_module):
+        found[_output_name(call)] = cmsis_function("depthwise_conv2d", Case.S8, LANES)
     return found
 
 
 def reset(graph_module: GraphModule, target: Target) -> None:
     """Every convolution back on the wrapper's path, as the lowering leaves them (a program is
     planned again from the same graph for another schedule)."""
-    for call in [
-        *rows_calls(graph_module),
-        *pointwise_calls(graph_module),
-        *pointwise_calls(graph_module, WINDOW),
-        *lanes_calls(graph_module),
-    ]:
+    ours = [c for path in CONV2D_PATHS for c in conv2d_calls(graph_module, path)]
+    for call in [*ours, *lanes_calls(graph_module)]:
         set_wrapper(call, target)
     for call in quads_calls(graph_module):
         call.args = (*call.args[:-1], WRAPPER)
@@ -417,7 +412,7 @@ def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[
         ours = costs.lanes_instructions(target.isa, inputs, out, stride, tile)
         theirs = costs.wrapper_instructions(target.isa, inputs, out, stride, padding)
         found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
-    for call in pointwise_calls(graph_module):
+    for call in conv2d_calls(graph_module, POINTWISE):
         inputs, channels = _value(call.args[0]).shape, int(_value(call.args[1]).shape[0])
         ours = costs.pointwise_instructions(target.isa, inputs, channels)
         theirs = costs.one_by_one_instructions(target.isa, inputs, channels)
@@ -428,7 +423,7 @@ def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[
         ours = costs.quads_instructions(target.isa, inputs, weight, per_channel)
         theirs = costs.vec_mat_instructions(target.isa, inputs, weight, per_channel)
         found[call.name] = {"ours": round(ours), "cmsis_nn": round(theirs)}
-    for call in pointwise_calls(graph_module, WINDOW):
+    for call in conv2d_calls(graph_module, WINDOW):
         weight, out = _value(call.args[1]).shape, call.meta["val"][0].shape
         ours = costs.window_instructions(target.isa, weight, out)
         theirs = costs.convolve_instructions(target.isa, weight, out)
