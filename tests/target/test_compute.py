@@ -77,11 +77,13 @@ def test_a_wrong_expected_byte_is_reported(
 
     monkeypatch.setattr(compute_cases, "expected", off_by_one)
     cases = [replace(c, seed=c.seed + 1) for c in CASES[:3]]
-    convs = [replace(c, seed=c.seed + 1, channels=c.depth + 1) for c in CONVS[:2]]
-    convs.append(replace(CONVS[-1], seed=CONVS[-1].seed + 1))  # a window case
+    convs = [replace(c, seed=c.seed + 1, channels=c.depth + 1) for c in CONVS[:2]]  # pointwise
+    window = next(c for c in CONVS if isinstance(c, compute_cases.ConvCase) and c.window)
+    linear = next(c for c in CONVS if isinstance(c, compute_cases.LinearCase))
+    convs += [replace(window, seed=window.seed + 1), replace(linear, seed=linear.seed + 1)]
     build = Path(request.config.cache.mkdir("compute-m55-control"))
     status, outcomes = compute_cases.run(
         cases, harness.CORES["m55"], build, Rounding.DOUBLE, plugin, convs
     )
-    assert status == 6
-    assert [(o.ours_differ, o.wrapper_differ) for o in outcomes] == [(1, 1)] * 6
+    assert status == 7
+    assert [(o.ours_differ, o.wrapper_differ) for o in outcomes] == [(1, 1)] * 7
