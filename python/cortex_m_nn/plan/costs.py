@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -363,89 +363,36 @@ def lanes_faster(
     return ours < MARGIN * wrapper_instructions(isa, input_nhwc, output_nhwc, stride, padding)
 
 
-def pointwise_modelled(isa: Isa) -> bool:
-    """Whether the cost model has measurements of ``pointwise_conv_s8`` on ``isa``."""
-    return modelled(isa) and "pointwise" in _models()[isa.value]
+#: our matrix product → (its model's name, its counts; CMSIS-NN's function's model's name, its
+#: counts), both counts taking the same shape arguments: pointwise (input NHWC, output
+#: channels), window (weight OHWI, output NHWC), quads (input, weight [out, in], per channel)
+PRODUCTS: dict[str, tuple[str, Callable[..., list[float]], str, Callable[..., list[float]]]] = {
+    "pointwise": ("pointwise", pointwise_counts, "one_by_one", one_by_one_counts),
+    "window": ("window", window_counts, "convolve", convolve_counts),
+    "quads": ("quads", quads_counts, "vec_mat", vec_mat_counts),
+}
 
 
-def pointwise_instructions(isa: Isa, input_nhwc: Sequence[int], channels: int) -> float:
-    """The instructions ``pointwise_conv_s8`` is expected to take on ``isa``."""
-    counts = pointwise_counts(input_nhwc, channels)
-    return sum(w * c for w, c in zip(_weights(isa, "pointwise"), counts, strict=True))
-
-
-def one_by_one_instructions(isa: Isa, input_nhwc: Sequence[int], channels: int) -> float:
-    """The instructions ``arm_convolve_1x1_s8_fast`` is expected to take on ``isa``."""
-    counts = one_by_one_counts(input_nhwc, channels)
-    return sum(w * c for w, c in zip(_weights(isa, "one_by_one"), counts, strict=True))
-
-
-def pointwise_faster(isa: Isa, input_nhwc: Sequence[int], channels: int) -> bool:
-    """Whether ``pointwise_conv_s8`` is expected to take fewer instructions than the wrapper's
-    ``arm_convolve_1x1_s8_fast`` on ``isa``, by :data:`MARGIN` (a depth that is a multiple of
-    four: otherwise the wrapper takes another function, which the model does not measure)."""
-    if not pointwise_modelled(isa) or int(input_nhwc[3]) % compute.GROUP:
-        return False
-    ours = pointwise_instructions(isa, input_nhwc, channels)
-    return ours < MARGIN * one_by_one_instructions(isa, input_nhwc, channels)
-
-
-def window_modelled(isa: Isa) -> bool:
-    """Whether the cost model has measurements of ``window_conv_s8`` on ``isa``."""
-    return modelled(isa) and "window" in _models()[isa.value]
-
-
-def window_instructions(isa: Isa, weight_ohwi: Sequence[int], output_nhwc: Sequence[int]) -> float:
-    """The instructions ``window_conv_s8`` is expected to take on ``isa``."""
-    counts = window_counts(weight_ohwi, output_nhwc)
-    return sum(w * c for w, c in zip(_weights(isa, "window"), counts, strict=True))
-
-
-def convolve_instructions(
-    isa: Isa, weight_ohwi: Sequence[int], output_nhwc: Sequence[int]
-) -> float:
-    """The instructions ``arm_convolve_s8`` is expected to take on ``isa``."""
-    counts = convolve_counts(weight_ohwi, output_nhwc)
-    return sum(w * c for w, c in zip(_weights(isa, "convolve"), counts, strict=True))
-
-
-def window_faster(isa: Isa, weight_ohwi: Sequence[int], output_nhwc: Sequence[int]) -> bool:
-    """Whether ``window_conv_s8`` is expected to take fewer instructions than the wrapper's
-    ``arm_convolve_s8`` on ``isa``, by :data:`MARGIN`."""
-    if not window_modelled(isa):
-        return False
-    ours = window_instructions(isa, weight_ohwi, output_nhwc)
-    return ours < MARGIN * convolve_instructions(isa, weight_ohwi, output_nhwc)
-
-
-def quads_modelled(isa: Isa) -> bool:
-    """Whether the cost model has measurements of ``fully_connected_quads_s8`` on ``isa``."""
-    return modelled(isa) and "quads" in _models()[isa.value]
-
-
-def quads_instructions(
-    isa: Isa, input_shape: Sequence[int], weight_shape: Sequence[int], per_channel: bool = False
-) -> float:
-    """The instructions ``fully_connected_quads_s8`` is expected to take on ``isa``."""
-    counts = quads_counts(input_shape, weight_shape, per_channel)
-    return sum(w * c for w, c in zip(_weights(isa, "quads"), counts, strict=True))
-
-
-def vec_mat_instructions(
-    isa: Isa, input_shape: Sequence[int], weight_shape: Sequence[int], per_channel: bool = False
-) -> float:
-    """The instructions ``arm_fully_connected_s8`` (``_per_channel_s8``) is expected to take on
+def product_modelled(isa: Isa, product: str) -> bool:
+    """Whether the cost model has measurements of our ``product`` (:data:`PRODUCTS`) on
     ``isa``."""
-    counts = vec_mat_counts(input_shape, weight_shape, per_channel)
-    return sum(w * c for w, c in zip(_weights(isa, "vec_mat"), counts, strict=True))
+    return modelled(isa) and PRODUCTS[product][0] in _models()[isa.value]
 
 
-def quads_faster(
-    isa: Isa, input_shape: Sequence[int], weight_shape: Sequence[int], per_channel: bool = False
-) -> bool:
-    """Whether ``fully_connected_quads_s8`` is expected to take fewer instructions than
-    CMSIS-NN's fully connected function on ``isa``, by :data:`MARGIN`."""
-    if not quads_modelled(isa):
+def product_instructions(isa: Isa, product: str, *shape: object) -> tuple[float, float]:
+    """The instructions our ``product`` and the CMSIS-NN function it stands in for are
+    expected to take on ``isa`` for a call of ``shape``."""
+    ours, ours_counts_of, theirs, theirs_counts_of = PRODUCTS[product]
+    return tuple(  # type: ignore[return-value]
+        sum(w * c for w, c in zip(_weights(isa, name), counts(*shape), strict=True))
+        for name, counts in ((ours, ours_counts_of), (theirs, theirs_counts_of))
+    )
+
+
+def product_faster(isa: Isa, product: str, *shape: object) -> bool:
+    """Whether our ``product`` is expected to take fewer instructions than CMSIS-NN's function
+    on ``isa`` for a call of ``shape``, by :data:`MARGIN` (false where it is not modelled)."""
+    if not product_modelled(isa, product):
         return False
-    ours = quads_instructions(isa, input_shape, weight_shape, per_channel)
-    return ours < MARGIN * vec_mat_instructions(isa, input_shape, weight_shape, per_channel)
+    ours, theirs = product_instructions(isa, product, *shape)
+    return ours < MARGIN * theirs

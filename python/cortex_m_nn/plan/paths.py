@@ -82,7 +82,8 @@ def pointwise_path(call: Node, target: Target) -> bool:
     inputs, weight = (_value(call.args[k]).shape for k in (0, 1))
     window = (call.args[5], call.args[6], call.args[7])
     computes = _int8(call) and compute.pointwise_computes(inputs, weight, *window)
-    return computes and inputs[3] % compute.GROUP == 0 and costs.pointwise_modelled(target.isa)
+    modelled = costs.product_modelled(target.isa, "pointwise")
+    return computes and inputs[3] % compute.GROUP == 0 and modelled
 
 
 def window_path(call: Node, target: Target) -> bool:
@@ -92,7 +93,7 @@ def window_path(call: Node, target: Target) -> bool:
     inputs, weight = (_value(call.args[k]).shape for k in (0, 1))
     one_by_one = tuple(weight[1:3]) == (1, 1) and not any(call.args[6])
     computes = _int8(call) and compute.window_computes(inputs, weight)
-    return computes and not one_by_one and costs.window_modelled(target.isa)
+    return computes and not one_by_one and costs.product_modelled(target.isa, "window")
 
 
 def three_by_three_path(call: Node, padding: list[int]) -> bool:
@@ -203,14 +204,24 @@ def fastest(graph_module: GraphModule, target: Target, arena: int | None = None)
     return given
 
 
+def _shape(call: Node, product: str) -> tuple:
+    """The shape arguments of our ``product``'s cost model (``plan.costs.PRODUCTS``) for
+    ``call``: pointwise (input NHWC, output channels), window (weight OHWI, output NHWC), quads
+    (input, weight, per channel)."""
+    if product == "pointwise":
+        return _value(call.args[0]).shape, int(_value(call.args[1]).shape[0])
+    if product == "window":
+        return _value(call.args[1]).shape, call.meta["val"][0].shape
+    return _value(call.args[0]).shape, _value(call.args[1]).shape, call.args[4] is not None
+
+
 def _give_pointwise(call: Node, target: Target, room: int) -> bool:
     """Give conv2d ``call`` our pointwise kernel, in place, if it computes the call, its buffer
     fits ``room`` and the cost model expects it faster; whether it did."""
     if not pointwise_path(call, target):
         return False
-    inputs, channels = _value(call.args[0]).shape, int(_value(call.args[1]).shape[0])
-    need = compute.pointwise_buffer_bytes(int(inputs[3]))
-    if need > room or not costs.pointwise_faster(target.isa, inputs, channels):
+    need = compute.pointwise_buffer_bytes(int(_value(call.args[0]).shape[3]))
+    if need > room or not costs.product_faster(target.isa, "pointwise", *_shape(call, "pointwise")):
         return False
     set_path(call, POINTWISE, target, need)
     return True
@@ -219,10 +230,9 @@ def _give_pointwise(call: Node, target: Target, room: int) -> bool:
 def _give_quads(call: Node, target: Target) -> bool:
     """Give linear ``call`` our fully_connected_quads_s8, in place, if it computes the call
     (int8 activations and weights) and the cost model expects it faster; whether it did."""
-    if not (call.args[-1] == WRAPPER and _int8(call) and costs.quads_modelled(target.isa)):
+    if call.args[-1] != WRAPPER or not _int8(call):
         return False
-    inputs, weight = (_value(call.args[k]).shape for k in (0, 1))
-    if not costs.quads_faster(target.isa, inputs, weight, call.args[4] is not None):
+    if not costs.product_faster(target.isa, "quads", *_shape(call, "quads")):
         return False
     call.args = (*call.args[:-1], QUADS)
     return True
@@ -239,9 +249,8 @@ def _give_window(call: Node, target: Target, room: int) -> bool:
     fits ``room`` and the cost model expects it faster; whether it did."""
     if not window_path(call, target):
         return False
-    weight, out = _value(call.args[1]).shape, call.meta["val"][0].shape
-    need = compute.window_buffer_bytes(weight)
-    if need > room or not costs.window_faster(target.isa, weight, out):
+    need = compute.window_buffer_bytes(_value(call.args[1]).shape)
+    if need > room or not costs.product_faster(target.isa, "window", *_shape(call, "window")):
         return False
     set_path(call, WINDOW, target, need)
     return True
@@ -412,22 +421,16 @@ def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[
         ours = costs.lanes_instructions(target.isa, inputs, out, stride, tile)
         theirs = costs.wrapper_instructions(target.isa, inputs, out, stride, padding)
         found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
-    for call in conv2d_calls(graph_module, POINTWISE):
-        inputs, channels = _value(call.args[0]).shape, int(_value(call.args[1]).shape[0])
-        ours = costs.pointwise_instructions(target.isa, inputs, channels)
-        theirs = costs.one_by_one_instructions(target.isa, inputs, channels)
-        found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
-    for call in quads_calls(graph_module):
-        inputs, weight = (_value(call.args[k]).shape for k in (0, 1))
-        per_channel = call.args[4] is not None
-        ours = costs.quads_instructions(target.isa, inputs, weight, per_channel)
-        theirs = costs.vec_mat_instructions(target.isa, inputs, weight, per_channel)
-        found[call.name] = {"ours": round(ours), "cmsis_nn": round(theirs)}
-    for call in conv2d_calls(graph_module, WINDOW):
-        weight, out = _value(call.args[1]).shape, call.meta["val"][0].shape
-        ours = costs.window_instructions(target.isa, weight, out)
-        theirs = costs.convolve_instructions(target.isa, weight, out)
-        found[_output_name(call)] = {"ours": round(ours), "cmsis_nn": round(theirs)}
+    products = [
+        ("pointwise", conv2d_calls(graph_module, POINTWISE)),
+        ("window", conv2d_calls(graph_module, WINDOW)),
+        ("quads", quads_calls(graph_module)),
+    ]
+    for product, calls in products:
+        for call in calls:
+            ours, theirs = costs.product_instructions(target.isa, product, *_shape(call, product))
+            name = call.name if product == "quads" else _output_name(call)  # linear: no scratch
+            found[name] = {"ours": round(ours), "cmsis_nn": round(theirs)}
     return found
 
 
