@@ -30,6 +30,7 @@ using namespace dsp;  // NOLINT: the DSP arithmetic by its instructions' names
 constexpr int32_t kGroup = 4;  // inputs per group: one input word
 constexpr int32_t kQuad = 4;   // output features a pass computes
 
+#if !defined(ARM_MATH_MVEI)
 // Four output features' rows on one input row: the input, the first row, a row's bytes, the
 // groups of four inputs, the input offset in both halves, then the sums (their first values
 // in, the sums out).
@@ -102,6 +103,7 @@ void quad_sums(Quad* quad) {
   }
 }
 #endif
+#endif  // !ARM_MATH_MVEI
 
 // One call's shapes and arithmetic.
 struct Call {
@@ -152,6 +154,7 @@ int32_t feature_sum(const Call& call, const int8_t* input, int32_t o, int32_t fr
   return sum;
 }
 
+#if !defined(ARM_MATH_MVEI)
 // One input row's output features: four at a time (the last features one by one, in C). The
 // per-tensor requantization is copied to locals (every byte store may alias what the call
 // points to); per channel (kPerChannel), each feature's is read as it is stored.
@@ -191,6 +194,82 @@ void row(const Call& call, const int8_t* input, int8_t* out) {
     out[o] = static_cast<int8_t>(output(o, sum));
   }
 }
+#else
+// Output features o to o + 3's weight sums times the input offset, added to `start`: for a
+// call with an input offset (a program passes its kernel sums with an offset of 0).
+__attribute__((noinline)) int32x4_t offset_products(const Call& call, int32_t o,
+                                                     int32x4_t start) {
+  int32_t sums[kQuad] = {};
+  for (int32_t r = 0; r < kQuad; ++r) {
+    const int8_t* w = call.weights + (o + r) * call.depth;
+    for (int32_t k = 0; k < call.depth; k += 16) {
+      const mve_pred16_t p = vctp8q(static_cast<uint32_t>(call.depth - k));
+      sums[r] = vaddvaq_p_s8(sums[r], vldrbq_z_s8(w + k, p), p);
+    }
+  }
+  return vmlaq_n_s32(start, vldrwq_s32(sums), call.input_offset);
+}
+
+// One input row's output features on MVE, four at a time: per 16 inputs one input load, then
+// per feature one weight load and one VMLADAVA (10 instructions for 64 MACs, the last inputs
+// tail predicated), then the four sums requantized as one vector (CMSIS-NN's MVE arithmetic),
+// offset, clamped and stored together. The last features (fewer than four) in C.
+template <bool kPerChannel>
+void row_mve(const Call& call, const int8_t* input, int8_t* out) {
+  const int32_t depth = call.depth, features = call.features;
+  const int32_t* const multipliers = call.multipliers;
+  const int32_t* const shifts = call.shifts;
+  const int32_t multiplier = call.multiplier, shift = call.shift;
+  const int32x4_t low = vdupq_n_s32(call.low), high = vdupq_n_s32(call.high);
+  const int32_t offset = call.output_offset, input_offset = call.input_offset;
+  const int32_t* const bias = call.bias;
+  int32_t o = 0;
+  for (; o + kQuad <= features; o += kQuad) {
+    const int8_t* in = input;
+    const int8_t* w0 = call.weights + o * depth;
+    const int8_t* w1 = w0 + depth;
+    const int8_t* w2 = w1 + depth;
+    const int8_t* w3 = w2 + depth;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    __asm volatile(
+        " .p2align 2\n"
+        "   wlstp.8 lr, %[count], 1f\n"
+        "2:\n"
+        "   vldrb.8 q0, [%[in]], #16\n"
+        "   vldrb.8 q1, [%[w0]], #16\n"
+        "   vmladava.s8 %[a0], q0, q1\n"
+        "   vldrb.8 q1, [%[w1]], #16\n"
+        "   vmladava.s8 %[a1], q0, q1\n"
+        "   vldrb.8 q1, [%[w2]], #16\n"
+        "   vmladava.s8 %[a2], q0, q1\n"
+        "   vldrb.8 q1, [%[w3]], #16\n"
+        "   vmladava.s8 %[a3], q0, q1\n"
+        "   letp lr, 2b\n"
+        "1:\n"
+        : [in] "+r"(in), [w0] "+r"(w0), [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3),
+          [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3)
+        : [count] "r"(depth)
+        : "q0", "q1", "memory", "r14");
+    const int32x4_t sums = {a0, a1, a2, a3};
+    int32x4_t v = vaddq_s32(sums, bias != nullptr ? vldrwq_s32(bias + o) : vdupq_n_s32(0));
+    if (input_offset != 0) {
+      v = offset_products(call, o, v);
+    }
+    if constexpr (kPerChannel) {
+      v = arm_requantize_mve_32x4(v, vldrwq_s32(multipliers + o), vldrwq_s32(shifts + o));
+    } else {
+      v = arm_requantize_mve(v, multiplier, shift);
+    }
+    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, offset), low), high);
+    vstrbq_s32(out + o, v);
+  }
+  for (; o < features; ++o) {
+    const int32_t sum = feature_sum(call, input, o, 0, call.bias != nullptr ? call.bias[o] : 0);
+    const Output each = Output::of(call, kPerChannel ? o : 0);
+    out[o] = static_cast<int8_t>(each.template operator()<false>(sum));
+  }
+}
+#endif
 
 // Every input row of the call.
 arm_cmsis_nn_status run(const Call& call, const cmsis_nn_fc_params* fc_params,
@@ -199,10 +278,14 @@ arm_cmsis_nn_status run(const Call& call, const cmsis_nn_fc_params* fc_params,
   if (fc_params->filter_offset != 0 || filter_dims->n < 1 || output_dims->c < 1) {
     return ARM_CMSIS_NN_ARG_ERROR;
   }
-  const bool fast = sums_fit(call.bias, call.shifts, call.shift, call.features, call.depth);
   const bool per_channel = call.multipliers != nullptr;
+#if defined(ARM_MATH_MVEI)
+  const auto each_row = per_channel ? row_mve<true> : row_mve<false>;
+#else
+  const bool fast = sums_fit(call.bias, call.shifts, call.shift, call.features, call.depth);
   const auto each_row = per_channel ? (fast ? row<true, true> : row<false, true>)
                                     : (fast ? row<true, false> : row<false, false>);
+#endif
   for (int32_t n = 0; n < call.batches; ++n) {
     each_row(call, input + n * call.depth, output + n * call.features);
   }
