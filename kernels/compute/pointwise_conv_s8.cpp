@@ -2,14 +2,18 @@
 //
 // Each output element is bias + the sum over the input channels of (input + input_offset) *
 // weight, requantized per output channel by CMSIS-NN's arithmetic (either rounding), plus
-// output_offset, clamped: the integers of arm_convolve_1x1_s8_fast. A pixel-pair convolution
-// (pixel_pairs.h) whose pixels' inputs are their own channels. Up to 64 input channels the
-// widened pair sits on the stack (256 bytes); deeper calls take the buffer, four bytes per
-// input channel. Each pair is read before it is written: the output may take the input's bytes
-// (python/cortex_m_nn/plan/overlap.py). The host build computes the same products in C.
+// output_offset, clamped: the integers of arm_convolve_1x1_s8_fast. Off MVE a pixel-pair
+// convolution (pixel_pairs.h) whose pixels' inputs are their own channels: up to 64 input
+// channels the widened pair sits on the stack (256 bytes); deeper calls take the buffer, four
+// bytes per input channel. On MVE a pixel-quad convolution (pixel_quads.h): up to 64 input
+// channels the gathered quad sits on the stack (256 bytes), deeper calls take the buffer (64
+// bytes per 16 input channels). Each pair (quad) is read before it is written: the output may
+// take the input's bytes (python/cortex_m_nn/plan/overlap.py; on MVE with up to 64 output
+// channels, one block). The host build computes the pixel-pair products in C.
 #include "cortex_m_nn/compute.h"
 
 #include "pixel_pairs.h"
+#include "pixel_quads.h"
 
 namespace cortex_m_nn {
 namespace compute {
@@ -24,7 +28,11 @@ int32_t pointwise_conv_s8_get_buffer_size(const cmsis_nn_dims* input_dims) {
   if (input_dims->c <= kStackDepth) {
     return 0;
   }
+#if defined(ARM_MATH_MVEI)
+  return quads::gathered_bytes(input_dims->c);
+#else
   return input_dims->c * static_cast<int32_t>(sizeof(uint32_t));  // two int16 per input
+#endif
 }
 
 arm_cmsis_nn_status pointwise_conv_s8(
@@ -63,16 +71,31 @@ arm_cmsis_nn_status pointwise_conv_s8(
             conv_params->output_offset,
             conv_params->activation.min,
             conv_params->activation.max};
+  const int32_t depth = call.depth;
+#if defined(ARM_MATH_MVEI)
+  alignas(16) int8_t stack[kStackDepth * quads::kPixels];
+  int8_t* gathered = needed > 0 ? static_cast<int8_t*>(ctx->buf) : stack;
+  const int32_t last = call.pixels - 1;
+  quads::run(
+      call,
+      [=](int32_t p, int8_t* to) {
+        for (int32_t i = 0; i < quads::kPixels; ++i) {
+          const int32_t q = p + i < last ? p + i : last;
+          quads::put(to + i * quads::kChunk, 0, input + q * depth, depth);
+        }
+      },
+      gathered, output);
+#else
   uint32_t stack[kStackDepth];
   uint32_t* widened = needed > 0 ? static_cast<uint32_t*>(ctx->buf) : stack;
   const uint32_t offsets = (static_cast<uint32_t>(call.input_offset) & 0xFFFFu) * 0x10001u;
-  const int32_t depth = call.depth;
   pairs::run(
       call,
       [=](int32_t p, int32_t q, uint32_t* to) {
         pairs::widen(input + p * depth, input + q * depth, depth, offsets, to);
       },
       widened, output);
+#endif
   return ARM_CMSIS_NN_SUCCESS;
 }
 

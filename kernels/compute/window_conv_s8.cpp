@@ -1,17 +1,22 @@
 // window_conv_s8 (cortex_m_nn/compute.h): an int8 convolution of any window, stride, padding
-// and dilation whose input channels are a multiple of 4, no groups.
+// and dilation, no groups, whose input channels are a multiple of 4 off MVE.
 //
 // Each output element is bias + the sum over its window of (input + input_offset) * weight, a
 // tap outside the input contributing nothing (CMSIS-NN's zero-point padding), requantized per
 // output channel by CMSIS-NN's arithmetic (either rounding), plus output_offset, clamped: the
-// integers of arm_convolve_s8. A pixel-pair convolution (pixel_pairs.h) whose pixels' inputs
-// are their windows, gathered tap by tap (the weights' OHWI order) and widened into the
+// integers of arm_convolve_s8. Off MVE a pixel-pair convolution (pixel_pairs.h) whose pixels'
+// inputs are their windows, gathered tap by tap (the weights' OHWI order) and widened into the
 // buffer, four bytes per weight of an output channel: the buffer arm_convolve_s8 takes off MVE
-// for its two int16 columns. Each pair's windows are read before its outputs are written.
-// The host build computes the same products in C.
+// for its two int16 columns. On MVE a pixel-quad convolution (pixel_quads.h): the quad's
+// windows gathered a window row at a time where the row lies inside the input (a tap at a
+// time at its edges), a tap outside it as the input offset's negation (which adds nothing),
+// into 64 bytes per 16 weights of an output channel (at most 32 bytes more than
+// arm_convolve_s8's MVE buffer). Each pair's (quad's) windows are read before its outputs are
+// written. The host build computes the pixel-pair products in C.
 #include "cortex_m_nn/compute.h"
 
 #include "pixel_pairs.h"
+#include "pixel_quads.h"
 
 namespace cortex_m_nn {
 namespace compute {
@@ -51,6 +56,35 @@ struct Geometry {
     return input + ((image * in_h + y) * in_w + x) * depth;
   }
 
+#if defined(ARM_MATH_MVEI)
+  // The windows of the quad of pixels from p (the last pixel again where there are fewer),
+  // a tap outside the input as `pad`.
+  void gather_quad(int32_t p, int32_t pixels, int8_t pad, int8_t* to) const {
+    const int32_t row_bytes = kernel_w * depth;
+    for (int32_t i = 0; i < quads::kPixels; ++i, to += quads::kChunk) {
+      int32_t image, y, x;
+      origin(p + i < pixels ? p + i : pixels - 1, &image, &y, &x);
+      const bool whole = dilation_w == 1 && x >= 0 && x + kernel_w <= in_w;
+      for (int32_t ky = 0, k = 0; ky < kernel_h; ++ky, k += row_bytes) {
+        const int32_t row = y + ky * dilation_h;
+        if (row < 0 || row >= in_h) {
+          quads::fill(to, k, pad, row_bytes);
+        } else if (whole) {
+          quads::put(to, k, at(image, row, x), row_bytes);
+        } else {
+          for (int32_t kx = 0; kx < kernel_w; ++kx) {
+            const int8_t* tap = at(image, row, x + kx * dilation_w);
+            if (tap != nullptr) {
+              quads::put(to, k + kx * depth, tap, depth);
+            } else {
+              quads::fill(to, k + kx * depth, pad, depth);
+            }
+          }
+        }
+      }
+    }
+  }
+#else
   // Pixels p and q's windows, widened tap by tap.
   void gather(int32_t p, int32_t q, uint32_t offsets, uint32_t* to) const {
     int32_t image_a, ya, xa, image_b, yb, xb;
@@ -65,13 +99,18 @@ struct Geometry {
       }
     }
   }
+#endif
 };
 
 }  // namespace
 
 int32_t window_conv_s8_get_buffer_size(const cmsis_nn_dims* filter_dims) {
-  return filter_dims->h * filter_dims->w * filter_dims->c *
-         static_cast<int32_t>(sizeof(uint32_t));  // two int16 per weight of an output channel
+  const int32_t depth = filter_dims->h * filter_dims->w * filter_dims->c;
+#if defined(ARM_MATH_MVEI)
+  return quads::gathered_bytes(depth);
+#else
+  return depth * static_cast<int32_t>(sizeof(uint32_t));  // two int16 per weight
+#endif
 }
 
 arm_cmsis_nn_status window_conv_s8(
@@ -87,7 +126,12 @@ arm_cmsis_nn_status window_conv_s8(
     const cmsis_nn_dims* output_dims,
     int8_t* output) {
   const int32_t needed = window_conv_s8_get_buffer_size(filter_dims);
-  const bool shapes = filter_dims->c == input_dims->c && input_dims->c % pairs::kGroup == 0 &&
+#if defined(ARM_MATH_MVEI)
+  const bool depths = true;
+#else
+  const bool depths = input_dims->c % pairs::kGroup == 0;
+#endif
+  const bool shapes = filter_dims->c == input_dims->c && depths &&
                       filter_dims->n == output_dims->c && output_dims->n == input_dims->n;
   const bool buffer = ctx->buf != nullptr && ctx->size >= needed &&
                       (reinterpret_cast<uintptr_t>(ctx->buf) & 3u) == 0;
@@ -120,6 +164,16 @@ arm_cmsis_nn_status window_conv_s8(
                           conv_params->dilation.w,
                           output_dims->h,
                           output_dims->w};
+#if defined(ARM_MATH_MVEI)
+  const int8_t pad = static_cast<int8_t>(-call.input_offset);
+  const int32_t pixels = call.pixels;
+  quads::run(
+      call,
+      [&geometry, pixels, pad](int32_t p, int8_t* to) {
+        geometry.gather_quad(p, pixels, pad, to);
+      },
+      static_cast<int8_t*>(ctx->buf), output);
+#else
   const uint32_t offsets = (static_cast<uint32_t>(call.input_offset) & 0xFFFFu) * 0x10001u;
   pairs::run(
       call,
@@ -127,6 +181,7 @@ arm_cmsis_nn_status window_conv_s8(
         geometry.gather(p, q, offsets, to);
       },
       static_cast<uint32_t*>(ctx->buf), output);
+#endif
   return ARM_CMSIS_NN_SUCCESS;
 }
 

@@ -42,12 +42,18 @@ arm_cmsis_nn_status depthwise_conv_lanes_s8(
     int8_t* output);
 
 // A 1x1 convolution, stride 1, no padding or dilation, any batch, int8, per-channel
-// requantization (ARM_CMSIS_NN_ARG_ERROR otherwise): arm_convolve_1x1_s8_fast's integers. Per
-// pair of pixels their inputs plus the input offset are widened to int16, on the stack up to 64
-// input channels (256 bytes), else into the buffer (4-byte aligned,
-// pointwise_conv_s8_get_buffer_size: four bytes per input channel), then each
-// pair of output channels takes four SMLAD per four inputs; pixels are written in order, a pair
-// at a time, after reading their inputs (the output may start where the input does).
+// requantization (ARM_CMSIS_NN_ARG_ERROR otherwise): arm_convolve_1x1_s8_fast's integers. Off
+// MVE, per pair of pixels their inputs plus the input offset are widened to int16, on the stack
+// up to 64 input channels (256 bytes), else into the buffer (4-byte aligned,
+// pointwise_conv_s8_get_buffer_size: four bytes per input channel), then each pair of output
+// channels takes four SMLAD per four inputs; pixels are written in order, a pair at a time,
+// after reading their inputs (the output may start where the input does). On MVE, per quad of
+// pixels their inputs are gathered 16 of each pixel after the other, on the stack up to 64 input
+// channels (256 bytes), else into the buffer (64 bytes per 16 input channels), then each pair of
+// output channels takes two weight loads, four input loads and eight VMLADAVA per 16 inputs
+// (kernels/compute/pixel_quads.h); 64 output channels at a time, their requantization on the
+// stack (768 bytes), the quads written in order after reading their inputs (with up to 64
+// output channels the output may start where the input does).
 int32_t pointwise_conv_s8_get_buffer_size(const cmsis_nn_dims* input_dims);
 
 arm_cmsis_nn_status pointwise_conv_s8(
@@ -63,12 +69,16 @@ arm_cmsis_nn_status pointwise_conv_s8(
     const cmsis_nn_dims* output_dims,
     int8_t* output);
 
-// An int8 convolution of any window, stride, padding and dilation, input channels a multiple
-// of 4, no groups, any batch, per-channel requantization (ARM_CMSIS_NN_ARG_ERROR otherwise):
-// arm_convolve_s8's integers. Per pair of output pixels their windows plus the input offset
-// are widened to int16 into the buffer (4-byte aligned, window_conv_s8_get_buffer_size: four
-// bytes per weight of an output channel, what arm_convolve_s8 takes off MVE), then as
-// pointwise_conv_s8; pixels are written in order, a pair at a time, after reading their windows.
+// An int8 convolution of any window, stride, padding and dilation, no groups, any batch,
+// per-channel requantization, input channels a multiple of 4 off MVE (ARM_CMSIS_NN_ARG_ERROR
+// otherwise): arm_convolve_s8's integers. Off MVE, per pair of output pixels their windows plus
+// the input offset are widened to int16 into the buffer (4-byte aligned,
+// window_conv_s8_get_buffer_size: four bytes per weight of an output channel, what
+// arm_convolve_s8 takes off MVE), then as pointwise_conv_s8. On MVE, per quad of output pixels
+// their windows are gathered into the buffer (64 bytes per 16 weights of an output channel, at
+// most 32 bytes more than arm_convolve_s8's MVE buffer), a tap outside the input as the input
+// offset's negation, then as pointwise_conv_s8. Pixels are written in order, a pair (quad) at a
+// time, after reading their windows.
 int32_t window_conv_s8_get_buffer_size(const cmsis_nn_dims* filter_dims);
 
 arm_cmsis_nn_status window_conv_s8(
@@ -88,7 +98,8 @@ arm_cmsis_nn_status window_conv_s8(
 // (ARM_CMSIS_NN_ARG_ERROR otherwise): arm_fully_connected_s8's integers (the bias, or the kernel
 // sums with an input offset of 0). Four output features at a time share each input word (one
 // load, two SXTAB16), each feature then one weight load, two SXTB16 and two SMLAD per four
-// inputs. No buffer.
+// inputs; on MVE each 16-input load, each feature then one weight load and one VMLADAVA. No
+// buffer.
 arm_cmsis_nn_status fully_connected_quads_s8(
     const cmsis_nn_context* ctx,
     const cmsis_nn_fc_params* fc_params,

@@ -114,19 +114,19 @@ def check_path(
     """The call's path (``core.cmsis_nn``): the wrapper's, ``ROWS`` for an int8 1x1
     convolution without padding, dilation or groups (``arm_convolve_1x1_s8``), ``POINTWISE``
     for one of stride 1 too (our ``pointwise_conv_s8``), or ``WINDOW`` for an int8 convolution
-    without groups of a multiple of 4 input channels (our ``window_conv_s8``). ValueError."""
+    without groups (our ``window_conv_s8``; off MVE it also needs a multiple of 4 input
+    channels, ``core.compute.window_computes``). ValueError."""
     if params.path == WRAPPER:
         return
     one_by_one = kernel == (1, 1) and not any(params.padding) and list(params.dilation) == [1, 1]
     int8 = input.dtype is torch.int8 and not packed and per_group == input.shape[3]
     unit = list(params.stride) == [1, 1]
-    allowed = {ROWS: one_by_one, POINTWISE: one_by_one and unit, WINDOW: per_group % 4 == 0}
+    allowed = {ROWS: one_by_one, POINTWISE: one_by_one and unit, WINDOW: True}
     if not (int8 and allowed.get(params.path, False)):
         raise ValueError(
             f"conv2d path {params.path}: 0 (the wrapper's), 1 (arm_convolve_1x1_s8) for an "
             "int8 1x1 convolution without padding, dilation or groups, 2 (pointwise_conv_s8) "
-            "for one of stride 1, or 3 (window_conv_s8) for an int8 convolution without groups "
-            "of a multiple of 4 input channels"
+            "for one of stride 1, or 3 (window_conv_s8) for an int8 convolution without groups"
         )
 
 
