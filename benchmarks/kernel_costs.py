@@ -1,7 +1,7 @@
 """The kernel cost model's measurements: our depthwise_conv_lanes_s8 and CMSIS-NN's
 arm_depthwise_conv_wrapper_s8 on a grid of layer shapes, under QEMU on the M55 (MVE) or the
-M33 (DSP); on the M33 also our pointwise_conv_s8, window_conv_s8 and fully_connected_quads_s8
-against the wrapper's arm_convolve_1x1_s8_fast and arm_convolve_s8 and arm_fully_connected_s8.
+M33 (DSP), and our pointwise_conv_s8, window_conv_s8 and fully_connected_quads_s8 against the
+wrapper's arm_convolve_1x1_s8_fast and arm_convolve_s8 and arm_fully_connected_s8.
 
 Usage::
 
@@ -11,12 +11,11 @@ Usage::
 Runs ``tests/target/compute`` (images of grid cases, each through both functions, each output
 checked against the Python reference) with the instruction-count plugin, then fits each
 function's instructions per count of its loops (``cortex_m_nn.plan.costs``: ours_counts,
-theirs_counts, pointwise_counts, one_by_one_counts, window_counts, convolve_counts,
-quads_counts, vec_mat_counts) by least squares. Prints, per case, the measured and fitted
-instructions of both and which one the compiler would choose, and the fit's worst relative
-error; ``--write`` stores the fit in ``python/cortex_m_nn/plan/kernel_costs.json`` under the
-core's ISA, which ``plan.paths`` reads (the kernels measured replace their entries; the others
-stay).
+theirs_counts; ``cortex_m_nn.plan.product_costs.PRODUCTS``, per ISA) by least squares. Prints,
+per case, the measured and fitted instructions of both and which one the compiler would
+choose, and the fit's worst relative error; ``--write`` stores the fit in
+``python/cortex_m_nn/plan/kernel_costs.json`` under the core's ISA, which ``plan.paths`` reads
+(the kernels measured replace their entries; the others stay).
 Needs ``CMSIS_NN_PATH``, Debian's ``arm-none-eabi-gcc`` and ``qemu-system-arm``.
 """
 
@@ -32,7 +31,7 @@ from tests.target import compute_cases, harness
 
 from cortex_m_nn.core.abi import Rounding
 from cortex_m_nn.core.target import Isa
-from cortex_m_nn.plan import costs
+from cortex_m_nn.plan import costs, product_costs
 
 #: the cores measured, by ISA: the M4 runs the M33's code within 1 %
 CORES = {"m55": Isa.MVE, "m33": Isa.DSP}
@@ -82,22 +81,29 @@ def pointwise_grid() -> list[compute_cases.ConvCase]:
     return cases
 
 
-def window_grid() -> list[compute_cases.ConvCase]:
-    """Convolutions the DSP wrapper runs through ``arm_convolve_s8``: 3x3 (padded by 1, stride
+def window_grid(isa: Isa) -> list[compute_cases.ConvCase]:
+    """Convolutions the wrapper runs through ``arm_convolve_s8``: 3x3 (padded by 1, stride
     1 and 2) and 5x5 (padded by 2) on 4x4 to 32x32 images, and keyword spotters' 25 x 5 and
-    49 x 10 images, 4 to 64 input channels (multiples of four) into 4 to 64 output channels (and
-    an odd count); images whose input, output and weights fit the image's memory."""
+    49 x 10 images, 4 to 64 input channels (multiples of four; on MVE also first layers' 1 and
+    3, and DS-CNN's 10x4 window of stride 2) into 4 to 64 output channels (and an odd count);
+    images whose input, output and weights fit the image's memory."""
     images = [(4, 4), (8, 8), (12, 12), (16, 16), (32, 32), (25, 5), (49, 10)]
-    windows = [((3, 3), 1, 1), ((3, 3), 2, 1), ((5, 5), 1, 2)]
+    windows = [((3, 3), 1, (1, 1, 1, 1)), ((3, 3), 2, (1, 1, 1, 1)), ((5, 5), 1, (2, 2, 2, 2))]
+    depths = (4, 8, 16, 32, 64)
+    if isa is Isa.MVE:
+        windows.append(((10, 4), 2, (4, 1, 5, 2)))
+        depths = (1, 3, *depths)
     cases = []
     for (h, w), (kernel, stride, pad), depth, channels in itertools.product(
-        images, windows, (4, 8, 16, 32, 64), (4, 16, 33, 64)
+        images, windows, depths, (4, 16, 33, 64)
     ):
         if h * w * max(depth, channels) > 32 * 32 * 16 or kernel[0] * kernel[1] * depth > 600:
             continue
+        if h + pad[0] + pad[2] < kernel[0] or w + pad[1] + pad[3] < kernel[1]:
+            continue
         case = compute_cases.ConvCase(
             1, h, w, depth, channels, 3, -5, (-128, 127), len(cases) + 1, True, kernel,
-            (stride, stride), (pad, pad, pad, pad),
+            (stride, stride), pad,
         )  # fmt: skip
         cases.append(case)
     return cases
@@ -134,22 +140,32 @@ def batches(cases: list, budget: int = 1 << 20) -> list[list]:
     return found
 
 
-def counts(isa: Isa, cases: list) -> tuple[list[list[float]], list]:
+def counts(isa: Isa, kernel: str, cases: list) -> tuple[list[list[float]], list]:
     """Each case's counts of our function's loops and of CMSIS-NN's on ``isa``."""
-    if cases and isinstance(cases[0], compute_cases.LinearCase):
-        shapes = [(c.input_shape, c.weight_shape, c.per_channel) for c in cases]
-        return [costs.quads_counts(*s) for s in shapes], [costs.vec_mat_counts(*s) for s in shapes]
-    if cases and isinstance(cases[0], compute_cases.ConvCase) and cases[0].window:
-        ours = [costs.window_counts(c.weight_shape, c.output_shape) for c in cases]
-        return ours, [costs.convolve_counts(c.weight_shape, c.output_shape) for c in cases]
-    if cases and isinstance(cases[0], compute_cases.ConvCase):
-        ours = [costs.pointwise_counts(c.input_shape, c.channels) for c in cases]
-        return ours, [costs.one_by_one_counts(c.input_shape, c.channels) for c in cases]
+    if kernel != "depthwise":
+        product = product_costs.PRODUCTS[isa][PRODUCT[kernel]]
+        shapes = [_shape(kernel, c) for c in cases]
+        return [product.ours_counts(*s) for s in shapes], [
+            product.theirs_counts(*s) for s in shapes
+        ]
     ours = [costs.ours_counts(isa, c.input_shape, c.output_shape, c.stride, c.tile) for c in cases]
     theirs = [
         costs.theirs_counts(isa, c.input_shape, c.output_shape, c.stride, c.padding) for c in cases
     ]
     return ours, theirs
+
+
+#: a kernel of the grid → its product in ``product_costs.PRODUCTS``
+PRODUCT = {"pointwise": "pointwise", "window": "window", "linear": "quads"}
+
+
+def _shape(kernel: str, case: compute_cases.ConvCase | compute_cases.LinearCase) -> tuple:
+    """The shape arguments of ``kernel``'s product model for ``case``."""
+    if isinstance(case, compute_cases.LinearCase):
+        return case.input_shape, case.weight_shape, case.per_channel
+    if kernel == "window":
+        return case.weight_shape, case.output_shape
+    return case.input_shape, case.channels
 
 
 def fit(rows: list[list[float]], measured: list[int]) -> tuple[list[float], float, int]:
@@ -167,8 +183,8 @@ def measure(
     """Every case of ``kernel``'s grid run on the core, in batches; None (and a line) if an
     image failed or a case differs from the reference."""
     grids = {
-        "depthwise": grid, "pointwise": pointwise_grid, "window": window_grid,
-        "linear": linear_grid,
+        "depthwise": grid, "pointwise": pointwise_grid,
+        "window": lambda: window_grid(CORES[args.core]), "linear": linear_grid,
     }  # fmt: skip
     core = harness.CORES[args.core]
     outcomes: list[compute_cases.Outcome] = []
@@ -203,7 +219,7 @@ def describe(
 def model_of(kernel: str, isa: Isa, outcomes: list[compute_cases.Outcome]) -> dict:
     """The fit of ``kernel``'s two functions to ``outcomes``, printing each case's measured and
     fitted instructions and the worst errors."""
-    ours_rows, theirs_rows = counts(isa, [o.case for o in outcomes])
+    ours_rows, theirs_rows = counts(isa, kernel, [o.case for o in outcomes])
     ours, ours_error, ours_worst = fit(ours_rows, [o.ours_instructions for o in outcomes])
     theirs, theirs_error, theirs_worst = fit(
         theirs_rows, [o.wrapper_instructions for o in outcomes]
@@ -220,15 +236,12 @@ def model_of(kernel: str, isa: Isa, outcomes: list[compute_cases.Outcome]) -> di
     print(f"{kernel}: {len(outcomes)} cases bit exact; worst fit error (calls of {LARGE:,} "
           f"instructions or more): ours {ours_error:.1%} ({outcomes[ours_worst].case}), "
           f"CMSIS-NN {theirs_error:.1%} ({outcomes[theirs_worst].case})")  # fmt: skip
-    names = {
-        "pointwise": (costs.POINTWISE_COUNTS, costs.ONE_BY_ONE_COUNTS),
-        "window": (costs.WINDOW_COUNTS, costs.CONVOLVE_COUNTS),
-        "linear": (costs.QUADS_COUNTS, costs.VEC_MAT_COUNTS),
-    }.get(kernel, costs.COUNT_NAMES[isa])
-    keys = {
-        "pointwise": ("pointwise", "one_by_one"), "window": ("window", "convolve"),
-        "linear": ("quads", "vec_mat"),
-    }.get(kernel, ("lanes", "wrapper"))  # fmt: skip
+    if kernel == "depthwise":
+        names, keys = costs.COUNT_NAMES[isa], ("lanes", "wrapper")
+    else:
+        product = product_costs.PRODUCTS[isa][PRODUCT[kernel]]
+        names = (product.ours_names, product.theirs_names)
+        keys = (product.ours, product.theirs)
     return {
         keys[0]: {
             "counts": names[0],
@@ -252,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kernels",
         default="depthwise,pointwise,window,linear",
-        help="depthwise, and (DSP only) pointwise, window and linear",
+        help="of depthwise, pointwise, window and linear",
     )
     args = parser.parse_args(argv)
     reason = harness.missing()
@@ -261,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     plugin = harness.build_plugin(args.build_dir / "plugin")
     core, isa = harness.CORES[args.core], CORES[args.core]
-    kernels = [k for k in args.kernels.split(",") if k == "depthwise" or isa is Isa.DSP]
+    kernels = args.kernels.split(",")
     model: dict = {
         "measured": f"benchmarks/kernel_costs.py on QEMU {core.machine} ({core.cpu}, {isa}, -O3)"
     }

@@ -140,9 +140,9 @@ def conv_calls(
             tile = draw(st.integers(0, 3))
             need = compute.lanes_buffer_bytes(host_target(isa).isa, shapes[2], g["stride"], tile)
         elif path == POINTWISE:  # a pair of pixels' inputs, widened
-            need = compute.pointwise_buffer_bytes(c_in)
+            need = compute.pointwise_buffer_bytes(host_target(isa).isa, c_in)
         elif path == WINDOW:  # a pair of pixels' windows, widened
-            need = compute.window_buffer_bytes(weight)
+            need = compute.window_buffer_bytes(host_target(isa).isa, weight)
         elif path:
             need = 0  # the CMSIS-NN path functions take no buffer
         args = (x, kernel, bias, multipliers, shifts, *window, *depth, *numbers, path, need)

@@ -25,6 +25,7 @@ from cortex_m_nn.core.cmsis_nn import (
     WRAPPER,
 )
 from cortex_m_nn.core.options import IoType
+from cortex_m_nn.core.target import Isa
 from cortex_m_nn.pipeline import CompiledProgram
 from cortex_m_nn.plan import paths
 from cortex_m_nn.serialize.pte import runtime_overhead
@@ -131,8 +132,9 @@ def test_fast_gives_our_kernel_where_the_cost_model_expects_it_faster(
     """VWW on M55, fast: its depthwise layers of few channels (the measured cost model: ours
     0.3-0.6x CMSIS-NN's there) run our depthwise_conv_lanes_s8, the rest CMSIS-NN's; the
     arena stays the wrapper's (the buffer no larger than the wrapper's), the numbers the same,
-    and the report names the function of each layer and what the model expects. DS-CNN's
-    25x5x64 layers, where ours is not faster, keep CMSIS-NN's. On M33 (DSP) CMSIS-NN's 3x3
+    and the report names the function of each layer and what the model expects; most of its
+    1x1 convolutions run our pointwise_conv_s8 with a quad's gathered inputs as buffer. DS-CNN's
+    25x5x64 depthwise layers, where ours is not faster, keep CMSIS-NN's. On M33 (DSP) CMSIS-NN's 3x3
     path and its 1x1 path take no buffer: our depthwise and pointwise kernels take the room the
     first plan's arena leaves at their calls, so the arena stays the same there too."""
     vww = harness.compile_for("mobilenet_v1_025", harness.CORES["m55"], io=IoType.INT8)
@@ -140,7 +142,14 @@ def test_fast_gives_our_kernel_where_the_cost_model_expects_it_faster(
     lanes = [n for n in depthwise if n.args[-2] == LANES]
     assert 0 < len(lanes) < len(depthwise)
     assert {n.args[-2] for n in depthwise} == {WRAPPER, LANES}
-    assert vww.compiled.memory.paths == {"depthwise_conv_lanes_s8": len(lanes)}
+    assert vww.compiled.memory.paths["depthwise_conv_lanes_s8"] == len(lanes)
+    mve_pointwise = [n for n in vww.compiled.io.graph.graph.nodes if n.target is CONV2D]
+    mve_pointwise = [n for n in mve_pointwise if n.args[-2] == POINTWISE]
+    assert len(mve_pointwise) >= 6  # of its thirteen: a quad's gathered inputs, in the room
+    assert [int(n.args[-1]) for n in mve_pointwise] == [
+        compute.pointwise_buffer_bytes(Isa.MVE, int(n.args[0].meta["val"].shape[3]))
+        for n in mve_pointwise
+    ]
     rows = [r for r in vww.compiled.records if r.cmsis_function == "depthwise_conv_lanes_s8"]
     assert len(rows) == len(lanes)
     assert all(r.expected_instructions["ours"] < r.expected_instructions["cmsis_nn"] for r in rows)
@@ -155,14 +164,14 @@ def test_fast_gives_our_kernel_where_the_cost_model_expects_it_faster(
     depths = [int(n.args[0].meta["val"].shape[3]) for n in pointwise]
     assert len(pointwise) >= 6  # of its thirteen 1x1 convolutions
     assert [int(n.args[-1]) for n in pointwise] == [
-        compute.pointwise_buffer_bytes(d) for d in depths
+        compute.pointwise_buffer_bytes(Isa.DSP, d) for d in depths
     ]
     assert m33.compiled.memory.paths == {
         "depthwise_conv_lanes_s8": len(dsp_lanes),
         "pointwise_conv_s8": len(pointwise),
     }
     ds_cnn = harness.compile_for("ds_cnn", harness.CORES["m55"], io=IoType.INT8)
-    assert ds_cnn.compiled.memory.paths == {}
+    assert "depthwise_conv_lanes_s8" not in ds_cnn.compiled.memory.paths
     model = tmp_path / "vww.py"
     model.write_text(
         "from tests.target.models import MODELS\n\n\ndef vww():\n"
@@ -177,29 +186,37 @@ def test_fast_gives_our_kernel_where_the_cost_model_expects_it_faster(
     assert all(len(line.split()) == 3 for line in per_call)
 
 
-def test_fast_gives_our_window_kernel_to_convolutions_on_dsp() -> None:
+def test_fast_gives_our_window_kernel_to_3x3_convolutions() -> None:
     """ResNet-8 on M33, fast: each 3x3 convolution of a multiple of 4 input channels (six: not
     the first layer's 3 channels) runs our window_conv_s8 with a buffer the size of
-    arm_convolve_s8's, the wrapper's 1x1 shortcuts keep CMSIS-NN's, the arena stays the same
-    and the numbers are the M55's (which keeps CMSIS-NN's: no MVE model of ours)."""
+    arm_convolve_s8's, the wrapper's 1x1 shortcuts keep CMSIS-NN's; on M55 the first layer's
+    too (MVE's takes any depth), its buffer a quad's windows (arm_convolve_s8's MVE size); the
+    arena stays the same and the numbers are the same on both."""
     m33 = harness.compile_for("resnet8", harness.CORES["m33"], io=IoType.INT8)
     m55 = harness.compile_for("resnet8", harness.CORES["m55"], io=IoType.INT8)
     convolutions = [n for n in m33.compiled.io.graph.graph.nodes if n.target is CONV2D]
     window = [n for n in convolutions if n.args[-2] == WINDOW]
     shapes = [tuple(n.args[1].meta["val"].shape) for n in window]
     assert len(window) == 6 and all(s[1:3] == (3, 3) and s[3] % 4 == 0 for s in shapes)
-    assert [int(n.args[-1]) for n in window] == [compute.window_buffer_bytes(s) for s in shapes]
+    assert [int(n.args[-1]) for n in window] == [
+        compute.window_buffer_bytes(Isa.DSP, s) for s in shapes
+    ]
     assert {n.args[-2] for n in convolutions} == {WRAPPER, WINDOW}
     assert m33.compiled.memory.paths == {"window_conv_s8": 6}
-    assert m55.compiled.memory.paths == {}
+    assert m55.compiled.memory.paths == {"window_conv_s8": 7}
+    mve = [n for n in m55.compiled.io.graph.graph.nodes if n.target is CONV2D]
+    mve = [n for n in mve if n.args[-2] == WINDOW]
+    assert [int(n.args[-1]) for n in mve] == [
+        compute.window_buffer_bytes(Isa.MVE, tuple(n.args[1].meta["val"].shape)) for n in mve
+    ]
     assert m33.compiled.arena_bytes == m55.compiled.arena_bytes
     assert all(torch.equal(a, b) for a, b in zip(m33.expected, m55.expected, strict=True))
 
 
-def test_fast_gives_our_fully_connected_kernel_where_faster_on_dsp() -> None:
+def test_fast_gives_our_fully_connected_kernel_where_faster() -> None:
     """The autoencoder on M33, fast: its linear layers of 128 inputs or outputs or more run our
     fully_connected_quads_s8 (the cost model: 0.8-0.9x CMSIS-NN's there), the 128 to 8 and 8 to
-    128 ones keep CMSIS-NN's; the report names it; the M55 keeps CMSIS-NN's everywhere."""
+    128 ones keep CMSIS-NN's; the report names it; on the M55 (0.4-0.6x) every layer runs it."""
     m33 = harness.compile_for("autoencoder", harness.CORES["m33"], io=IoType.INT8)
     m55 = harness.compile_for("autoencoder", harness.CORES["m55"], io=IoType.INT8)
     linear = [n for n in m33.compiled.io.graph.graph.nodes if n.target is LINEAR]
@@ -209,5 +226,5 @@ def test_fast_gives_our_fully_connected_kernel_where_faster_on_dsp() -> None:
     rows = [r for r in m33.compiled.records if r.cmsis_function == "fully_connected_quads_s8"]
     assert len(rows) == len(quads)
     assert all(r.expected_instructions["ours"] < r.expected_instructions["cmsis_nn"] for r in rows)
-    assert m55.compiled.memory.paths == {}
+    assert m55.compiled.memory.paths == {"fully_connected_quads_s8": len(linear)}
     assert all(torch.equal(a, b) for a, b in zip(m33.expected, m55.expected, strict=True))

@@ -107,10 +107,9 @@ class ConvCase:
         return (self.channels, *self.kernel, self.depth)
 
     def buffer_bytes(self, isa: Isa) -> int:
-        del isa  # the same on every ISA
         if self.window:
-            return compute.window_buffer_bytes(self.weight_shape)
-        return compute.pointwise_buffer_bytes(self.depth)
+            return compute.window_buffer_bytes(isa, self.weight_shape)
+        return compute.pointwise_buffer_bytes(isa, self.depth)
 
 
 @dataclass(frozen=True)
@@ -263,10 +262,11 @@ def random_pointwise_cases(count: int, seed: int) -> list[ConvCase]:
     return cases
 
 
-def random_window_cases(count: int, seed: int) -> list[ConvCase]:
+def random_window_cases(count: int, seed: int, any_depth: bool = False) -> list[ConvCase]:
     """``count`` random calls window_conv_s8 computes: images up to 10 x 10, kernels 1 to 5
     each way, stride 1 to 3, pads 0 to 2 on each side, 4 to 32 input channels (a multiple of
-    4), 1 to 24 output channels, a random activation range, one in ten of two images."""
+    4; ``any_depth``: 1 to 20, which it computes on MVE), 1 to 24 output channels, a random
+    activation range, one in ten of two images."""
     draw = random.Random(seed)
     cases: list[ConvCase] = []
     while len(cases) < count:
@@ -280,7 +280,8 @@ def random_window_cases(count: int, seed: int) -> list[ConvCase]:
         low, high = _activation(draw)
         cases.append(
             ConvCase(
-                2 if draw.random() < 0.1 else 1, *size, 4 * draw.randint(1, 8),
+                2 if draw.random() < 0.1 else 1, *size,
+                draw.randint(1, 20) if any_depth else 4 * draw.randint(1, 8),
                 draw.randint(1, 24), draw.randint(-127, 128), draw.randint(-128, 127),
                 (low, high), draw.getrandbits(32), True, kernel,
                 (draw.randint(1, 3), draw.randint(1, 3)), padding,  # type: ignore[arg-type]

@@ -1,5 +1,6 @@
 """Our compute functions on the target: 200 random layer shapes of each (depthwise, pointwise,
-window, fully connected) per core and rounding, in one image each
+window, fully connected) per core and rounding, and on the M55 100 windows of any input depth,
+in one image each
 (tests/target/compute_cases.py), bit exact with the Python reference (our pointwise kernel also
 in place); CMSIS-NN's function, run on the same cases, agrees with the reference wherever it
 computes the call."""
@@ -23,6 +24,8 @@ CONVS: list[compute_cases.ConvCase | compute_cases.LinearCase] = []
 CONVS += compute_cases.random_pointwise_cases(200, seed=43)
 CONVS += compute_cases.random_window_cases(200, seed=44)
 CONVS += compute_cases.random_linear_cases(200, seed=45)
+#: window_conv_s8 computes any input depth on MVE (first layers of 1 to 3 channels)
+MVE_WINDOWS = compute_cases.random_window_cases(100, seed=46, any_depth=True)
 
 
 def wrapper_computes(case: object, core: harness.Core) -> bool:
@@ -49,8 +52,9 @@ def test_our_kernels_are_bit_exact_on_random_shapes(
 ) -> None:
     core = harness.CORES[name]
     build = Path(request.config.cache.mkdir(f"compute-{name}-{rounding.value}"))
-    status, outcomes = compute_cases.run(CASES, core, build, rounding, plugin, CONVS)
-    assert len(outcomes) == len(CASES) + len(CONVS), f"the image stopped early ({status})"
+    extra = CONVS + (MVE_WINDOWS if name == "m55" else [])
+    status, outcomes = compute_cases.run(CASES, core, build, rounding, plugin, extra)
+    assert len(outcomes) == len(CASES) + len(extra), f"the image stopped early ({status})"
     assert [o.case for o in outcomes if o.ours_differ] == []
     lanes, convs = outcomes[: len(CASES)], outcomes[len(CASES) :]
     computed = [o for o in lanes if wrapper_computes(o.case, core)]

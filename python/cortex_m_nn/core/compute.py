@@ -16,15 +16,18 @@ int16, so the buffer holds four planes of ``(tile - 1) * stride_h + 3`` rows of
 240 bytes of stack.
 
 ``pointwise_conv_s8`` (``conv2d``'s ``POINTWISE`` path): an int8 1x1 convolution of stride 1
-without padding, dilation or groups. It widens a pair of pixels' inputs to int16, four bytes per
-input channel: on the stack up to :data:`STACK_DEPTH` input channels (no buffer), else into its
-buffer; it reads (widens) each pair before writing it, so its output may
-start where its input does (``plan.overlap``).
+without padding, dilation or groups. Off MVE it widens a pair of pixels' inputs to int16, four
+bytes per input channel; on MVE it gathers a quad of pixels' inputs, 64 bytes per 16 input
+channels (:func:`quad_bytes`); either on the stack up to :data:`STACK_DEPTH` input channels (no
+buffer), else into its buffer. It reads each pair (quad) before writing it, so its output may
+start where its input does (``plan.overlap``; on MVE with up to :data:`QUAD_BLOCK` output
+channels, which it computes in one block).
 
-``window_conv_s8`` (``conv2d``'s ``WINDOW`` path): an int8 convolution without groups of a
-multiple of 4 input channels, any window, stride, padding and dilation. Its buffer holds a pair
-of output pixels' windows widened to int16, four bytes per weight of an output channel (what
-``arm_convolve_s8`` takes off MVE).
+``window_conv_s8`` (``conv2d``'s ``WINDOW`` path): an int8 convolution without groups, any
+window, stride, padding and dilation, off MVE of a multiple of 4 input channels. Its buffer
+holds a pair of output pixels' windows widened to int16, four bytes per weight of an output
+channel (what ``arm_convolve_s8`` takes off MVE); on MVE a quad's windows, 64 bytes per 16
+weights of an output channel (what ``arm_convolve_s8`` takes on MVE).
 """
 
 from __future__ import annotations
@@ -91,8 +94,15 @@ def lanes_tile(isa: Isa, output_nhwc: Sequence[int], stride: Sequence[int], buff
     return min(out_h, (room // padded - KERNEL) // int(stride[0]) + 1)
 
 
-GROUP = 4  #: the input channels ``pointwise_conv_s8`` widens as one group
-STACK_DEPTH = 64  #: up to this depth ``pointwise_conv_s8`` widens on the stack (``kStackDepth``)
+GROUP = 4  #: the input channels ``pointwise_conv_s8`` widens as one group off MVE
+STACK_DEPTH = 64  #: up to this depth ``pointwise_conv_s8`` gathers on the stack (``kStackDepth``)
+QUAD_BLOCK = 64  #: the output channels a pixel-quad product computes at a time (``kBlock``)
+
+
+def quad_bytes(depth: int) -> int:
+    """A pixel quad's gathered inputs on MVE (``quads::gathered_bytes``): 64 bytes per 16 of
+    ``depth``."""
+    return 64 * -(-int(depth) // 16)
 
 
 def pointwise_computes(
@@ -113,19 +123,22 @@ def pointwise_computes(
     )
 
 
-def pointwise_buffer_bytes(depth: int) -> int:
-    """The buffer of a call of ``depth`` input channels
+def pointwise_buffer_bytes(isa: Isa, depth: int) -> int:
+    """The buffer of a call of ``depth`` input channels on ``isa``
     (``pointwise_conv_s8_get_buffer_size``): none up to :data:`STACK_DEPTH`."""
-    return 0 if int(depth) <= STACK_DEPTH else 4 * int(depth)
+    if int(depth) <= STACK_DEPTH:
+        return 0
+    return quad_bytes(depth) if isa is Isa.MVE else 4 * int(depth)
 
 
-def window_computes(input_nhwc: Sequence[int], weight_ohwi: Sequence[int]) -> bool:
-    """Whether ``window_conv_s8`` computes this int8 convolution."""
+def window_computes(isa: Isa, input_nhwc: Sequence[int], weight_ohwi: Sequence[int]) -> bool:
+    """Whether ``window_conv_s8`` computes this int8 convolution on ``isa``."""
     per_group = int(weight_ohwi[3])
-    return per_group == int(input_nhwc[3]) and per_group % GROUP == 0
+    return per_group == int(input_nhwc[3]) and (isa is Isa.MVE or per_group % GROUP == 0)
 
 
-def window_buffer_bytes(weight_ohwi: Sequence[int]) -> int:
-    """The buffer of ``window_conv_s8`` (``window_conv_s8_get_buffer_size``)."""
+def window_buffer_bytes(isa: Isa, weight_ohwi: Sequence[int]) -> int:
+    """The buffer of ``window_conv_s8`` on ``isa`` (``window_conv_s8_get_buffer_size``)."""
     _, kernel_h, kernel_w, depth = (int(d) for d in weight_ohwi)
-    return 4 * kernel_h * kernel_w * depth
+    weights = kernel_h * kernel_w * depth
+    return quad_bytes(weights) if isa is Isa.MVE else 4 * weights

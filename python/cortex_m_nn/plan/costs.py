@@ -1,8 +1,8 @@
 """The kernel cost model: instructions a depthwise call takes in our ``depthwise_conv_lanes_s8``
 and in CMSIS-NN's ``arm_depthwise_conv_wrapper_s8``, per ISA (MVE, measured on the M55; DSP, on
-the M33, where the wrapper runs ``arm_depthwise_conv_3x3_s8``), and a 1x1 convolution in our
-``pointwise_conv_s8`` and in the wrapper's ``arm_convolve_1x1_s8_fast`` (DSP), so that
-``plan.paths`` gives a call our kernel only where it is faster for that shape on that core.
+the M33, where the wrapper runs ``arm_depthwise_conv_3x3_s8``), so that ``plan.paths`` gives a
+call our kernel only where it is faster for that shape on that core; our matrix products'
+models (``plan.product_costs``) read theirs from the same file.
 
 Each estimate is a sum of counts that follow the function's loops (:func:`lanes_counts`,
 :func:`wrapper_counts`), each weighed by instructions per count fitted to measurements under
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -184,126 +184,6 @@ def theirs_counts(
     return three_by_three_counts(input_nhwc, output_nhwc, stride, padding)
 
 
-POINTWISE_COUNTS = ["calls", "channels", "pixel_pairs", "widened_groups", "blocks", "block_groups"]
-ONE_BY_ONE_COUNTS = [
-    "calls", "channel_pairs", "offset_sums", "blocks", "block_chunks", "block_quads",
-    "odd_row_quads", "odd_channel_quads",
-]  # fmt: skip
-
-
-def pointwise_counts(input_nhwc: Sequence[int], channels: int) -> list[float]:
-    """The counts of ``pointwise_conv_s8``'s loops (``POINTWISE_COUNTS``) for a call of
-    ``channels`` output channels whose depth is a multiple of four: the call, its output
-    channels (each checked for the fast rounding), its pixel pairs and the groups of four
-    inputs they widen, the blocks (a pair of output channels on a pixel
-    pair: the sums, their requantization and stores) and the groups those blocks multiply."""
-    batch, height, width, depth = (int(d) for d in input_nhwc)
-    pairs = -(-batch * height * width // 2)
-    groups = depth // compute.GROUP
-    blocks = pairs * -(-int(channels) // 2)
-    return [
-        1.0, float(channels), float(pairs), float(pairs * groups), float(blocks),
-        float(blocks * groups),
-    ]  # fmt: skip
-
-
-def one_by_one_counts(input_nhwc: Sequence[int], channels: int) -> list[float]:
-    """The counts of the loops of ``arm_nn_mat_mult_nt_t_s8`` off MVE (what
-    ``arm_convolve_1x1_s8_fast`` runs, for a depth that is a multiple of four;
-    ``ONE_BY_ONE_COUNTS``): the call, the output channel pairs and the weights each sums for the
-    input offset, the blocks of two pixels by two channels with their chunks of 16 inputs and
-    quads of four after them, an odd last pixel's and an odd last channel's quads."""
-    batch, height, width, depth = (int(d) for d in input_nhwc)
-    pixels, pairs = batch * height * width, int(channels) // 2
-    blocks = pairs * (pixels // 2)
-    chunks, quads = depth // 16, depth % 16 // 4
-    return [
-        1.0, float(pairs), float(pairs * depth), float(blocks), float(blocks * chunks),
-        float(blocks * quads), float(pixels % 2 * pairs * depth // 4),
-        float(int(channels) % 2 * pixels * depth // 4),
-    ]  # fmt: skip
-
-
-WINDOW_COUNTS = [
-    "calls", "channels", "pixel_pairs", "taps", "widened_groups", "blocks", "block_groups",
-]  # fmt: skip
-CONVOLVE_COUNTS = [
-    "calls", "pixels", "taps", "pixel_quads", "blocks", "block_quads", "odd_pixel_quads",
-    "odd_channel_quads",
-]  # fmt: skip
-
-
-def window_counts(weight_ohwi: Sequence[int], output_nhwc: Sequence[int]) -> list[float]:
-    """The counts of ``window_conv_s8``'s loops (``WINDOW_COUNTS``): the call, its output
-    channels, its pixel pairs, the taps they gather and the groups of four inputs they widen,
-    the blocks (a pair of output channels on a pixel pair) and the groups those multiply."""
-    channels, kernel_h, kernel_w, depth = (int(d) for d in weight_ohwi)
-    batch, out_h, out_w, _ = (int(d) for d in output_nhwc)
-    pairs = -(-batch * out_h * out_w // 2)
-    groups = kernel_h * kernel_w * depth // compute.GROUP
-    blocks = pairs * -(-channels // 2)
-    return [
-        1.0, float(channels), float(pairs), float(pairs * kernel_h * kernel_w),
-        float(pairs * groups), float(blocks), float(blocks * groups),
-    ]  # fmt: skip
-
-
-def convolve_counts(weight_ohwi: Sequence[int], output_nhwc: Sequence[int]) -> list[float]:
-    """The counts of ``arm_convolve_s8``'s loops off MVE (``CONVOLVE_COUNTS``): the call, the
-    output pixels, the taps each copies and its quads of inputs widened to int16, the blocks of
-    two pixels by two channels (``arm_nn_mat_mult_kernel_s8_s16``) with their quads of inputs,
-    an odd last pixel's and an odd last channel's quads."""
-    channels, kernel_h, kernel_w, depth = (int(d) for d in weight_ohwi)
-    batch, out_h, out_w, _ = (int(d) for d in output_nhwc)
-    pixels = batch * out_h * out_w
-    quads = kernel_h * kernel_w * depth // 4
-    blocks = pixels // 2 * (channels // 2)
-    return [
-        1.0, float(pixels), float(pixels * kernel_h * kernel_w), float(pixels * quads),
-        float(blocks), float(blocks * quads), float(pixels % 2 * channels * quads),
-        float(channels % 2 * (pixels // 2) * quads),
-    ]  # fmt: skip
-
-
-QUADS_COUNTS = ["calls", "rows", "quads", "quad_groups", "tail_products", "channel_outputs"]
-VEC_MAT_COUNTS = [
-    "calls", "rows", "pairs", "pair_groups", "odd_groups", "tail_products", "channel_outputs",
-]  # fmt: skip
-
-
-def _linear_shape(input_shape: Sequence[int], weight_shape: Sequence[int]) -> tuple[int, ...]:
-    """(rows, in features, out features) of a linear call."""
-    features, depth = (int(d) for d in weight_shape)
-    return math.prod(int(d) for d in input_shape) // depth, depth, features
-
-
-def quads_counts(
-    input_shape: Sequence[int], weight_shape: Sequence[int], per_channel: bool = False
-) -> list[float]:
-    """The counts of ``fully_connected_quads_s8``'s loops (``QUADS_COUNTS``): the call, its input
-    rows, their quads of output features and the quads' groups of four inputs, the products
-    of the last in_features % 4 inputs, and (``per_channel``) the outputs requantized each
-    with its own multiplier and shift."""
-    rows, depth, features = _linear_shape(input_shape, weight_shape)
-    quads = rows * -(-features // 4)
-    return [1.0, float(rows), float(quads), float(quads * (depth // 4)),
-            float(rows * features * (depth % 4)), float(per_channel * rows * features)]  # fmt: skip
-
-
-def vec_mat_counts(
-    input_shape: Sequence[int], weight_shape: Sequence[int], per_channel: bool = False
-) -> list[float]:
-    """The counts of ``arm_nn_vec_mat_mult_t_s8``'s loops off MVE (its ``_per_ch`` form when
-    ``per_channel``; ``VEC_MAT_COUNTS``): the call, its rows, their pairs of output features and
-    the pairs' groups of four inputs, an odd last feature's groups, the products of the last
-    in_features % 4 inputs, and the outputs requantized per channel."""
-    rows, depth, features = _linear_shape(input_shape, weight_shape)
-    pairs = rows * (features // 2)
-    odd = rows * (features % 2) * (depth // 4)
-    return [1.0, float(rows), float(pairs), float(pairs * (depth // 4)), float(odd),
-            float(rows * features * (depth % 4)), float(per_channel * rows * features)]  # fmt: skip
-
-
 #: ISA → the names of :func:`ours_counts` and of :func:`theirs_counts`
 COUNT_NAMES = {
     Isa.MVE: (LANES_COUNTS, WRAPPER_COUNTS),
@@ -320,9 +200,16 @@ def _weights(isa: Isa, function: str) -> list[float]:
     return _models()[isa.value][function]["instructions_per_count"]
 
 
-def modelled(isa: Isa) -> bool:
-    """Whether the cost model has measurements of ``isa``."""
-    return isa.value in _models()
+def modelled(isa: Isa, function: str | None = None) -> bool:
+    """Whether the cost model has measurements of ``isa`` (of ``function``'s model, if
+    given)."""
+    found = _models().get(isa.value)
+    return found is not None and (function is None or function in found)
+
+
+def instructions(isa: Isa, function: str, counts: Sequence[float]) -> float:
+    """The instructions ``function``'s model on ``isa`` expects for its loops' ``counts``."""
+    return sum(w * c for w, c in zip(_weights(isa, function), counts, strict=True))
 
 
 def lanes_instructions(
@@ -333,8 +220,7 @@ def lanes_instructions(
     tile: int,
 ) -> float:
     """The instructions ``depthwise_conv_lanes_s8`` is expected to take on ``isa``."""
-    counts = ours_counts(isa, input_nhwc, output_nhwc, stride, tile)
-    return sum(w * c for w, c in zip(_weights(isa, "lanes"), counts, strict=True))
+    return instructions(isa, "lanes", ours_counts(isa, input_nhwc, output_nhwc, stride, tile))
 
 
 def wrapper_instructions(
@@ -346,7 +232,7 @@ def wrapper_instructions(
 ) -> float:
     """The instructions ``arm_depthwise_conv_wrapper_s8`` is expected to take on ``isa``."""
     counts = theirs_counts(isa, input_nhwc, output_nhwc, stride, padding)
-    return sum(w * c for w, c in zip(_weights(isa, "wrapper"), counts, strict=True))
+    return instructions(isa, "wrapper", counts)
 
 
 def lanes_faster(
@@ -361,38 +247,3 @@ def lanes_faster(
     instructions than the wrapper on ``isa``, by :data:`MARGIN`."""
     ours = lanes_instructions(isa, input_nhwc, output_nhwc, stride, tile)
     return ours < MARGIN * wrapper_instructions(isa, input_nhwc, output_nhwc, stride, padding)
-
-
-#: our matrix product → (its model's name, its counts; CMSIS-NN's function's model's name, its
-#: counts), both counts taking the same shape arguments: pointwise (input NHWC, output
-#: channels), window (weight OHWI, output NHWC), quads (input, weight [out, in], per channel)
-PRODUCTS: dict[str, tuple[str, Callable[..., list[float]], str, Callable[..., list[float]]]] = {
-    "pointwise": ("pointwise", pointwise_counts, "one_by_one", one_by_one_counts),
-    "window": ("window", window_counts, "convolve", convolve_counts),
-    "quads": ("quads", quads_counts, "vec_mat", vec_mat_counts),
-}
-
-
-def product_modelled(isa: Isa, product: str) -> bool:
-    """Whether the cost model has measurements of our ``product`` (:data:`PRODUCTS`) on
-    ``isa``."""
-    return modelled(isa) and PRODUCTS[product][0] in _models()[isa.value]
-
-
-def product_instructions(isa: Isa, product: str, *shape: object) -> tuple[float, float]:
-    """The instructions our ``product`` and the CMSIS-NN function it stands in for are
-    expected to take on ``isa`` for a call of ``shape``."""
-    ours, ours_counts_of, theirs, theirs_counts_of = PRODUCTS[product]
-    return tuple(  # type: ignore[return-value]
-        sum(w * c for w, c in zip(_weights(isa, name), counts(*shape), strict=True))
-        for name, counts in ((ours, ours_counts_of), (theirs, theirs_counts_of))
-    )
-
-
-def product_faster(isa: Isa, product: str, *shape: object) -> bool:
-    """Whether our ``product`` is expected to take fewer instructions than CMSIS-NN's function
-    on ``isa`` for a call of ``shape``, by :data:`MARGIN` (false where it is not modelled)."""
-    if not product_modelled(isa, product):
-        return False
-    ours, theirs = product_instructions(isa, product, *shape)
-    return ours < MARGIN * theirs

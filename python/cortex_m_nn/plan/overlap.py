@@ -240,8 +240,10 @@ def _stage(isa: Isa, call: Node) -> list[tuple[Node, int]]:
 def _conv2d_order(isa: Isa, window: Window, call: Node) -> Order | None:
     if call.args[-2] == ROWS:  # path, before scratch_bytes: arm_convolve_1x1_s8 on any ISA
         return Order(window.output[2])
-    if call.args[-2] in (POINTWISE, WINDOW):  # ours: a pixel pair read, then written
-        return Order(2, strict=True)
+    if call.args[-2] in (POINTWISE, WINDOW) and isa is not Isa.MVE:  # ours: a pixel pair read,
+        return Order(2, strict=True)  # then written
+    if call.args[-2] in (POINTWISE, WINDOW):  # on MVE a quad, a block of channels at a time
+        return Order(4, strict=True) if window.output[3] <= compute.QUAD_BLOCK else None
     return conv_order(isa, window, _shape(call.args[1]), call.args[7])
 
 

@@ -22,13 +22,14 @@ CMSIS-NN's wrapper (:func:`fastest`), with the tile the model expects fastest am
 buffer fits the call's room: the wrapper's scratch, or, given the arena of a plan of the same
 graph, what that arena leaves at the call (``plan.schedule.fastest_program`` plans twice).
 On DSP the wrapper's ``arm_depthwise_conv_3x3_s8`` takes no buffer, so ours takes the room the
-arena leaves there or computes with none (a strip on the stack). The same way, on DSP, a 1x1
-convolution of stride 1 runs our ``pointwise_conv_s8`` (``POINTWISE``) where the cost model
+arena leaves there or computes with none (a strip on the stack). The same way, on DSP and MVE, a
+1x1 convolution of stride 1 runs our ``pointwise_conv_s8`` (``POINTWISE``) where the cost model
 expects it faster than the wrapper's ``arm_convolve_1x1_s8_fast`` and its buffer (a pair of
-pixels' inputs widened to int16) fits the call's room, and any other convolution the wrapper
-runs through ``arm_convolve_s8`` (no groups, a multiple of 4 input channels) our
-``window_conv_s8`` (``WINDOW``), whose buffer is the size of ``arm_convolve_s8``'s, and an int8
-linear layer requantized per tensor our ``fully_connected_quads_s8`` (``QUADS``, no buffer).
+pixels' inputs widened to int16, or on MVE a quad's gathered) fits the call's room, any other
+convolution the wrapper runs through ``arm_convolve_s8`` (no groups, off MVE a multiple of 4
+input channels) our ``window_conv_s8`` (``WINDOW``), whose buffer is the size of
+``arm_convolve_s8``'s, and an int8 linear layer our ``fully_connected_quads_s8`` (``QUADS``, no
+buffer).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from cortex_m_nn.lower.scratch import conv2d_scratch_bytes, depthwise_conv2d_scr
 from cortex_m_nn.plan import costs
 from cortex_m_nn.plan.liveness import scratch_bytes, sweep
 from cortex_m_nn.plan.memory_plan import aligned
+from cortex_m_nn.plan.product_costs import product_faster, product_instructions, product_modelled
 from cortex_m_nn.plan.stage import OPS
 
 
@@ -77,23 +79,27 @@ def rows_path(call: Node) -> bool:
 
 def pointwise_path(call: Node, target: Target) -> bool:
     """Whether our ``pointwise_conv_s8`` computes this conv2d call and the cost model measures
-    it on ``target``: int8, 1x1, stride 1, no padding, dilation or groups, a depth that is a
-    multiple of four (else the wrapper takes another function than the model's)."""
+    it on ``target``: int8, 1x1, stride 1, no padding, dilation or groups, off MVE a depth that
+    is a multiple of four (the DSP model's shapes)."""
     inputs, weight = (_value(call.args[k]).shape for k in (0, 1))
     window = (call.args[5], call.args[6], call.args[7])
     computes = _int8(call) and compute.pointwise_computes(inputs, weight, *window)
-    modelled = costs.product_modelled(target.isa, "pointwise")
-    return computes and inputs[3] % compute.GROUP == 0 and modelled
+    modelled = product_modelled(target.isa, "pointwise")
+    depth = target.isa is Isa.MVE or inputs[3] % compute.GROUP == 0
+    return computes and depth and modelled
 
 
 def window_path(call: Node, target: Target) -> bool:
     """Whether our ``window_conv_s8`` computes this conv2d call where the wrapper runs
-    ``arm_convolve_s8`` (what the cost model measures): int8, no groups, a multiple of 4 input
-    channels, not an unpadded 1x1 (the wrapper's 1x1 functions)."""
+    ``arm_convolve_s8`` (what the cost model measures): int8, no groups (off MVE a multiple of
+    4 input channels), not an unpadded 1x1 (the wrapper's 1x1 functions) nor, on MVE, a
+    convolution the wrapper gives ``arm_convolve_1_x_n_s8``."""
     inputs, weight = (_value(call.args[k]).shape for k in (0, 1))
     one_by_one = tuple(weight[1:3]) == (1, 1) and not any(call.args[6])
-    computes = _int8(call) and compute.window_computes(inputs, weight)
-    return computes and not one_by_one and costs.product_modelled(target.isa, "window")
+    one_by_n = target.isa is Isa.MVE and inputs[1] == 1 and weight[1] == 1
+    computes = _int8(call) and compute.window_computes(target.isa, inputs, weight)
+    modelled = product_modelled(target.isa, "window")
+    return computes and not one_by_one and not one_by_n and modelled
 
 
 def three_by_three_path(call: Node, padding: list[int]) -> bool:
@@ -174,9 +180,10 @@ def depthwise_wrapper_scratch(call: Node, target: Target) -> int:
 def fastest(graph_module: GraphModule, target: Target, arena: int | None = None) -> list[Node]:
     """Give each depthwise call our lanes kernel where it computes the call and the cost model
     expects fewer instructions than the wrapper's, in place, with the tile it expects fastest
-    among those whose buffer fits the call's room (:func:`rooms`); on DSP each 1x1 convolution
-    our pointwise kernel the same way (its one buffer fitting the room); the calls given them.
-    On DSP only depthwise calls the wrapper computes with ``arm_depthwise_conv_3x3_s8`` (what
+    among those whose buffer fits the call's room (:func:`rooms`); each convolution and linear
+    call our matrix products the same way where their models (``plan.product_costs``) expect
+    them faster and their one buffer fits the room; the calls given them. On DSP only
+    depthwise calls the wrapper computes with ``arm_depthwise_conv_3x3_s8`` (what
     the model measures). A graph whose values ``execution_graph.propagate_values`` has set."""
     if not costs.modelled(target.isa):
         return []
@@ -205,7 +212,7 @@ def fastest(graph_module: GraphModule, target: Target, arena: int | None = None)
 
 
 def _shape(call: Node, product: str) -> tuple:
-    """The shape arguments of our ``product``'s cost model (``plan.costs.PRODUCTS``) for
+    """The shape arguments of our ``product``'s cost model (``plan.product_costs.PRODUCTS``) for
     ``call``: pointwise (input NHWC, output channels), window (weight OHWI, output NHWC), quads
     (input, weight, per channel)."""
     if product == "pointwise":
@@ -220,8 +227,8 @@ def _give_pointwise(call: Node, target: Target, room: int) -> bool:
     fits ``room`` and the cost model expects it faster; whether it did."""
     if not pointwise_path(call, target):
         return False
-    need = compute.pointwise_buffer_bytes(int(_value(call.args[0]).shape[3]))
-    if need > room or not costs.product_faster(target.isa, "pointwise", *_shape(call, "pointwise")):
+    need = compute.pointwise_buffer_bytes(target.isa, int(_value(call.args[0]).shape[3]))
+    if need > room or not product_faster(target.isa, "pointwise", *_shape(call, "pointwise")):
         return False
     set_path(call, POINTWISE, target, need)
     return True
@@ -232,7 +239,7 @@ def _give_quads(call: Node, target: Target) -> bool:
     (int8 activations and weights) and the cost model expects it faster; whether it did."""
     if call.args[-1] != WRAPPER or not _int8(call):
         return False
-    if not costs.product_faster(target.isa, "quads", *_shape(call, "quads")):
+    if not product_faster(target.isa, "quads", *_shape(call, "quads")):
         return False
     call.args = (*call.args[:-1], QUADS)
     return True
@@ -249,8 +256,8 @@ def _give_window(call: Node, target: Target, room: int) -> bool:
     fits ``room`` and the cost model expects it faster; whether it did."""
     if not window_path(call, target):
         return False
-    need = compute.window_buffer_bytes(_value(call.args[1]).shape)
-    if need > room or not costs.product_faster(target.isa, "window", *_shape(call, "window")):
+    need = compute.window_buffer_bytes(target.isa, _value(call.args[1]).shape)
+    if need > room or not product_faster(target.isa, "window", *_shape(call, "window")):
         return False
     set_path(call, WINDOW, target, need)
     return True
@@ -428,7 +435,7 @@ def call_estimates(graph_module: GraphModule, target: Target) -> dict[str, dict[
     ]
     for product, calls in products:
         for call in calls:
-            ours, theirs = costs.product_instructions(target.isa, product, *_shape(call, product))
+            ours, theirs = product_instructions(target.isa, product, *_shape(call, product))
             name = call.name if product == "quads" else _output_name(call)  # linear: no scratch
             found[name] = {"ours": round(ours), "cmsis_nn": round(theirs)}
     return found
