@@ -6,7 +6,7 @@ wrapper's arm_convolve_1x1_s8_fast and arm_convolve_s8 and arm_fully_connected_s
 Usage::
 
     PYTHONPATH=python:. python benchmarks/kernel_costs.py [--core m55|m33] [--write]
-        [--build-dir DIR] [--kernels depthwise,pointwise,window,linear]
+        [--build-dir DIR] [--kernels depthwise,pointwise,window,linear] [--models NAMES]
 
 Runs ``tests/target/compute`` (images of grid cases, each through both functions, each output
 checked against the Python reference) with the instruction-count plugin, then fits each
@@ -16,12 +16,16 @@ per case, the measured and fitted instructions of both and which one the compile
 choose, and the fit's worst relative error; ``--write`` stores the fit in
 ``python/cortex_m_nn/plan/kernel_costs.json`` under the core's ISA, which ``plan.paths`` reads
 (the kernels measured replace their entries; the others stay).
+``--models`` instead runs the shapes of those models' calls that the compiler gives our matrix
+products on the core through both functions and prints the per-kernel table of
+``benchmarks/README.md`` (MACs, instructions and MACs per instruction, ours against CMSIS-NN's).
 Needs ``CMSIS_NN_PATH``, Debian's ``arm-none-eabi-gcc`` and ``qemu-system-arm``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -257,6 +261,80 @@ def model_of(kernel: str, isa: Isa, outcomes: list[compute_cases.Outcome]) -> di
     }
 
 
+def model_cases(
+    names: list[str], core: str
+) -> list[tuple[str, compute_cases.ConvCase | compute_cases.LinearCase]]:
+    """The calls of models ``names`` (int8 I/O, ``fast``) that ``core``'s compiler gives our
+    matrix products, as cases of their shapes (the image draws its own numbers), each with
+    its model's name, a shape once per model."""
+    from cortex_m_nn.core.cmsis_nn import POINTWISE, QUADS, WINDOW
+    from cortex_m_nn.core.options import IoType
+    from cortex_m_nn.plan.stage import OPS
+
+    found: list[tuple[str, compute_cases.ConvCase | compute_cases.LinearCase]] = []
+    for name in names:
+        graph = harness.compile_for(name, harness.CORES[core], io=IoType.INT8).compiled.io.graph
+        for call in graph.graph.nodes:
+            shapes = [tuple(a.meta["val"].shape) for a in call.args[:2] if hasattr(a, "meta")]
+            seed = len(found) + 1
+            if call.target is OPS.linear.default and call.args[-1] == QUADS:
+                rows = int(np.prod(shapes[0])) // shapes[1][1]
+                case: compute_cases.ConvCase | compute_cases.LinearCase = compute_cases.LinearCase(
+                    rows, shapes[1][1], shapes[1][0], 3, -5, (-128, 127), seed,
+                    call.args[4] is not None,
+                )  # fmt: skip
+            elif call.target is OPS.conv2d.default and call.args[-2] in (POINTWISE, WINDOW):
+                (_, h, w, depth), (channels, kh, kw, _) = shapes
+                case = compute_cases.ConvCase(
+                    1, h, w, depth, channels, 3, -5, (-128, 127), seed,
+                    call.args[-2] == WINDOW, (kh, kw), tuple(call.args[5]), tuple(call.args[6]),
+                )  # fmt: skip
+            else:
+                continue
+            if all(replace_seed(case) != replace_seed(c) for _, c in found):
+                found.append((name, case))
+    return found
+
+
+def replace_seed(
+    case: compute_cases.ConvCase | compute_cases.LinearCase,
+) -> compute_cases.ConvCase | compute_cases.LinearCase:
+    """``case`` with seed 0: its shape and numbers."""
+    return dataclasses.replace(case, seed=0)
+
+
+def macs(case: compute_cases.ConvCase | compute_cases.LinearCase) -> int:
+    """The multiply-accumulates of a case."""
+    if isinstance(case, compute_cases.LinearCase):
+        return case.batch * case.depth * case.features
+    return int(np.prod(case.output_shape)) * int(np.prod(case.weight_shape[1:]))
+
+
+def models_table(args: argparse.Namespace, plugin: Path) -> int:
+    """Run the models' shapes where the compiler chooses ours through ours and CMSIS-NN's on
+    the core, and print the per-kernel table (benchmarks/README.md)."""
+    found = model_cases(args.models.split(","), args.core)
+    cases = [c for _, c in found]
+    build = args.build_dir / f"{args.core}-models"
+    status, outcomes = compute_cases.run([], harness.CORES[args.core], build, Rounding.DOUBLE,
+                                         plugin, cases)  # fmt: skip
+    if status != 0 or len(outcomes) != len(cases) or any(o.ours_differ for o in outcomes):
+        print(f"kernel_costs: the models' image failed (status {status})")
+        return 1
+    print("| layer (model) | our function | MACs | CMSIS-NN | MACs/insn | ours | MACs/insn "
+          "| ours ÷ CMSIS-NN |\n|---|---|---|---|---|---|---|---|")  # fmt: skip
+    for (name, case), o in zip(found, outcomes, strict=True):
+        function = "fully_connected_quads_s8"
+        if isinstance(case, compute_cases.ConvCase):
+            function = "window_conv_s8" if case.window else "pointwise_conv_s8"
+        n = macs(case)
+        print(f"| {describe(case).strip()} ({name}) | `{function}` | {n:,} | "
+              f"{o.wrapper_instructions:,} | {n / o.wrapper_instructions:.2f} | "
+              f"{o.ours_instructions:,} | {n / o.ours_instructions:.2f} | "
+              f"{o.ours_instructions / o.wrapper_instructions:.3f} |")  # fmt: skip
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="store the fit in plan/")
@@ -267,12 +345,19 @@ def main(argv: list[str] | None = None) -> int:
         default="depthwise,pointwise,window,linear",
         help="of depthwise, pointwise, window and linear",
     )
+    parser.add_argument(
+        "--models",
+        help="instead: these models' shapes where the compiler chooses our matrix products "
+        "(e.g. ds_cnn,resnet8,mobilenet_v1_025,autoencoder), ours against CMSIS-NN's",
+    )
     args = parser.parse_args(argv)
     reason = harness.missing()
     if reason:
         print(f"kernel_costs: skipped: {reason}")
         return 0
     plugin = harness.build_plugin(args.build_dir / "plugin")
+    if args.models:
+        return models_table(args, plugin)
     core, isa = harness.CORES[args.core], CORES[args.core]
     kernels = args.kernels.split(",")
     model: dict = {

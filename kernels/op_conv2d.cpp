@@ -260,8 +260,8 @@ void conv2d_int4_out(
 namespace {
 
 // What a path case's function computes: a 1x1 convolution without padding or dilation (rows),
-// of stride 1 too (pointwise), or any window of a multiple of 4 input channels (window); none
-// grouped.
+// of stride 1 too (pointwise), or any window (window; off MVE of a multiple of 4 input
+// channels); none grouped.
 enum class Computes { kOneByOne, kUnitOneByOne, kWindow };
 
 bool computes(Computes what, const ConvArgs& args, const cmsis_nn_conv_params& params,
@@ -270,7 +270,11 @@ bool computes(Computes what, const ConvArgs& args, const cmsis_nn_conv_params& p
     return false;
   }
   if (what == Computes::kWindow) {
+#if defined(ARM_MATH_MVEI)
+    return true;
+#else
     return args.input_dims.c % 4 == 0;
+#endif
   }
   const bool one_by_one = args.filter_dims.h == 1 && args.filter_dims.w == 1 &&
                           pads_at_most(padding, 0) && params.dilation.h == 1 &&
@@ -347,7 +351,8 @@ void conv2d_rows_out(
 
 // The pointwise case (path 2): our compute::pointwise_conv_s8, for an int8 1x1 convolution of
 // stride 1 without padding, dilation or groups; up to 64 input channels no buffer, else one
-// holding a pair of pixels' inputs widened to int16 (python/cortex_m_nn/core/compute.py).
+// holding a pair of pixels' inputs widened to int16, or on MVE a quad's gathered
+// (python/cortex_m_nn/core/compute.py).
 void conv2d_pointwise_out(
     CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
     const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
@@ -364,8 +369,9 @@ void conv2d_pointwise_out(
 }
 
 // The window case (path 3): our compute::window_conv_s8, for an int8 convolution without groups
-// of a multiple of 4 input channels; its buffer holds a pair of output pixels' windows widened
-// to int16 (python/cortex_m_nn/core/compute.py, window_buffer_bytes).
+// (off MVE of a multiple of 4 input channels); its buffer holds a pair of output pixels'
+// windows widened to int16, or on MVE a quad's (python/cortex_m_nn/core/compute.py,
+// window_buffer_bytes).
 void conv2d_window_out(
     CallContext& context, const Tensor& input, const Tensor& weight, const Tensor& bias,
     const Tensor& multipliers, const Tensor& shifts, IntArrayRef stride, IntArrayRef padding,
@@ -376,8 +382,8 @@ void conv2d_window_out(
             {stride, padding, dilation,
              {input_offset, output_offset, activation_min, activation_max}, path, scratch},
             kWindowPath, Computes::kWindow,
-            "path 3 (window_conv_s8) computes a convolution without groups of a multiple of 4 "
-            "input channels",
+            "path 3 (window_conv_s8) computes a convolution without groups (off MVE of a "
+            "multiple of 4 input channels)",
             compute::window_conv_s8, window_buffer);
 }
 
