@@ -7,8 +7,9 @@ namespace cortex_m_nn {
 namespace compute {
 namespace quads {
 
-void requantization(const Call& call, int32_t first, int32_t count, int32_t* table) {
+bool requantization(const Call& call, int32_t first, int32_t count, int32_t* table) {
   const int32_t depth = call.depth;
+  bool right = true;
   for (int32_t c = first; c < first + count; ++c) {
     const int8_t* w = call.filter + c * depth;
     int32_t sum = 0;
@@ -20,7 +21,9 @@ void requantization(const Call& call, int32_t first, int32_t count, int32_t* tab
     pair[0] = (call.bias != nullptr ? call.bias[c] : 0) + call.input_offset * sum;
     pair[2] = call.multiplier[c];
     pair[4] = call.shift[c];
+    right = right && call.shift[c] < 0;
   }
+  return right;
 }
 
 // One chunk of 16 inputs of the quad (r1, advanced) on the two channels' weights (q0, q1):
@@ -53,6 +56,19 @@ void requantization(const Call& call, int32_t first, int32_t count, int32_t* tab
   CORTEX_M_NN_QUADS_MACS(OP)
 // Vector Q of sums requantized by multiplier M and shift S with arm_requantize_mve's
 // arithmetic (r0, r1 and q2 scratch; L a local label).
+// The same where the shift S is negative (no left shift; double rounding's divide always
+// fixed up): the form of most calls.
+#if defined(CMSIS_NN_USE_SINGLE_ROUNDING)
+#define CORTEX_M_NN_QUADS_RIGHT(Q, M, S, L) \
+  "vqdmulh.s32 " Q ", " Q ", " M "\n\t"     \
+  "vrshl.s32 " Q ", " S "\n\t"
+#else
+#define CORTEX_M_NN_QUADS_RIGHT(Q, M, S, L) \
+  "vqrdmulh.s32 " Q ", " Q ", " M "\n\t"    \
+  "vshr.s32 q2, " Q ", #31\n\t"             \
+  "vqadd.s32 " Q ", " Q ", q2\n\t"          \
+  "vrshl.s32 " Q ", " S "\n\t"
+#endif
 #if defined(CMSIS_NN_USE_SINGLE_ROUNDING)
 #define CORTEX_M_NN_QUADS_SCALE(Q, M, S, L) \
   "mvn r1, #0\n\t"                          \
@@ -76,71 +92,81 @@ void requantization(const Call& call, int32_t first, int32_t count, int32_t* tab
   L ":\n\t"
 #endif
 
+// One pass over a quad's channel pairs, each pair's sums requantized by SCALE (after label 6
+// the sums become two vectors, the pair's first lanes from r0 and r8).
+#define CORTEX_M_NN_QUADS_PASS(SCALE) \
+      "push {r4-r11, lr}\n\t" \
+      "vpush {d12-d15}\n\t" \
+      "mov r11, r0\n\t" \
+      "ldr r0, [r11, #32]\n\t" \
+      "vdup.32 q6, r0\n\t" \
+      "add r0, r11, #40\n\t" \
+      "vldrw.u32 q7, [r0]\n" \
+      "1:\n\t" \
+      "ldr r1, [r11, #0]\n\t" \
+      "ldrd r3, r5, [r11, #4]\n\t" \
+      "add r5, r3, r5\n\t" \
+      "ldrd r7, r9, [r11, #12]\n\t" \
+      "cbnz r7, 4f\n\t" \
+      CORTEX_M_NN_QUADS_TAIL("vmladav.s8") \
+      "b 6f\n" \
+      "4:\n\t" \
+      CORTEX_M_NN_QUADS_FULL("vmladav.s8") \
+      "subs r7, r7, #1\n\t" \
+      "beq 3f\n" \
+      "2:\n\t" \
+      CORTEX_M_NN_QUADS_FULL("vmladava.s8") \
+      "subs r7, r7, #1\n\t" \
+      "bne 2b\n" \
+      "3:\n\t" \
+      "cmp r9, #0\n\t" \
+      "beq 6f\n\t" \
+      CORTEX_M_NN_QUADS_TAIL("vmladava.s8") \
+      "6:\n\t" \
+      "add r5, r5, r9\n\t" \
+      "str r5, [r11, #4]\n\t" \
+      "vmov q0[2], q0[0], r0, r4\n\t" \
+      "vmov q0[3], q0[1], r2, r6\n\t" \
+      "vmov q1[2], q1[0], r8, r12\n\t" \
+      "vmov q1[3], q1[1], r10, lr\n\t" \
+      "ldr r0, [r11, #20]\n\t" \
+      "ldm r0!, {r2-r7}\n\t" \
+      "str r0, [r11, #20]\n\t" \
+      "vadd.i32 q0, q0, r2\n\t" \
+      "vadd.i32 q1, q1, r3\n\t" \
+      SCALE("q0", "r4", "r6", "7") \
+      SCALE("q1", "r5", "r7", "8") \
+      "ldr r0, [r11, #28]\n\t" \
+      "vadd.i32 q0, q0, r0\n\t" \
+      "vadd.i32 q1, q1, r0\n\t" \
+      "vmax.s32 q0, q0, q6\n\t" \
+      "vmax.s32 q1, q1, q6\n\t" \
+      "vqmovnb.s32 q0, q0\n\t" \
+      "vqmovnb.s16 q0, q0\n\t" \
+      "vqmovnb.s32 q1, q1\n\t" \
+      "vqmovnb.s16 q1, q1\n\t" \
+      "ldr r0, [r11, #24]\n\t" \
+      "vstrb.32 q0, [r0, q7]\n\t" \
+      "adds r0, r0, #1\n\t" \
+      "vstrb.32 q1, [r0, q7]\n\t" \
+      "adds r0, r0, #1\n\t" \
+      "str r0, [r11, #24]\n\t" \
+      "ldr r0, [r11, #36]\n\t" \
+      "subs r0, r0, #1\n\t" \
+      "str r0, [r11, #36]\n\t" \
+      "bne 1b\n\t" \
+      "vpop {d12-d15}\n\t" \
+      "pop {r4-r11, pc}\n\t"
+
 __attribute__((naked, noinline)) void channel_pairs(Pass* /*pass*/) {
-  __asm volatile(
-      "push {r4-r11, lr}\n\t"
-      "vpush {d12-d15}\n\t"
-      "mov r11, r0\n\t"
-      "ldr r0, [r11, #32]\n\t"
-      "vdup.32 q6, r0\n\t"
-      "add r0, r11, #40\n\t"
-      "vldrw.u32 q7, [r0]\n"
-      "1:\n\t"
-      "ldr r1, [r11, #0]\n\t"
-      "ldrd r3, r5, [r11, #4]\n\t"
-      "add r5, r3, r5\n\t"
-      "ldrd r7, r9, [r11, #12]\n\t"
-      "cbnz r7, 4f\n\t"
-      CORTEX_M_NN_QUADS_TAIL("vmladav.s8")
-      "b 6f\n"
-      "4:\n\t"
-      CORTEX_M_NN_QUADS_FULL("vmladav.s8")
-      "subs r7, r7, #1\n\t"
-      "beq 3f\n"
-      "2:\n\t"
-      CORTEX_M_NN_QUADS_FULL("vmladava.s8")
-      "subs r7, r7, #1\n\t"
-      "bne 2b\n"
-      "3:\n\t"
-      "cmp r9, #0\n\t"
-      "beq 6f\n\t"
-      CORTEX_M_NN_QUADS_TAIL("vmladava.s8")
-      "6:\n\t"  // the sums to two vectors (the pair's first lanes from r0 and r8)
-      "add r5, r5, r9\n\t"
-      "str r5, [r11, #4]\n\t"
-      "vmov q0[2], q0[0], r0, r4\n\t"
-      "vmov q0[3], q0[1], r2, r6\n\t"
-      "vmov q1[2], q1[0], r8, r12\n\t"
-      "vmov q1[3], q1[1], r10, lr\n\t"
-      "ldr r0, [r11, #20]\n\t"
-      "ldm r0!, {r2-r7}\n\t"
-      "str r0, [r11, #20]\n\t"
-      "vadd.i32 q0, q0, r2\n\t"
-      "vadd.i32 q1, q1, r3\n\t"
-      CORTEX_M_NN_QUADS_SCALE("q0", "r4", "r6", "7")
-      CORTEX_M_NN_QUADS_SCALE("q1", "r5", "r7", "8")
-      "ldr r0, [r11, #28]\n\t"
-      "vadd.i32 q0, q0, r0\n\t"
-      "vadd.i32 q1, q1, r0\n\t"
-      "vmax.s32 q0, q0, q6\n\t"
-      "vmax.s32 q1, q1, q6\n\t"
-      "vqmovnb.s32 q0, q0\n\t"
-      "vqmovnb.s16 q0, q0\n\t"
-      "vqmovnb.s32 q1, q1\n\t"
-      "vqmovnb.s16 q1, q1\n\t"
-      "ldr r0, [r11, #24]\n\t"
-      "vstrb.32 q0, [r0, q7]\n\t"
-      "adds r0, r0, #1\n\t"
-      "vstrb.32 q1, [r0, q7]\n\t"
-      "adds r0, r0, #1\n\t"
-      "str r0, [r11, #24]\n\t"
-      "ldr r0, [r11, #36]\n\t"
-      "subs r0, r0, #1\n\t"
-      "str r0, [r11, #36]\n\t"
-      "bne 1b\n\t"
-      "vpop {d12-d15}\n\t"
-      "pop {r4-r11, pc}\n\t");
+  __asm volatile(CORTEX_M_NN_QUADS_PASS(CORTEX_M_NN_QUADS_SCALE));
 }
+
+__attribute__((naked, noinline)) void channel_pairs_right(Pass* /*pass*/) {
+  __asm volatile(CORTEX_M_NN_QUADS_PASS(CORTEX_M_NN_QUADS_RIGHT));
+}
+#undef CORTEX_M_NN_QUADS_PASS
+#undef CORTEX_M_NN_QUADS_RIGHT
 #undef CORTEX_M_NN_QUADS_SCALE
 #undef CORTEX_M_NN_QUADS_TAIL
 #undef CORTEX_M_NN_QUADS_FULL
@@ -173,8 +199,8 @@ void one_channel(const Call& call, int32_t c, const int32_t* table, const int8_t
 }  // namespace
 
 constexpr bool kAsm = true;
-void quad(const Call& call, const int32_t* table, int32_t first, int32_t count, int32_t p,
-          const int8_t* gathered, int8_t* output) {
+void quad(const Call& call, const int32_t* table, bool right, int32_t first, int32_t count,
+          int32_t p, const int8_t* gathered, int8_t* output) {
   const int32_t last = call.pixels - 1;
   int32_t lanes[kPixels];
   for (int32_t i = 0; i < kPixels; ++i) {
@@ -194,7 +220,7 @@ void quad(const Call& call, const int32_t* table, int32_t first, int32_t count, 
               call.low,
               count / 2,
               {lanes[0], lanes[1], lanes[2], lanes[3]}};
-    channel_pairs(&pass);
+    (right ? channel_pairs_right : channel_pairs)(&pass);
     done = count & ~1;
   }
   const uint32x4_t offsets = vldrwq_u32(reinterpret_cast<const uint32_t*>(lanes));

@@ -91,8 +91,9 @@ inline void fill(int8_t* lane, int32_t k, int8_t value, int32_t n) {
 // The requantization of a block of channels, a pair after the other: each pair's first
 // values (bias plus the input offset times the sum of the channel's weights), multipliers and
 // shifts, six words (kPairWords). An odd last channel takes a pair's place, as its first half.
+// Whether every shift of the block is negative (a right shift only).
 constexpr int32_t kPairWords = 6;
-void requantization(const Call& call, int32_t first, int32_t count, int32_t* table);
+bool requantization(const Call& call, int32_t first, int32_t count, int32_t* table);
 
 // Every channel pair of one gathered quad in assembly, for a range reaching 127. The pass
 // advances its pointers pair by pair.
@@ -111,11 +112,14 @@ struct Pass {
 };
 
 void channel_pairs(Pass* pass);
+// The same where every shift is negative: no left shift, and double rounding's divide always
+// fixed up (four instructions a vector fewer).
+void channel_pairs_right(Pass* pass);
 
 // Channels first to first + count - 1 of the quad of pixels from p, gathered, written to
-// `output` (the call's, pixel 0).
-void quad(const Call& call, const int32_t* table, int32_t first, int32_t count, int32_t p,
-          const int8_t* gathered, int8_t* output);
+// `output` (the call's, pixel 0); `right`: every shift of the block negative.
+void quad(const Call& call, const int32_t* table, bool right, int32_t first, int32_t count,
+          int32_t p, const int8_t* gathered, int8_t* output);
 
 // Every output pixel, a quad at a time: `gather(p, gathered)` gathers pixels p to p + 3 (the
 // last pixel again where the call has fewer) before their outputs are written.
@@ -124,10 +128,10 @@ void run(const Call& call, Gather gather, int8_t* gathered, int8_t* output) {
   int32_t table[kBlock / 2 * kPairWords];
   for (int32_t first = 0; first < call.channels; first += kBlock) {
     const int32_t count = call.channels - first < kBlock ? call.channels - first : kBlock;
-    requantization(call, first, count, table);
+    const bool right = requantization(call, first, count, table);
     for (int32_t p = 0; p < call.pixels; p += kPixels) {
       gather(p, gathered);
-      quad(call, table, first, count, p, gathered, output);
+      quad(call, table, right, first, count, p, gathered, output);
     }
   }
 }
