@@ -58,28 +58,47 @@ struct Geometry {
 
 #if defined(ARM_MATH_MVEI)
   // The windows of the quad of pixels from p (the last pixel again where there are fewer),
-  // a tap outside the input as `pad`.
+  // a tap outside the input as `pad`: per window row its taps left of the input, inside it and
+  // right of it (without dilation across; else a tap at a time).
   void gather_quad(int32_t p, int32_t pixels, int8_t pad, int8_t* to) const {
     const int32_t row_bytes = kernel_w * depth;
     for (int32_t i = 0; i < quads::kPixels; ++i, to += quads::kChunk) {
       int32_t image, y, x;
       origin(p + i < pixels ? p + i : pixels - 1, &image, &y, &x);
-      const bool whole = dilation_w == 1 && x >= 0 && x + kernel_w <= in_w;
+      if (dilation_w != 1) {
+        gather_taps(image, y, x, pad, to);
+        continue;
+      }
+      const int32_t left = x < 0 ? (-x < kernel_w ? -x : kernel_w) : 0;
+      const int32_t over = x + kernel_w - in_w;
+      const int32_t right = over <= 0 ? 0 : (over < kernel_w - left ? over : kernel_w - left);
+      const int32_t middle = kernel_w - left - right;
+      int32_t from = ((image * in_h + y) * in_w + x + left) * depth;
       for (int32_t ky = 0, k = 0; ky < kernel_h; ++ky, k += row_bytes) {
         const int32_t row = y + ky * dilation_h;
-        if (row < 0 || row >= in_h) {
+        if (row < 0 || row >= in_h || middle == 0) {
           quads::fill(to, k, pad, row_bytes);
-        } else if (whole) {
-          quads::put(to, k, at(image, row, x), row_bytes);
+        } else if (left == 0 && right == 0) {
+          quads::put(to, k, input + from, row_bytes);
         } else {
-          for (int32_t kx = 0; kx < kernel_w; ++kx) {
-            const int8_t* tap = at(image, row, x + kx * dilation_w);
-            if (tap != nullptr) {
-              quads::put(to, k + kx * depth, tap, depth);
-            } else {
-              quads::fill(to, k + kx * depth, pad, depth);
-            }
-          }
+          quads::fill(to, k, pad, left * depth);
+          quads::put(to, k + left * depth, input + from, middle * depth);
+          quads::fill(to, k + (left + middle) * depth, pad, right * depth);
+        }
+        from += dilation_h * in_w * depth;
+      }
+    }
+  }
+
+  // One pixel's window (origin y, x of `image`) a tap at a time.
+  void gather_taps(int32_t image, int32_t y, int32_t x, int8_t pad, int8_t* to) const {
+    for (int32_t ky = 0, k = 0; ky < kernel_h; ++ky) {
+      for (int32_t kx = 0; kx < kernel_w; ++kx, k += depth) {
+        const int8_t* tap = at(image, y + ky * dilation_h, x + kx * dilation_w);
+        if (tap != nullptr) {
+          quads::put(to, k, tap, depth);
+        } else {
+          quads::fill(to, k, pad, depth);
         }
       }
     }
