@@ -33,7 +33,7 @@ namespace quads {
 using Call = pairs::Call;
 
 constexpr int32_t kPixels = 4;  // output pixels a quad computes
-constexpr int32_t kChunk = 16;  // inputs of a pixel side by side in the gathered buffer
+constexpr int32_t kChunk = 16;  // inputs of a pixel side by side in the gathered buffer (2^4)
 constexpr int32_t kBlock = 64;  // output channels whose first values sit on the stack at once
 
 // The gathered buffer of a quad of `depth` inputs each.
@@ -41,39 +41,57 @@ inline int32_t gathered_bytes(int32_t depth) {
   return kPixels * kChunk * ((depth + kChunk - 1) / kChunk);
 }
 
-// Writes `n` bytes from `src` (or `n` times `value`) as inputs k to k + n - 1 of the pixel whose
-// first 16 inputs start at `lane` (the buffer plus 16 times the pixel's place in the quad): a
-// predicated copy per chunk the inputs touch (GCC spends three instructions more per predicate).
-inline void put(int8_t* lane, int32_t k, const int8_t* src, int32_t n) {
+// Calls `piece(to, m)` for each run of m (1 to 16) of inputs k to k + n - 1 of the pixel whose
+// first 16 inputs start at `lane` (the buffer plus 16 times the pixel's place in the quad), in
+// order, `to` where the run goes.
+template <typename Piece>
+inline void pieces(int8_t* lane, int32_t k, int32_t n, Piece piece) {
   int32_t at = k & (kChunk - 1);
-  int8_t* to = lane + (k / kChunk) * kPixels * kChunk + at;
-  if (at == 0) {  // whole chunks unpredicated
-    for (; n >= kChunk; n -= kChunk, src += kChunk, to += kPixels * kChunk) {
-      vstrbq_s8(to, vldrbq_s8(src));
-    }
-  }
+  int8_t* to = lane + (k >> 4) * kPixels * kChunk + at;  // k >= 0: a shift, not a division
   while (n > 0) {
     const int32_t m = kChunk - at < n ? kChunk - at : n;
-    __asm volatile(
-        "vctp.8 %[m]\n\t"
-        "vpstt\n\t"
-        "vldrbt.u8 q0, [%[src]]\n\t"
-        "vstrbt.8 q0, [%[to]]\n\t"
-        :
-        : [m] "r"(m), [src] "r"(src), [to] "r"(to)
-        : "q0", "memory");
-    src += m;
+    piece(to, m);
     n -= m;
     to += kPixels * kChunk - at;
     at = 0;
   }
 }
 
+// Copies `m` (at most 16) bytes from `src` to `to` under a tail predicate (GCC spends three
+// instructions more per predicate than this assembly).
+inline void copy_piece(int8_t* to, const int8_t* src, int32_t m) {
+  __asm volatile(
+      "vctp.8 %[m]\n\t"
+      "vpstt\n\t"
+      "vldrbt.u8 q0, [%[src]]\n\t"
+      "vstrbt.8 q0, [%[to]]\n\t"
+      :
+      : [m] "r"(m), [src] "r"(src), [to] "r"(to)
+      : "q0", "memory");
+}
+
+// Writes `n` bytes from `src` (or `n` times `value`) as inputs k to k + n - 1 of the pixel at
+// `lane`: from the start of a chunk whole chunks unpredicated, then the rest; else a predicated
+// copy per run.
+inline void put(int8_t* lane, int32_t k, const int8_t* src, int32_t n) {
+  if ((k & (kChunk - 1)) != 0) {
+    pieces(lane, k, n, [&src](int8_t* to, int32_t m) {
+      copy_piece(to, src, m);
+      src += m;
+    });
+    return;
+  }
+  int8_t* to = lane + (k >> 4) * kPixels * kChunk;
+  for (; n >= kChunk; n -= kChunk, src += kChunk, to += kPixels * kChunk) {
+    vstrbq_s8(to, vldrbq_s8(src));
+  }
+  if (n > 0) {
+    copy_piece(to, src, n);
+  }
+}
+
 inline void fill(int8_t* lane, int32_t k, int8_t value, int32_t n) {
-  int32_t at = k & (kChunk - 1);
-  int8_t* to = lane + (k / kChunk) * kPixels * kChunk + at;
-  while (n > 0) {
-    const int32_t m = kChunk - at < n ? kChunk - at : n;
+  pieces(lane, k, n, [value](int8_t* to, int32_t m) {
     __asm volatile(
         "vdup.8 q0, %[value]\n\t"
         "vctp.8 %[m]\n\t"
@@ -82,10 +100,7 @@ inline void fill(int8_t* lane, int32_t k, int8_t value, int32_t n) {
         :
         : [m] "r"(m), [value] "r"(static_cast<int32_t>(value)), [to] "r"(to)
         : "q0", "memory");
-    n -= m;
-    to += kPixels * kChunk - at;
-    at = 0;
-  }
+  });
 }
 
 // The requantization of a block of channels, a pair after the other: each pair's first
