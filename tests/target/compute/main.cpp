@@ -36,8 +36,8 @@ alignas(16) int32_t g_multiplier[kMaxChannels];
 alignas(16) int32_t g_shift[kMaxChannels];
 alignas(16) int8_t g_out[kMaxOutput];
 alignas(16) int8_t g_buffer[kMaxBuffer];
-alignas(16) int8_t g_place[kMaxInput];
-alignas(16) int32_t g_sums[kMaxChannels];  // MVE's kernel sums for arm_fully_connected_s8  // a pointwise call in place: its output over its input
+alignas(16) int8_t g_place[kMaxInput];  // a pointwise call in place: its output over its input
+alignas(16) int32_t g_sums[kMaxChannels];  // MVE's kernel sums for arm_fully_connected_s8
 
 // A case's tensors: `inputs` input bytes, `weights` weights, `channels` output channels'
 // bias, multiplier and shift.
@@ -234,8 +234,9 @@ int main() {
     const cmsis_nn_context theirs{
         g_buffer, arm_depthwise_conv_wrapper_s8_get_buffer_size(&params, &input, &filter, &output)};
     bench_start();
-    const arm_cmsis_nn_status wrapper = arm_depthwise_conv_wrapper_s8(
-        &theirs, &params, &quant, &input, g_input, &filter, g_weight, &bias, g_bias, &output, g_out);
+    const arm_cmsis_nn_status wrapper =
+        arm_depthwise_conv_wrapper_s8(&theirs, &params, &quant, &input, g_input, &filter,
+                                      g_weight, &bias, g_bias, &output, g_out);
     bench_stop();
     const int32_t wrapper_bad =
         wrapper == ARM_CMSIS_NN_SUCCESS ? differing(c.expected, count) : count;
