@@ -272,10 +272,14 @@ def model_cases(
     from cortex_m_nn.plan.stage import OPS
 
     found: list[tuple[str, compute_cases.ConvCase | compute_cases.LinearCase]] = []
+    conv2d = OPS.conv2d.default
     for name in names:
         graph = harness.compile_for(name, harness.CORES[core], io=IoType.INT8).compiled.io.graph
         for call in graph.graph.nodes:
-            shapes = [tuple(a.meta["val"].shape) for a in call.args[:2] if hasattr(a, "meta")]
+            if call.op != "call_function" or call.target not in (OPS.linear.default, conv2d):
+                continue
+            values = [a.meta["val"] for a in call.args[:2]]
+            shapes = [tuple((v[0] if isinstance(v, tuple) else v).shape) for v in values]
             seed = len(found) + 1
             if call.target is OPS.linear.default and call.args[-1] == QUADS:
                 rows = int(np.prod(shapes[0])) // shapes[1][1]
@@ -283,11 +287,13 @@ def model_cases(
                     rows, shapes[1][1], shapes[1][0], 3, -5, (-128, 127), seed,
                     call.args[4] is not None,
                 )  # fmt: skip
-            elif call.target is OPS.conv2d.default and call.args[-2] in (POINTWISE, WINDOW):
+            elif call.target is conv2d and call.args[-2] in (POINTWISE, WINDOW):
                 (_, h, w, depth), (channels, kh, kw, _) = shapes
+                padding = tuple(int(v) for v in call.args[6])
+                padding = padding * 2 if len(padding) == 2 else padding  # top, left, bottom, right
                 case = compute_cases.ConvCase(
                     1, h, w, depth, channels, 3, -5, (-128, 127), seed,
-                    call.args[-2] == WINDOW, (kh, kw), tuple(call.args[5]), tuple(call.args[6]),
+                    call.args[-2] == WINDOW, (kh, kw), tuple(call.args[5]), padding,
                 )  # fmt: skip
             else:
                 continue
@@ -314,11 +320,14 @@ def models_table(args: argparse.Namespace, plugin: Path) -> int:
     """Run the models' shapes where the compiler chooses ours through ours and CMSIS-NN's on
     the core, and print the per-kernel table (benchmarks/README.md)."""
     found = model_cases(args.models.split(","), args.core)
+    # the image's order: the convolutions, then the fully connected calls
+    found.sort(key=lambda named: isinstance(named[1], compute_cases.LinearCase))
     cases = [c for _, c in found]
     build = args.build_dir / f"{args.core}-models"
     status, outcomes = compute_cases.run([], harness.CORES[args.core], build, Rounding.DOUBLE,
                                          plugin, cases)  # fmt: skip
-    if status != 0 or len(outcomes) != len(cases) or any(o.ours_differ for o in outcomes):
+    ordered = [o.case for o in outcomes] == cases
+    if status != 0 or not ordered or any(o.ours_differ or o.wrapper_differ for o in outcomes):
         print(f"kernel_costs: the models' image failed (status {status})")
         return 1
     print("| layer (model) | our function | MACs | CMSIS-NN | MACs/insn | ours | MACs/insn "
