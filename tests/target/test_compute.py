@@ -90,4 +90,5 @@ def test_a_wrong_expected_byte_is_reported(
         cases, harness.CORES["m55"], build, Rounding.DOUBLE, plugin, convs
     )
     assert status == 7
-    assert [(o.ours_differ, o.wrapper_differ) for o in outcomes] == [(1, 1)] * 7
+    # on MVE ours runs the fully connected case twice (the kernel sums, then bias and offset)
+    assert [(o.ours_differ, o.wrapper_differ) for o in outcomes] == [(1, 1)] * 6 + [(2, 1)]
