@@ -19,8 +19,36 @@ namespace cortex_m_nn {
 namespace compute {
 namespace {
 
-// Up to this depth a pixel pair's widened inputs sit on the stack (256 bytes), not the buffer.
+// Up to this depth a pixel pair's widened inputs (a quad's gathered, on MVE) sit on the stack
+// (256 bytes), not the buffer.
 constexpr int32_t kStackDepth = 64;
+
+// Every pixel of the call from `input`, through `buffer` (null: the stack's).
+void products(const pairs::Call& call, const int8_t* input, void* buffer, int8_t* output) {
+  const int32_t depth = call.depth;
+#if defined(ARM_MATH_MVEI)
+  alignas(16) int8_t stack[kStackDepth * quads::kPixels];
+  const int32_t last = call.pixels - 1;
+  quads::run(
+      call,
+      [=](int32_t p, int8_t* to) {
+        for (int32_t i = 0; i < quads::kPixels; ++i) {
+          const int32_t q = p + i < last ? p + i : last;
+          quads::put(to + i * quads::kChunk, 0, input + q * depth, depth);
+        }
+      },
+      buffer != nullptr ? static_cast<int8_t*>(buffer) : stack, output);
+#else
+  uint32_t stack[kStackDepth];
+  const uint32_t offsets = (static_cast<uint32_t>(call.input_offset) & 0xFFFFu) * 0x10001u;
+  pairs::run(
+      call,
+      [=](int32_t p, int32_t q, uint32_t* to) {
+        pairs::widen(input + p * depth, input + q * depth, depth, offsets, to);
+      },
+      buffer != nullptr ? static_cast<uint32_t*>(buffer) : stack, output);
+#endif
+}
 
 }  // namespace
 
@@ -71,31 +99,7 @@ arm_cmsis_nn_status pointwise_conv_s8(
             conv_params->output_offset,
             conv_params->activation.min,
             conv_params->activation.max};
-  const int32_t depth = call.depth;
-#if defined(ARM_MATH_MVEI)
-  alignas(16) int8_t stack[kStackDepth * quads::kPixels];
-  int8_t* gathered = needed > 0 ? static_cast<int8_t*>(ctx->buf) : stack;
-  const int32_t last = call.pixels - 1;
-  quads::run(
-      call,
-      [=](int32_t p, int8_t* to) {
-        for (int32_t i = 0; i < quads::kPixels; ++i) {
-          const int32_t q = p + i < last ? p + i : last;
-          quads::put(to + i * quads::kChunk, 0, input + q * depth, depth);
-        }
-      },
-      gathered, output);
-#else
-  uint32_t stack[kStackDepth];
-  uint32_t* widened = needed > 0 ? static_cast<uint32_t*>(ctx->buf) : stack;
-  const uint32_t offsets = (static_cast<uint32_t>(call.input_offset) & 0xFFFFu) * 0x10001u;
-  pairs::run(
-      call,
-      [=](int32_t p, int32_t q, uint32_t* to) {
-        pairs::widen(input + p * depth, input + q * depth, depth, offsets, to);
-      },
-      widened, output);
-#endif
+  products(call, input, needed > 0 ? ctx->buf : nullptr, output);
   return ARM_CMSIS_NN_SUCCESS;
 }
 

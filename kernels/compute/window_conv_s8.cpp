@@ -121,6 +121,28 @@ struct Geometry {
 #endif
 };
 
+// Every output pixel of the call, its windows from `geometry`, through the buffer.
+void products(const pairs::Call& call, const Geometry& geometry, void* buffer, int8_t* output) {
+#if defined(ARM_MATH_MVEI)
+  const int8_t pad = static_cast<int8_t>(-call.input_offset);
+  const int32_t pixels = call.pixels;
+  quads::run(
+      call,
+      [&geometry, pixels, pad](int32_t p, int8_t* to) {
+        geometry.gather_quad(p, pixels, pad, to);
+      },
+      static_cast<int8_t*>(buffer), output);
+#else
+  const uint32_t offsets = (static_cast<uint32_t>(call.input_offset) & 0xFFFFu) * 0x10001u;
+  pairs::run(
+      call,
+      [&geometry, offsets](int32_t p, int32_t q, uint32_t* to) {
+        geometry.gather(p, q, offsets, to);
+      },
+      static_cast<uint32_t*>(buffer), output);
+#endif
+}
+
 }  // namespace
 
 int32_t window_conv_s8_get_buffer_size(const cmsis_nn_dims* filter_dims) {
@@ -183,24 +205,7 @@ arm_cmsis_nn_status window_conv_s8(
                           conv_params->dilation.w,
                           output_dims->h,
                           output_dims->w};
-#if defined(ARM_MATH_MVEI)
-  const int8_t pad = static_cast<int8_t>(-call.input_offset);
-  const int32_t pixels = call.pixels;
-  quads::run(
-      call,
-      [&geometry, pixels, pad](int32_t p, int8_t* to) {
-        geometry.gather_quad(p, pixels, pad, to);
-      },
-      static_cast<int8_t*>(ctx->buf), output);
-#else
-  const uint32_t offsets = (static_cast<uint32_t>(call.input_offset) & 0xFFFFu) * 0x10001u;
-  pairs::run(
-      call,
-      [&geometry, offsets](int32_t p, int32_t q, uint32_t* to) {
-        geometry.gather(p, q, offsets, to);
-      },
-      static_cast<uint32_t*>(ctx->buf), output);
-#endif
+  products(call, geometry, ctx->buf, output);
   return ARM_CMSIS_NN_SUCCESS;
 }
 

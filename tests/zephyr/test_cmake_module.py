@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from cortex_m_nn.cli import main as cli
+from cortex_m_nn.core.operators import load_yaml
+from cortex_m_nn.embed.pte_source import model_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 STAND_IN = Path(__file__).resolve().parent / "cmake_stand_in"
@@ -134,10 +136,14 @@ def test_builds_only_the_kernels_the_model_calls(cmake, hello_pte, tmp_path) -> 
     register = next(Path(s) for s in sources if s.endswith("cortex_m_nn_register.cpp"))
     registered = set(re.findall(r'"cortex_m_nn::(\w+)\.out"', register.read_text()))
     assert registered == set(HELLO_KERNELS)
-    # ... and calls only the int8 cases the model runs: no int16 or int4 case function is
-    # referenced, and each is compiled in a section of its own, so the link drops them.
+    # ... and calls only the cases the model runs (on the M55 our window and quads cases where
+    # the cost model chose them): no int16 or int4 case function is referenced, and each is
+    # compiled in a section of its own, so the link drops them.
     calls = set(re.findall(r"native::(\w+_out)\(", register.read_text()))
-    assert calls == {f"{name}_out" for name in HELLO_KERNELS}
+    operators = {op.name: op for op in load_yaml()[1]}
+    cases = [case.split(".") for case in model_facts(hello_pte.read_bytes()).cases]
+    assert calls == {operators[name].case_function(case) for name, case in cases}
+    assert not any("int16" in call or "int4" in call for call in calls)
     assert kinds(tmp_path, "library_option") == ["-ffunction-sections -fdata-sections"]
     # The model in its own ROM section; the arena in ordinary data; one rounding.
     assert kinds(tmp_path, "linker") == [f"ROM_SECTIONS {ROOT / 'cmake' / 'model_rom.ld'}"]
