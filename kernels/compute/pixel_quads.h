@@ -34,7 +34,7 @@ using Call = pairs::Call;
 
 constexpr int32_t kPixels = 4;  // output pixels a quad computes
 constexpr int32_t kChunk = 16;  // inputs of a pixel side by side in the gathered buffer (2^4)
-constexpr int32_t kBlock = 64;  // output channels whose first values sit on the stack at once
+constexpr int32_t kBlock = 64;  // output channels whose requantization the stack holds at once
 
 // The gathered buffer of a quad of `depth` inputs each.
 inline int32_t gathered_bytes(int32_t depth) {
