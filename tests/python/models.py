@@ -202,6 +202,11 @@ def vectors() -> tuple[nn.Module, tuple[torch.Tensor]]:
     return seeded(Vectors, 2, 10)
 
 
+def lone_vectors() -> tuple[nn.Module, tuple[torch.Tensor]]:
+    """Vectors on one input of no batch dimension: every operand 1-D."""
+    return seeded(Vectors, 10)
+
+
 class ProbabilityFloor(nn.Module):
     """maximum of a softmax (fixed output quantization) and a linear: the shared quantization
     needs a requantization of the softmax output."""

@@ -153,8 +153,9 @@ def _materialise(
 
 
 def _fixed(value: QValue | _Constant, rank: int) -> bool:
-    """Whether ``value`` is a full-rank activation whose bytes depend on its layout."""
-    if not isinstance(value, QValue) or len(value.shape) != rank:
+    """Whether ``value`` is a full-rank activation whose bytes depend on its layout (of rank 2
+    or more: a vector has one)."""
+    if not isinstance(value, QValue) or len(value.shape) != rank or rank < 2:
         return False
     return value.shape[1] != 1 and math.prod(value.shape[2:]) != 1
 
