@@ -297,16 +297,10 @@ def model_cases(
                 )  # fmt: skip
             else:
                 continue
-            if all(replace_seed(case) != replace_seed(c) for _, c in found):
+            shape = dataclasses.replace(case, seed=0)
+            if all(shape != dataclasses.replace(c, seed=0) for _, c in found):
                 found.append((name, case))
     return found
-
-
-def replace_seed(
-    case: compute_cases.ConvCase | compute_cases.LinearCase,
-) -> compute_cases.ConvCase | compute_cases.LinearCase:
-    """``case`` with seed 0: its shape and numbers."""
-    return dataclasses.replace(case, seed=0)
 
 
 def macs(case: compute_cases.ConvCase | compute_cases.LinearCase) -> int:

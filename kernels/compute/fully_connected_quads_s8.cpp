@@ -18,6 +18,7 @@
 
 #include <cstring>
 
+#include "arm_nnfunctions.h"
 #include "arm_nnsupportfunctions.h"
 #include "dsp_arith.h"
 
@@ -195,19 +196,14 @@ void row(const Call& call, const int8_t* input, int8_t* out) {
   }
 }
 #else
-// Output features o to o + 3's weight sums times the input offset, added to `start`: for a
-// call with an input offset (a program passes its kernel sums with an offset of 0).
-__attribute__((noinline)) int32x4_t offset_products(const Call& call, int32_t o,
-                                                     int32x4_t start) {
-  int32_t sums[kQuad] = {};
-  for (int32_t r = 0; r < kQuad; ++r) {
-    const int8_t* w = call.weights + (o + r) * call.depth;
-    for (int32_t k = 0; k < call.depth; k += 16) {
-      const mve_pred16_t p = vctp8q(static_cast<uint32_t>(call.depth - k));
-      sums[r] = vaddvaq_p_s8(sums[r], vldrbq_z_s8(w + k, p), p);
-    }
-  }
-  return vmlaq_n_s32(start, vldrwq_s32(sums), call.input_offset);
+// Output features o to o + 3's first values for a call with an input offset: their bias plus
+// the offset times their weights' sums, by CMSIS-NN's arm_vector_sum_s8 (which a program runs
+// at compile time instead, passing the kernel sums with an offset of 0).
+__attribute__((noinline)) int32x4_t offset_starts(const Call& call, int32_t o) {
+  int32_t starts[kQuad];
+  arm_vector_sum_s8(starts, call.depth, kQuad, call.weights + o * call.depth, call.input_offset,
+                    0, call.bias != nullptr ? call.bias + o : nullptr);
+  return vldrwq_s32(starts);
 }
 
 // One input row's output features on MVE, four at a time: per 16 inputs one input load, then
@@ -251,10 +247,10 @@ void row_mve(const Call& call, const int8_t* input, int8_t* out) {
         : [count] "r"(depth)
         : "q0", "q1", "memory", "r14");
     const int32x4_t sums = {a0, a1, a2, a3};
-    int32x4_t v = vaddq_s32(sums, bias != nullptr ? vldrwq_s32(bias + o) : vdupq_n_s32(0));
-    if (input_offset != 0) {
-      v = offset_products(call, o, v);
-    }
+    const int32x4_t starts = input_offset != 0 ? offset_starts(call, o)
+                             : bias != nullptr  ? vldrwq_s32(bias + o)
+                                                : vdupq_n_s32(0);
+    int32x4_t v = vaddq_s32(sums, starts);
     if constexpr (kPerChannel) {
       v = arm_requantize_mve_32x4(v, vldrwq_s32(multipliers + o), vldrwq_s32(shifts + o));
     } else {

@@ -2,26 +2,31 @@
 // (pixel_quads.h). MVE only.
 #include "pixel_quads.h"
 
+#include "arm_nnfunctions.h"
+
 #if defined(ARM_MATH_MVEI)
 namespace cortex_m_nn {
 namespace compute {
 namespace quads {
 
 bool requantization(const Call& call, int32_t first, int32_t count, int32_t* table) {
-  const int32_t depth = call.depth;
+  // The first values (bias plus the input offset times the weights' sums) by one call of
+  // CMSIS-NN's arm_vector_sum_s8 into the table's last words, then spread pair by pair from the
+  // front: pair j's six words end before the sums of the pairs after it (6j + 5 < 130 + 2j).
+  int32_t* const sums = table + kBlock / 2 * kPairWords - count;
+  arm_vector_sum_s8(sums, call.depth, count, call.filter + first * call.depth, call.input_offset,
+                    0, call.bias != nullptr ? call.bias + first : nullptr);
   bool right = true;
-  for (int32_t c = first; c < first + count; ++c) {
-    const int8_t* w = call.filter + c * depth;
-    int32_t sum = 0;
-    for (int32_t k = 0; k < depth; k += kChunk) {
-      const mve_pred16_t p = vctp8q(static_cast<uint32_t>(depth - k));
-      sum = vaddvaq_p_s8(sum, vldrbq_z_s8(w + k, p), p);
+  for (int32_t i = 0; i < count; i += 2) {
+    const int32_t n = count - i < 2 ? 1 : 2;
+    const int32_t values[2] = {sums[i], n == 2 ? sums[i + 1] : 0};
+    int32_t* pair = table + i / 2 * kPairWords;
+    for (int32_t k = 0; k < n; ++k) {
+      pair[k] = values[k];
+      pair[2 + k] = call.multiplier[first + i + k];
+      pair[4 + k] = call.shift[first + i + k];
+      right = right && call.shift[first + i + k] < 0;
     }
-    int32_t* pair = table + (c - first) / 2 * kPairWords + (c - first) % 2;
-    pair[0] = (call.bias != nullptr ? call.bias[c] : 0) + call.input_offset * sum;
-    pair[2] = call.multiplier[c];
-    pair[4] = call.shift[c];
-    right = right && call.shift[c] < 0;
   }
   return right;
 }
