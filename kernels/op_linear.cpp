@@ -1,13 +1,14 @@
 // cortex_m_nn::linear.out, one function per case (operators.yaml): linear_out →
 // arm_fully_connected_s8 (per-tensor requantization: the multiplier and shift numbers);
 // linear_per_channel_out (the multipliers tensor given) → arm_fully_connected_per_channel_s8
-// (per output channel: the multipliers and shifts tensors, the numbers 0); both prepared. On MVE the program passes the compile-time kernel sums (bias folded in) as
-// CMSIS-NN's context buffer; elsewhere it passes the bias. linear_int16_out (an int16 input) →
+// (per output channel: the multipliers and shifts tensors, the numbers 0); both prepared. On
+// MVE the program passes the compile-time kernel sums (bias folded in) as CMSIS-NN's context
+// buffer; elsewhere it passes the bias. linear_int16_out (an int16 input) →
 // arm_fully_connected_s16: zero points 0, int64 bias, per tensor, no kernel sums, no prepared
 // entry. linear_int4_out (int4 weights: uint8 [out, in / 2], packed pairs) →
 // arm_fully_connected_s4, per tensor, no kernel sums. linear_quads_out (path 1) → our
-// compute::fully_connected_quads_s8 or _per_channel_s8 (kernels/compute), int8. Quantization checks and params:
-// cortex_m_nn/fc_common.h. Reference: python/cortex_m_nn/ops/linear.py.
+// compute::fully_connected_quads_s8 or _per_channel_s8 (kernels/compute), int8. Quantization
+// checks and params: cortex_m_nn/fc_common.h. Reference: python/cortex_m_nn/ops/linear.py.
 #include "cortex_m_nn/compute.h"
 #include "cortex_m_nn/fc_common.h"
 #include "cortex_m_nn_operators.h"
@@ -96,8 +97,9 @@ arm_cmsis_nn_status call_per_tensor(
 }
 
 // The int8 call of an entry: per tensor, or (kPerChannel, the per_channel case) per channel with
-// the multipliers and shifts tensors.
-template <bool kPerChannel>
+// the multipliers and shifts tensors; by CMSIS-NN's functions, or (kQuads, the quads case) our
+// fully_connected_quads_s8 and its per-channel form.
+template <bool kPerChannel, bool kQuads = false>
 arm_cmsis_nn_status fully_connected(
     const cmsis_nn_context& buffer, const cortex_m_nn_linear_prepared& p,
     const Tensor* multipliers, const Tensor* shifts, const int8_t* input, const int8_t* weight,
@@ -105,14 +107,16 @@ arm_cmsis_nn_status fully_connected(
   if constexpr (!kPerChannel) {
     (void)multipliers;
     (void)shifts;
-    return call_per_tensor(arm_fully_connected_s8, buffer, p, input, weight, bias, out);
+    return call_per_tensor(kQuads ? compute::fully_connected_quads_s8 : arm_fully_connected_s8,
+                           buffer, p, input, weight, bias, out);
   } else {
     const cmsis_nn_per_channel_quant_params quant{
         const_cast<int32_t*>(multipliers->const_data_ptr<int32_t>()),
         const_cast<int32_t*>(shifts->const_data_ptr<int32_t>())};
-    return arm_fully_connected_per_channel_s8(
-        &buffer, &p.params, &quant, &p.input, input, &p.filter, weight, &p.bias, bias,
-        &p.output, out);
+    const auto function = kQuads ? compute::fully_connected_quads_per_channel_s8
+                                 : arm_fully_connected_per_channel_s8;
+    return function(&buffer, &p.params, &quant, &p.input, input, &p.filter, weight, &p.bias, bias,
+                    &p.output, out);
   }
 }
 
@@ -369,18 +373,12 @@ void linear_quads_out(
   const int8_t* in = input.const_data_ptr<int8_t>();
   const int8_t* w = weight.const_data_ptr<int8_t>();
   int8_t* o = out.mutable_data_ptr<int8_t>();
-  if (!multipliers.has_value()) {
-    check_status(context, "linear",
-                 call_per_tensor(compute::fully_connected_quads_s8, none, p, in, w, start, o));
-    return;
-  }
-  const cmsis_nn_per_channel_quant_params channels{
-      const_cast<int32_t*>(multipliers->const_data_ptr<int32_t>()),
-      const_cast<int32_t*>(shifts->const_data_ptr<int32_t>())};
+  const bool per_channel = multipliers.has_value();
+  const Tensor* m = per_channel ? &multipliers.value() : nullptr;
+  const Tensor* s = per_channel ? &shifts.value() : nullptr;
   check_status(context, "linear",
-               compute::fully_connected_quads_per_channel_s8(&none, &p.params, &channels,
-                                                             &p.input, in, &p.filter, w, &p.bias,
-                                                             start, &p.output, o));
+               per_channel ? fully_connected<true, true>(none, p, m, s, in, w, start, o)
+                           : fully_connected<false, true>(none, p, m, s, in, w, start, o));
 }
 
 void linear_prepared(CallContext& context, EValue** args) {
