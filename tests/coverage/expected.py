@@ -33,10 +33,7 @@ FAILING: dict[str, str] = {
     # -- dropout, resize, shape -----------------------------------------------------------
     # -- in-place, aliases, views, slices, joins ------------------------------------------
     # -- math, reductions, products -------------------------------------------------------
-    "prod.einsum": _(BEYOND, "aten.einsum (decompose to bmm)"),
     # -- and the others, by family ----------------------------------------------------------
-    "attention.multihead": _(BEYOND, "aten.scaled_dot_product_attention (as attention.sdpa)"),
-    "attention.sdpa": _(BEYOND, "aten.scaled_dot_product_attention (decompose to bmm + softmax)"),
     "pool.adaptive_avg_3x3": _(BEYOND, "non-uniform adaptive average pool (8x8 to 3x3)"),
     "prod.log_softmax": _(BEYOND, "aten.log_softmax"),
     "shape.log_softmax_module": _(BEYOND, "aten.log_softmax"),

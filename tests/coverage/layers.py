@@ -169,6 +169,23 @@ SHAPE: dict[str, Factory] = {
     "shape.softmax2d": layer(nn.Softmax2d),
 }
 
+
+def _heads(*tensors: torch.Tensor) -> list[torch.Tensor]:
+    """``[N, L, 16]`` as two heads ``[N, 2, L, 8]``."""
+    return [t.unflatten(-1, (2, 8)).transpose(1, 2) for t in tensors]
+
+
+class _Bias(nn.Module):
+    """A learned additive attention bias ``[L, L]`` (a relative-position bias)."""
+
+    def __init__(self, length: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(length, length) * 0.5)
+
+    def forward(self) -> torch.Tensor:
+        return self.weight
+
+
 ATTENTION: dict[str, Factory] = {
     "attention.multihead": case(
         lambda m, x: m.attn(x, x, x, need_weights=False)[0],
@@ -178,6 +195,65 @@ ATTENTION: dict[str, Factory] = {
     ),
     "attention.sdpa": case(
         lambda m, x: F.scaled_dot_product_attention(x, x, x), "linear", (SEQUENCE,)
+    ),
+    "attention.sdpa_heads_scale": case(
+        lambda m, x: F.scaled_dot_product_attention(*_heads(x, x, x), scale=0.3),
+        "linear",
+        (SEQUENCE,),
+    ),
+    "attention.sdpa_float_mask": case(
+        lambda m, x: F.scaled_dot_product_attention(x, x, x, attn_mask=m.bias.weight),
+        "linear",
+        (SEQUENCE,),
+        lambda: {"bias": _Bias(SEQUENCE[1])},
+    ),
+    "attention.multihead_sequence_first": case(
+        lambda m, x: m.attn(x, x, x, need_weights=False)[0],
+        "linear",
+        (SEQUENCE,),
+        lambda: {"attn": nn.MultiheadAttention(16, 4)},
+    ),
+    "attention.multihead_weights": case(
+        lambda m, x: torch.cat(m.attn(x, x, x)[:1] + (m.attn(x, x, x)[1],), -1),
+        "linear",
+        (SEQUENCE,),
+        lambda: {"attn": nn.MultiheadAttention(16, 2, batch_first=True)},
+    ),
+    "attention.multihead_cross": case(
+        lambda m, x, y: m.attn(x, m.key(y), y, need_weights=False)[0],
+        "linear",
+        (SEQUENCE, (1, 4, 16)),
+        lambda: {"attn": nn.MultiheadAttention(16, 2, batch_first=True), "key": nn.Linear(16, 16)},
+    ),
+    "attention.encoder_layer": layer(
+        lambda: nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True),
+        "linear",
+        SEQUENCE,
+    ),
+    "attention.encoder_layer_gelu_norm_first": layer(
+        lambda: nn.TransformerEncoderLayer(
+            16, 4, 32, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+        ),
+        "linear",
+        SEQUENCE,
+    ),
+    "attention.encoder_two_layers": layer(
+        lambda: nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True),
+            2,
+            enable_nested_tensor=False,
+        ),
+        "linear",
+        SEQUENCE,
+    ),
+    "attention.decoder_layer": case(
+        lambda m, x, y: m.layer(x, m.memory(y)),
+        "linear",
+        (SEQUENCE, (1, 4, 16)),
+        lambda: {
+            "layer": nn.TransformerDecoderLayer(16, 2, 32, dropout=0.0, batch_first=True),
+            "memory": nn.Linear(16, 16),
+        },
     ),
 }
 

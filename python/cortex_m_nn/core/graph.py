@@ -36,6 +36,26 @@ def swaps_last_two_dims(node: Node) -> bool:
     return dims == [*range(rank - 2), rank - 1, rank - 2]
 
 
+def positive_scale(node: Node) -> float | None:
+    """The number of ``x * number`` (either order) when it is positive: attention's 1/√d,
+    which a batch matmul's requantization takes in; else None."""
+    if node.op != "call_function" or node.target is not aten.mul.Tensor or node.kwargs:
+        return None
+    tensors = [a for a in node.args if isinstance(a, Node)]
+    numbers = [a for a in node.args if isinstance(a, int | float) and not isinstance(a, bool)]
+    if len(tensors) != 1 or len(numbers) != 1 or not numbers[0] > 0:
+        return None
+    return float(numbers[0])
+
+
+def scaled_product(node: Node) -> Node | None:
+    """The positive-scale multiply (:func:`positive_scale`) that alone reads ``node``."""
+    users = list(node.users)
+    if len(users) != 1 or positive_scale(users[0]) is None:
+        return None
+    return users[0]
+
+
 def constant_arguments(node: Node) -> bool:
     """Whether every argument but the first (the activation input) is a constant."""
     found: list[Node] = []

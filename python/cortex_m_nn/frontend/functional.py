@@ -24,7 +24,10 @@ rules lower functional operators, so :func:`functional_form` rewrites the graph:
 3. the no-ops go (their readers read their input), and with them the metadata checks
    (``_assert_tensor_metadata``) the export leaves beside ``to``;
 4. operators the lowering has no rule for become the exactly equivalent ones it has
-   (:mod:`cortex_m_nn.frontend.equivalents`: eval-mode dropouts, ``view_as``, ``max.dim``, …).
+   (:mod:`cortex_m_nn.frontend.equivalents`: eval-mode dropouts, ``view_as``, ``max.dim``, …),
+   and composite ones the operators they are made of (:mod:`cortex_m_nn.frontend.decompose`:
+   attention, ``einsum``); operators of constants alone are computed once
+   (:mod:`cortex_m_nn.frontend.constants`: a parameter reshaped, sliced or transposed).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.graph import module_of, op_name, source_line
 from cortex_m_nn.core.refusals import Refusal
 from cortex_m_nn.core.rewrites import rewrite_for
+from cortex_m_nn.frontend.constants import fold_constants
+from cortex_m_nn.frontend.decompose import decompose
 from cortex_m_nn.frontend.equivalents import equivalents
 from cortex_m_nn.frontend.states import is_state_write, writes_svdf_state
 
@@ -82,6 +87,8 @@ class FunctionalForm:
     functional: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     equivalent: list[str] = field(default_factory=list)
+    decomposed: list[str] = field(default_factory=list)
+    folded: list[str] = field(default_factory=list)
     #: what the compile report says about the rewrite (a write into a model input dropped)
     notes: list[str] = field(default_factory=list)
 
@@ -96,6 +103,8 @@ def functional_form(graph_module: GraphModule) -> FunctionalForm:
         if is_in_place(node) and not is_state_write(node):  # an SVDF state: kept
             changes.functional.append(op_name(node.target))
             changes.notes += make_functional(node, order)
+    changes.decomposed = decompose(graph_module)
+    changes.folded = fold_constants(graph_module)
     for node in list(graph.nodes):
         if is_no_op(node) or node.target in METADATA_READERS:
             changes.removed.append(op_name(node.target))
@@ -110,12 +119,29 @@ def functional_form(graph_module: GraphModule) -> FunctionalForm:
 
 
 def views_to_reshapes(copy: Node) -> None:
-    """A ``view`` of a removed copy becomes a ``reshape``: once the copy is gone it reads the
-    copy's input, whose strides a view may not span (``transpose(1, 2).contiguous().view``,
-    a channel shuffle). In a functional graph the two are the same operation."""
-    for user in list(copy.users):
-        if user.op == "call_function" and user.target is aten.view.default:
+    """A ``view`` of a removed copy, directly or through other views (``select``,
+    ``transpose``, …), becomes a ``reshape``: once the copy is gone it reads the copy's input,
+    whose strides a view may not span (``transpose(1, 2).contiguous().view``, a channel
+    shuffle, ``nn.MultiheadAttention``'s ``contiguous().select(…).view``). In a functional
+    graph the two are the same operation."""
+    pending, seen = list(copy.users), set()
+    while pending:
+        user = pending.pop()
+        if user in seen or user.op != "call_function":
+            continue
+        seen.add(user)
+        if user.target is aten.view.default:
             user.target = aten.reshape.default
+        elif _is_view(user.target):
+            pending += list(user.users)
+
+
+def _is_view(target: object) -> bool:
+    """An ATen operator whose result aliases its input (``select``, ``transpose``, …)."""
+    if not isinstance(target, OpOverload) or not target._schema.returns:
+        return False
+    alias = target._schema.returns[0].alias_info
+    return alias is not None and not alias.is_write
 
 
 def is_in_place(node: Node) -> bool:

@@ -1,6 +1,8 @@
 """Fused activations: relu, relu6, hardtanh and clamp become the kernel's output range.
 
-Where one cannot fuse (no single lowered producer), ``rules/lut.py`` makes it a table.
+Where one cannot fuse (no single lowered producer), ``rules/lut.py`` makes it a table. A
+batch matmul's positive scale takes the same place in its pattern (:func:`fused_scale`); it
+bounds nothing.
 """
 
 from __future__ import annotations
@@ -9,13 +11,14 @@ import torch
 from torch.fx import Node
 
 from cortex_m_nn.core.families import ACTIVATIONS, aten
+from cortex_m_nn.core.graph import positive_scale
 from cortex_m_nn.core.integers import RANGES
 from cortex_m_nn.lower.graph_values import quantize_value
 
 
 def float_bounds(activation: Node | None) -> tuple[float | None, float | None]:
     """The float clamp range an activation applies (None: unbounded)."""
-    if activation is None:
+    if activation is None or positive_scale(activation) is not None:
         return None, None
     target = activation.target
     if target in (aten.relu.default, aten.relu_.default):
@@ -50,6 +53,13 @@ def activation_range(
     q_low = q_min if low is None else quantize_value(low, scale, zero_point, dtype)
     q_high = q_max if high is None else quantize_value(high, scale, zero_point, dtype)
     return q_low, q_high
+
+
+def fused_scale(activation: Node | None) -> float:
+    """The positive scale a pattern's op output is multiplied by before its quantize (1.0:
+    none; ``lower/patterns.py``)."""
+    scale = None if activation is None else positive_scale(activation)
+    return 1.0 if scale is None else scale
 
 
 def is_activation(node: Node) -> bool:

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 
 from torch.fx import GraphModule, Node
 
-from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
+from cortex_m_nn.core.families import DEQUANTIZE, MATMULS, QUANTIZE
+from cortex_m_nn.core.graph import positive_scale, scaled_product
 from cortex_m_nn.frontend.states import is_state_write
 from cortex_m_nn.lower.activation import is_activation
 from cortex_m_nn.lower.registry import READS_THROUGH, RULES
 
-#: quantize node → (the op it closes, the activation fused between them)
+#: quantize node → (the op it closes, the activation fused between them — or, after a batch
+#: matmul, the positive scale its requantization applies)
 Patterns = dict[Node, tuple[Node, Node | None]]
 
 
@@ -48,6 +50,12 @@ def pattern_of(quantize: Node) -> tuple[Node, Node | None] | None:
         producer = source.args[0]
         if len(producer.users) == 1 and producer.target in RULES:
             activation, source = source, producer
+    scale = source if activation is None and positive_scale(source) is not None else None
+    if scale is not None:  # a batch matmul's positive scale (quantize/quantizer.py)
+        producer = next(a for a in scale.args if isinstance(a, Node))
+        if producer.op == "call_function" and producer.target in MATMULS:
+            if scaled_product(producer) is scale:
+                activation, source = scale, producer
     if source.target not in RULES:
         return None
     if activation is not None and len(activation.users) != 1:

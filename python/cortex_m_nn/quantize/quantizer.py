@@ -37,7 +37,7 @@ from cortex_m_nn.core.families import (
     SUMS,
     TRANSPOSED_CONVOLUTIONS,
 )
-from cortex_m_nn.core.graph import constant_arguments, swaps_last_two_dims
+from cortex_m_nn.core.graph import constant_arguments, scaled_product, swaps_last_two_dims
 from cortex_m_nn.core.options import Activations, QuantizationOptions, RangeMethod, Weights
 from cortex_m_nn.core.precision import (
     SHARING_INT16,
@@ -287,16 +287,21 @@ class CortexMQuantizer(Quantizer):
     def _annotate_matmul(self, node: Node, spec: QuantizationSpec) -> None:
         """Both operands int8 per tensor; a transpose of the right operand shares its input's
         quantization, so the lowering can read through it (CMSIS-NN takes that operand
-        transposed)."""
+        transposed). A positive scale alone after the product (attention's ``· 1/√d``) is
+        quantized in its place: the product's requantization applies it."""
         lhs, rhs = node.args[:2]
         if not isinstance(lhs, Node) or not isinstance(rhs, Node):
             return
         if swaps_last_two_dims(rhs) and not _is_annotated(rhs):
             source = rhs.args[0]
             _annotate(rhs, {source: spec}, SharedQuantizationSpec((source, rhs)))
-        self._annotate_with_output(
-            node, {lhs: _input_spec(lhs, spec), rhs: _input_spec(rhs, spec)}, spec
-        )
+        inputs = {lhs: _input_spec(lhs, spec), rhs: _input_spec(rhs, spec)}
+        scale = scaled_product(node)
+        if scale is not None and not _is_annotated(scale):  # its requantization takes it in
+            _annotate(node, inputs, None)
+            _annotate(scale, {}, self._through_consumers(scale, spec))
+        else:
+            self._annotate_with_output(node, inputs, spec)
 
     def _annotate_recurrent(self, node: Node, spec: QuantizationSpec) -> None:
         """An LSTM layer (:meth:`_annotate_lstm`) or an SVDF step (``quantize/svdf``)."""

@@ -7,7 +7,8 @@ transpose, which is then not lowered at all. A constant right operand is transpo
 compile time (``x @ w``), or used as it is when the model transposes it (``x @ w.t()``). Any
 other right operand (attention's ``probabilities @ v``) is transposed by one
 ``cortex_m_nn::transpose`` in front of the product (none when its bytes need not move).
-Operands stored channels-last are brought to logical order first.
+Operands stored channels-last are brought to logical order first. A positive scale after the
+product (attention's ``· 1/√d``) is applied by its requantization, not by a multiply.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from cortex_m_nn.core.families import DEQUANTIZE, MATMULS, QUANTIZE
 from cortex_m_nn.core.graph import swaps_last_two_dims
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
 from cortex_m_nn.lower import scratch
-from cortex_m_nn.lower.activation import activation_range
+from cortex_m_nn.lower.activation import activation_range, fused_scale
 from cortex_m_nn.lower.context import LoweringContext
 from cortex_m_nn.lower.graph_values import QValue, qparams_of
 from cortex_m_nn.lower.layout import (
@@ -178,7 +179,8 @@ def lower_batch_matmul(context: LoweringContext, pattern: Pattern) -> Lowered:
             Refusal.MATMUL_RESULT_SHAPE, f"result {list(shape)} differs from {list(pattern.shape)}"
         )
 
-    multiplier, shift = quantize_multiplier(lhs.scale * rhs_scale / pattern.scale)
+    scale = fused_scale(pattern.activation)  # attention's 1/√d, taken in
+    multiplier, shift = quantize_multiplier(lhs.scale * rhs_scale * scale / pattern.scale)
     if int16 and shift > 14:
         raise LoweringRefused(
             Refusal.INT16_REQUANTIZATION, f"int16 batch matmul's shift {shift} exceeds 14"
