@@ -4,9 +4,8 @@ The steps, in order (``compile_model`` runs them; ``Stages`` keeps what each mad
 
 1. ``export``: ``torch.export`` of the model (a ``ModelSource``, loaded by the caller);
 2. ``functional_form``: in-place operators become functional, no-op copies and aliases go,
-   operators without a rule become exactly equivalent ones; a write into a model input that
-   nothing else sees is dropped with a note, other mutations of an input, a buffer or through
-   a view are refused (``passes.functional``);
+   operators without a rule become exactly equivalent ones or their decomposition; a write
+   into a model input nothing else sees is dropped with a note, other mutations are refused;
 3. ``quantize``: PT2E prepare with ``CortexMQuantizer``, calibrate, convert;
 4. ``lower``: onto ``cortex_m_nn`` operators (the passes of ``passes.pipeline.PASSES``);
    fallbacks fail the compile unless allowed (``unsupported_message``);
@@ -58,6 +57,7 @@ from cortex_m_nn.plan.schedule import fastest_program, smallest
 from cortex_m_nn.quantize import CortexMQuantizer
 from cortex_m_nn.quantize.bias_correction import correct_biases
 from cortex_m_nn.quantize.equalize import equalize, fold_batch_norms
+from cortex_m_nn.quantize.gru import quantize_grus, split_grus
 from cortex_m_nn.quantize.recurrent import quantize_lstms, split_lstms
 from cortex_m_nn.serialize import execution_graph
 from cortex_m_nn.serialize.edge import to_edge_program
@@ -234,7 +234,7 @@ def quantize(
             fold_batch_norms(exported)  # both must see the weights PT2E quantizes, BN folded in
         if options.equalize:
             equalize(exported, calibration.samples)
-    split_lstms(exported)  # one node per LSTM layer, named alike in the float graph (exact)
+    split_grus(split_lstms(exported))  # a node per LSTM/GRU layer, alike in the float graph
     # the float reference of the report's per-layer SNR: equalizing is exact in float, bias
     # correction is not; prepare_pt2e changes the graph it is given
     float_graph = copy.deepcopy(exported)
@@ -250,6 +250,7 @@ def quantize(
                 prepared(*sample)
         converted = convert_pt2e(prepared)
         quantize_lstms(converted, calibration.samples)  # LSTMs compute as lowered from here
+        quantize_grus(converted)  # (and GRUs)
         return float_graph, converted
 
 

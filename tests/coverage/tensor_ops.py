@@ -15,6 +15,14 @@ SEQ = (SEQUENCE,)
 VEC = (VECTOR,)
 
 
+class _Scale(torch.nn.Module):
+    """A learned vector (a layer scale or a bias), read through a view by the case."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.linspace(0.5, 1.5, size))
+
+
 def _conv() -> torch.nn.Module:
     return torch.nn.Conv2d(4, 8, 3, padding=1)
 
@@ -145,6 +153,19 @@ ELEMENTWISE: dict[str, Factory] = {
     "math.exp": case(lambda m, x: x.exp(), "linear", VEC),
     "math.sqrt_abs": case(lambda m, x: x.abs().sqrt()),
     "math.rsqrt": case(lambda m, x: torch.rsqrt(x.abs() + 1)),
+    # a constant through a view before its operator: ConvNeXt's layer scale, a bias unsqueezed
+    "math.layer_scale_reshaped": case(
+        lambda m, x: x * m.gamma.weight.reshape(1, -1, 1, 1), layers=lambda: {"gamma": _Scale(8)}
+    ),
+    "math.bias_unsqueezed": case(
+        lambda m, x: x + m.gamma.weight[:, None, None], layers=lambda: {"gamma": _Scale(8)}
+    ),
+    "math.scale_sliced_transposed": case(
+        lambda m, x: x @ m.gamma.weight.view(4, 4)[:, :3].t().repeat(1, 4).t(),
+        "linear",
+        SEQ,
+        lambda: {"gamma": _Scale(16)},
+    ),
 }
 
 REDUCTIONS: dict[str, Factory] = {

@@ -143,6 +143,10 @@ MODEL_NAMES += ["ds_cnn_int4", "int4_layers", "ds_cnn_int4_mixed"]
 # LSTM layers (arm_lstm_unidirectional_s8): the zoo's keyword spotter, then time-major, two
 # layers and an initial state
 MODEL_NAMES += ["kws_lstm", "lstm_layers", "kws_lstm_int16"]
+# GRU layers (our kernel on CMSIS-NN's LSTM building blocks): the zoo's keyword spotter, then
+# time-major, two layers and an initial state; a transformer keyword spotter (nn.Transformer-
+# EncoderLayer: scaled_dot_product_attention as batch matmuls and softmax)
+MODEL_NAMES += ["kws_gru", "gru_layers", "kws_transformer"]
 # SVDF layers (int16 and int8 states): two inferences, the second from the first's states
 MODEL_NAMES += ["svdf_kws"]
 

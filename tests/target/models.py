@@ -439,10 +439,29 @@ class LstmLayers(nn.Module):
         return out.mean(-1, keepdim=True) + h[-1:].sum(-1, keepdim=True)
 
 
+class GruLayers(nn.Module):
+    """Every GRU case the zoo's does not take: a time-major sequence of two batch items
+    through two layers started from a given state, read as every step's output and h_n."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(5, 12, num_layers=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, h = self.gru(x, torch.full((2, x.shape[1], 12), 0.25))
+        return out.mean(-1, keepdim=True) + h[-1:].sum(-1, keepdim=True)
+
+
 def _kws_lstm() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     from tests.zoo.kws_lstm import kws_lstm
 
     return kws_lstm()
+
+
+def _zoo(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    from tests.zoo import ZOO
+
+    return ZOO[name]()
 
 
 #: name → (module, example inputs) factory
@@ -450,6 +469,9 @@ MODELS = {
     "overlap_guard": overlap_guard,
     "kws_lstm": _kws_lstm,
     "lstm_layers": lambda: seeded(LstmLayers, 6, 2, 5),
+    "kws_gru": lambda: _zoo("kws_gru"),
+    "gru_layers": lambda: seeded(GruLayers, 6, 2, 5),
+    "kws_transformer": lambda: _zoo("kws_transformer"),
     "precision_mix": lambda: seeded(PrecisionMix, 2, 20),
     "attention_int16": lambda: seeded(AttentionInt16, 1, 6, 16),
     "int4_layers": lambda: seeded(Int4Layers, 1, 1, 12, 10),

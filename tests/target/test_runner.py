@@ -218,15 +218,15 @@ def test_image_links_only_the_cases_its_program_calls(core_build: tuple, model: 
     its program's calls run: none it does not call (the flash every image used to pay for
     int16, int4 and the rest), none missing (the bit-exact run above needs each). And no
     CMSIS-NN function of a width (the first _s16 or _s4 of its name) that no linked case is
-    of: those come only with their cases (LSTM's int8 case aside: CMSIS-NN keeps its cell
-    state in int16)."""
+    of: those come only with their cases (the recurrent int8 cases aside: CMSIS-NN's LSTM
+    keeps its gates and cell state in int16, and our GRU its gates)."""
     core, build_dir, runs = core_build
     elf = build_dir / f"runner_{model}.elf"
     called = set(model_facts(runs[model].compiled.pte).cases)
     report = firmware.inspect(elf)
     assert set(report["cases"]) == called
     kinds = {case.split(".")[1] for case in called}
-    if any(case.startswith("lstm.") for case in called):
+    if any(case.startswith(("lstm.", "gru.")) for case in called):
         kinds.add("int16")
     for width, kind in (("s16", "int16"), ("s4", "int4")):
         if kind not in kinds:

@@ -15,7 +15,9 @@ from cortex_m_nn.frontend.models import ds_cnn
 from .audio1d import audio1d
 from .autoencoder import autoencoder
 from .common import Example
+from .kws_gru import kws_gru
 from .kws_lstm import kws_lstm
+from .kws_transformer import kws_transformer
 from .mobilenet import mobilenet_v1, mobilenet_v2, mobilenet_v3_small
 from .resnet import resnet8
 from .svdf_kws import svdf_kws
@@ -34,6 +36,8 @@ ZOO: dict[str, Callable[[], Example]] = {
     "unet": unet,
     "kws_lstm": kws_lstm,
     "svdf_kws": svdf_kws,
+    "kws_gru": kws_gru,
+    "kws_transformer": kws_transformer,
 }
 
 #: model → source operators (report names) that may stay in float; none for the others.

@@ -69,6 +69,8 @@ FUNCTIONS: dict[tuple[str, Case], tuple[str, ...]] = {
     ("softmax", S16): ("arm_softmax_s16",),
     ("lstm", S8): ("arm_lstm_unidirectional_s8",),
     ("lstm", S16): ("arm_lstm_unidirectional_s16",),
+    # ours: CMSIS-NN has no GRU; its LSTM's building blocks, this one for the gate products
+    ("gru", S8): ("arm_nn_vec_mat_mul_result_acc_s8_s16",),
 }
 
 

@@ -1,7 +1,8 @@
 """Float ops the compiler rewrites a model's layer into before quantization (namespace
 ``cortex_m_nn_float``, which ``cortex_m_nn.nn``'s SVDF steps share): the quantizer annotates
 them, a rule lowers them, none reaches a ``.pte``. Defined here, below everything that names
-them; the implementation lives with the rewrite (``quantize/recurrent.py`` for ``lstm``)."""
+them; the implementation lives with the rewrite (``quantize/recurrent.py`` for ``lstm``,
+``quantize/gru.py`` for ``gru``)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,18 @@ def _lstm_fake(x, h, c, wx, wh, *args):  # noqa: ANN001, ANN002, ANN202
 torch.library.register_fake("cortex_m_nn_float::lstm", _lstm_fake, lib=LIB)
 #: One ``nn.LSTM`` layer (``quantize/recurrent.py``).
 LSTM = torch.ops.cortex_m_nn_float.lstm.default
+
+LIB.define(
+    "gru(Tensor input, Tensor? hidden, Tensor input_weight, Tensor hidden_weight,"
+    " Tensor? input_bias, Tensor? hidden_bias, bool batch_first, float input_scale,"
+    " float hidden_scale, int hidden_zero_point, int hidden_bits) -> Tensor"
+)
+
+
+def _gru_fake(x, h, wx, wh, *args):  # noqa: ANN001, ANN002, ANN202
+    return x.new_empty((*x.shape[:-1], wh.shape[1]))
+
+
+torch.library.register_fake("cortex_m_nn_float::gru", _gru_fake, lib=LIB)
+#: One ``nn.GRU`` layer (``quantize/gru.py``).
+GRU = torch.ops.cortex_m_nn_float.gru.default

@@ -83,6 +83,15 @@ def lstm_refusal(node: Node) -> str | None:
     return None
 
 
+def gru_refusal(node: Node) -> str | None:
+    """Why our GRU kernel cannot run this ``aten.gru.input`` (None: it can)."""
+    if bool(argument(node, 7, "bidirectional", False)):
+        return "a bidirectional GRU (our GRU runs one direction)"
+    if bool(argument(node, 6, "train", False)):
+        return "a GRU in training mode"
+    return None
+
+
 # -- names and places: how a report names an operator and finds it in the model's code ----
 
 

@@ -99,6 +99,8 @@ class Refusal(Enum):
     LSTM_RANGE = "lstm_range"
     #: an initial state not quantized as the kernel reads it
     LSTM_STATE = "lstm_state"
+    #: an integer argument of our GRU out of its range, or a case it has not (int16)
+    GRU_RANGE = "gru_range"
     # -- SVDF ---------------------------------------------------------------------------
     SVDF_SHAPE = "svdf_shape"
     SVDF_REQUANTIZATION = "svdf_requantization"

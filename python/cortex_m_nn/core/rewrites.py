@@ -220,10 +220,22 @@ REWRITES: tuple[Rewrite, ...] = (
         "nn.Linear on the output; read h_n or the output, not c_n; export in eval mode",
     ),
     Rewrite(
-        ("gru", "rnn_tanh", "rnn_relu"),
-        "CMSIS-NN has no GRU or plain RNN kernel and nothing it runs computes one exactly: "
-        "nn.LSTM is the nearest recurrent layer it runs (retrain), a temporal convolution "
-        "(conv2d with a 1 x k kernel over [N, C, 1, T]) the nearest other one",
+        ("gru",),
+        "our GRU runs one direction in eval mode: for bidirectional=True use two nn.GRU, the "
+        "second on x.flip(time dim) with its output flipped back, and concatenate; export in "
+        "eval mode",
+    ),
+    Rewrite(
+        ("gru",),
+        "give the initial state as a model input (or zeros) that only the GRU reads, so that "
+        "it is quantized as the output; the GRU runs int8 activations",
+        kinds=(R.GRU_RANGE,),
+    ),
+    Rewrite(
+        ("rnn_tanh", "rnn_relu"),
+        "CMSIS-NN has no plain RNN kernel and nothing it runs computes one exactly: nn.GRU "
+        "and nn.LSTM are the nearest recurrent layers it runs (retrain), a temporal "
+        "convolution (conv2d with a 1 x k kernel over [N, C, 1, T]) the nearest other one",
     ),
     Rewrite(
         ("lstm",),

@@ -6,15 +6,13 @@ and the lowering lowers the pieces:
 
 * ``scaled_dot_product_attention`` (what ``F.scaled_dot_product_attention``,
   ``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` reach) →
-  ``softmax(q @ kᵀ · scale) @ v``: two batch matmuls, a multiply by the scale (folded into the
-  first product's requantization by the lowering) and a softmax. A boolean mask, or
-  ``is_causal``, makes the softmax one over the kept scores only
-  (:func:`cortex_m_nn.nn.masked_softmax`: a masked score weighs exactly 0, as ``-inf`` does in
-  float, and the scores' range is the kept ones'); a float mask is added to the scores.
-  Grouped-query attention (``enable_gqa``) repeats the keys and values per group.
+  ``softmax(q @ kᵀ · scale (+ mask)) @ v``: two batch matmuls, a multiply by the scale (the
+  first product's requantization applies it: ``lower/patterns.py``), a float mask added, and a
+  softmax. Grouped-query attention (``enable_gqa``) repeats the keys and values per group.
 * ``einsum`` → PyTorch's own decomposition (permutes, views and one ``bmm`` per product).
 
-Dropout in attention is refused (``dropout_p`` > 0: the model is in training mode).
+Refused with the rewrite: dropout in attention (``dropout_p`` > 0: the model is in training
+mode), and a boolean or causal mask (a masked score is ``-inf``, which no int8 scale holds).
 """
 
 from __future__ import annotations
@@ -49,7 +47,6 @@ def attention(
     key: torch.Tensor,
     value: torch.Tensor,
     mask: torch.Tensor | None,
-    causal: bool,
     scale: float | None,
     gqa: bool,
 ) -> torch.Tensor:
@@ -60,21 +57,9 @@ def attention(
         value = value.repeat_interleave(repeats, -3)
     factor = scale if scale is not None else 1.0 / math.sqrt(query.shape[-1])
     scores = torch.matmul(query, key.transpose(-2, -1)) * factor
-    length, source = scores.shape[-2], scores.shape[-1]
-    keep = None
-    if causal:
-        keep = torch.ones(length, source, dtype=torch.bool).tril()
-    if mask is not None and mask.dtype == torch.bool:
-        keep = mask if keep is None else keep & mask
-    elif mask is not None:
+    if mask is not None:
         scores = scores + mask
-    if keep is None:
-        probabilities = torch.softmax(scores, -1)
-    else:
-        from cortex_m_nn.nn import masked_softmax  # the custom operator is registered there
-
-        probabilities = masked_softmax(scores, keep.expand(scores.shape).contiguous())
-    return torch.matmul(probabilities, value)
+    return torch.matmul(torch.softmax(scores, -1), value)
 
 
 #: ``scaled_dot_product_attention``'s arguments before ``enable_gqa``, with their defaults.
@@ -102,10 +87,17 @@ def _sdpa(node: Node) -> tuple[Callable, list[object]]:
         )
     if isinstance(mask, Node) and not isinstance(_val(mask), torch.Tensor):
         mask = None
+    if bool(causal) or (mask is not None and _val(mask).dtype == torch.bool):
+        raise CompileError(
+            f"{op_name(node.target)} with a {'causal' if causal else 'boolean'} mask "
+            f"({source_line(node)}): a masked score has no int8 value (-inf); give the mask "
+            "as a float additive bias of moderate size (e.g. -8 where masked, which the "
+            "scores' int8 range then holds), or attend without a mask"
+        )
 
     def decomposition(*tensors: torch.Tensor) -> torch.Tensor:
         given = tensors[3] if mask is not None else None
-        return attention(*tensors[:3], given, bool(causal), scale, gqa)
+        return attention(*tensors[:3], given, scale, gqa)
 
     inputs = [query, key, value] + ([mask] if mask is not None else [])
     return decomposition, inputs
@@ -142,7 +134,7 @@ def _inline(node: Node, traced: GraphModule, inputs: list[object]) -> None:
         if inner.op == "output":
             result = torch.fx.node.map_arg(inner.args[0], lambda n: mapping[n])
             break
-        if inner.op == "get_attr":  # a constant the decomposition made (a causal mask)
+        if inner.op == "get_attr":  # a constant the decomposition made
             name = f"{node.name}_{inner.target}"
             setattr(graph.owning_module, name, getattr(traced, str(inner.target)))
             with graph.inserting_before(node):

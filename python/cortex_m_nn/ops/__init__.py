@@ -9,6 +9,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     conv2d,
     depthwise_conv2d,
     dequantize,
+    gru,
     layer_norm,
     linear,
     lstm,

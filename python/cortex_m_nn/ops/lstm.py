@@ -94,19 +94,19 @@ def activation_s16(x: torch.Tensor, left_shift: int, sigmoid: bool) -> torch.Ten
     return torch.where(low16 >= 1 << 15, low16 - (1 << 16), low16)
 
 
-def gate_weights(weight: torch.Tensor) -> tuple[torch.Tensor, list[float]]:
-    """A ``[4H, K]`` float weight as int8 ``[4, H, K]``, symmetric per gate (CMSIS-NN has one
-    multiplier per gate), and the four scales."""
-    gates = weight.detach().to(torch.float64).reshape(4, weight.shape[0] // 4, -1)
+def gate_weights(weight: torch.Tensor, count: int = 4) -> tuple[torch.Tensor, list[float]]:
+    """A ``[count·H, K]`` float weight as int8 ``[count, H, K]``, symmetric per gate (CMSIS-NN
+    has one multiplier per gate), and the ``count`` scales (4 gates: LSTM; 3: GRU)."""
+    gates = weight.detach().to(torch.float64).reshape(count, weight.shape[0] // count, -1)
     scales = [max(float(g.abs().max()), 1e-12) / 127.0 for g in gates]
     q = torch.stack([(g / s).round().clamp(-127, 127) for g, s in zip(gates, scales, strict=True)])
     return q.to(torch.int8), scales
 
 
 def gate_biases(bias: torch.Tensor, input_scale: float, scales: list[float]) -> torch.Tensor:
-    """The float ``[4H]`` bias (``b_ih + b_hh``) as int64 ``[4, H]``, each gate at the scale
-    of its input product (``s_in · s_w``)."""
-    gates = bias.detach().to(torch.float64).reshape(4, -1)
+    """The float ``[G·H]`` bias (an LSTM's ``b_ih + b_hh``) as int64 ``[G, H]``, each of the
+    G gates at the scale of its input product (``s_in · s_w``)."""
+    gates = bias.detach().to(torch.float64).reshape(len(scales), -1)
     return torch.stack(
         [(g / (input_scale * s)).round() for g, s in zip(gates, scales, strict=True)]
     ).to(torch.int64)

@@ -50,6 +50,7 @@ from cortex_m_nn.nn import SVDF_OPS
 from cortex_m_nn.quantize import config
 from cortex_m_nn.quantize.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantize.decompose import decompose_movement
+from cortex_m_nn.quantize.gru import GRU, split_grus
 from cortex_m_nn.quantize.recurrent import LSTM, split_lstms
 from cortex_m_nn.quantize.svdf import svdf_annotation
 
@@ -149,9 +150,10 @@ class CortexMQuantizer(Quantizer):
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         """Before annotation: splits, stacks and rolls as single-output data movement
-        (``decompose``); each ``nn.LSTM`` layer as one node (``recurrent``); batch norms no
-        convolution absorbed as depthwise 1×1 convolutions (``batch_norm``)."""
-        return unfold_batch_norms(decompose_movement(split_lstms(model)))
+        (``decompose``); each ``nn.LSTM`` and ``nn.GRU`` layer as one node (``recurrent``,
+        ``gru``); batch norms no convolution absorbed as depthwise 1×1 convolutions
+        (``batch_norm``)."""
+        return unfold_batch_norms(decompose_movement(split_grus(split_lstms(model))))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         self.model = model
@@ -205,7 +207,7 @@ class CortexMQuantizer(Quantizer):
                 if isinstance(source, Node) and constant_arguments(node):
                     inputs = {source: self._through_consumers(source, spec)}
                     self._annotate_with_output(node, inputs, spec)
-            elif target is LSTM or target in SVDF_OPS:
+            elif target in (LSTM, GRU) or target in SVDF_OPS:
                 self._annotate_recurrent(node, spec)
             elif target in PRELU:
                 source, slopes = node.args[:2]
@@ -304,9 +306,18 @@ class CortexMQuantizer(Quantizer):
             self._annotate_with_output(node, inputs, spec)
 
     def _annotate_recurrent(self, node: Node, spec: QuantizationSpec) -> None:
-        """An LSTM layer (:meth:`_annotate_lstm`) or an SVDF step (``quantize/svdf``)."""
+        """An LSTM layer (:meth:`_annotate_lstm`), a GRU layer or an SVDF step
+        (``quantize/svdf``)."""
         if node.target is LSTM:
             self._annotate_lstm(node, spec)
+            return
+        if node.target is GRU:  # an initial state is read as a step's output
+            source, hidden = node.args[:2]
+            if isinstance(source, Node):
+                inputs: dict[Node, QuantizationSpecBase | None] = {source: spec}
+                if isinstance(hidden, Node):
+                    inputs[hidden] = SharedQuantizationSpec(node)
+                _annotate(node, inputs, spec)
             return
         found = svdf_annotation(node, self.activation)
         if found is not None:

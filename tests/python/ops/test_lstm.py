@@ -145,7 +145,6 @@ REFUSED = {
         lambda: Recurrent(nn.LSTM(4, 6, batch_first=True), (1, 1)),
         "c_n is read.*read h_n",
     ),
-    "gru": (lambda: Recurrent(nn.GRU(4, 6, batch_first=True)), "no GRU.*nn.LSTM"),
 }
 
 

@@ -1,0 +1,36 @@
+"""A GRU keyword-spotting model on MFCC frames ``[N, T=49, F=10]`` (batch first).
+
+The GRU counterpart of ``kws_lstm`` (Zhang et al. 2017, "Hello Edge", list GRU models beside
+their LSTMs): 49 frames of 10 MFCC coefficients into one GRU layer of 64 units, the last
+step's hidden state into a dense layer of 12 classes and softmax. PyTorch's default GRU
+initialisation (uniform in ±1/√64).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .common import Example
+
+INPUT_SHAPE = (1, 49, 10)
+CLASSES = 12
+
+
+class KwsGru(nn.Module):
+    def __init__(self, features: int = INPUT_SHAPE[2], units: int = 64) -> None:
+        super().__init__()
+        self.gru = nn.GRU(features, units, batch_first=True)
+        self.fc = nn.Linear(units, CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _, h = self.gru(x)
+        return torch.softmax(self.fc(h[-1]), dim=1)
+
+
+def kws_gru() -> Example:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        module = KwsGru().eval()
+        example = torch.randn(*INPUT_SHAPE)
+    return module, (example,)
