@@ -34,6 +34,7 @@ void avg_pool2d_out(
     IntArrayRef kernel_size,
     IntArrayRef stride,
     IntArrayRef padding,
+    bool ceil_mode,
     int64_t activation_min,
     int64_t activation_max,
     int64_t scratch_bytes,
@@ -43,7 +44,7 @@ void avg_pool2d_out(
   constexpr const char* kOp = "avg_pool2d";
   PoolArgs args;
   const PoolWindow window{
-      kernel_size, stride, padding, /*ceil_mode=*/false, activation_min, activation_max};
+      kernel_size, stride, padding, ceil_mode, activation_min, activation_max};
   if (!prepare_pool(context, kOp, input, window, out, &args)) {
     return;
   }
@@ -76,12 +77,11 @@ void avg_pool2d_out(
 
 void avg_pool2d_int16_out(
     CallContext& context, const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
-    IntArrayRef padding, int64_t activation_min, int64_t activation_max, int64_t scratch_bytes,
-    Tensor& out, Tensor& scratch) {
+    IntArrayRef padding, bool ceil_mode, int64_t activation_min, int64_t activation_max,
+    int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
   (void)scratch_bytes;
   PoolArgs args;
-  const PoolWindow window{
-      kernel_size, stride, padding, /*ceil_mode=*/false, activation_min, activation_max};
+  const PoolWindow window{kernel_size, stride, padding, ceil_mode, activation_min, activation_max};
   if (prepare_pool(context, "avg_pool2d", input, window, out, &args)) {
     avg_pool2d_s16(context, args, input, out, scratch);
   }

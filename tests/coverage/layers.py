@@ -72,6 +72,17 @@ POOLS: dict[str, Factory] = {
     "pool.adaptive_avg_1": layer(lambda: nn.AdaptiveAvgPool2d(1)),
     "pool.adaptive_avg_2x2": layer(lambda: nn.AdaptiveAvgPool2d((2, 2))),
     "pool.adaptive_avg_3x3": layer(lambda: nn.AdaptiveAvgPool2d(3)),
+    # ResNet-D's downsampling shortcut on an odd extent: the last window is clipped
+    "pool.avg_ceil_resnet_d": layer(
+        lambda: nn.AvgPool2d(2, ceil_mode=True, count_include_pad=False), shape=(1, 4, 7, 7)
+    ),
+    "pool.avg_ceil_counting_padding": layer(
+        lambda: nn.AvgPool2d(3, 2, padding=1, ceil_mode=True), shape=(1, 4, 8, 8)
+    ),
+    "pool.avg_ceil_padding_not_counted": layer(
+        lambda: nn.AvgPool2d(3, 2, padding=1, ceil_mode=True, count_include_pad=False),
+        shape=(1, 4, 6, 6),
+    ),
     "pool.adaptive_max_1": layer(lambda: nn.AdaptiveMaxPool2d(1)),
     "pool.adaptive_max_4x4": layer(lambda: nn.AdaptiveMaxPool2d(4)),
     "pool.adaptive_max_1d": case(lambda m, x: F.adaptive_max_pool1d(x, 1), "linear", (SEQUENCE,)),

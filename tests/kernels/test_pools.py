@@ -8,7 +8,7 @@ import torch
 from hypothesis import strategies as st
 
 from cortex_m_nn.lower import scratch
-from cortex_m_nn.ops.conv2d import output_size
+from cortex_m_nn.ops.max_pool2d import pool_output_size
 
 from .harness import Call, CallTable, bit_exact_test
 from .strategies import activation_range, generator, host_target, int8
@@ -41,13 +41,14 @@ def avg_pool2d_calls(isa: str, int16: bool = False) -> st.SearchStrategy[Call]:
     @st.composite
     def calls(draw: st.DrawFn) -> Call:
         kernel, stride, padding, (n, h, w, c) = window(draw, 5, 10)
-        oh = output_size(h, kernel[0], stride[0], padding[0], 1)
-        ow = output_size(w, kernel[1], stride[1], padding[1], 1)
+        ceil_mode = draw(st.booleans())
+        oh = pool_output_size(h, kernel[0], stride[0], padding[0], ceil_mode)
+        ow = pool_output_size(w, kernel[1], stride[1], padding[1], ceil_mode)
         need = scratch.avg_pool2d_scratch_bytes(
             host_target(isa), (n, h, w, c), (n, oh, ow, c), int16
         )
         x, low, high = values(draw, (n, h, w, c), generator(draw), int16)
-        return Call("avg_pool2d", (x, kernel, stride, padding, low, high, need))
+        return Call("avg_pool2d", (x, kernel, stride, padding, ceil_mode, low, high, need))
 
     return calls()
 

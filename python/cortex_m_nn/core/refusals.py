@@ -55,7 +55,6 @@ class Refusal(Enum):
     POOL_INPUT_RANK = "pool_input_rank"
     POOL_OUTPUT_SHAPE = "pool_output_shape"
     POOL_DILATION = "pool_dilation"
-    CEIL_MODE = "ceil_mode"
     COUNT_INCLUDE_PAD = "count_include_pad"
     DIVISOR_OVERRIDE = "divisor_override"
     ADAPTIVE_NOT_UNIFORM = "adaptive_not_uniform"

@@ -64,11 +64,6 @@ REWRITES: tuple[Rewrite, ...] = (
         "spans the same window)",
         kinds=(R.POOL_DILATION,),
     ),
-    Rewrite(
-        ("avg_pool2d",),
-        "use ceil_mode=False; pad the input with F.pad first if the last window matters",
-        kinds=(R.CEIL_MODE,),
-    ),
     Rewrite(("avg_pool2d",), "pass count_include_pad=False", kinds=(R.COUNT_INCLUDE_PAD,)),
     Rewrite(
         ("avg_pool2d",),

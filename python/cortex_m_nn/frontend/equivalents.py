@@ -19,8 +19,9 @@ quantizer annotates, and the lowering lowers, the operator it becomes:
   run of consecutive indices), which ``lower/gather`` moves as a view, a transpose, a strided
   copy or a concat;
 * ``avg_pool2d`` / ``avg_pool1d`` counting their zero padding (``count_include_pad``,
-  PyTorch's default; not with ``ceil_mode`` or a divisor override) → ``constant_pad_nd``
-  with zeros, then the pool without padding (the same windows and divisor).
+  PyTorch's default; not with a divisor override) → ``constant_pad_nd`` with zeros, then the
+  pool without padding (the same windows and divisor; in ``ceil_mode`` a last window past
+  the padding divides by what it covers of the padded input, as PyTorch's does).
 
 Anything else (training-mode dropout or instance norm, indices that are read, non-uniform
 windows, indices computed by the model) is left as it is: its lowering refuses it.
@@ -216,13 +217,18 @@ def _pool_counting_padding(node: Node) -> bool:
     counts = bool(argument(node, 5, "count_include_pad", True))
     ceil = bool(argument(node, 4, "ceil_mode", False))
     divisor = None if dims == 1 else argument(node, 6, "divisor_override", None)
-    if not counts or ceil or divisor is not None or not any(padding[:dims]):
+    if not counts or divisor is not None or not any(padding[:dims]):
         return False
     sides = [p for size in reversed(padding[:dims]) for p in (size, size)]
     padded = _add(node, aten.constant_pad_nd.default, (node.args[0], sides, 0.0))
     kernel = argument(node, 1, "kernel_size", None)
     stride = argument(node, 2, "stride", [])
-    pool = _add(node, node.target, (padded, kernel, stride, [0] * dims), node.meta.get("val"))
+    arguments = (padded, kernel, stride, [0] * dims, ceil)
+    value = node.target(*torch.fx.node.map_arg(arguments, lambda n: n.meta["val"]))
+    if _shape(node) != [int(s) for s in value.shape]:  # ceil mode: a window in the right
+        padded.graph.erase_node(padded)  # padding alone, which PyTorch drops; not so here
+        return False
+    pool = _add(node, node.target, arguments, node.meta.get("val"))
     node.replace_all_uses_with(pool)
     node.graph.erase_node(node)
     return True

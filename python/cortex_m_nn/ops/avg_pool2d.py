@@ -4,8 +4,10 @@ Reference for ``arm_avgpool_s8``: each output is the sum of the window's in-boun
 divided by their count (padding is never counted), rounded half away from zero
 (C: ``sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count`` with truncating
 division), then clamped to ``[activation_min, activation_max]``. ``padding`` is
-``[pad_h, pad_w]`` on both sides; the output size follows PyTorch (floor mode). A window
-lying entirely in the padding is an error in CMSIS-NN and here.
+``[pad_h, pad_w]`` on both sides; the output size follows PyTorch, floor mode or
+``ceil_mode`` (the last windows then run past the input and count what they cover:
+PyTorch's ``count_include_pad=False``). A window lying entirely in the padding is an error in
+CMSIS-NN and here.
 
 int16 is the other case (``arm_avgpool_s16``: the same arithmetic, an int32 sum, saturating
 on DSP, so windows of fewer than 65,536 elements keep it exact).
@@ -18,15 +20,22 @@ from typing import Any
 import torch
 
 from cortex_m_nn.ops.library import define_operator
-from cortex_m_nn.ops.params import PoolParams, output_size, patches
+from cortex_m_nn.ops.max_pool2d import pool_output_size
+from cortex_m_nn.ops.params import PoolParams
+
+
+def _output_hw(input: torch.Tensor, params: PoolParams) -> tuple[int, int]:
+    (kh, kw), (sh, sw), (ph, pw) = params.kernel_size, params.stride, params.padding
+    _, h, w, _ = input.shape
+    return (
+        pool_output_size(h, kh, sh, ph, params.ceil_mode),
+        pool_output_size(w, kw, sw, pw, params.ceil_mode),
+    )
 
 
 def _fake(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
-    params = PoolParams.of("avg_pool2d", arguments)
-    n, h, w, c = input.shape
-    (kh, kw), (sh, sw), (ph, pw) = params.kernel_size, params.stride, params.padding
-    oh, ow = output_size(h, kh, sh, ph, 1), output_size(w, kw, sw, pw, 1)
-    return input.new_empty((n, oh, ow, c), dtype=_dtype(input))
+    oh, ow = _output_hw(input, PoolParams.of("avg_pool2d", arguments))
+    return input.new_empty((input.shape[0], oh, ow, input.shape[3]), dtype=_dtype(input))
 
 
 def _dtype(input: torch.Tensor) -> torch.dtype:
@@ -35,8 +44,8 @@ def _dtype(input: torch.Tensor) -> torch.dtype:
 
 @define_operator(
     "avg_pool2d",
-    "Tensor input, int[] kernel_size, int[] stride, int[] padding, int activation_min,"
-    " int activation_max, int scratch_bytes",
+    "Tensor input, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode,"
+    " int activation_min, int activation_max, int scratch_bytes",
     _fake,
     scratch=True,
 )
@@ -46,12 +55,20 @@ def avg_pool2d(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
     params = PoolParams.of("avg_pool2d", arguments)
     if input.dim() != 4:
         raise ValueError(f"expected a 4-D NHWC input, got {tuple(input.shape)}")
-    kernel, stride, padding = tuple(params.kernel_size), params.stride, params.padding
-    if input.dtype is torch.int16 and kernel[0] * kernel[1] >= 65536:
+    (kh, kw), (sh, sw), (ph, pw) = params.kernel_size, params.stride, params.padding
+    if input.dtype is torch.int16 and kh * kw >= 65536:
         raise ValueError("an int16 pooling window of 65,536 elements or more could overflow")
-    total = patches(input.to(torch.int64), kernel, stride, padding, [1, 1]).sum(dim=(-2, -1))
-    valid = torch.ones((1, *input.shape[1:3], 1), dtype=torch.int64)
-    count = patches(valid, kernel, stride, padding, [1, 1]).sum(dim=(-2, -1))
+    oh, ow = _output_hw(input, params)
+    _, h, w, _ = input.shape
+    # zeros above and left by the padding, below and right as far as the last window reaches
+    sides = (0, 0, pw, max(0, (ow - 1) * sw + kw - w - pw), ph, max(0, (oh - 1) * sh + kh - h - ph))
+
+    def windows(values: torch.Tensor) -> torch.Tensor:
+        padded = torch.nn.functional.pad(values, sides)
+        return padded.unfold(1, kh, sh).unfold(2, kw, sw)[:, :oh, :ow].sum(dim=(-2, -1))
+
+    total = windows(input.to(torch.int64))
+    count = windows(torch.ones((1, h, w, 1), dtype=torch.int64))
     if bool((count == 0).any()):
         raise ValueError("a pooling window lies entirely in the padding")
     half = count // 2

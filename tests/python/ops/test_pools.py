@@ -62,7 +62,7 @@ def pool_loop(
     return out
 
 
-def avg_expected(x, kernel, stride, padding, act_min, act_max) -> torch.Tensor:
+def avg_expected(x, kernel, stride, padding, ceil_mode, act_min, act_max) -> torch.Tensor:
     """arm_avgpool_s8: the sum over the valid count, rounded half away from zero, clamped."""
 
     def average(values: list[int]) -> int:
@@ -71,7 +71,7 @@ def avg_expected(x, kernel, stride, padding, act_min, act_max) -> torch.Tensor:
         avg = c_div(total + half, count) if total > 0 else c_div(total - half, count)
         return min(max(avg, act_min), act_max)
 
-    return pool_loop(x, kernel, stride, padding, False, average)
+    return pool_loop(x, kernel, stride, padding, ceil_mode, average)
 
 
 def max_expected(x, kernel, stride, padding, ceil_mode, act_min, act_max) -> torch.Tensor:
@@ -112,7 +112,7 @@ class Pool:
 
 AVG = Pool(
     "avg_pool2d", avg_pool2d, avg_expected, 8, 5, ((-128, 128), (-128, -100), (100, 128), (-3, 4)),
-    0, 80, False, 12,
+    0, 80, True, 12,
 )  # fmt: skip
 MAX = Pool(
     "max_pool2d", max_pool2d, max_expected, 9, 6, ((-128, 128), (-128, -120), (120, 128), (-2, 3)),
@@ -120,7 +120,7 @@ MAX = Pool(
 )  # fmt: skip
 AVG16 = Pool(
     "avg_pool2d", avg_pool2d, avg_expected, 8, 5,
-    ((-32768, 32768), (-32768, -32000), (32000, 32768), (-3, 4)), -100, 80, False, 12, torch.int16,
+    ((-32768, 32768), (-32768, -32000), (32000, 32768), (-3, 4)), -100, 80, True, 12, torch.int16,
 )  # fmt: skip
 MAX16 = Pool(
     "max_pool2d", max_pool2d, max_expected, 9, 6,
@@ -172,7 +172,7 @@ def test_all_padding_window_is_an_error(pool: Pool) -> None:
 
 
 #: (operator, kernel, stride, padding, ceil mode)
-FUNCTIONAL = [(AVG, [2, 3], [2, 2], [1, 1], False), (MAX, [3, 2], [2, 2], [1, 1], True)]
+FUNCTIONAL = [(AVG, [2, 3], [2, 2], [1, 1], True), (MAX, [3, 2], [2, 2], [1, 1], True)]
 
 
 @pytest.mark.parametrize(
@@ -208,15 +208,26 @@ def test_functional_out_and_fake(
 
 def test_avg_pool2d_rounds_half_away_from_zero() -> None:
     x = torch.tensor([1, 2, -1, -2, 3, 4, -3, -4, 0, 1], dtype=torch.int8).reshape(1, 1, 10, 1)
-    got = avg_pool2d(x, [1, 2], [1, 2], [0, 0], -128, 127).reshape(-1).tolist()
+    got = avg_pool2d(x, [1, 2], [1, 2], [0, 0], False, -128, 127).reshape(-1).tolist()
     # means 1.5, -1.5, 3.5, -3.5, 0.5 → 2, -2, 4, -4, 1
     assert got == [2, -2, 4, -4, 1]
 
 
 def test_avg_pool2d_divides_by_valid_count() -> None:
     x = torch.full((1, 2, 2, 1), 100, dtype=torch.int8)
-    got = avg_pool2d(x, [3, 3], [1, 1], [1, 1], -128, 127)
+    got = avg_pool2d(x, [3, 3], [1, 1], [1, 1], False, -128, 127)
     assert (got == 100).all()  # padding is not counted, so no dilution toward zero
+
+
+def test_avg_pool2d_ceil_mode_averages_what_the_last_window_covers() -> None:
+    """ResNet-D's shortcut pool on an odd extent: PyTorch's AvgPool2d(2, ceil_mode=True,
+    count_include_pad=False), whose last row and column of windows cover one input each."""
+    x = torch.arange(-12, 13, dtype=torch.int8).reshape(1, 5, 5, 1)
+    got = avg_pool2d(x, [2, 2], [2, 2], [0, 0], True, -128, 127)
+    pool = torch.nn.AvgPool2d(2, ceil_mode=True, count_include_pad=False)
+    want = pool(x.permute(0, 3, 1, 2).double()).permute(0, 2, 3, 1)
+    away_from_zero = want.sign() * (want.abs() + 0.5).floor()  # CMSIS-NN's rounding
+    assert got.shape == (1, 3, 3, 1) and torch.equal(got.double(), away_from_zero)
 
 
 # --- max pool: PyTorch's own, padding, clamping, arguments ----------------------------------

@@ -74,12 +74,13 @@ def _pool(
     kernel: list[int],
     stride: list[int],
     padding: list[int],
+    ceil_mode: bool = False,
 ) -> Lowered:
     x = _pooled_input(context, pattern, "average pool")
     act_min, act_max = _range(pattern)
     n, channels = x.shape[0], x.shape[1]
-    out_h = (x.shape[2] + 2 * padding[0] - kernel[0]) // stride[0] + 1
-    out_w = (x.shape[3] + 2 * padding[1] - kernel[1]) // stride[1] + 1
+    out_h = pool_output_size(x.shape[2], kernel[0], stride[0], padding[0], ceil_mode)
+    out_w = pool_output_size(x.shape[3], kernel[1], stride[1], padding[1], ceil_mode)
     output_nhwc = (n, out_h, out_w, channels)
     int16 = x.dtype is torch.int16
     if int16 and kernel[0] * kernel[1] >= 65536:
@@ -88,7 +89,7 @@ def _pool(
         context.target, x.stored_shape, output_nhwc, int16
     )
     out = context.call(
-        "avg_pool2d", x.node, kernel, stride, padding, act_min, act_max, scratch_bytes
+        "avg_pool2d", x.node, kernel, stride, padding, ceil_mode, act_min, act_max, scratch_bytes
     )
     value = replace(x, node=out, shape=(n, channels, out_h, out_w), nhwc=True)
     call = cmsis_function("avg_pool2d", Case.S16 if int16 else Case.S8)
@@ -119,10 +120,9 @@ def lower_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
     node = pattern.op
     one_d = node.target is aten.avg_pool1d.default
     kernel, stride, padding = _window(node, one_d)
-    if argument(node, 4, "ceil_mode", False):
-        raise LoweringRefused(Refusal.CEIL_MODE, "average pool with ceil_mode=True")
+    ceil_mode = bool(argument(node, 4, "ceil_mode", False))
     count_include_pad = argument(node, 5, "count_include_pad", True)
-    if any(padding) and count_include_pad:
+    if any(padding) and count_include_pad:  # (frontend/equivalents pads such a pool first)
         raise LoweringRefused(
             Refusal.COUNT_INCLUDE_PAD,
             "average pool with padding counts the padding; CMSIS-NN divides by the valid "
@@ -130,7 +130,7 @@ def lower_avg_pool2d(context: LoweringContext, pattern: Pattern) -> Lowered:
         )
     if not one_d and argument(node, 6, "divisor_override", None) is not None:
         raise LoweringRefused(Refusal.DIVISOR_OVERRIDE, "avg_pool2d with divisor_override")
-    return _pool(context, pattern, kernel, stride, padding)
+    return _pool(context, pattern, kernel, stride, padding, ceil_mode)
 
 
 @rule(aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default)
