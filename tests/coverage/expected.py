@@ -27,14 +27,9 @@ def _(area: str, what: str) -> str:
 FAILING: dict[str, str] = {
     # -- architectures (every core): none today ------------------------------------------
     # -- activations ----------------------------------------------------------------------
-    "act.softsign": _(BEYOND, "aten.abs and aten.div of tensors"),
     # -- pools, convolutions --------------------------------------------------------------
-    "conv.reflect_padding": _(BEYOND, "aten.pad mode 'reflect'"),
     # -- dropout, resize, shape -----------------------------------------------------------
     # -- in-place, aliases, views, slices, joins ------------------------------------------
     # -- math, reductions, products -------------------------------------------------------
     # -- and the others, by family ----------------------------------------------------------
-    "pool.adaptive_avg_3x3": _(BEYOND, "non-uniform adaptive average pool (8x8 to 3x3)"),
-    "prod.log_softmax": _(BEYOND, "aten.log_softmax"),
-    "shape.log_softmax_module": _(BEYOND, "aten.log_softmax"),
 }

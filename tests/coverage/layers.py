@@ -197,6 +197,18 @@ class _Bias(nn.Module):
         return self.weight
 
 
+class _Masks(nn.Module):
+    """The masks a sequence model keeps as buffers: causal as booleans (True: masked, as
+    ``nn.MultiheadAttention`` takes them) and as PyTorch's ``-inf`` square, and a key padding
+    mask hiding the last token."""
+
+    def __init__(self, length: int = SEQUENCE[1]) -> None:
+        super().__init__()
+        self.register_buffer("causal", torch.ones(length, length, dtype=torch.bool).triu(1))
+        self.register_buffer("square", nn.Transformer.generate_square_subsequent_mask(length))
+        self.register_buffer("padding", torch.arange(length).unsqueeze(0) == length - 1)
+
+
 ATTENTION: dict[str, Factory] = {
     "attention.multihead": case(
         lambda m, x: m.attn(x, x, x, need_weights=False)[0],
@@ -256,6 +268,38 @@ ATTENTION: dict[str, Factory] = {
         ),
         "linear",
         SEQUENCE,
+    ),
+    "attention.sdpa_causal": case(
+        lambda m, x: F.scaled_dot_product_attention(*_heads(x, x, x), is_causal=True),
+        "linear",
+        (SEQUENCE,),
+    ),
+    "attention.multihead_masks": case(
+        lambda m, x: m.attn(x, x, x, attn_mask=m.mask.causal, key_padding_mask=m.mask.padding)[0],
+        "linear",
+        (SEQUENCE,),
+        lambda: {"attn": nn.MultiheadAttention(16, 2, batch_first=True), "mask": _Masks()},
+    ),
+    "attention.encoder_causal": case(
+        lambda m, x: m.layer(x, src_mask=m.mask.square, is_causal=True),
+        "linear",
+        (SEQUENCE,),
+        lambda: {
+            "layer": nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True),
+            "mask": _Masks(),
+        },
+    ),
+    "attention.decoder_causal": case(
+        lambda m, x, y: m.layer(x, m.memory(y), tgt_mask=m.mask.square, tgt_is_causal=True),
+        "linear",
+        (SEQUENCE, (1, 4, 16)),
+        lambda: {
+            "layer": nn.TransformerDecoderLayer(
+                16, 2, 32, dropout=0.0, batch_first=True, norm_first=True
+            ),
+            "memory": nn.Linear(16, 16),
+            "mask": _Masks(),
+        },
     ),
     "attention.decoder_layer": case(
         lambda m, x, y: m.layer(x, m.memory(y)),

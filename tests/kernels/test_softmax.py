@@ -1,5 +1,6 @@
 """cortex_m_nn::softmax on the host runtime (arm_softmax_s8; int16: arm_softmax_s16 with the
-compiler's tables) against its reference: a row per dtype."""
+compiler's tables) against its reference: a row per dtype; and cortex_m_nn::masked_softmax
+(arm_softmax_s8 on each row's kept entries): causal and random masks tiling the rows."""
 
 from __future__ import annotations
 
@@ -35,6 +36,30 @@ def softmax_s16_calls(draw: st.DrawFn) -> Call:
     multiplier, shift = softmax_s16_parameters(draw(st.floats(1e-6, 2.0)))
     exp, reciprocal = softmax_s16_tables()
     return Call("softmax", (x.to(torch.int16), exp, reciprocal, multiplier, shift, 0))
+
+
+@st.composite
+def masked_softmax_calls(draw: st.DrawFn) -> Call:
+    """A causal mask (rows of a square) or a random one with a kept entry per row, tiling
+    rows of heads and batch items."""
+    gen = generator(draw)
+    length, row = draw(st.integers(1, 12)), draw(st.sampled_from(ROWS[:-1]))
+    if draw(st.booleans()):
+        row = length
+        keep = torch.ones(length, length, dtype=torch.bool).tril()
+    else:
+        keep = torch.rand(length, row, generator=gen) < draw(st.floats(0.1, 0.9))
+        keep[torch.arange(length), torch.randint(0, row, (length,), generator=gen)] = True
+    heads = draw(st.integers(1, 3))
+    params = softmax_parameters(draw(st.floats(1e-3, 0.5)))
+    x = int8((heads, length, row), gen)
+    return Call("masked_softmax", (x, keep.to(torch.int8), *params, row))
+
+
+@KERNEL_SETTINGS
+@given(st.lists(masked_softmax_calls(), min_size=25, max_size=25))
+def test_masked_softmax_bit_exact(kernels: KernelAbi, calls: list[Call]) -> None:
+    check_calls(calls, kernels)
 
 
 @KERNEL_SETTINGS

@@ -244,17 +244,18 @@ def grouped_conv() -> tuple[nn.Module, tuple[torch.Tensor]]:
 
 
 class Recurrent(nn.Module):
-    """conv → GRU over the width → linear: the GRU stays fp32 (with --allow-fallback)."""
+    """conv → a plain RNN over the width → linear: the RNN stays fp32 (with
+    --allow-fallback)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.conv = nn.Conv2d(2, 6, (1, 3), padding=(0, 1))
-        self.gru = nn.GRU(6, 5, batch_first=True)
+        self.rnn = nn.RNN(6, 5, batch_first=True)
         self.linear = nn.Linear(5, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.conv(x).squeeze(2).transpose(1, 2)  # [N, W, C]: W time steps of C features
-        out, _ = self.gru(y)
+        out, _ = self.rnn(y)
         return self.linear(out)
 
 

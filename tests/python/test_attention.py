@@ -1,10 +1,14 @@
 """Attention as users write it (``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``,
 ``nn.TransformerEncoderLayer``) and ``einsum`` lower onto batch matmuls and softmax
 (``frontend/decompose.py``); attention's scale is applied by the first product's
-requantization (``lower/patterns.py``); what has no integer form is refused with the rewrite.
+requantization (``lower/patterns.py``); a causal or boolean mask is the masked softmax's;
+what has no integer form is refused with the rewrite.
 The corpus (``tests/coverage``) runs the layers' variants; these check the parts."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -73,21 +77,55 @@ def test_attention_is_two_products_and_a_softmax() -> None:
     assert verification.passed
 
 
+MASKS = {
+    "causal": {"is_causal": True},
+    "boolean": {"attn_mask": torch.rand(6, 6, generator=torch.Generator().manual_seed(4)) > 0.4},
+    "float-with-inf": {"attn_mask": torch.zeros(6, 6).masked_fill(torch.eye(6) > 0, -math.inf)},
+    # the two together keep the diagonal alone
+    "causal-and-boolean": {"is_causal": True, "attn_mask": torch.ones(6, 6).tril(-1) == 0},
+}
+
+
+@pytest.mark.parametrize("name", MASKS)
+def test_a_masked_score_weighs_nothing(name: str) -> None:
+    """A causal, boolean or ``-inf`` mask is the masked softmax's (arm_softmax_s8 on the kept
+    scores): within 1 LSB of the PT2E graph, whose float softmax gives a masked score 0."""
+    x = torch.randn(1, 6, 16, generator=torch.Generator().manual_seed(1))
+    compiled, verification = check_dialect(
+        Attention(**MASKS[name]).eval(),
+        (x,),
+        after={"cortex_m_nn.masked_softmax": 1, "cortex_m_nn.softmax": 0},
+    )
+    assert verification.passed
+    (record,) = [r for r in compiled.records if r.kernel == "cortex_m_nn::masked_softmax"]
+    assert record.cmsis_function == "arm_softmax_s8"
+
+
+class ComputedMask(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q = self.proj(x)
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=x.sum(-1, keepdim=True) > 0)
+
+
 @pytest.mark.parametrize(
-    ("options", "message"),
+    ("model", "message"),
     [
-        ({"is_causal": True}, "causal mask.*-inf.*float additive bias"),
-        ({"attn_mask": torch.ones(6, 6, dtype=torch.bool).tril()}, "boolean mask.*additive"),
-        ({"dropout_p": 0.1}, "dropout_p=0.1.*eval mode"),
+        (lambda: Attention(dropout_p=0.1), "dropout_p=0.1.*eval mode"),
+        (ComputedMask, "boolean mask computed by the model.*constant"),
+        (lambda: Attention(attn_mask=torch.ones(6, 6).triu(1) > 2), "masks every score"),
     ],
-    ids=["causal", "boolean-mask", "dropout"],
+    ids=["dropout", "computed-mask", "all-masked-row"],
 )
 def test_attention_without_an_integer_form_is_refused_with_the_rewrite(
-    options: dict, message: str
+    model: Callable[[], nn.Module], message: str
 ) -> None:
     x = torch.randn(1, 6, 16)
     with pytest.raises(CompileError, match=message):
-        check_dialect(Attention(**options).eval(), (x,))
+        check_dialect(model().eval(), (x,))
 
 
 class Einsum(nn.Module):

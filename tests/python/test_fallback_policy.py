@@ -80,7 +80,8 @@ def test_transposed_convolution_flag() -> None:
         ("aten.div.Tensor", Refusal.NOT_QUANTIZED, ["1 / c"]),
         ("aten.max_pool2d", Refusal.POOL_DILATION, ["dilation=1"]),
         ("aten.lstm.input", Refusal.NOT_QUANTIZED, ["two nn.LSTM", "proj_size=0"]),
-        ("aten.gru.input", Refusal.NOT_QUANTIZED, ["no GRU", "nn.LSTM"]),
+        ("aten.gru.input", Refusal.NOT_QUANTIZED, ["two nn.GRU", "eval mode"]),
+        ("aten.rnn_tanh.input", Refusal.NOT_QUANTIZED, ["no plain RNN", "nn.GRU"]),
         ("aten.lstm.input", Refusal.LSTM_STATE, ["initial state"]),
         ("aten.conv3d", Refusal.NOT_QUANTIZED, ["conv2d"]),
         ("aten.elu", Refusal.TENSOR_ARGUMENTS, ["number"]),
@@ -150,7 +151,7 @@ def test_every_kind_is_one_the_lowering_gives(kind: Refusal) -> None:
 
 
 @pytest.fixture(scope="module")
-def gru():
+def rnn():
     module, inputs = recurrent()
     return compile_model(
         ModelSource("recurrent", module, inputs),
@@ -166,22 +167,22 @@ def _line_of(text: str) -> int:
     return next(i for i, line in enumerate(lines, 1) if text in line)
 
 
-def test_gru_is_the_one_fallback_with_its_macs(gru) -> None:
-    (fallback,) = [r for r in gru.records if not r.lowered]
-    # The GRU's zero initial state is a constant, not an operator; its getitem no op either.
-    assert fallback.source_op == "aten.gru.input"
+def test_rnn_is_the_one_fallback_with_its_macs(rnn) -> None:
+    (fallback,) = [r for r in rnn.records if not r.lowered]
+    # The RNN's zero initial state is a constant, not an operator; its getitem no op either.
+    assert fallback.source_op == "aten.rnn_tanh.input"
     assert fallback.fallback_reason == NOT_QUANTIZED
     assert fallback.refusal is Refusal.NOT_QUANTIZED
-    # 7 time steps × (3 gates · 5 hidden × 6 inputs + 3 · 5 × 5 recurrent)
-    assert fallback.macs == 7 * (3 * 5 * 6 + 3 * 5 * 5) == 1155
+    # 7 time steps × (5 hidden × 6 inputs + 5 × 5 recurrent)
+    assert fallback.macs == 7 * (5 * 6 + 5 * 5) == 385
     relative = os.path.relpath(MODELS) if MODELS.is_relative_to(Path.cwd()) else str(MODELS)
-    assert fallback.source_line == f"{relative}:{_line_of('self.gru(y)')}"
-    assert gru.memory.conflicts() == []
+    assert fallback.source_line == f"{relative}:{_line_of('self.rnn(y)')}"
+    assert rnn.memory.conflicts() == []
 
 
-def test_gru_error_names_it_where_and_what_to_do(gru) -> None:
-    message = unsupported_message(gru.stages.lowering.fallbacks)
+def test_rnn_error_names_it_where_and_what_to_do(rnn) -> None:
+    message = unsupported_message(rnn.stages.lowering.fallbacks)
     assert "\n" not in message
-    assert message.startswith("aten.gru.input at ")
-    assert f"models.py:{_line_of('self.gru(y)')} in gru (GRU)" in message
-    assert "no GRU" in message and "--allow-fallback" in message
+    assert message.startswith("aten.rnn_tanh.input at ")
+    assert f"models.py:{_line_of('self.rnn(y)')} in rnn (RNN)" in message
+    assert "no plain RNN" in message and "--allow-fallback" in message

@@ -485,13 +485,15 @@ def test_operators_that_are_not_equivalent_stay(name: str) -> None:
 
 
 #: Average pools that count their padding (PyTorch's default): name → (pool, rewritten as the
-#: zero-padded input's pool without padding). ceil_mode and divisor_override are left alone.
+#: zero-padded input's pool without padding). divisor_override is left alone, and so is a pool
+#: in ceil_mode whose last window PyTorch drops as it lies in the right padding alone.
 COUNTING_PADDING = {
     "3x3_stride_1": (lambda: nn.AvgPool2d(3, 1, 1), True),
     "rectangular": (lambda: nn.AvgPool2d((3, 2), 2, (1, 1)), True),
     "1d": (body(lambda x: F.avg_pool1d(x.flatten(2), 3, 2, 1)), True),
     "valid_only": (lambda: nn.AvgPool2d(3, 1, 1, count_include_pad=False), False),
-    "ceil_mode": (lambda: nn.AvgPool2d(3, 2, 1, ceil_mode=True), False),
+    "ceil_mode": (lambda: nn.AvgPool2d(3, 2, 1, ceil_mode=True), True),
+    "ceil_mode_window_in_padding": (lambda: nn.AvgPool2d(2, 7, 1, ceil_mode=True), False),
     "divisor_override": (lambda: nn.AvgPool2d(3, 1, 1, divisor_override=4), False),
 }
 

@@ -148,12 +148,17 @@ def test_choice_is_near_the_brute_force_optimum(name: str) -> None:
 #: name → (aten overload, its constant arguments and keywords, the same function written
 #: with torch.nn.functional: the independent computation)
 FUNCTIONS = {
-    "hardswish": ("hardswish.default", (), (), nn.functional.hardswish),
-    "hardsigmoid": ("hardsigmoid.default", (), (), nn.functional.hardsigmoid),
-    "sigmoid": ("sigmoid.default", (), (), torch.sigmoid),
-    "leaky_relu": ("leaky_relu.default", (0.1,), (), lambda x: nn.functional.leaky_relu(x, 0.1)),
+    "hardswish": ("aten.hardswish.default", (), (), nn.functional.hardswish),
+    "hardsigmoid": ("aten.hardsigmoid.default", (), (), nn.functional.hardsigmoid),
+    "sigmoid": ("aten.sigmoid.default", (), (), torch.sigmoid),
+    "leaky_relu": (
+        "aten.leaky_relu.default",
+        (0.1,),
+        (),
+        lambda x: nn.functional.leaky_relu(x, 0.1),
+    ),
     "gelu_tanh": (
-        "gelu.default",
+        "aten.gelu.default",
         (),
         (("approximate", "tanh"),),
         lambda x: nn.functional.gelu(x, approximate="tanh"),
@@ -312,7 +317,7 @@ def test_quantizer_measures_through_the_one_function_every_consumer_applies() ->
     module, example = excite()
     mse = _activation_observers(module, example, RangeMethod.MSE)
     through = sorted(m.through for m in mse if isinstance(m, MseObserver) and m.through)
-    assert through == ["hardsigmoid.default", "hardswish.default"]
+    assert through == ["aten.hardsigmoid.default", "aten.hardswish.default"]
     assert len(mse) == len(_activation_observers(module, example, RangeMethod.MINMAX))
 
 

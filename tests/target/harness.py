@@ -147,6 +147,8 @@ MODEL_NAMES += ["kws_lstm", "lstm_layers", "kws_lstm_int16"]
 # time-major, two layers and an initial state; a transformer keyword spotter (nn.Transformer-
 # EncoderLayer: scaled_dot_product_attention as batch matmuls and softmax)
 MODEL_NAMES += ["kws_gru", "gru_layers", "kws_transformer"]
+# masked attention (arm_softmax_s8 on each row's kept scores): a causal decoder layer
+MODEL_NAMES += ["causal_decoder"]
 # SVDF layers (int16 and int8 states): two inferences, the second from the first's states
 MODEL_NAMES += ["svdf_kws"]
 

@@ -439,6 +439,25 @@ class LstmLayers(nn.Module):
         return out.mean(-1, keepdim=True) + h[-1:].sum(-1, keepdim=True)
 
 
+class CausalDecoder(nn.Module):
+    """A decoder layer as users write it: causal self-attention (PyTorch's -inf square mask
+    and is_causal), cross-attention on a projected memory, pre-norm, a ReLU feed-forward
+    network: masked softmaxes (arm_softmax_s8 on each row's kept scores), batch matmuls with
+    the scale taken into their requantization."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory = nn.Linear(16, 16)
+        self.layer = nn.TransformerDecoderLayer(
+            16, 2, 32, dropout=0.0, batch_first=True, norm_first=True
+        )
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        memory = self.memory(x[:, :4])
+        return self.layer(x, memory, tgt_mask=self.mask, tgt_is_causal=True)
+
+
 class GruLayers(nn.Module):
     """Every GRU case the zoo's does not take: a time-major sequence of two batch items
     through two layers started from a given state, read as every step's output and h_n."""
@@ -472,6 +491,7 @@ MODELS = {
     "kws_gru": lambda: _zoo("kws_gru"),
     "gru_layers": lambda: seeded(GruLayers, 6, 2, 5),
     "kws_transformer": lambda: _zoo("kws_transformer"),
+    "causal_decoder": lambda: seeded(CausalDecoder, 1, 10, 16),
     "precision_mix": lambda: seeded(PrecisionMix, 2, 20),
     "attention_int16": lambda: seeded(AttentionInt16, 1, 6, 16),
     "int4_layers": lambda: seeded(Int4Layers, 1, 1, 12, 10),

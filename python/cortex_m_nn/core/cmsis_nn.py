@@ -67,6 +67,7 @@ FUNCTIONS: dict[tuple[str, Case], tuple[str, ...]] = {
     ("max_pool2d", S16): ("arm_max_pool_s16",),
     ("softmax", S8): ("arm_softmax_s8",),
     ("softmax", S16): ("arm_softmax_s16",),
+    ("masked_softmax", S8): ("arm_softmax_s8",),
     ("lstm", S8): ("arm_lstm_unidirectional_s8",),
     ("lstm", S16): ("arm_lstm_unidirectional_s16",),
     # ours: CMSIS-NN has no GRU; its LSTM's building blocks, this one for the gate products

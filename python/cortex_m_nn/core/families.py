@@ -22,6 +22,8 @@ import torch
 # otherwise happens only once something imports PT2E: the handles below need them.
 import torch.ao.quantization.fx._decomposed  # noqa: F401
 
+from cortex_m_nn.core.float_ops import SOFTSIGN
+
 aten = torch.ops.aten
 #: The namespace of the float operators the model's own layers become (``cortex_m_nn.nn``).
 FLOAT_NAMESPACE = "cortex_m_nn_float"
@@ -73,6 +75,7 @@ ACTIVATIONS = {
 #: Element-wise functions lowered to a 256-entry table (cortex_m_nn::lut), each with its own
 #: observed output quantization. Activations that cannot fuse into a producer are tables too.
 LOOKUP = {
+    SOFTSIGN,
     aten.sigmoid.default,
     aten.sigmoid_.default,
     aten.tanh.default,

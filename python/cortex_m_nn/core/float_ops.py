@@ -38,3 +38,26 @@ def _gru_fake(x, h, wx, wh, *args):  # noqa: ANN001, ANN002, ANN202
 torch.library.register_fake("cortex_m_nn_float::gru", _gru_fake, lib=LIB)
 #: One ``nn.GRU`` layer (``quantize/gru.py``).
 GRU = torch.ops.cortex_m_nn_float.gru.default
+
+LIB.define("masked_softmax(Tensor input, Tensor keep) -> Tensor")
+
+
+def _masked_softmax(x, keep):  # noqa: ANN001, ANN202
+    """Softmax over the last dim of the kept entries; a masked one weighs exactly 0 (as
+    ``-inf`` added in float does). ``keep`` is boolean, broadcast to ``x``."""
+    return x.masked_fill(~keep, float("-inf")).softmax(-1)
+
+
+LIB.impl("masked_softmax", _masked_softmax, "CompositeExplicitAutograd")
+torch.library.register_fake(
+    "cortex_m_nn_float::masked_softmax", lambda x, keep: torch.empty_like(x), lib=LIB
+)
+#: Attention's softmax under a boolean or causal mask (``frontend/decompose.py``).
+MASKED_SOFTMAX = torch.ops.cortex_m_nn_float.masked_softmax.default
+
+LIB.define("softsign(Tensor input) -> Tensor")
+LIB.impl("softsign", lambda x: x / (x.abs() + 1), "CompositeExplicitAutograd")
+torch.library.register_fake("cortex_m_nn_float::softsign", torch.empty_like, lib=LIB)
+#: ``nn.Softsign``'s ``x / (|x| + 1)`` as one element-wise function, a table
+#: (``frontend/equivalents.py``).
+SOFTSIGN = torch.ops.cortex_m_nn_float.softsign.default

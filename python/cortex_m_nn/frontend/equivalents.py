@@ -23,6 +23,8 @@ quantizer annotates, and the lowering lowers, the operator it becomes:
   pool without padding (the same windows and divisor; in ``ceil_mode`` a last window past
   the padding divides by what it covers of the padded input, as PyTorch's does).
 
+* ``x / (|x| + 1)`` (``nn.Softsign``) → one element-wise function of ``x``, a table.
+
 Anything else (training-mode dropout or instance norm, indices that are read, non-uniform
 windows, indices computed by the model) is left as it is: its lowering refuses it.
 """
@@ -36,6 +38,7 @@ from collections.abc import Callable
 import torch
 from torch.fx import GraphModule, Node
 
+from cortex_m_nn.core.float_ops import SOFTSIGN
 from cortex_m_nn.core.graph import argument, op_name
 
 aten = torch.ops.aten
@@ -247,6 +250,28 @@ def _replace(node: Node, replacement: Replacement, values: Node | None = None) -
     return True
 
 
+def _softsign(node: Node) -> bool:
+    """``x / (|x| + 1)`` (``nn.Softsign``, either order of the add) as one element-wise
+    function of ``x``: a table, where the division of two tensors has no int8 kernel."""
+    x, denominator = node.args[:2]
+    if not isinstance(denominator, Node) or denominator.target is not aten.add.Tensor:
+        return False
+    parts = list(denominator.args[:2])
+    magnitude = next((p for p in parts if isinstance(p, Node)), None)
+    ones = [p for p in parts if isinstance(p, int | float) and p == 1]
+    if len(ones) != 1 or magnitude is None or denominator.kwargs:
+        return False
+    if magnitude.target is not aten.abs.default or magnitude.args[0] is not x:
+        return False
+    softsign = _add(node, SOFTSIGN, (x,), node.meta.get("val"))
+    node.replace_all_uses_with(softsign)
+    node.graph.erase_node(node)
+    for dead in (denominator, magnitude):
+        if not dead.users:
+            node.graph.erase_node(dead)
+    return True
+
+
 #: Operators rewritten whole: op → its replacement (None: left alone).
 WHOLE: dict[object, Callable[[Node], Replacement]] = {
     **dict.fromkeys(DROPOUTS, _dropout),
@@ -280,6 +305,8 @@ def equivalents(graph_module: GraphModule) -> list[str]:
             done = _index(graph_module, node)
         elif node.target in AVERAGE_POOLS:
             done = _pool_counting_padding(node)
+        elif node.target is aten.div.Tensor:
+            done = _softsign(node)
         else:
             continue
         if done:

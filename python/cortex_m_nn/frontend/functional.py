@@ -48,7 +48,7 @@ from cortex_m_nn.core.graph import module_of, op_name, source_line
 from cortex_m_nn.core.refusals import Refusal
 from cortex_m_nn.core.rewrites import rewrite_for
 from cortex_m_nn.frontend.constants import fold_constants
-from cortex_m_nn.frontend.decompose import decompose
+from cortex_m_nn.frontend.decompose import decompose, mask_softmaxes
 from cortex_m_nn.frontend.equivalents import equivalents
 from cortex_m_nn.frontend.states import is_state_write, writes_svdf_state
 
@@ -103,8 +103,10 @@ def functional_form(graph_module: GraphModule) -> FunctionalForm:
         if is_in_place(node) and not is_state_write(node):  # an SVDF state: kept
             changes.functional.append(op_name(node.target))
             changes.notes += make_functional(node, order)
+    changes.folded = fold_constants(graph_module)  # (a mask built from constants, too)
     changes.decomposed = decompose(graph_module)
-    changes.folded = fold_constants(graph_module)
+    changes.folded += fold_constants(graph_module)
+    changes.decomposed += mask_softmaxes(graph_module)
     for node in list(graph.nodes):
         if is_no_op(node) or node.target in METADATA_READERS:
             changes.removed.append(op_name(node.target))

@@ -14,6 +14,7 @@ from cortex_m_nn.ops import (  # noqa: F401
     linear,
     lstm,
     lut,
+    masked_softmax,
     max_pool2d,
     maximum,
     minimum,

@@ -73,7 +73,8 @@ def activation_through(node: Node) -> QuantizationSpec:
     function (an aten op whose arguments after the input are constants), the one function
     every consumer of the tensor applies (``observers.MseObserver``'s ``through``)."""
     target = node.target
-    name = f"{target._overloadpacket.__name__}.{target._overloadname}"  # type: ignore[union-attr]
+    packet = target._overloadpacket  # type: ignore[union-attr]
+    name = f"{target.namespace}.{packet.__name__}.{target._overloadname}"  # type: ignore[union-attr]
     observer = MseObserver.with_args(
         eps=EPS,
         through=name,

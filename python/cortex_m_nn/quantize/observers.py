@@ -166,8 +166,8 @@ class MseObserver(_HistogramRangeObserver):
         """The function the error is measured after (the identity without ``through``)."""
         if self.through is None:
             return x
-        packet, overload = self.through.split(".")
-        op = getattr(getattr(torch.ops.aten, packet), overload)
+        namespace, packet, overload = self.through.split(".")
+        op = getattr(getattr(getattr(torch.ops, namespace), packet), overload)
         return op(x.clone(), *self.arguments, **dict(self.keywords))
 
     def _choose(self) -> tuple[float, float]:

@@ -37,6 +37,7 @@ from cortex_m_nn.core.families import (
     SUMS,
     TRANSPOSED_CONVOLUTIONS,
 )
+from cortex_m_nn.core.float_ops import MASKED_SOFTMAX
 from cortex_m_nn.core.graph import constant_arguments, scaled_product, swaps_last_two_dims
 from cortex_m_nn.core.options import Activations, QuantizationOptions, RangeMethod, Weights
 from cortex_m_nn.core.precision import (
@@ -197,6 +198,8 @@ class CortexMQuantizer(Quantizer):
                 int16 = spec is config.ACTIVATION_INT16
                 output = config.SOFTMAX_OUTPUT_INT16 if int16 else config.SOFTMAX_OUTPUT
                 _annotate(node, {node.args[0]: spec}, output)
+            elif target is MASKED_SOFTMAX:  # its boolean mask stays a constant of its own
+                _annotate(node, {node.args[0]: self.activation}, config.SOFTMAX_OUTPUT)
             elif target in NORMS:
                 if isinstance(node.args[0], Node):
                     self._annotate_with_output(node, {node.args[0]: spec}, spec)
