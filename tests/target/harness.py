@@ -149,6 +149,9 @@ MODEL_NAMES += ["kws_lstm", "lstm_layers", "kws_lstm_int16"]
 MODEL_NAMES += ["kws_gru", "gru_layers", "kws_transformer"]
 # masked attention (arm_softmax_s8 on each row's kept scores): a causal decoder layer
 MODEL_NAMES += ["causal_decoder"]
+# vision transformers of the coverage corpus: a ViT (sdpa, class token, layer scale) at 64x64
+# and a MobileViT
+MODEL_NAMES += ["vit", "mobilevit"]
 # SVDF layers (int16 and int8 states): two inferences, the second from the first's states
 MODEL_NAMES += ["svdf_kws"]
 

@@ -483,6 +483,12 @@ def _zoo(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     return ZOO[name]()
 
 
+def _architecture(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    from tests.coverage import ARCHITECTURES
+
+    return ARCHITECTURES[name]()
+
+
 #: name → (module, example inputs) factory
 MODELS = {
     "overlap_guard": overlap_guard,
@@ -492,6 +498,8 @@ MODELS = {
     "gru_layers": lambda: seeded(GruLayers, 6, 2, 5),
     "kws_transformer": lambda: _zoo("kws_transformer"),
     "causal_decoder": lambda: seeded(CausalDecoder, 1, 10, 16),
+    "vit": lambda: _architecture("vit"),
+    "mobilevit": lambda: _architecture("mobilevit"),
     "precision_mix": lambda: seeded(PrecisionMix, 2, 20),
     "attention_int16": lambda: seeded(AttentionInt16, 1, 6, 16),
     "int4_layers": lambda: seeded(Int4Layers, 1, 1, 12, 10),

@@ -69,7 +69,7 @@ class _Constant:
         return tuple(self.values.shape)
 
 
-def _constant(context: LoweringContext, node: Node) -> _Constant | None:
+def quantized_constant(context: LoweringContext, node: Node) -> _Constant | None:
     """A per-tensor quantized constant operand, or None when ``node`` is not one."""
     if node.target not in DEQUANTIZE:
         return None
@@ -97,7 +97,7 @@ def _operand(context: LoweringContext, argument: object) -> QValue | _Constant:
         )
     if not isinstance(argument, Node):
         return _scalar(float(argument))
-    constant = _constant(context, argument)
+    constant = quantized_constant(context, argument)
     return constant if constant is not None else context.input_value(argument, int16=True)
 
 

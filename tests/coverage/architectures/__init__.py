@@ -16,6 +16,7 @@ from .mobilevit import MobileViT
 from .regnet import RegNetX
 from .resnet import ResNet18
 from .shuffle import ShuffleNetV2, SqueezeNet
+from .vit import VisionTransformer
 
 
 def _architecture(build: Callable[[], nn.Module]) -> Factory:
@@ -33,6 +34,7 @@ ARCHITECTURES: dict[str, Factory] = {
     "ghostnet": _architecture(GhostNet),
     "regnetx": _architecture(RegNetX),
     "mobilevit": _architecture(MobileViT),
+    "vit": _architecture(VisionTransformer),
 }
 
 __all__ = ["ARCHITECTURES"]
