@@ -7,11 +7,12 @@
 // shift, hidden multiplier, hidden shift). One batch item runs at a time: step t reads its
 // hidden state from step t - 1's output (the first step from the initial state, copied into
 // the scratch, or the output offset: zero), so the program's tensors are never written. The
-// scratch holds four int16 gate buffers of H and the initial state (H bytes).
+// scratch holds four int16 gate buffers of H and the initial state (H bytes). Shape and
+// weight checks: cortex_m_nn/recurrent_common.h.
 // Reference: python/cortex_m_nn/ops/gru.py.
 #include <cstring>
 
-#include "cortex_m_nn/kernel_checks.h"
+#include "cortex_m_nn/recurrent_common.h"
 #include "cortex_m_nn_operators.h"
 
 namespace cortex_m_nn {
@@ -26,24 +27,6 @@ constexpr int32_t kHalfMultiplier = 1 << 30;
 constexpr int32_t kHalfShift = -14;
 constexpr int32_t kOne = 1 << 15;  // 1.0 in Q0.15
 
-// Shapes of one call: batch, steps, input features, hidden units.
-struct GruShape {
-  int32_t batch;
-  int32_t steps;
-  int32_t features;
-  int32_t units;
-};
-
-GruShape shape_of(const Tensor& input, const Tensor& hidden_weights, bool time_major) {
-  const int32_t first = static_cast<int32_t>(input.size(0));
-  const int32_t second = static_cast<int32_t>(input.size(1));
-  return GruShape{
-      time_major ? second : first,
-      time_major ? first : second,
-      static_cast<int32_t>(input.size(2)),
-      static_cast<int32_t>(hidden_weights.size(1))};
-}
-
 // The constant tensors of one call.
 struct GruTensors {
   const Tensor& input_weights;
@@ -52,16 +35,6 @@ struct GruTensors {
   const Tensor& hidden_biases;
   const Tensor& gate_parameters;
 };
-
-bool valid_weights(const Tensor& weights, const GruShape& s, int64_t columns) {
-  return has_layout(weights, ScalarType::Char, 3) && weights.size(0) == kGates &&
-      weights.size(1) == s.units && weights.size(2) == columns;
-}
-
-bool valid_biases(const Tensor& biases, const GruShape& s) {
-  return has_layout(biases, ScalarType::Int, 2) && biases.size(0) == kGates &&
-      biases.size(1) == s.units;
-}
 
 bool valid_gate_parameters(const Tensor& parameters) {
   if (!has_layout(parameters, ScalarType::Int, 2) || parameters.size(0) != kGates ||
@@ -78,10 +51,12 @@ bool valid_gate_parameters(const Tensor& parameters) {
   return true;
 }
 
-bool valid_tensors(const GruTensors& t, const GruShape& s) {
-  return valid_weights(t.input_weights, s, s.features) &&
-      valid_weights(t.hidden_weights, s, s.units) && valid_biases(t.input_biases, s) &&
-      valid_biases(t.hidden_biases, s) && valid_gate_parameters(t.gate_parameters);
+bool valid_tensors(const GruTensors& t, const RecurrentShape& s) {
+  return valid_gate_weights(t.input_weights, kGates, s, s.features) &&
+      valid_gate_weights(t.hidden_weights, kGates, s, s.units) &&
+      valid_gate_biases(t.input_biases, kGates, s, ScalarType::Int) &&
+      valid_gate_biases(t.hidden_biases, kGates, s, ScalarType::Int) &&
+      valid_gate_parameters(t.gate_parameters);
 }
 
 // Where one batch item's rows are: the step stride and the first row, in elements.
@@ -90,7 +65,7 @@ struct Rows {
   int64_t first;
 };
 
-Rows rows_of(const GruShape& s, bool time_major, int32_t b, int32_t width) {
+Rows rows_of(const RecurrentShape& s, bool time_major, int32_t b, int32_t width) {
   if (time_major) {
     return Rows{static_cast<int64_t>(s.batch) * width, static_cast<int64_t>(b) * width};
   }
@@ -119,7 +94,7 @@ void product(
 
 // One step of one batch item: the gates from x and h, the new state into `out`.
 void step(
-    const GruTensors& t, const GruShape& s, const int8_t* x, const int8_t* h, int32_t offset,
+    const GruTensors& t, const RecurrentShape& s, const int8_t* x, const int8_t* h, int32_t offset,
     int32_t state_multiplier, int32_t state_shift, const GateBuffers& g, int8_t* out) {
   const int32_t* p = t.gate_parameters.const_data_ptr<int32_t>();
   const int32_t n = s.units;
@@ -157,7 +132,7 @@ struct GruScalars {
 
 // Every batch item's steps in turn, each step's hidden state from the previous one's output.
 void run(
-    const GruTensors& t, const GruShape& s, const Tensor& input,
+    const GruTensors& t, const RecurrentShape& s, const Tensor& input,
     const std::optional<Tensor>& hidden, const GruScalars& a, Tensor& out, Tensor& scratch) {
   auto* gates = reinterpret_cast<int16_t*>(scratch.mutable_data_ptr<int8_t>());
   const int32_t n = s.units;
@@ -209,7 +184,7 @@ void gru_out(
       has_layout(input, ScalarType::Char, 3) && has_layout(hidden_weights, ScalarType::Char, 3) &&
           hidden_weights.size(0) == kGates,
       "gru", "input must be a 3-D int8 sequence, hidden_weights int8 [3, H, H]");
-  const GruShape s = shape_of(input, hidden_weights, time_major != 0);
+  const RecurrentShape s = recurrent_shape(input, hidden_weights, time_major != 0);
   CORTEX_M_NN_CHECK(
       context,
       valid_tensors(t, s) && has_layout(out, ScalarType::Char, 3) &&

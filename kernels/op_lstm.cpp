@@ -1,14 +1,14 @@
-// cortex_m_nn::lstm.out → arm_lstm_unidirectional_s8 (lstm_out: int8 input and hidden state) or,
-// the int16 case (lstm_int16_out), arm_lstm_unidirectional_s16 (int64 biases): one LSTM layer over a [B, T, I] or
-// [T, B, I] sequence, every step's hidden state out. Gates are stored in PyTorch's order
-// (input, forget, cell, output); gate_parameters rows are (input multiplier, input shift,
-// hidden multiplier, hidden shift). The scratch holds the two int16 gate buffers, the int16
-// cell state and, with an initial state, a copy of the hidden state: the kernel updates both
-// in place, so the program's tensors are never written.
-// Reference: python/cortex_m_nn/ops/lstm.py.
+// cortex_m_nn::lstm.out → arm_lstm_unidirectional_s8 (lstm_out: int8 input and hidden state)
+// or, the int16 case (lstm_int16_out), arm_lstm_unidirectional_s16 (int64 biases): one LSTM
+// layer over a [B, T, I] or [T, B, I] sequence, every step's hidden state out. Gates are stored
+// in PyTorch's order (input, forget, cell, output); gate_parameters rows are (input multiplier,
+// input shift, hidden multiplier, hidden shift). The scratch holds the two int16 gate buffers,
+// the int16 cell state and, with an initial state, a copy of the hidden state: the kernel
+// updates both in place, so the program's tensors are never written. Shape and weight checks:
+// cortex_m_nn/recurrent_common.h. Reference: python/cortex_m_nn/ops/lstm.py.
 #include <cstring>
 
-#include "cortex_m_nn/kernel_checks.h"
+#include "cortex_m_nn/recurrent_common.h"
 #include "cortex_m_nn_operators.h"
 
 namespace cortex_m_nn {
@@ -18,33 +18,6 @@ namespace {
 constexpr const char* kOp = "lstm";
 constexpr int kGates = 4;
 enum Gate { kInput = 0, kForget = 1, kCell = 2, kOutput = 3 };
-
-// Shapes of one call: batch, steps, input features, hidden units.
-struct LstmShape {
-  int32_t batch;
-  int32_t steps;
-  int32_t features;
-  int32_t units;
-};
-
-LstmShape shape_of(const Tensor& input, const Tensor& hidden_weights, bool time_major) {
-  const int32_t first = static_cast<int32_t>(input.size(0));
-  const int32_t second = static_cast<int32_t>(input.size(1));
-  return LstmShape{
-      time_major ? second : first,
-      time_major ? first : second,
-      static_cast<int32_t>(input.size(2)),
-      static_cast<int32_t>(hidden_weights.size(1))};
-}
-
-bool valid_weights(const Tensor& weights, const LstmShape& s, int64_t columns) {
-  return has_layout(weights, ScalarType::Char, 3) && weights.size(0) == kGates &&
-      weights.size(1) == s.units && weights.size(2) == columns;
-}
-
-bool valid_biases(const Tensor& biases, const LstmShape& s, ScalarType type) {
-  return has_layout(biases, type, 2) && biases.size(0) == kGates && biases.size(1) == s.units;
-}
 
 bool valid_gate_parameters(const Tensor& parameters) {
   if (!has_layout(parameters, ScalarType::Int, 2) || parameters.size(0) != kGates ||
@@ -60,7 +33,7 @@ bool valid_gate_parameters(const Tensor& parameters) {
   return true;
 }
 
-bool valid_state(const std::optional<Tensor>& state, ScalarType type, const LstmShape& s) {
+bool valid_state(const std::optional<Tensor>& state, ScalarType type, const RecurrentShape& s) {
   return !state.has_value() ||
       (is_type(*state, type) && state->numel() == static_cast<ssize_t>(s.batch) * s.units);
 }
@@ -106,7 +79,7 @@ bool valid_scalars(const LstmScalars& a, bool s16) {
 }
 
 // Bytes of the kernel's buffers: two gate buffers and the cell state (int16), the hidden state.
-int64_t needed_scratch(const LstmShape& s, bool s16) {
+int64_t needed_scratch(const RecurrentShape& s, bool s16) {
   return static_cast<int64_t>(s.batch) * s.units * (6 + (s16 ? 2 : 1));
 }
 
@@ -119,19 +92,23 @@ struct LstmTensors {
   const Tensor& gate_parameters;
 };
 
-bool valid_tensors(const LstmTensors& t, const LstmShape& s, bool s16) {
+bool valid_tensors(const LstmTensors& t, const RecurrentShape& s, bool s16) {
   const ScalarType bias = s16 ? ScalarType::Long : ScalarType::Int;
-  return valid_weights(t.input_weights, s, s.features) &&
-      valid_weights(t.hidden_weights, s, s.units) && valid_biases(t.input_biases, s, bias) &&
-      valid_biases(t.hidden_biases, s, bias) && valid_gate_parameters(t.gate_parameters);
+  return valid_gate_weights(t.input_weights, kGates, s, s.features) &&
+      valid_gate_weights(t.hidden_weights, kGates, s, s.units) &&
+      valid_gate_biases(t.input_biases, kGates, s, bias) &&
+      valid_gate_biases(t.hidden_biases, kGates, s, bias) &&
+      valid_gate_parameters(t.gate_parameters);
 }
 
-bool valid_output(const Tensor& input, const Tensor& out, const LstmShape& s, ScalarType type) {
+bool valid_output(
+    const Tensor& input, const Tensor& out, const RecurrentShape& s, ScalarType type) {
   return has_layout(out, type, 3) && out.size(0) == input.size(0) &&
       out.size(1) == input.size(1) && out.size(2) == s.units;
 }
 
-cmsis_nn_lstm_params params_of(const LstmShape& s, const LstmScalars& a, const LstmTensors& t) {
+cmsis_nn_lstm_params params_of(
+    const RecurrentShape& s, const LstmScalars& a, const LstmTensors& t) {
   const auto gate = [&](int k, arm_nn_activation_type activation) {
     return gate_of(
         t.input_weights, t.hidden_weights, t.input_biases, t.hidden_biases, t.gate_parameters, k,
@@ -162,7 +139,7 @@ cmsis_nn_lstm_params params_of(const LstmShape& s, const LstmScalars& a, const L
 // The scratch as CMSIS-NN's buffers; an initial state is copied in (the kernel writes it).
 cmsis_nn_lstm_context buffers_of(
     Tensor& scratch,
-    const LstmShape& s,
+    const RecurrentShape& s,
     const std::optional<Tensor>& hidden,
     const std::optional<Tensor>& cell) {
   auto* bytes = scratch.mutable_data_ptr<int8_t>();
@@ -190,7 +167,7 @@ void lstm(CallContext& context, const Tensor& input, const std::optional<Tensor>
           t.hidden_weights.size(0) == kGates,
       "lstm",
       "input must be a 3-D int8 (or int16) sequence, hidden_weights int8 [4, H, H]");
-  const LstmShape s = shape_of(input, t.hidden_weights, a.time_major != 0);
+  const RecurrentShape s = recurrent_shape(input, t.hidden_weights, a.time_major != 0);
   CORTEX_M_NN_CHECK(
       context,
       valid_tensors(t, s, s16) && valid_output(input, out, s, type) &&

@@ -22,10 +22,10 @@ from torch.fx import GraphModule, Node
 
 from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
 from cortex_m_nn.core.float_ops import GRU, LIB
-from cortex_m_nn.core.graph import getitem_users, gru_refusal
+from cortex_m_nn.core.graph import gru_refusal
 from cortex_m_nn.ops.gru import gate_weights
 from cortex_m_nn.ops.lstm import gate_biases
-from cortex_m_nn.quantize.decompose import LOCATION
+from cortex_m_nn.quantize.recurrent import add_node, is_zeros, split_layers, split_recurrent
 
 aten = torch.ops.aten
 #: The gate grids: products Q3.12 (int16), gates Q0.15.
@@ -100,47 +100,20 @@ def _gru(x, h, wx, wh, bx, bh, batch_first, s_in, s_h, zp, bits):  # noqa: ANN00
 LIB.impl("gru", _gru, "CompositeExplicitAutograd")
 
 
-def _add(graph: torch.fx.Graph, like: Node, target: object, args: tuple) -> Node:
-    with graph.inserting_before(like):
-        node = graph.call_function(target, args)
-    node.meta.update({k: like.meta[k] for k in LOCATION if k in like.meta})
-    node.meta["val"] = target(*torch.fx.node.map_arg(args, lambda n: n.meta["val"]))
-    return node
-
-
 def _split(graph: torch.fx.Graph, node: Node) -> None:
-    x, h0, params = node.args[:3]
-    has_biases, layers, batch_first = bool(node.args[3]), int(node.args[4]), bool(node.args[8])
-    per_layer = 4 if has_biases else 2
-    stateful = not (isinstance(h0, Node) and h0.target in (aten.zeros.default,))
-    outputs, last = [], []
-    for layer in range(layers):
-        w = list(params[layer * per_layer : (layer + 1) * per_layer]) + [None, None]
-        h = _add(graph, node, aten.select.int, (h0, 0, layer)) if stateful else None
-        x = _add(graph, node, GRU, (x, h, *w[:4], batch_first, 0.0, 0.0, 0, 0))
-        outputs.append(x)
-        step = _add(graph, node, aten.select.int, (x, 1 if batch_first else 0, -1))
-        last.append(_add(graph, node, aten.unsqueeze.default, (step, 0)))
-    users = getitem_users(node)
-    if 0 in users:
-        users[0].replace_all_uses_with(outputs[-1])
-    if 1 in users:
-        h_n = last[0] if layers == 1 else _add(graph, node, aten.cat.default, (last, 0))
-        users[1].replace_all_uses_with(h_n)
+    h0, batch_first = node.args[1], bool(node.args[8])
+    stateful = not is_zeros(h0)
+
+    def layer_args(layer: int, source: Node, weights: list) -> tuple:
+        h = add_node(graph, node, aten.select.int, (h0, 0, layer)) if stateful else None
+        return (source, h, *weights, batch_first, 0.0, 0.0, 0, 0)
+
+    split_layers(graph, node, GRU, layer_args)
 
 
 def split_grus(model: GraphModule) -> GraphModule:
     """Each ``aten.gru.input`` our kernel can run as one :data:`GRU` node per layer."""
-    graph = model.graph
-    for node in list(graph.nodes):
-        if node.target is aten.gru.input and gru_refusal(node) is None:
-            _split(graph, node)
-            for user in list(node.users):
-                graph.erase_node(user)
-            graph.erase_node(node)
-    graph.eliminate_dead_code()
-    model.recompile()
-    return model
+    return split_recurrent(model, aten.gru.input, gru_refusal, _split)
 
 
 def quantize_grus(converted: GraphModule) -> None:

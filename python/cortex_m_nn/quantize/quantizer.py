@@ -194,12 +194,8 @@ class CortexMQuantizer(Quantizer):
                 source = node.args[0]
                 if isinstance(source, Node):  # no fused activation: the kernel has no range
                     _annotate(node, {source: spec}, spec)
-            elif target in SOFTMAX:
-                int16 = spec is config.ACTIVATION_INT16
-                output = config.SOFTMAX_OUTPUT_INT16 if int16 else config.SOFTMAX_OUTPUT
-                _annotate(node, {node.args[0]: spec}, output)
-            elif target is MASKED_SOFTMAX:  # its boolean mask stays a constant of its own
-                _annotate(node, {node.args[0]: self.activation}, config.SOFTMAX_OUTPUT)
+            elif target in SOFTMAX or target is MASKED_SOFTMAX:
+                self._annotate_softmax(node, spec)
             elif target in NORMS:
                 if isinstance(node.args[0], Node):
                     self._annotate_with_output(node, {node.args[0]: spec}, spec)
@@ -288,6 +284,13 @@ class CortexMQuantizer(Quantizer):
             per_channel = weight_spec.qscheme == torch.per_channel_symmetric
             inputs[bias] = config.bias_spec((source, node), (weight, node), per_channel)
         self._annotate_with_output(node, inputs, spec)
+
+    def _annotate_softmax(self, node: Node, spec: QuantizationSpec) -> None:
+        """The input as ``spec``, the output at the softmax's fixed quantization; a masked
+        softmax is int8 (its boolean mask stays a constant of its own)."""
+        int16 = spec is config.ACTIVATION_INT16 and node.target is not MASKED_SOFTMAX
+        output = config.SOFTMAX_OUTPUT_INT16 if int16 else config.SOFTMAX_OUTPUT
+        _annotate(node, {node.args[0]: spec if int16 else self.activation}, output)
 
     def _annotate_matmul(self, node: Node, spec: QuantizationSpec) -> None:
         """Both operands int8 per tensor; a transpose of the right operand shares its input's

@@ -21,6 +21,7 @@ its requantization roundings, carried from step to step by the cell state.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch.fx import GraphModule, Node
@@ -116,11 +117,13 @@ def _lstm(x, h, c, wx, wh, bx, bh, batch_first, power, s_in, s_h, zp, bits):  # 
 LIB.impl("lstm", _lstm, "CompositeExplicitAutograd")
 
 
-def _is_zeros(node: object) -> bool:
+def is_zeros(node: object) -> bool:
+    """A zero initial state: what ``nn.LSTM``/``nn.GRU`` build without one."""
     return isinstance(node, Node) and node.target in (aten.zeros.default, aten.zeros_like.default)
 
 
-def _add(graph: torch.fx.Graph, like: Node, target: object, args: tuple) -> Node:
+def add_node(graph: torch.fx.Graph, like: Node, target: object, args: tuple) -> Node:
+    """``target(*args)`` before ``like``, with ``like``'s source location and its own value."""
     with graph.inserting_before(like):
         node = graph.call_function(target, args)
     node.meta.update({k: like.meta[k] for k in LOCATION if k in like.meta})
@@ -128,42 +131,64 @@ def _add(graph: torch.fx.Graph, like: Node, target: object, args: tuple) -> Node
     return node
 
 
-def _split(graph: torch.fx.Graph, node: Node) -> None:
-    x, (h0, c0), params = node.args[:3]
+#: (layer index, that layer's input, its weights and biases) → the args of its node.
+LayerArgs = Callable[[int, Node, list], tuple]
+
+
+def split_layers(graph: torch.fx.Graph, node: Node, op: object, layer_args: LayerArgs) -> None:
+    """A recurrent ``aten.<rnn>.input`` as one ``op`` node per layer, each reading the one
+    before; the node's output becomes the last layer's, its ``h_n`` the last step of each."""
+    x, params = node.args[0], node.args[2]
     has_biases, layers, batch_first = bool(node.args[3]), int(node.args[4]), bool(node.args[8])
     per_layer = 4 if has_biases else 2
-    stateful = not (_is_zeros(h0) and _is_zeros(c0))
-    steps = int(x.meta["val"].shape[1 if batch_first else 0])
     outputs, last = [], []
     for layer in range(layers):
-        w = list(params[layer * per_layer : (layer + 1) * per_layer]) + [None, None]
-        h = _add(graph, node, aten.select.int, (h0, 0, layer)) if stateful else None
-        c = _add(graph, node, aten.select.int, (c0, 0, layer)) if stateful else None
-        power = cell_scale_power(steps, stateful)
-        x = _add(graph, node, LSTM, (x, h, c, *w[:4], batch_first, power, 0.0, 0.0, 0, 0))
+        weights = list(params[layer * per_layer : (layer + 1) * per_layer]) + [None, None]
+        x = add_node(graph, node, op, layer_args(layer, x, weights[:4]))
         outputs.append(x)
-        step = _add(graph, node, aten.select.int, (x, 1 if batch_first else 0, -1))
-        last.append(_add(graph, node, aten.unsqueeze.default, (step, 0)))
+        step = add_node(graph, node, aten.select.int, (x, 1 if batch_first else 0, -1))
+        last.append(add_node(graph, node, aten.unsqueeze.default, (step, 0)))
     users = getitem_users(node)
     if 0 in users:
         users[0].replace_all_uses_with(outputs[-1])
     if 1 in users:
-        h_n = last[0] if layers == 1 else _add(graph, node, aten.cat.default, (last, 0))
+        h_n = last[0] if layers == 1 else add_node(graph, node, aten.cat.default, (last, 0))
         users[1].replace_all_uses_with(h_n)
 
 
-def split_lstms(model: GraphModule) -> GraphModule:
-    """Each ``aten.lstm.input`` CMSIS-NN can run as one :data:`LSTM` node per layer."""
+def split_recurrent(
+    model: GraphModule, target: object, refusal: Callable[[Node], str | None], split: Callable
+) -> GraphModule:
+    """Each call of ``target`` that ``refusal`` lets through, ``split`` into layers."""
     graph = model.graph
     for node in list(graph.nodes):
-        if node.target is aten.lstm.input and lstm_refusal(node) is None:
-            _split(graph, node)
+        if node.target is target and refusal(node) is None:
+            split(graph, node)
             for user in list(node.users):
                 graph.erase_node(user)
             graph.erase_node(node)
     graph.eliminate_dead_code()
     model.recompile()
     return model
+
+
+def _split(graph: torch.fx.Graph, node: Node) -> None:
+    x, (h0, c0) = node.args[:2]
+    batch_first = bool(node.args[8])
+    stateful = not (is_zeros(h0) and is_zeros(c0))
+    power = cell_scale_power(int(x.meta["val"].shape[1 if batch_first else 0]), stateful)
+
+    def layer_args(layer: int, source: Node, weights: list) -> tuple:
+        h = add_node(graph, node, aten.select.int, (h0, 0, layer)) if stateful else None
+        c = add_node(graph, node, aten.select.int, (c0, 0, layer)) if stateful else None
+        return (source, h, c, *weights, batch_first, power, 0.0, 0.0, 0, 0)
+
+    split_layers(graph, node, LSTM, layer_args)
+
+
+def split_lstms(model: GraphModule) -> GraphModule:
+    """Each ``aten.lstm.input`` CMSIS-NN can run as one :data:`LSTM` node per layer."""
+    return split_recurrent(model, aten.lstm.input, lstm_refusal, _split)
 
 
 class _CellPeaks(torch.fx.Interpreter):
