@@ -5,8 +5,9 @@
 // and tanh (Q0.15), arm_nn_requantize for the new state h = (1 - z) n + z h. Gates are stored
 // in PyTorch's order (reset, update, new); gate_parameters rows are (input multiplier, input
 // shift, hidden multiplier, hidden shift). One batch item runs at a time: step t reads its
-// hidden state from step t - 1's output (the first step from the initial state, copied into
-// the scratch, or the output offset: zero), so the program's tensors are never written. The
+// hidden state from step t - 1's output (the first step from the initial state or the kept
+// state, copied into the scratch, or the output offset: zero); only a kept state (a buffer
+// of the program, nn.Streaming) is written: the last step's hidden state, for the next call. The
 // scratch holds four int16 gate buffers of H and the initial state (H bytes). Shape and
 // weight checks: cortex_m_nn/recurrent_common.h.
 // Reference: python/cortex_m_nn/ops/gru.py.
@@ -49,6 +50,12 @@ bool valid_gate_parameters(const Tensor& parameters) {
     }
   }
   return true;
+}
+
+bool valid_state(const std::optional<Tensor>& state, const RecurrentShape& s) {
+  return !state.has_value() ||
+      (is_type(*state, ScalarType::Char) &&
+       state->numel() == static_cast<ssize_t>(s.batch) * s.units);
 }
 
 bool valid_tensors(const GruTensors& t, const RecurrentShape& s) {
@@ -133,7 +140,8 @@ struct GruScalars {
 // Every batch item's steps in turn, each step's hidden state from the previous one's output.
 void run(
     const GruTensors& t, const RecurrentShape& s, const Tensor& input,
-    const std::optional<Tensor>& hidden, const GruScalars& a, Tensor& out, Tensor& scratch) {
+    const std::optional<Tensor>& initial_state, const std::optional<Tensor>& kept,
+    const GruScalars& a, Tensor& out, Tensor& scratch) {
   auto* gates = reinterpret_cast<int16_t*>(scratch.mutable_data_ptr<int8_t>());
   const int32_t n = s.units;
   const GateBuffers g{gates, gates + n, gates + 2 * n, gates + 3 * n};
@@ -142,6 +150,7 @@ void run(
   int8_t* y = out.mutable_data_ptr<int8_t>();
   const bool time_major = a.time_major != 0;
   const auto offset = static_cast<int32_t>(a.output_offset);
+  const std::optional<Tensor>& hidden = kept.has_value() ? kept : initial_state;
   for (int32_t b = 0; b < s.batch; ++b) {
     if (hidden.has_value()) {
       std::memcpy(initial, hidden->const_data_ptr<int8_t>() + static_cast<int64_t>(b) * n, n);
@@ -157,6 +166,9 @@ void run(
            static_cast<int32_t>(a.state_multiplier), static_cast<int32_t>(a.state_shift), g, row);
       h = row;
     }
+    if (kept.has_value()) {  // the last step's hidden state, for the next call
+      std::memcpy(kept->mutable_data_ptr<int8_t>() + static_cast<int64_t>(b) * n, h, n);
+    }
   }
 }
 
@@ -166,6 +178,7 @@ void gru_out(
     CallContext& context,
     const Tensor& input,
     const std::optional<Tensor>& hidden,
+    const std::optional<Tensor>& state,
     const Tensor& input_weights,
     const Tensor& hidden_weights,
     const Tensor& input_biases,
@@ -190,12 +203,12 @@ void gru_out(
       valid_tensors(t, s) && has_layout(out, ScalarType::Char, 3) &&
           out.size(0) == input.size(0) && out.size(1) == input.size(1) &&
           out.size(2) == s.units &&
-          (!hidden.has_value() ||
-           (is_type(*hidden, ScalarType::Char) &&
-            hidden->numel() == static_cast<ssize_t>(s.batch) * s.units)),
+          valid_state(hidden, s) && valid_state(state, s) &&
+          !(hidden.has_value() && state.has_value()),
       "gru",
       "weights int8 [3, H, I] and [3, H, H], biases int32 [3, H], gate parameters int32 "
-      "[3, 4] of valid requantizations, out int8 [.., .., H], an initial state int8 [B, H]");
+      "[3, 4] of valid requantizations, out int8 [.., .., H], an initial or a kept state "
+      "int8 [B, H] (not both)");
   CORTEX_M_NN_CHECK(
       context,
       is_requantization(state_multiplier, state_shift) && is_s8_output_offset(output_offset) &&
@@ -206,8 +219,8 @@ void gru_out(
   if (!context.computes()) {  // no prepared form: the boxed entry checked the plan has none
     return;
   }
-  run(t, s, input, hidden, GruScalars{time_major, state_multiplier, state_shift, output_offset},
-      out, scratch);
+  run(t, s, input, hidden, state,
+      GruScalars{time_major, state_multiplier, state_shift, output_offset}, out, scratch);
 }
 
 }  // namespace native

@@ -1,4 +1,5 @@
-"""Layers PyTorch lacks that cortex_m_nn lowers: :class:`SVDF`.
+"""Layers PyTorch lacks that cortex_m_nn lowers: :class:`SVDF`, and :class:`Streaming`, an
+``nn.GRU`` that keeps its hidden state from one call to the next.
 
 An SVDF layer (singular value decomposition filter, TFLite's ``SVDF``) keeps a state of the
 last ``memory_size`` feature projections of every filter. Its float step is two operators of
@@ -154,3 +155,32 @@ class SVDF(nn.Module):
             raise ValueError(f"SVDF takes [B, input_size] or [B, T, input_size], got {x.shape}")
         self.state.copy_(state.detach())
         return y
+
+
+class Streaming(nn.Module):
+    """An ``nn.GRU`` that carries its hidden state from one call to the next: streaming, a
+    frame (or a few) per inference, gives the outputs the whole sequence at once would.
+
+    The state ``[num_layers, batch_size, hidden_size]`` is a buffer, zero at the start
+    (:meth:`reset_state`); ``forward`` runs the GRU from it on ``x`` (its layout as the GRU's
+    ``batch_first`` says), writes the final hidden state back, and returns every step's
+    output. Compiled, the state is a buffer of the program kept between inferences (as an
+    SVDF's): the GRU reads it as its initial state and writes its last step into it.
+    """
+
+    def __init__(self, layer: nn.GRU, batch_size: int = 1) -> None:
+        super().__init__()
+        if not isinstance(layer, nn.GRU) or layer.bidirectional:
+            raise ValueError("Streaming takes a unidirectional nn.GRU")
+        self.layer = layer
+        shape = (layer.num_layers, batch_size, layer.hidden_size)
+        self.register_buffer("state", torch.zeros(shape))
+
+    def reset_state(self) -> None:
+        """Forget every frame seen: the state back to zeros."""
+        self.state.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, state = self.layer(x, self.state)
+        self.state.copy_(state.detach())
+        return out

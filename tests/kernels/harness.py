@@ -32,6 +32,9 @@ class Call:
     op: str
     args: tuple
     inputs: tuple[int, ...] = (0,)
+    #: inputs the operator writes (a kept state): passed as a copy of the run-time input, so
+    #: the program's outputs stay the calls' outputs alone
+    written: tuple[int, ...] = ()
 
     def describe(self) -> str:
         def text(a: object) -> str:
@@ -63,7 +66,8 @@ class Calls(torch.nn.Module):
                 if j in call.inputs and isinstance(arg, list):
                     args.append([next(remaining) for _ in arg])
                 elif j in call.inputs:
-                    args.append(next(remaining))
+                    given = next(remaining)
+                    args.append(given.clone() if j in call.written else given)
                 elif isinstance(arg, torch.Tensor):
                     args.append(getattr(self, f"c{i}_{j}"))
                 else:
@@ -104,8 +108,9 @@ def run(pte: bytes, inputs: tuple[torch.Tensor, ...], kernels: KernelAbi) -> lis
 def check_calls(calls: list[Call], kernels: KernelAbi) -> None:
     """Every call's runtime output equals its reference (both under the kernels' rounding)."""
     expected = []
-    for call in calls:
-        result = FUNCTIONALS[call.op](kernels.rounding, *call.args)
+    for call in calls:  # on copies: a reference updates a kept state in place
+        copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in call.args]
+        result = FUNCTIONALS[call.op](kernels.rounding, *copies)
         expected.append(result[0] if isinstance(result, tuple) else result)
     actual = run(program(calls, kernels), runtime_inputs(calls), kernels)
     for call, want, got in zip(calls, expected, actual, strict=True):

@@ -1,6 +1,6 @@
 """cortex_m_nn::gru on the host runtime (CMSIS-NN's LSTM building blocks composed into a GRU)
-against its reference: batch- and time-major sequences, with and without an initial state,
-parameters prepared from random float layers."""
+against its reference: batch- and time-major sequences, without a state, from an initial
+state or from a kept one, parameters prepared from random float layers."""
 
 from __future__ import annotations
 
@@ -34,12 +34,17 @@ def gru_calls(draw: st.DrawFn) -> Call:
     time_major = draw(st.booleans())
     shape = (steps, batch, features) if time_major else (batch, steps, features)
     x = torch.randint(-128, 128, shape, generator=gen).to(torch.int8)
-    hidden = None
-    if draw(st.booleans()):
-        hidden = torch.randint(-128, 128, (batch, units), generator=gen).to(torch.int8)
-    args = (x, hidden, p["input_weights"], p["hidden_weights"], p["input_biases"])
+    hidden = state = None
+    given = draw(st.sampled_from(["none", "initial", "kept"]))
+    if given != "none":  # an initial state, or a kept one (read, then written: nn.Streaming)
+        start = torch.randint(-128, 128, (batch, units), generator=gen).to(torch.int8)
+        hidden, state = (start, None) if given == "initial" else (None, start)
+    args = (x, hidden, state, p["input_weights"], p["hidden_weights"], p["input_biases"])
     args += (p["hidden_biases"], p["gate_parameters"], int(time_major), *p["state"], zp_h)
-    return Call("gru", (*args, op.scratch_bytes(units)))
+    # a kept state is passed at run time, as a copy the kernel writes (a constant would be a
+    # buffer of the program, planned without its values)
+    kept = (2,) if state is not None else ()
+    return Call("gru", (*args, op.scratch_bytes(units)), (0, *kept), kept)
 
 
 @KERNEL_SETTINGS

@@ -197,3 +197,14 @@ def test_svdf_stream_end_to_end(kernels: KernelAbi) -> None:
     module, example = svdf_kws()
     source = ModelSource("svdf_kws", module, example)
     check_implementation(compile_for(source, kernels), samples(source))
+
+
+def test_gru_stream_end_to_end(kernels: KernelAbi) -> None:
+    """A streaming GRU (the zoo's keyword spotter, one frame per inference, two layers whose
+    state is kept): eight executions of one loaded program, each continuing the states,
+    equal the references' eight steps."""
+    from tests.zoo.kws_gru import kws_gru_streaming
+
+    module, example = kws_gru_streaming()
+    source = ModelSource("kws_gru_streaming", module, example)
+    check_implementation(compile_for(source, kernels), samples(source))

@@ -495,6 +495,7 @@ MODELS = {
     "kws_lstm": _kws_lstm,
     "lstm_layers": lambda: seeded(LstmLayers, 6, 2, 5),
     "kws_gru": lambda: _zoo("kws_gru"),
+    "kws_gru_streaming": lambda: _zoo("kws_gru_streaming"),
     "gru_layers": lambda: seeded(GruLayers, 6, 2, 5),
     "kws_transformer": lambda: _zoo("kws_transformer"),
     "causal_decoder": lambda: seeded(CausalDecoder, 1, 10, 16),

@@ -15,7 +15,7 @@ from cortex_m_nn.frontend.models import ds_cnn
 from .audio1d import audio1d
 from .autoencoder import autoencoder
 from .common import Example
-from .kws_gru import kws_gru
+from .kws_gru import kws_gru, kws_gru_streaming
 from .kws_lstm import kws_lstm
 from .kws_transformer import kws_transformer
 from .mobilenet import mobilenet_v1, mobilenet_v2, mobilenet_v3_small
@@ -37,6 +37,7 @@ ZOO: dict[str, Callable[[], Example]] = {
     "kws_lstm": kws_lstm,
     "svdf_kws": svdf_kws,
     "kws_gru": kws_gru,
+    "kws_gru_streaming": kws_gru_streaming,
     "kws_transformer": kws_transformer,
 }
 

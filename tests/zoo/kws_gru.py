@@ -1,4 +1,5 @@
-"""A GRU keyword-spotting model on MFCC frames ``[N, T=49, F=10]`` (batch first).
+"""A GRU keyword-spotting model on MFCC frames ``[N, T=49, F=10]`` (batch first), and its
+streaming form: one frame per inference, the GRU's state kept between them.
 
 The GRU counterpart of ``kws_lstm`` (Zhang et al. 2017, "Hello Edge", list GRU models beside
 their LSTMs): 49 frames of 10 MFCC coefficients into one GRU layer of 64 units, the last
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+
+from cortex_m_nn.nn import Streaming
 
 from .common import Example
 
@@ -33,4 +36,26 @@ def kws_gru() -> Example:
         torch.manual_seed(0)
         module = KwsGru().eval()
         example = torch.randn(*INPUT_SHAPE)
+    return module, (example,)
+
+
+class StreamingKwsGru(nn.Module):
+    """The keyword spotter run one 10-coefficient frame per inference: two GRU layers whose
+    state (``cortex_m_nn.nn.Streaming``) carries the clip from frame to frame, the last
+    layer's output into the classes."""
+
+    def __init__(self, features: int = INPUT_SHAPE[2], units: int = 32) -> None:
+        super().__init__()
+        self.gru = Streaming(nn.GRU(features, units, num_layers=2, batch_first=True))
+        self.fc = nn.Linear(units, CLASSES)
+
+    def forward(self, frame: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(self.fc(self.gru(frame)[:, -1]), dim=-1)
+
+
+def kws_gru_streaming() -> Example:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        module = StreamingKwsGru().eval()
+        example = torch.randn(1, 1, INPUT_SHAPE[2])
     return module, (example,)

@@ -135,6 +135,8 @@ class Operator:
 
 _SCHEMA = re.compile(r"^cortex_m_nn::(\w+)\.out\((.*)\) -> (.+)$")
 _OUT = re.compile(r"^Tensor\([a-z]!\)$")
+#: An optional tensor the kernel may write (a GRU's kept state): read as an optional tensor.
+_OPTIONAL_WRITTEN = re.compile(r"^Tensor\([a-z]!\)\?$")
 
 
 def parse_operator(func: str) -> Operator:
@@ -150,6 +152,8 @@ def parse_operator(func: str) -> Operator:
         type_text, _, arg_name = part.rpartition(" ")
         if _OUT.match(type_text):
             arguments.append(Argument(arg_name, "out"))
+        elif _OPTIONAL_WRITTEN.match(type_text):
+            arguments.append(Argument(arg_name, "optional_tensor"))
         elif type_text in KINDS:
             arguments.append(Argument(arg_name, KINDS[type_text]))
         else:

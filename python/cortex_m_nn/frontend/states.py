@@ -1,6 +1,8 @@
-"""The states a model keeps between inferences (SVDF layers), in each of its forms.
+"""The states a model keeps between inferences (SVDF layers, streaming GRUs), in each of its
+forms.
 
-The float model keeps them in its :class:`~cortex_m_nn.nn.SVDF` layers' ``state`` buffers,
+The float model keeps them in its :class:`~cortex_m_nn.nn.SVDF` and
+:class:`~cortex_m_nn.nn.Streaming` layers' ``state`` buffers,
 the PT2E graph in the buffers its state write-backs update, the lowered graph in its
 ``mutable_state_*`` buffers (which ``cortex_m_nn::svdf`` updates in place, and the program
 keeps in its arena). Running a form on a sequence of inputs gives the sequence's outputs only
@@ -9,8 +11,10 @@ from zero states; :func:`reset_states` makes them zero.
 The write-back: ``cortex_m_nn.nn.SVDF`` ends each step with ``self.state.copy_(new_state)``,
 an ``aten.copy_`` into the buffer its ``svdf_memory`` read, of that operator's output (through
 ``detach`` before the functional form, through PT2E's ``quantize``/``dequantize`` after). It
-is the one mutation of a buffer the compiler keeps: the functional form leaves it, and the
+is a mutation of a buffer the compiler keeps: the functional form leaves it, and the
 lowering drops it where ``cortex_m_nn::svdf`` updates its state in place (``rules/svdf``).
+The other: ``Streaming`` writes its GRU's final hidden state into the buffer the GRU started
+from; ``cortex_m_nn::gru`` then reads and writes a state of the program (``rules/gru``).
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ import torch
 from torch.fx import GraphModule, Node
 
 from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
-from cortex_m_nn.nn import SVDF, SVDF_MEMORY
+from cortex_m_nn.core.float_ops import GRU
+from cortex_m_nn.nn import SVDF, SVDF_MEMORY, Streaming
 from cortex_m_nn.ops.svdf import STATE_PREFIX
 
 
 def state_buffers(module: torch.nn.Module) -> list[torch.Tensor]:
     """Every state buffer of ``module`` (any of the three forms)."""
-    found = [m.state for m in module.modules() if isinstance(m, SVDF)]
+    found = [m.state for m in module.modules() if isinstance(m, SVDF | Streaming)]
     found += [b for name, b in module.named_buffers() if name.startswith(STATE_PREFIX)]
     if isinstance(module, GraphModule):
         for node in module.graph.nodes:
@@ -58,6 +63,8 @@ def fresh(module: GraphModule) -> GraphModule:
 
 
 COPY = torch.ops.aten.copy_.default
+GRU_INPUT = torch.ops.aten.gru.input
+aten = torch.ops.aten
 #: What may stand between ``svdf_memory`` and the write-back.
 _THROUGH = {torch.ops.aten.detach.default, *DEQUANTIZE, *QUANTIZE}
 
@@ -79,8 +86,40 @@ def state_source(node: Node) -> Node | None:
     return value
 
 
+def recurrent_state_source(node: Node) -> Node | None:
+    """The GRU that starts from the buffer ``node`` writes into (:class:`~cortex_m_nn.nn.
+    Streaming`'s write-back of its final hidden state): the ``aten.gru.input`` reading the
+    buffer, or after the quantizer's split one layer's ``cortex_m_nn_float::gru`` reading its
+    slice; None when ``node`` is no such write-back."""
+    if node.op != "call_function" or node.target is not COPY or len(node.args) != 2:
+        return None
+    buffer = node.args[0]
+    if node.users or not isinstance(buffer, Node) or buffer.op != "get_attr":
+        return None
+    for reader in buffer.users:
+        if reader.target is GRU_INPUT and reader.args[1] is buffer:
+            return reader
+        if reader.target is aten.select.int and reader.args[0] is buffer:
+            layers = [u for u in reader.users if u.target is GRU and u.args[1] is reader]
+            if layers:
+                return layers[0]
+    return None
+
+
+def kept_state(hidden: object) -> Node | None:
+    """The buffer a GRU layer's initial state ``hidden`` reads (``select`` of it, one layer's
+    slice) when a write-back keeps it from call to call, else None."""
+    if not isinstance(hidden, Node) or hidden.target is not aten.select.int:
+        return None
+    buffer = hidden.args[0]
+    if not isinstance(buffer, Node) or buffer.op != "get_attr":
+        return None
+    writes = [u for u in buffer.users if recurrent_state_source(u) is not None]
+    return buffer if writes else None
+
+
 def is_state_write(node: Node) -> bool:
-    return state_source(node) is not None
+    return state_source(node) is not None or recurrent_state_source(node) is not None
 
 
 def writes_svdf_state(node: Node) -> bool:

@@ -55,6 +55,11 @@ class LoweringContext:
     origins: dict[Node, tuple[QValue, torch.Tensor]] = field(default_factory=dict)
     #: layout: (value node, nhwc) → that value in that layout (transposed once)
     relayouts: dict[tuple[Node, bool], QValue] = field(default_factory=dict)
+    #: buffers whose state a lowered operator keeps itself (a streaming GRU's): their
+    #: write-backs have no operator of their own
+    kept_states: set[Node] = field(default_factory=set)
+    #: lowered state buffer → (the source graph's buffer, its layer, the state's scale)
+    state_sources: dict[str, tuple[str, int, float]] = field(default_factory=dict)
     _dequantized: dict[Node, Node] = field(default_factory=dict)
     _constants: int = 0
 

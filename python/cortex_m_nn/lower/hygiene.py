@@ -37,4 +37,6 @@ def result(context: LoweringContext) -> LoweringResult:
         for quantize, value in context.quantized.items()
         if value.node.graph is context.graph and value.node in module.graph.nodes
     }
-    return LoweringResult(module, context.records, sources, context.float_sources)
+    return LoweringResult(
+        module, context.records, sources, context.float_sources, context.state_sources
+    )

@@ -60,6 +60,8 @@ class LoweringResult:
     value_sources: dict[str, tuple[str, bool]] = field(default_factory=dict)
     #: lowered dequantize node name → (the PT2E dequantize node it computes, its scale)
     float_sources: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: lowered state buffer → (the PT2E graph's buffer it keeps, its layer, the state's scale)
+    state_sources: dict[str, tuple[str, int, float]] = field(default_factory=dict)
 
     @property
     def fallbacks(self) -> list[OpRecord]:

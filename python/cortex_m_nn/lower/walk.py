@@ -70,6 +70,8 @@ class Walk:
             context.copy_float(node)  # one output of a float op: no operator of its own
         elif is_state_write(node) and node.args[1].args[0] in self.pending:
             return  # its SVDF was lowered: cortex_m_nn::svdf updates the state in place
+        elif is_state_write(node) and node.args[0] in context.kept_states:
+            return  # its GRU was lowered: cortex_m_nn::gru keeps the state itself
         elif not context.fold(node):
             context.copy_float(node)
             record = of_source(node)

@@ -8,7 +8,8 @@ the hidden state's quantization (scale ``s_h``, zero point ``output_offset``). G
 PyTorch's order (reset, update, new): ``input_weights [3, H, I]``, ``hidden_weights [3, H, H]``,
 ``input_biases``/``hidden_biases [3, H]`` int32, ``gate_parameters [3, 4]`` int32 rows (input
 multiplier, input shift, hidden multiplier, hidden shift). Per step, with ``x`` and ``h`` the
-raw stored values (``h`` starts as the initial state, or ``output_offset``: zero)::
+raw stored values (``h`` starts as the initial state ``hidden``, the kept ``state``, or
+``output_offset``: zero)::
 
     X_k  = sat16(rq(bx_k + Wx_k·x, mx_k, sx_k))                    Q3.12
     H_k  = sat16(rq(bh_k + Wh_k·h, mh_k, sh_k))                    Q3.12
@@ -22,7 +23,9 @@ zero point into the bias (``b_ih − zp_in · Σ Wx``), ``bh`` the hidden one (`
 ``arm_nn_vec_mat_mul_result_acc_s8_s16`` for each product (accumulated onto a zeroed buffer,
 then onto ``X``), ``arm_elementwise_mul_acc_s16`` for ``r · H_n``, ``arm_nn_activation_s16``
 for sigmoid and tanh, ``arm_nn_requantize`` for the new state. ``rq`` is
-``arm_nn_requantize`` in the kernels' rounding.
+``arm_nn_requantize`` in the kernels' rounding. With a ``state`` (int8 ``[B, H]``, a buffer
+of the program: ``nn.Streaming``), the layer starts from it and leaves its last step's hidden
+state in it, so calls on consecutive pieces of a sequence give the outputs of one call on it.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ def scratch_bytes(units: int) -> int:
     return units * (4 * 2 + 1)
 
 
-def _fake(input: torch.Tensor, hidden: object, input_weights: torch.Tensor,
+def _fake(input: torch.Tensor, hidden: object, state: object, input_weights: torch.Tensor,
           *args: object) -> torch.Tensor:  # fmt: skip
     return input.new_empty((*input.shape[:-1], input_weights.shape[1]))
 
@@ -114,15 +117,17 @@ class _Products:
 
 @define_operator(
     "gru",
-    "Tensor input, Tensor? hidden, Tensor input_weights, Tensor hidden_weights,"
-    " Tensor input_biases, Tensor hidden_biases, Tensor gate_parameters, int time_major,"
-    " int state_multiplier, int state_shift, int output_offset, int scratch_bytes",
+    "Tensor input, Tensor? hidden, Tensor(s!)? state, Tensor input_weights,"
+    " Tensor hidden_weights, Tensor input_biases, Tensor hidden_biases, Tensor gate_parameters,"
+    " int time_major, int state_multiplier, int state_shift, int output_offset,"
+    " int scratch_bytes",
     _fake,
     scratch=True,
 )
 def gru(
     input: torch.Tensor,
     hidden: torch.Tensor | None,
+    state: torch.Tensor | None,
     input_weights: torch.Tensor,
     hidden_weights: torch.Tensor,
     input_biases: torch.Tensor,
@@ -141,9 +146,12 @@ def gru(
     x = input.to(torch.int64)
     x = x if time_major else x.transpose(0, 1)  # [T, B, I]
     batch, units = x.shape[1], input_weights.shape[1]
+    if hidden is not None and state is not None:
+        raise ValueError("gru: an initial state or a kept state, not both")
     h = torch.full((batch, units), offset, dtype=torch.int64)
-    if hidden is not None:
-        h = hidden.to(torch.int64).reshape(batch, units)
+    for given in (hidden, state):
+        if given is not None:
+            h = given.to(torch.int64).reshape(batch, units)
     outputs = []
     for t in range(x.shape[0]):
         r = activation_s16(_sat16(products.input(0, x[t]) + products.hidden(0, h)), 0, True)
@@ -154,6 +162,8 @@ def gru(
         kept = requantize(z * (h - offset), *HALF, rounding)
         h = (offset + new + kept).clamp(-128, 127)
         outputs.append(h)
+    if state is not None:  # the last step's hidden state, kept for the next call
+        state.copy_(h.reshape(state.shape).to(torch.int8))
     out = torch.stack(outputs)
     out = out if time_major else out.transpose(0, 1)
     return out.to(torch.int8).contiguous()

@@ -86,6 +86,15 @@ def activation_through(node: Node) -> QuantizationSpec:
 
 #: Min/max activations (the quantizer builds its own spec from its options).
 ACTIVATION = activation_spec(RangeMethod.MINMAX)
+#: int8 activations of zero point 0 (a streaming GRU's output and kept state: the program's
+#: state buffer starts as zero bytes, which is then zero).
+ACTIVATION_SYMMETRIC = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=INT8_MIN,
+    quant_max=INT8_MAX,
+    qscheme=torch.per_tensor_symmetric,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=EPS),
+)
 
 #: int16 activations: symmetric, zero point 0, the observed min/max (65,536 levels leave
 #: rounding error far below what clipping outliers would cost, so no range search).

@@ -47,6 +47,7 @@ from cortex_m_nn.core.precision import (
     int16_case,
     sums_fit,
 )
+from cortex_m_nn.frontend.states import kept_state
 from cortex_m_nn.nn import SVDF_OPS
 from cortex_m_nn.quantize import config
 from cortex_m_nn.quantize.batch_norm import unfold_batch_norms
@@ -185,8 +186,8 @@ class CortexMQuantizer(Quantizer):
                         inputs[second] = shared
                     _annotate(node, inputs, shared)
             elif target in SHARING:
-                source = node.args[0]
-                if isinstance(source, Node) and _finite_pad(node):
+                source = node.args[0]  # (a kept state's slice stays the float it holds)
+                if isinstance(source, Node) and _finite_pad(node) and kept_state(node) is None:
                     self._annotate_sharing(node, source, spec)
             elif target in CONCATENATIONS:
                 self._annotate_concatenation(node, spec)
@@ -317,17 +318,27 @@ class CortexMQuantizer(Quantizer):
         if node.target is LSTM:
             self._annotate_lstm(node, spec)
             return
-        if node.target is GRU:  # an initial state is read as a step's output
-            source, hidden = node.args[:2]
-            if isinstance(source, Node):
-                inputs: dict[Node, QuantizationSpecBase | None] = {source: spec}
-                if isinstance(hidden, Node):
-                    inputs[hidden] = SharedQuantizationSpec(node)
-                _annotate(node, inputs, spec)
+        if node.target is GRU:
+            self._annotate_gru(node, spec)
             return
         found = svdf_annotation(node, self.activation)
         if found is not None:
             self._annotate_with_output(node, *found)
+
+    def _annotate_gru(self, node: Node, spec: QuantizationSpec) -> None:
+        """An initial state read as a step's output; a kept one (``nn.Streaming``) is the
+        program's buffer, read as the float it holds, and the output symmetric (its zero
+        bytes at load are then zero)."""
+        source, hidden = node.args[:2]
+        if not isinstance(source, Node):
+            return
+        inputs: dict[Node, QuantizationSpecBase | None] = {source: spec}
+        if kept_state(hidden) is not None:
+            _annotate(node, inputs, config.ACTIVATION_SYMMETRIC)
+            return
+        if isinstance(hidden, Node):
+            inputs[hidden] = SharedQuantizationSpec(node)
+        _annotate(node, inputs, spec)
 
     def _annotate_lstm(self, node: Node, spec: QuantizationSpec) -> None:
         """Input and hidden sequence as ``spec``; an initial hidden state quantized as the

@@ -181,10 +181,22 @@ class _Builder:
             state_dict=self.state,
             range_constraints={},
             module_call_graph=[ModuleCallEntry("", call)],
-            # an operator updating a state in place is no functional ATen op: only the
-            # training dialect's verifier admits it
-            verifiers=[TrainingIRVerifier] if self.states else None,
+            # an operator that may update a state in place (svdf, gru) is no functional ATen
+            # op: only the training dialect's verifier admits it
+            verifiers=[TrainingIRVerifier] if self.states or _writes(module) else None,
         )
+
+
+def _writes(module: GraphModule) -> bool:
+    """Whether a call's schema may write an argument (a GRU's optional kept state, even where
+    the call passes none)."""
+    for node in module.graph.nodes:
+        schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+        arguments = schema.arguments if schema is not None else []
+        if any(a.alias_info is not None and a.alias_info.is_write and not a.kwarg_only
+               for a in arguments):  # fmt: skip
+            return True
+    return False
 
 
 def _rename(graph: Graph, node: Node, name: str) -> None:

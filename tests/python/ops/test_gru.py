@@ -170,7 +170,7 @@ def layers(draw: st.DrawFn) -> tuple:
     h = None
     if draw(st.booleans()):
         h = torch.randint(-128, 128, (batch, units), generator=gen).to(torch.int8)
-    args = (x, h, p["input_weights"], p["hidden_weights"], p["input_biases"])
+    args = (x, h, None, p["input_weights"], p["hidden_weights"], p["input_biases"])
     return (*args, p["hidden_biases"], p["gate_parameters"], 1, *p["state"], zp_h)
 
 
@@ -179,7 +179,8 @@ def layers(draw: st.DrawFn) -> tuple:
 def test_reference_equals_the_step_in_python_ints(args: tuple) -> None:
     got = op.gru(*args)
     as_lists = [a.tolist() if isinstance(a, torch.Tensor) else a for a in args]
-    del as_lists[7]  # time_major
+    del as_lists[8]  # time_major
+    del as_lists[2]  # no kept state
     assert got.tolist() == ref_gru(tuple(as_lists))
 
 
@@ -190,9 +191,25 @@ def test_batch_major_is_time_major_transposed() -> None:
     x = torch.randint(-128, 128, (4, 3, 3), generator=gen).to(torch.int8)
     names = ("input_weights", "hidden_weights", "input_biases", "hidden_biases")
     tensors = [p[k] for k in (*names, "gate_parameters")]
-    time_major = op.gru(x, None, *tensors, 1, *p["state"], -5)
-    batch_major = op.gru(x.transpose(0, 1).contiguous(), None, *tensors, 0, *p["state"], -5)
+    time_major = op.gru(x, None, None, *tensors, 1, *p["state"], -5)
+    batch_major = op.gru(x.transpose(0, 1).contiguous(), None, None, *tensors, 0, *p["state"], -5)
     assert torch.equal(batch_major, time_major.transpose(0, 1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(args=layers(), cut=st.integers(0, 4))
+def test_a_kept_state_continues_the_sequence(args: tuple, cut: int) -> None:
+    """Two calls on the pieces of a sequence, the state kept between them, give one call's
+    outputs on the whole of it; the state ends as its last step."""
+    x, initial, _, *rest = args
+    units, zero = args[4].shape[1], rest[-1]  # no initial state: the output's zero point
+    start = torch.full((x.shape[1], units), zero) if initial is None else initial
+    state = start.to(torch.int8).clone()
+    whole = op.gru(x, None if initial is None else initial, None, *rest)
+    cut = min(cut, x.shape[0])
+    pieces = [op.gru(x[a:b], None, state, *rest) for a, b in ((0, cut), (cut, x.shape[0])) if b > a]
+    assert torch.equal(torch.cat(pieces), whole)
+    assert torch.equal(state, whole[-1])
 
 
 def test_float_gru_is_pytorchs() -> None:

@@ -5,7 +5,9 @@ The input is read in its logical ``[B, T, I]`` (``batch_first``) or ``[T, B, I]`
 weights are quantized per gate exactly as the PT2E graph's GRU computes them
 (``ops.gru.gate_weights``), the biases at each gate's input scale with the zero points folded
 in (``ops.gru.parameters``). An initial state, when the model gives one, must be quantized as
-the output (the kernel reads it as a step's output).
+the output (the kernel reads it as a step's output). A streaming layer's state
+(``nn.Streaming``) becomes a zero state buffer of the program, per layer, which the kernel
+starts from and leaves its last step in; the model's write-back of it is then dropped.
 
 ``--verify`` allows this operator :data:`ALLOWED_LSB`: the PT2E graph's GRU rounds each product
 once, with exact sigmoid and tanh; the kernel rounds twice in CMSIS-NN's requantization and
@@ -22,11 +24,13 @@ from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.float_ops import GRU
 from cortex_m_nn.core.graph import gru_refusal
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
+from cortex_m_nn.frontend.states import kept_state
 from cortex_m_nn.lower.context import LoweringContext
 from cortex_m_nn.lower.graph_values import QValue
 from cortex_m_nn.lower.layout import census, noting_transposes, relayout
 from cortex_m_nn.lower.registry import Lowered, Pattern, explains, rule
 from cortex_m_nn.ops import gru as op
+from cortex_m_nn.ops.svdf import STATE_PREFIX
 
 #: What ``--verify`` allows the recurrence (see the module docstring).
 ALLOWED_LSB = 2
@@ -42,6 +46,26 @@ def _weights(context: LoweringContext, gru: Node) -> tuple[torch.Tensor, ...]:
         for node in gru.args[4:6]
     ]
     return wx, wh, *biases
+
+
+def _kept(
+    context: LoweringContext, gru: Node, pattern: Pattern, shape: tuple[int, int]
+) -> Node | None:
+    """A streaming layer's state (``nn.Streaming``: its initial state a buffer the model
+    writes back), as a zero state buffer of the program the kernel reads and writes; None for
+    any other layer."""
+    buffer = kept_state(gru.args[1])
+    if buffer is None:
+        return None
+    if pattern.zero_point != 0:
+        raise LoweringRefused(
+            Refusal.GRU_RANGE, "a kept state needs the output's zero point 0 (its zero bytes)"
+        )
+    context.kept_states.add(buffer)
+    state = context.constant(torch.zeros(shape, dtype=torch.int8), STATE_PREFIX)
+    layer = int(gru.args[1].args[2])  # the layer's slice of the buffer
+    context.state_sources[str(state.target)] = (str(buffer.target), layer, pattern.scale)
+    return state
 
 
 @explains(aten.gru.input)
@@ -61,8 +85,10 @@ def lower_gru(context: LoweringContext, pattern: Pattern) -> Lowered:
     if not x.layout_free:
         x = relayout(context, x, nhwc=False)
     batch_first = bool(gru.args[6])
-    hidden = None
-    if gru.args[1] is not None:
+    batch = x.shape[0] if batch_first else x.shape[1]
+    units = context.attribute(gru.args[3]).shape[1]
+    hidden, state = None, _kept(context, gru, pattern, (batch, units))
+    if gru.args[1] is not None and state is None:
         state = context.input_value(gru.args[1])
         if (state.scale, state.zero_point) != (pattern.scale, pattern.zero_point):
             raise LoweringRefused(
@@ -76,12 +102,11 @@ def lower_gru(context: LoweringContext, pattern: Pattern) -> Lowered:
         p = op.parameters(weights, (x.scale, x.zero_point), (pattern.scale, pattern.zero_point))
     except ValueError as error:
         raise LoweringRefused(Refusal.GRU_RANGE, str(error)) from error
-    batch, steps = (x.shape[0], x.shape[1]) if batch_first else (x.shape[1], x.shape[0])
-    units = weights[1].shape[1]
+    steps = x.shape[1] if batch_first else x.shape[0]
     names = ("input_weights", "hidden_weights", "input_biases", "hidden_biases")
     constants = context.constants(gru.name, **{k: p[k] for k in (*names, "gate_parameters")})
     out = context.call(
-        "gru", x.node, hidden, *constants, 0 if batch_first else 1, *p["state"],
+        "gru", x.node, hidden, state, *constants, 0 if batch_first else 1, *p["state"],
         pattern.zero_point, op.scratch_bytes(units),
     )  # fmt: skip
     value = QValue(out, pattern.scale, pattern.zero_point, (*x.shape[:-1], units))
