@@ -89,14 +89,14 @@ def lower_gru(context: LoweringContext, pattern: Pattern) -> Lowered:
     units = context.attribute(gru.args[3]).shape[1]
     hidden, state = None, _kept(context, gru, pattern, (batch, units))
     if gru.args[1] is not None and state is None:
-        state = context.input_value(gru.args[1])
-        if (state.scale, state.zero_point) != (pattern.scale, pattern.zero_point):
+        initial = context.input_value(gru.args[1])
+        if (initial.scale, initial.zero_point) != (pattern.scale, pattern.zero_point):
             raise LoweringRefused(
                 Refusal.GRU_RANGE,
-                f"initial hidden state quantized at ({state.scale}, {state.zero_point}), the "
-                f"kernel reads it at the output's ({pattern.scale}, {pattern.zero_point})",
+                f"initial hidden state quantized at ({initial.scale}, {initial.zero_point}), "
+                f"the kernel reads it at the output's ({pattern.scale}, {pattern.zero_point})",
             )
-        hidden = state.node
+        hidden = initial.node
     weights = _weights(context, gru)
     try:
         p = op.parameters(weights, (x.scale, x.zero_point), (pattern.scale, pattern.zero_point))
