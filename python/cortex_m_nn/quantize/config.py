@@ -86,25 +86,26 @@ def activation_through(node: Node) -> QuantizationSpec:
 
 #: Min/max activations (the quantizer builds its own spec from its options).
 ACTIVATION = activation_spec(RangeMethod.MINMAX)
+
+
+def symmetric_activation(dtype: torch.dtype) -> QuantizationSpec:
+    """Activations of zero point 0 over the whole of ``dtype``, the observed min/max."""
+    info = torch.iinfo(dtype)
+    return QuantizationSpec(
+        dtype=dtype,
+        quant_min=info.min,
+        quant_max=info.max,
+        qscheme=torch.per_tensor_symmetric,
+        observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=EPS),
+    )
+
+
 #: int8 activations of zero point 0 (a streaming GRU's output and kept state: the program's
 #: state buffer starts as zero bytes, which is then zero).
-ACTIVATION_SYMMETRIC = QuantizationSpec(
-    dtype=torch.int8,
-    quant_min=INT8_MIN,
-    quant_max=INT8_MAX,
-    qscheme=torch.per_tensor_symmetric,
-    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=EPS),
-)
-
+ACTIVATION_SYMMETRIC = symmetric_activation(torch.int8)
 #: int16 activations: symmetric, zero point 0, the observed min/max (65,536 levels leave
 #: rounding error far below what clipping outliers would cost, so no range search).
-ACTIVATION_INT16 = QuantizationSpec(
-    dtype=torch.int16,
-    quant_min=INT16_MIN,
-    quant_max=INT16_MAX,
-    qscheme=torch.per_tensor_symmetric,
-    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=EPS),
-)
+ACTIVATION_INT16 = symmetric_activation(torch.int16)
 
 
 def weight_spec(channel_axis: int | None, bits: int = 8) -> QuantizationSpec:

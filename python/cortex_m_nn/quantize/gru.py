@@ -20,12 +20,17 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
 from cortex_m_nn.core.float_ops import GRU, LIB
 from cortex_m_nn.core.graph import gru_refusal
 from cortex_m_nn.ops.gru import gate_weights
 from cortex_m_nn.ops.lstm import gate_biases
-from cortex_m_nn.quantize.recurrent import add_node, is_zeros, split_layers, split_recurrent
+from cortex_m_nn.quantize.recurrent import (
+    add_node,
+    is_zeros,
+    quantized_layers,
+    split_layers,
+    split_recurrent,
+)
 
 aten = torch.ops.aten
 #: The gate grids: products Q3.12 (int16), gates Q0.15.
@@ -119,14 +124,6 @@ def split_grus(model: GraphModule) -> GraphModule:
 def quantize_grus(converted: GraphModule) -> None:
     """After ``convert_pt2e``: each :data:`GRU` between a ``dequantize`` and a ``quantize``
     computes as it will be lowered (its scales and its hidden dtype)."""
-    for node in converted.graph.nodes:
-        if node.target is not GRU:
-            continue
-        source, users = node.args[0], list(node.users)
-        quantizes = [u for u in users if u.target in QUANTIZE]
-        if getattr(source, "target", None) not in DEQUANTIZE or len(quantizes) != 1:
-            continue
-        scale, zero_point, dtype = quantizes[0].args[1], quantizes[0].args[2], quantizes[0].args[5]
-        bits = 16 if dtype is torch.int16 else 8
-        node.args = (*node.args[:7], float(source.args[1]), float(scale), int(zero_point), bits)
+    for node, quantization in quantized_layers(converted, GRU):
+        node.args = (*node.args[:7], *quantization)
     converted.recompile()

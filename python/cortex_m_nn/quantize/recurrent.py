@@ -21,7 +21,7 @@ its requantization roundings, carried from step to step by the cell state.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 from torch.fx import GraphModule, Node
@@ -231,19 +231,27 @@ def quantize_lstms(converted: GraphModule, samples: list[tuple[torch.Tensor, ...
         if any(n.target is LSTM for n in converted.graph.nodes)
         else {}
     )
+    for node, quantization in quantized_layers(converted, LSTM):
+        power = int(node.args[8])
+        if node.args[2] is None and node.name in peaks:  # (else c0 has the bound's scale)
+            steps, peak = peaks[node.name]
+            power = cell_scale_power(steps, False, peak)
+        node.args = (*node.args[:8], power, *quantization)
+    converted.recompile()
+
+
+def quantized_layers(
+    converted: GraphModule, target: object
+) -> Iterator[tuple[Node, tuple[float, float, int, int]]]:
+    """Each ``target`` layer between a ``dequantize`` and one ``quantize``, with (input scale,
+    hidden scale, hidden zero point, hidden bits) from them."""
     for node in converted.graph.nodes:
-        if node.target is not LSTM:
+        if node.target is not target:
             continue
         source, users = node.args[0], list(node.users)
         quantizes = [u for u in users if u.target in QUANTIZE]
         if getattr(source, "target", None) not in DEQUANTIZE or len(quantizes) != 1:
             continue
-        s_in = float(source.args[1])
         scale, zero_point, dtype = quantizes[0].args[1], quantizes[0].args[2], quantizes[0].args[5]
         bits = 16 if dtype is torch.int16 else 8
-        power = int(node.args[8])
-        if node.args[2] is None and node.name in peaks:  # (else c0 has the bound's scale)
-            steps, peak = peaks[node.name]
-            power = cell_scale_power(steps, False, peak)
-        node.args = (*node.args[:8], power, s_in, float(scale), int(zero_point), bits)
-    converted.recompile()
+        yield node, (float(source.args[1]), float(scale), int(zero_point), bits)
