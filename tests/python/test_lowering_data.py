@@ -301,16 +301,16 @@ class Dilated(nn.Module):
         return F.max_pool2d(x, 3, 1, 1, dilation=2)
 
 
-class Reflect(nn.Module):
+class Replicate(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.pad(x, (1, 1, 1, 1), mode="reflect")
+        return F.pad(x, (1, 1, 1, 1), mode="replicate")
 
 
 @pytest.mark.parametrize(
     ("factory", "message"),
     [
         (Dilated, "dilation [2, 2]"),
-        (Reflect, "pad mode 'reflect'"),
+        (Replicate, "pad mode 'replicate'"),
         (InfinitePad, "aten.pad at"),  # no scale covers -inf: left in float by the quantizer
     ],
 )

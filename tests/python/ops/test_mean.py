@@ -51,7 +51,7 @@ def cases(draw: st.DrawFn) -> tuple[torch.Tensor, int, int]:
 
 def pool(x: torch.Tensor, act_min: int, act_max: int) -> torch.Tensor:
     window = [x.shape[1], x.shape[2]]
-    return avg_pool2d(x, window, window, [0, 0], act_min, act_max)
+    return avg_pool2d(x, window, window, [0, 0], False, act_min, act_max)
 
 
 @settings(max_examples=100, deadline=None)
