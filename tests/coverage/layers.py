@@ -224,6 +224,14 @@ ATTENTION: dict[str, Factory] = {
         "linear",
         (SEQUENCE,),
     ),
+    "attention.sdpa_grouped_query": case(
+        lambda m, x: F.scaled_dot_product_attention(
+            *(t.unflatten(-1, (-1, 4)).transpose(1, 2) for t in (x, x[..., :8], x[..., 8:])),
+            enable_gqa=True,
+        ),
+        "linear",
+        (SEQUENCE,),
+    ),
     "attention.sdpa_float_mask": case(
         lambda m, x: F.scaled_dot_product_attention(x, x, x, attn_mask=m.bias.weight),
         "linear",

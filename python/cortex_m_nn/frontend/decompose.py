@@ -51,6 +51,14 @@ def _example(value: object) -> torch.Tensor:
     return torch.zeros([int(s) for s in fake.shape], dtype=fake.dtype)
 
 
+def _grouped(tensor: torch.Tensor, repeats: int) -> torch.Tensor:
+    """Each key/value head ``[..., G, L, E]`` ``repeats`` times in a row (``repeat_interleave``
+    over heads, as a broadcast the lowering moves as a copy)."""
+    *outer, groups, length, features = tensor.shape
+    expanded = tensor.unsqueeze(-3).expand(*outer, groups, repeats, length, features)
+    return expanded.reshape(*outer, groups * repeats, length, features)
+
+
 def attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -65,8 +73,7 @@ def attention(
     entries of a float one) applied by the softmax."""
     if gqa and query.shape[-3] != key.shape[-3]:
         repeats = query.shape[-3] // key.shape[-3]
-        key = key.repeat_interleave(repeats, -3)
-        value = value.repeat_interleave(repeats, -3)
+        key, value = (_grouped(t, repeats) for t in (key, value))
     factor = scale if scale is not None else 1.0 / math.sqrt(query.shape[-1])
     scores = torch.matmul(query, key.transpose(-2, -1)) * factor
     if bias is not None:
