@@ -8,7 +8,7 @@ import torch
 from hypothesis import strategies as st
 
 from cortex_m_nn.lower import scratch
-from cortex_m_nn.ops.max_pool2d import pool_output_size
+from cortex_m_nn.ops.params import pool_output_size
 
 from .harness import Call, CallTable, bit_exact_test
 from .strategies import activation_range, generator, host_target, int8

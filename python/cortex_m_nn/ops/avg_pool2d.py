@@ -20,21 +20,11 @@ from typing import Any
 import torch
 
 from cortex_m_nn.ops.library import define_operator
-from cortex_m_nn.ops.max_pool2d import pool_output_size
 from cortex_m_nn.ops.params import PoolParams
 
 
-def _output_hw(input: torch.Tensor, params: PoolParams) -> tuple[int, int]:
-    (kh, kw), (sh, sw), (ph, pw) = params.kernel_size, params.stride, params.padding
-    _, h, w, _ = input.shape
-    return (
-        pool_output_size(h, kh, sh, ph, params.ceil_mode),
-        pool_output_size(w, kw, sw, pw, params.ceil_mode),
-    )
-
-
 def _fake(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
-    oh, ow = _output_hw(input, PoolParams.of("avg_pool2d", arguments))
+    oh, ow = PoolParams.of("avg_pool2d", arguments).output_hw(input)
     return input.new_empty((input.shape[0], oh, ow, input.shape[3]), dtype=_dtype(input))
 
 
@@ -53,22 +43,12 @@ def avg_pool2d(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
     """Reference ``arm_avgpool_s8`` on an NHWC int8 tensor; ``arguments`` as the schema
     lists them after the input."""
     params = PoolParams.of("avg_pool2d", arguments)
-    if input.dim() != 4:
-        raise ValueError(f"expected a 4-D NHWC input, got {tuple(input.shape)}")
-    (kh, kw), (sh, sw), (ph, pw) = params.kernel_size, params.stride, params.padding
+    kh, kw = params.kernel_size
     if input.dtype is torch.int16 and kh * kw >= 65536:
         raise ValueError("an int16 pooling window of 65,536 elements or more could overflow")
-    oh, ow = _output_hw(input, params)
-    _, h, w, _ = input.shape
-    # zeros above and left by the padding, below and right as far as the last window reaches
-    sides = (0, 0, pw, max(0, (ow - 1) * sw + kw - w - pw), ph, max(0, (oh - 1) * sh + kh - h - ph))
-
-    def windows(values: torch.Tensor) -> torch.Tensor:
-        padded = torch.nn.functional.pad(values, sides)
-        return padded.unfold(1, kh, sh).unfold(2, kw, sw)[:, :oh, :ow].sum(dim=(-2, -1))
-
-    total = windows(input.to(torch.int64))
-    count = windows(torch.ones((1, h, w, 1), dtype=torch.int64))
+    total = params.windows(input.to(torch.int64), 0).sum(dim=(-2, -1))
+    valid = torch.ones((1, *input.shape[1:3], 1), dtype=torch.int64)
+    count = params.windows(valid, 0).sum(dim=(-2, -1))
     if bool((count == 0).any()):
         raise ValueError("a pooling window lies entirely in the padding")
     half = count // 2

@@ -36,28 +36,8 @@ from cortex_m_nn.ops.params import PoolParams
 _PADDED = -32769
 
 
-def pool_output_size(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> int:
-    """PyTorch's pooled extent (dilation 1); in ceil mode the last window starts in bounds."""
-    out = (size + 2 * padding - kernel + (stride - 1 if ceil_mode else 0)) // stride + 1
-    if ceil_mode and (out - 1) * stride >= size + padding:
-        out -= 1
-    return out
-
-
-def _output_hw(input: torch.Tensor, arguments: tuple[Any, ...]) -> tuple[PoolParams, int, int]:
-    if input.dim() != 4:
-        raise ValueError(f"expected a 4-D NHWC input, got {tuple(input.shape)}")
-    params = PoolParams.of("max_pool2d", arguments)
-    (kh, kw), (sh, sw), (ph, pw) = params.kernel_size, params.stride, params.padding
-    oh = pool_output_size(input.shape[1], kh, sh, ph, params.ceil_mode)
-    ow = pool_output_size(input.shape[2], kw, sw, pw, params.ceil_mode)
-    if oh < 1 or ow < 1:
-        raise ValueError(f"pooling {tuple(input.shape)} with kernel {params.kernel_size} is empty")
-    return params, oh, ow
-
-
 def _fake(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
-    _, oh, ow = _output_hw(input, arguments)
+    oh, ow = PoolParams.of("max_pool2d", arguments).output_hw(input)
     dtype = torch.int16 if input.dtype is torch.int16 else torch.int8
     return input.new_empty((input.shape[0], oh, ow, input.shape[3]), dtype=dtype)
 
@@ -71,16 +51,9 @@ def _fake(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
 def max_pool2d(input: torch.Tensor, *arguments: Any) -> torch.Tensor:
     """Reference ``arm_max_pool_s8`` on an NHWC int8 tensor; ``arguments`` as the schema
     lists them after the input."""
-    params, oh, ow = _output_hw(input, arguments)
-    (kh, kw), (sh, sw), (ph, pw) = params.kernel_size, params.stride, params.padding
-    _, h, w, _ = input.shape
-    # Pad top/left by the padding, bottom/right as far as the last window reaches.
-    bottom = max(0, (oh - 1) * sh + kh - h - ph)
-    right = max(0, (ow - 1) * sw + kw - w - pw)
-    padded = torch.nn.functional.pad(
-        input.to(torch.int32), (0, 0, pw, right, ph, bottom), value=_PADDED
-    )
-    largest = padded.unfold(1, kh, sh).unfold(2, kw, sw)[:, :oh, :ow].amax(dim=(-2, -1))
+    params = PoolParams.of("max_pool2d", arguments)
+    windows = params.windows(input.to(torch.int32), _PADDED)
+    largest = windows.amax(dim=(-2, -1))
     if bool((largest == _PADDED).any()):
         raise ValueError("a pooling window lies entirely in the padding")
     return params.clamp(largest, torch.int16 if input.dtype is torch.int16 else torch.int8)

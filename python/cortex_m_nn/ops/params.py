@@ -248,6 +248,14 @@ class ConvParams:
             raise ValueError("the int16 case's shifts are at most 14 (arm_nn_requantize_s64)")
 
 
+def pool_output_size(size: int, kernel: int, stride: int, padding: int, ceil_mode: bool) -> int:
+    """PyTorch's pooled extent (dilation 1); in ceil mode the last window starts in bounds."""
+    out = (size + 2 * padding - kernel + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
 @dataclass(frozen=True)
 class PoolParams:
     """What avg_pool2d and max_pool2d share: window, stride, padding, ceil mode, range."""
@@ -278,6 +286,29 @@ class PoolParams:
             values["activation_min"],
             values["activation_max"],
         )
+
+    def output_hw(self, input: torch.Tensor) -> tuple[int, int]:
+        """The pooled height and width of an NHWC ``input``; ValueError if not 4-D or empty."""
+        if input.dim() != 4:
+            raise ValueError(f"expected a 4-D NHWC input, got {tuple(input.shape)}")
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel_size, self.stride, self.padding
+        oh = pool_output_size(input.shape[1], kh, sh, ph, self.ceil_mode)
+        ow = pool_output_size(input.shape[2], kw, sw, pw, self.ceil_mode)
+        if oh < 1 or ow < 1:
+            shape = tuple(input.shape)
+            raise ValueError(f"pooling {shape} with kernel {self.kernel_size} is empty")
+        return oh, ow
+
+    def windows(self, values: torch.Tensor, fill: int) -> torch.Tensor:
+        """Every output's window of NHWC ``values`` ``[N, OH, OW, C, KH, KW]``: padded with
+        ``fill`` above and left by the padding, below and right as far as the last window
+        reaches (ceil mode)."""
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel_size, self.stride, self.padding
+        oh, ow = self.output_hw(values)
+        _, h, w, _ = values.shape
+        bottom, right = max(0, (oh - 1) * sh + kh - h - ph), max(0, (ow - 1) * sw + kw - w - pw)
+        padded = torch.nn.functional.pad(values, (0, 0, pw, right, ph, bottom), value=fill)
+        return padded.unfold(1, kh, sh).unfold(2, kw, sw)[:, :oh, :ow]
 
     def clamp(self, values: torch.Tensor, dtype: torch.dtype = torch.int8) -> torch.Tensor:
         """Clamp to the activation range, as ``dtype`` (int8, or int16 for an int16 input,

@@ -27,7 +27,7 @@ from cortex_m_nn.lower.graph_values import QValue
 from cortex_m_nn.lower.layout import as_image, reshaped
 from cortex_m_nn.lower.registry import Lowered, Pattern, rule
 from cortex_m_nn.lower.rules.reduce import lower_reduction
-from cortex_m_nn.ops.max_pool2d import pool_output_size
+from cortex_m_nn.ops.params import pool_output_size
 
 
 def _spatial(value: object, one_d: bool, fill: int) -> list[int]:
