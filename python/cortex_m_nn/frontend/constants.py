@@ -30,6 +30,14 @@ def _attribute(graph_module: GraphModule, node: Node) -> object:
     return functools.reduce(getattr, str(node.target).split("."), graph_module)
 
 
+def constant_value(node: object) -> torch.Tensor | None:
+    """The tensor a ``get_attr`` node reads from its graph's module, else None."""
+    if not isinstance(node, Node) or node.op != "get_attr":
+        return None
+    value = _attribute(node.graph.owning_module, node)
+    return value if isinstance(value, torch.Tensor) else None
+
+
 def _written(graph_module: GraphModule) -> set[str]:
     """Attributes some operator writes (an SVDF state, a buffer updated in place)."""
     written = set()

@@ -24,7 +24,6 @@ entries are known at run time only), a mask row that masks every score (NaN in f
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 
@@ -35,6 +34,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.float_ops import MASKED_SOFTMAX
 from cortex_m_nn.core.graph import argument, op_name, source_line
+from cortex_m_nn.frontend.constants import constant_value
 
 aten = torch.ops.aten
 
@@ -95,15 +95,6 @@ SDPA_ARGUMENTS = (
 )
 
 
-def _constant(node: object) -> torch.Tensor | None:
-    """The value of a ``get_attr`` node (the mask a model holds, or one folded from
-    constants), else None."""
-    if not isinstance(node, Node) or node.op != "get_attr":
-        return None
-    value = functools.reduce(getattr, str(node.target).split("."), node.graph.owning_module)
-    return value if isinstance(value, torch.Tensor) else None
-
-
 def _masks(
     node: Node, mask: object, causal: bool, scores: torch.Size
 ) -> tuple[object, torch.Tensor | None]:
@@ -112,7 +103,7 @@ def _masks(
     keep = torch.ones(scores[-2:], dtype=torch.bool).tril() if causal else None
     if mask is None:
         return None, keep
-    value = _constant(mask)
+    value = constant_value(mask)
     boolean = _val(mask).dtype == torch.bool
     if value is None and boolean:
         raise CompileError(
@@ -322,7 +313,7 @@ def _infinite_mask(node: object) -> tuple[Node, torch.Tensor] | None:
     if not isinstance(node, Node) or node.target is not aten.add.Tensor or len(node.args) != 2:
         return None
     for scores, mask in (node.args, node.args[::-1]):
-        value = _constant(mask)
+        value = constant_value(mask)
         if isinstance(scores, Node) and value is not None and bool((value == -math.inf).any()):
             return scores, value
     return None

@@ -31,7 +31,6 @@ windows, indices computed by the model) is left as it is: its lowering refuses i
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Callable
 
@@ -40,6 +39,7 @@ from torch.fx import GraphModule, Node
 
 from cortex_m_nn.core.float_ops import SOFTSIGN
 from cortex_m_nn.core.graph import argument, op_name
+from cortex_m_nn.frontend.constants import constant_value
 
 aten = torch.ops.aten
 
@@ -123,18 +123,10 @@ def _instance_norm(node: Node) -> Replacement:
     return aten.batch_norm.default, (x, weight, bias, mean, var, False, momentum, eps, False)
 
 
-def _constant(graph_module: GraphModule, node: object) -> torch.Tensor | None:
-    """The value of a ``get_attr`` node (a lifted constant), else None."""
-    if not isinstance(node, Node) or node.op != "get_attr":
-        return None
-    value = functools.reduce(getattr, str(node.target).split("."), graph_module)
-    return value if isinstance(value, torch.Tensor) else None
-
-
 def _indices(graph_module: GraphModule, node: object, size: int) -> list[int] | None:
     """Constant 1-D integer indices into a dim of ``size``, made non-negative (a boolean mask
     is not one: the export gives its result a shape that depends on the data)."""
-    value = _constant(graph_module, node)
+    value = constant_value(node)
     if value is None or value.dim() != 1 or not value.numel():
         return None
     if value.dtype not in (torch.int64, torch.int32):
