@@ -3,9 +3,11 @@
 // layer over a [B, T, I] or [T, B, I] sequence, every step's hidden state out. Gates are stored
 // in PyTorch's order (input, forget, cell, output); gate_parameters rows are (input multiplier,
 // input shift, hidden multiplier, hidden shift). The scratch holds the two int16 gate buffers,
-// the int16 cell state and, with an initial state, a copy of the hidden state: the kernel
-// updates both in place, so the program's tensors are never written. Shape and weight checks:
-// cortex_m_nn/recurrent_common.h. Reference: python/cortex_m_nn/ops/lstm.py.
+// the int16 cell state and, with an initial or a kept state, a copy of the hidden state: the
+// kernel updates both in place. Only a kept state (state and cell_state, buffers of the
+// program: nn.Streaming) is written: the last step's hidden and cell states, for the next
+// call. Shape and weight checks: cortex_m_nn/recurrent_common.h.
+// Reference: python/cortex_m_nn/ops/lstm.py.
 #include <cstring>
 
 #include "cortex_m_nn/recurrent_common.h"
@@ -153,12 +155,33 @@ cmsis_nn_lstm_context buffers_of(
   return buffers;
 }
 
+// A streaming layer's state: buffers of the program, read first, written last.
+struct KeptState {
+  const std::optional<Tensor>& state;
+  const std::optional<Tensor>& cell_state;
+};
+
+// The last step's hidden state (from the output) and the cell state (from the scratch) into
+// the kept state, for the next call.
+void keep(const RecurrentShape& s, bool time_major, const Tensor& out,
+          const cmsis_nn_lstm_context& buffers, const KeptState& k) {
+  const auto* y = static_cast<const uint8_t*>(out.const_data_ptr());
+  auto* h = static_cast<uint8_t*>(k.state->mutable_data_ptr());
+  const size_t row = k.state->nbytes() / static_cast<size_t>(s.batch);
+  for (int32_t b = 0; s.steps > 0 && b < s.batch; ++b) {  // no step: the state as it was
+    const int64_t last = time_major ? static_cast<int64_t>(s.steps - 1) * s.batch + b
+                                    : static_cast<int64_t>(b) * s.steps + s.steps - 1;
+    std::memcpy(h + b * row, y + last * static_cast<int64_t>(row), row);
+  }
+  std::memcpy(k.cell_state->mutable_data_ptr(), buffers.cell_state, k.cell_state->nbytes());
+}
+
 // Either case: int8 (kS16 false: arm_lstm_unidirectional_s8) or int16 activations
 // (arm_lstm_unidirectional_s16).
 template <bool kS16>
 void lstm(CallContext& context, const Tensor& input, const std::optional<Tensor>& hidden,
-          const std::optional<Tensor>& cell, const LstmTensors& t, const LstmScalars& a,
-          int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
+          const std::optional<Tensor>& cell, const KeptState& k, const LstmTensors& t,
+          const LstmScalars& a, int64_t scratch_bytes, Tensor& out, Tensor& scratch) {
   constexpr bool s16 = kS16;
   constexpr ScalarType type = s16 ? ScalarType::Short : ScalarType::Char;
   CORTEX_M_NN_CHECK(
@@ -172,11 +195,15 @@ void lstm(CallContext& context, const Tensor& input, const std::optional<Tensor>
       context,
       valid_tensors(t, s, s16) && valid_output(input, out, s, type) &&
           valid_state(hidden, type, s) && valid_state(cell, ScalarType::Short, s) &&
-          hidden.has_value() == cell.has_value(),
+          hidden.has_value() == cell.has_value() && valid_state(k.state, type, s) &&
+          valid_state(k.cell_state, ScalarType::Short, s) &&
+          k.state.has_value() == k.cell_state.has_value() &&
+          !(hidden.has_value() && k.state.has_value()),
       "lstm",
       "weights int8 [4, H, I] and [4, H, H], biases [4, H] (int32; int64 for int16), gate "
-      "parameters int32 [4, 4] with shifts in [-31, 30], out [.., .., H] and an initial state "
-      "(hidden [B, H] and cell [B, H] int16, or neither) of the input's type");
+      "parameters int32 [4, 4] with shifts in [-31, 30], out [.., .., H] and an initial or a "
+      "kept state (hidden [B, H] of the input's type and cell [B, H] int16, or neither; not "
+      "both)");
   CORTEX_M_NN_CHECK(
       context,
       valid_scalars(a, s16) && scratch_bytes == needed_scratch(s, s16) &&
@@ -188,7 +215,9 @@ void lstm(CallContext& context, const Tensor& input, const std::optional<Tensor>
   if (!context.computes()) {  // no prepared form: the boxed entry checked the plan has none
     return;
   }
-  cmsis_nn_lstm_context buffers = buffers_of(scratch, s, hidden, cell);
+  const bool kept = k.state.has_value();
+  cmsis_nn_lstm_context buffers =
+      buffers_of(scratch, s, kept ? k.state : hidden, kept ? k.cell_state : cell);
   const cmsis_nn_lstm_params params = params_of(s, a, t);
   if constexpr (s16) {
     check_status(context, kOp,
@@ -199,6 +228,9 @@ void lstm(CallContext& context, const Tensor& input, const std::optional<Tensor>
                  arm_lstm_unidirectional_s8(input.const_data_ptr<int8_t>(),
                                             out.mutable_data_ptr<int8_t>(), &params, &buffers));
   }
+  if (kept) {
+    keep(s, a.time_major != 0, out, buffers, k);
+  }
 }
 
 }  // namespace
@@ -208,6 +240,8 @@ void lstm_out(
     const Tensor& input,
     const std::optional<Tensor>& hidden,
     const std::optional<Tensor>& cell,
+    const std::optional<Tensor>& state,
+    const std::optional<Tensor>& cell_state,
     const Tensor& input_weights,
     const Tensor& hidden_weights,
     const Tensor& input_biases,
@@ -230,12 +264,15 @@ void lstm_out(
   const LstmScalars a{
       time_major,        cell_scale_power, cell_clip,         forget_multiplier, forget_shift,
       update_multiplier, update_shift,     output_multiplier, output_shift,      output_offset};
-  lstm<false>(context, input, hidden, cell, t, a, scratch_bytes, out, scratch);
+  lstm<false>(context, input, hidden, cell, KeptState{state, cell_state}, t, a, scratch_bytes,
+              out, scratch);
 }
 
 void lstm_int16_out(
     CallContext& context, const Tensor& input, const std::optional<Tensor>& hidden,
-    const std::optional<Tensor>& cell, const Tensor& input_weights, const Tensor& hidden_weights,
+    const std::optional<Tensor>& cell, const std::optional<Tensor>& state,
+    const std::optional<Tensor>& cell_state, const Tensor& input_weights,
+    const Tensor& hidden_weights,
     const Tensor& input_biases, const Tensor& hidden_biases, const Tensor& gate_parameters,
     int64_t time_major, int64_t cell_scale_power, int64_t cell_clip, int64_t forget_multiplier,
     int64_t forget_shift, int64_t update_multiplier, int64_t update_shift,
@@ -245,7 +282,8 @@ void lstm_int16_out(
   const LstmScalars a{
       time_major,        cell_scale_power, cell_clip,         forget_multiplier, forget_shift,
       update_multiplier, update_shift,     output_multiplier, output_shift,      output_offset};
-  lstm<true>(context, input, hidden, cell, t, a, scratch_bytes, out, scratch);
+  lstm<true>(context, input, hidden, cell, KeptState{state, cell_state}, t, a, scratch_bytes,
+             out, scratch);
 }
 
 }  // namespace native

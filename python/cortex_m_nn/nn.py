@@ -1,5 +1,5 @@
 """Layers PyTorch lacks that cortex_m_nn lowers: :class:`SVDF`, and :class:`Streaming`, an
-``nn.GRU`` that keeps its hidden state from one call to the next.
+``nn.GRU`` or ``nn.LSTM`` that keeps its state from one call to the next.
 
 An SVDF layer (singular value decomposition filter, TFLite's ``SVDF``) keeps a state of the
 last ``memory_size`` feature projections of every filter. Its float step is two operators of
@@ -158,29 +158,41 @@ class SVDF(nn.Module):
 
 
 class Streaming(nn.Module):
-    """An ``nn.GRU`` that carries its hidden state from one call to the next: streaming, a
-    frame (or a few) per inference, gives the outputs the whole sequence at once would.
+    """An ``nn.GRU`` or ``nn.LSTM`` that carries its state from one call to the next:
+    streaming, a frame (or a few) per inference, gives the outputs the whole sequence at once
+    would.
 
-    The state ``[num_layers, batch_size, hidden_size]`` is a buffer, zero at the start
-    (:meth:`reset_state`); ``forward`` runs the GRU from it on ``x`` (its layout as the GRU's
-    ``batch_first`` says), writes the final hidden state back, and returns every step's
-    output. Compiled, the state is a buffer of the program kept between inferences (as an
-    SVDF's): the GRU reads it as its initial state and writes its last step into it.
+    The state ``[num_layers, batch_size, hidden_size]`` (an LSTM's hidden state, and its cell
+    state in ``cell``) is a buffer, zero at the start (:meth:`reset_state`); ``forward`` runs
+    the layer from it on ``x`` (its layout as the layer's ``batch_first`` says), writes the
+    final states back, and returns every step's output. Compiled, each layer's states are
+    buffers of the program kept between inferences (as an SVDF's): the kernel reads them as
+    its initial state and writes its last step into them.
     """
 
-    def __init__(self, layer: nn.GRU, batch_size: int = 1) -> None:
+    def __init__(self, layer: nn.GRU | nn.LSTM, batch_size: int = 1) -> None:
         super().__init__()
-        if not isinstance(layer, nn.GRU) or layer.bidirectional:
-            raise ValueError("Streaming takes a unidirectional nn.GRU")
+        if not isinstance(layer, nn.GRU | nn.LSTM) or layer.bidirectional:
+            raise ValueError("Streaming takes a unidirectional nn.GRU or nn.LSTM")
+        if isinstance(layer, nn.LSTM) and layer.proj_size:
+            raise ValueError("Streaming takes an nn.LSTM without projection (proj_size 0)")
         self.layer = layer
         shape = (layer.num_layers, batch_size, layer.hidden_size)
         self.register_buffer("state", torch.zeros(shape))
+        self.cell: torch.Tensor | None
+        self.register_buffer("cell", torch.zeros(shape) if isinstance(layer, nn.LSTM) else None)
 
     def reset_state(self) -> None:
-        """Forget every frame seen: the state back to zeros."""
+        """Forget every frame seen: the states back to zeros."""
         self.state.zero_()
+        if self.cell is not None:
+            self.cell.zero_()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out, state = self.layer(x, self.state)
+        if self.cell is None:
+            out, state = self.layer(x, self.state)
+        else:
+            out, (state, cell) = self.layer(x, (self.state, self.cell))
+            self.cell.copy_(cell.detach())
         self.state.copy_(state.detach())
         return out

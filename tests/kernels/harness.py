@@ -32,8 +32,8 @@ class Call:
     op: str
     args: tuple
     inputs: tuple[int, ...] = (0,)
-    #: inputs the operator writes (a kept state): passed as a copy of the run-time input, so
-    #: the program's outputs stay the calls' outputs alone
+    #: inputs the operator writes (a kept state): passed as a copy of the run-time input,
+    #: which the program then returns after the call's output (what the call left in it)
     written: tuple[int, ...] = ()
 
     def describe(self) -> str:
@@ -61,7 +61,7 @@ class Calls(torch.nn.Module):
         remaining = iter(inputs)
         outputs = []
         for i, call in enumerate(self.calls):
-            args = []
+            args: list[object] = []
             for j, arg in enumerate(call.args):
                 if j in call.inputs and isinstance(arg, list):
                     args.append([next(remaining) for _ in arg])
@@ -74,6 +74,7 @@ class Calls(torch.nn.Module):
                     args.append(arg)
             result = getattr(torch.ops.cortex_m_nn, call.op).default(*args)
             outputs.append(result[0] if isinstance(result, tuple) else result)
+            outputs.extend(args[j] for j in call.written)  # type: ignore[misc]
         return tuple(outputs)
 
 
@@ -107,18 +108,19 @@ def run(pte: bytes, inputs: tuple[torch.Tensor, ...], kernels: KernelAbi) -> lis
 
 def check_calls(calls: list[Call], kernels: KernelAbi) -> None:
     """Every call's runtime output equals its reference (both under the kernels' rounding)."""
-    expected = []
+    expected: list[tuple[str, torch.Tensor]] = []
     for call in calls:  # on copies: a reference updates a kept state in place
         copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in call.args]
         result = FUNCTIONALS[call.op](kernels.rounding, *copies)
-        expected.append(result[0] if isinstance(result, tuple) else result)
+        expected.append((call.describe(), result[0] if isinstance(result, tuple) else result))
+        expected += [(f"{call.describe()}, argument {j} written", copies[j]) for j in call.written]
     actual = run(program(calls, kernels), runtime_inputs(calls), kernels)
-    for call, want, got in zip(calls, expected, actual, strict=True):
-        assert got.shape == want.shape and got.dtype == want.dtype, call.describe()
+    for (what, want), got in zip(expected, actual, strict=True):
+        assert got.shape == want.shape and got.dtype == want.dtype, what
         if not torch.equal(got, want):
             diff = (got.to(torch.float64) - want.to(torch.float64)).abs()
             raise AssertionError(
-                f"{call.describe()}: {int((diff > 0).sum())} of {want.numel()} elements differ "
+                f"{what}: {int((diff > 0).sum())} of {want.numel()} elements differ "
                 f"(max {float(diff.max())})"
             )
 

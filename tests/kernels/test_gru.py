@@ -1,6 +1,7 @@
 """cortex_m_nn::gru on the host runtime (CMSIS-NN's LSTM building blocks composed into a GRU)
 against its reference: batch- and time-major sequences, without a state, from an initial
-state or from a kept one, parameters prepared from random float layers."""
+state or from a kept one (whose state the call leaves is compared too), parameters prepared
+from random float layers."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def gru_calls(draw: st.DrawFn) -> Call:
     args = (x, hidden, state, p["input_weights"], p["hidden_weights"], p["input_biases"])
     args += (p["hidden_biases"], p["gate_parameters"], int(time_major), *p["state"], zp_h)
     # a kept state is passed at run time, as a copy the kernel writes (a constant would be a
-    # buffer of the program, planned without its values)
+    # buffer of the program, planned without its values); the program returns it
     kept = (2,) if state is not None else ()
     return Call("gru", (*args, op.scratch_bytes(units)), (0, *kept), kept)
 

@@ -1,6 +1,7 @@
 """cortex_m_nn::lstm on the host runtime (arm_lstm_unidirectional_s8; the int16 case
-arm_lstm_unidirectional_s16) against its reference: batch- and time-major sequences, with and
-without an initial state, parameters prepared from random float layers."""
+arm_lstm_unidirectional_s16) against its reference: batch- and time-major sequences, without
+a state, from an initial state or from a kept one (whose hidden and cell states the call
+leaves are compared too), parameters prepared from random float layers."""
 
 from __future__ import annotations
 
@@ -40,16 +41,23 @@ def lstm_calls(int16: bool) -> st.SearchStrategy[Call]:
         time_major = draw(st.booleans())
         shape = (steps, batch, features) if time_major else (batch, steps, features)
         x = torch.randint(-bound, bound, shape, generator=gen).to(dtype)
-        hidden = cell = None
-        if draw(st.booleans()):
-            hidden = torch.randint(-bound, bound, (batch, units), generator=gen).to(dtype)
-            cell = torch.randint(-32768, 32768, (batch, units), generator=gen).to(torch.int16)
-        args = (x, hidden, cell, p["input_weights"], p["hidden_weights"], p["input_biases"])
+        hidden = cell = state = cell_state = None
+        given = draw(st.sampled_from(["none", "initial", "kept"]))
+        if given != "none":  # an initial state, or a kept one (read, then written: nn.Streaming)
+            h = torch.randint(-bound, bound, (batch, units), generator=gen).to(dtype)
+            c = torch.randint(-32768, 32768, (batch, units), generator=gen).to(torch.int16)
+            hidden, cell, state, cell_state = (h, c, None, None) if given == "initial" else (
+                None, None, h, c)  # fmt: skip
+        args = (x, hidden, cell, state, cell_state, p["input_weights"], p["hidden_weights"])
+        args += (p["input_biases"],)
         args += (p["hidden_biases"], p["gate_parameters"], int(time_major), power)
         args += (draw(st.sampled_from([0, 0, draw(st.integers(1, 32767))])),)
         args += (*p["forget"], *p["update"], *p["output"], zp_h)
         args += (op.scratch_bytes(batch, units, dtype),)
-        return Call("lstm", args)
+        # a kept state is passed at run time, as copies the kernel writes (constants would be
+        # buffers of the program, planned without their values); the program returns them
+        kept = (3, 4) if state is not None else ()
+        return Call("lstm", args, (0, *kept), kept)
 
     return calls()
 

@@ -208,3 +208,14 @@ def test_gru_stream_end_to_end(kernels: KernelAbi) -> None:
     module, example = kws_gru_streaming()
     source = ModelSource("kws_gru_streaming", module, example)
     check_implementation(compile_for(source, kernels), samples(source))
+
+
+def test_lstm_stream_end_to_end(kernels: KernelAbi) -> None:
+    """A streaming LSTM (the zoo's keyword spotter, one frame per inference, two layers whose
+    hidden and cell states are kept): eight executions of one loaded program, each
+    continuing the states, equal the references' eight steps."""
+    from tests.zoo.kws_lstm import kws_lstm_streaming
+
+    module, example = kws_lstm_streaming()
+    source = ModelSource("kws_lstm_streaming", module, example)
+    check_implementation(compile_for(source, kernels), samples(source))

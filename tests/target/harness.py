@@ -147,8 +147,9 @@ MODEL_NAMES += ["kws_lstm", "lstm_layers", "kws_lstm_int16"]
 # time-major, two layers and an initial state; a transformer keyword spotter (nn.Transformer-
 # EncoderLayer: scaled_dot_product_attention as batch matmuls and softmax)
 MODEL_NAMES += ["kws_gru", "gru_layers", "kws_transformer"]
-# a streaming GRU (its state kept between inferences): two inferences, the second continuing
-MODEL_NAMES += ["kws_gru_streaming"]
+# a streaming GRU and LSTM (their states kept between inferences): two inferences, the second
+# continuing
+MODEL_NAMES += ["kws_gru_streaming", "kws_lstm_streaming"]
 # masked attention (arm_softmax_s8 on each row's kept scores): a causal decoder layer
 MODEL_NAMES += ["causal_decoder"]
 # vision transformers of the coverage corpus: a ViT (sdpa, class token, layer scale) at 64x64

@@ -496,6 +496,7 @@ MODELS = {
     "lstm_layers": lambda: seeded(LstmLayers, 6, 2, 5),
     "kws_gru": lambda: _zoo("kws_gru"),
     "kws_gru_streaming": lambda: _zoo("kws_gru_streaming"),
+    "kws_lstm_streaming": lambda: _zoo("kws_lstm_streaming"),
     "gru_layers": lambda: seeded(GruLayers, 6, 2, 5),
     "kws_transformer": lambda: _zoo("kws_transformer"),
     "causal_decoder": lambda: seeded(CausalDecoder, 1, 10, 16),

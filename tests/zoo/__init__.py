@@ -16,7 +16,7 @@ from .audio1d import audio1d
 from .autoencoder import autoencoder
 from .common import Example
 from .kws_gru import kws_gru, kws_gru_streaming
-from .kws_lstm import kws_lstm
+from .kws_lstm import kws_lstm, kws_lstm_streaming
 from .kws_transformer import kws_transformer
 from .mobilenet import mobilenet_v1, mobilenet_v2, mobilenet_v3_small
 from .resnet import resnet8
@@ -35,6 +35,7 @@ ZOO: dict[str, Callable[[], Example]] = {
     "audio1d": audio1d,
     "unet": unet,
     "kws_lstm": kws_lstm,
+    "kws_lstm_streaming": kws_lstm_streaming,
     "svdf_kws": svdf_kws,
     "kws_gru": kws_gru,
     "kws_gru_streaming": kws_gru_streaming,

@@ -1,4 +1,5 @@
-"""An LSTM keyword-spotting model on MFCC frames ``[N, T=49, F=10]`` (batch first).
+"""An LSTM keyword-spotting model on MFCC frames ``[N, T=49, F=10]`` (batch first), and its
+streaming form: one frame per inference, the LSTM's hidden and cell states kept between them.
 
 In the style of the LSTM models of Zhang et al. 2017, "Hello Edge: Keyword Spotting on
 Microcontrollers": 49 frames of 10 MFCC coefficients (a 1 s clip, 40 ms windows, 20 ms
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+
+from cortex_m_nn.nn import Streaming
 
 from .common import Example
 
@@ -34,4 +37,26 @@ def kws_lstm() -> Example:
         torch.manual_seed(0)
         module = KwsLstm().eval()
         example = torch.randn(*INPUT_SHAPE)
+    return module, (example,)
+
+
+class StreamingKwsLstm(nn.Module):
+    """The keyword spotter run one 10-coefficient frame per inference: two LSTM layers whose
+    states (``cortex_m_nn.nn.Streaming``) carry the clip from frame to frame, the last
+    layer's output into the classes."""
+
+    def __init__(self, features: int = INPUT_SHAPE[2], cells: int = 32) -> None:
+        super().__init__()
+        self.lstm = Streaming(nn.LSTM(features, cells, num_layers=2, batch_first=True))
+        self.fc = nn.Linear(cells, CLASSES)
+
+    def forward(self, frame: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(self.fc(self.lstm(frame)[:, -1]), dim=-1)
+
+
+def kws_lstm_streaming() -> Example:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        module = StreamingKwsLstm().eval()
+        example = torch.randn(1, 1, INPUT_SHAPE[2])
     return module, (example,)

@@ -140,14 +140,16 @@ def lsb_difference(lowered: torch.Tensor, reference: torch.Tensor, scale: float 
 def _force_states(
     forced: GraphModule, reference: GraphModule, sources: dict[str, tuple[str, int, float]]
 ) -> None:
-    """Each state a lowered operator keeps (a streaming GRU's), set to the PT2E graph's before
-    the call, quantized: the state is one of the operator's inputs, which teacher forcing gives
-    it from the reference (else a stream's differences would carry from call to call)."""
+    """Each state a lowered operator keeps (a streaming GRU's or LSTM's), set to the PT2E
+    graph's before the call, quantized: the state is one of the operator's inputs, which
+    teacher forcing gives it from the reference (else a stream's differences would carry from
+    call to call)."""
     with torch.no_grad():
         for name, (buffer, layer, scale) in sources.items():
             state = reference.get_buffer(buffer)[layer]
             kept = forced.get_buffer(name)
-            kept.copy_((state / scale).round().clamp(-128, 127).reshape(kept.shape))
+            info = torch.iinfo(kept.dtype)
+            kept.copy_((state / scale).round().clamp(info.min, info.max).reshape(kept.shape))
 
 
 def verify(

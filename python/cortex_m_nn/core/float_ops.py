@@ -25,6 +25,23 @@ torch.library.register_fake("cortex_m_nn_float::lstm", _lstm_fake, lib=LIB)
 LSTM = torch.ops.cortex_m_nn_float.lstm.default
 
 LIB.define(
+    "lstm_cell(Tensor input, Tensor? hidden, Tensor? cell, Tensor input_weight,"
+    " Tensor hidden_weight, Tensor? input_bias, Tensor? hidden_bias, bool batch_first,"
+    " int cell_scale_power, float input_scale, float hidden_scale, int hidden_zero_point,"
+    " int hidden_bits) -> Tensor"
+)
+
+
+def _cell_fake(x, h, c, wx, wh, bx, bh, batch_first, *args):  # noqa: ANN001, ANN002, ANN202
+    return x.new_empty((x.shape[0 if batch_first else 1], wh.shape[1]))
+
+
+torch.library.register_fake("cortex_m_nn_float::lstm_cell", _cell_fake, lib=LIB)
+#: The final cell state ``[B, H]`` of the :data:`LSTM` layer with the same arguments: what a
+#: streaming LSTM (``nn.Streaming``) keeps for its next call.
+LSTM_CELL = torch.ops.cortex_m_nn_float.lstm_cell.default
+
+LIB.define(
     "gru(Tensor input, Tensor? hidden, Tensor input_weight, Tensor hidden_weight,"
     " Tensor? input_bias, Tensor? hidden_bias, bool batch_first, float input_scale,"
     " float hidden_scale, int hidden_zero_point, int hidden_bits) -> Tensor"

@@ -78,9 +78,28 @@ def lstm_refusal(node: Node) -> str | None:
         return "an LSTM with proj_size > 0 (CMSIS-NN's LSTM has no projection)"
     if bool(argument(node, 6, "train", False)):
         return "an LSTM in training mode"
-    if 2 in getitem_users(node) and getitem_users(node)[2].users:
-        return "the final cell state c_n is read (CMSIS-NN's LSTM gives the hidden states)"
+    c_n = getitem_users(node).get(2)
+    if c_n is not None and not _kept(c_n, node.args[1]):
+        return (
+            "the final cell state c_n is read (CMSIS-NN's LSTM gives the hidden states; to "
+            "carry the state from call to call, wrap the LSTM in cortex_m_nn.nn.Streaming)"
+        )
     return None
+
+
+def _kept(value: Node, initial: object) -> bool:
+    """Whether ``value`` is read only to be written back into a buffer of ``initial``, the
+    state the layer started from: ``nn.Streaming``'s state kept for the next call."""
+    buffers = [b for b in initial if isinstance(b, Node)] if isinstance(initial, list) else []
+    for user in value.users:
+        if user.target in (aten.detach.default, aten.alias.default):
+            if not _kept(user, initial):
+                return False
+        elif user.target is not aten.copy_.default or user.args[1] is not value:
+            return False
+        elif user.args[0] not in buffers or user.args[0].op != "get_attr":
+            return False
+    return True
 
 
 def gru_refusal(node: Node) -> str | None:

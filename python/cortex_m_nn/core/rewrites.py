@@ -212,7 +212,8 @@ REWRITES: tuple[Rewrite, ...] = (
         "CMSIS-NN's LSTM runs one direction without projection and gives the hidden states: "
         "for bidirectional=True use two nn.LSTM, the second on x.flip(time dim) with its "
         "output flipped back, and concatenate; for proj_size > 0 use proj_size=0 and an "
-        "nn.Linear on the output; read h_n or the output, not c_n; export in eval mode",
+        "nn.Linear on the output; read h_n or the output, not c_n (to keep the state from "
+        "call to call, wrap the LSTM in cortex_m_nn.nn.Streaming); export in eval mode",
     ),
     Rewrite(
         ("gru",),

@@ -19,7 +19,7 @@ from torch.fx import Node
 from cortex_m_nn.core.families import DEQUANTIZE, DEQUANTIZE_PER_CHANNEL, QUANTIZE
 from cortex_m_nn.core.precision import has_int16_case
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
-from cortex_m_nn.frontend.states import is_state_write
+from cortex_m_nn.frontend.states import is_state_write, only_kept
 from cortex_m_nn.lower.context import LoweringContext
 from cortex_m_nn.lower.graph_values import dtype_of, logical_shape, qparams_of
 from cortex_m_nn.lower.patterns import Plan
@@ -71,7 +71,9 @@ class Walk:
         elif is_state_write(node) and node.args[1].args[0] in self.pending:
             return  # its SVDF was lowered: cortex_m_nn::svdf updates the state in place
         elif is_state_write(node) and node.args[0] in context.kept_states:
-            return  # its GRU was lowered: cortex_m_nn::gru keeps the state itself
+            return  # its GRU or LSTM was lowered: the kernel keeps the state itself
+        elif only_kept(node, context.kept_states):
+            return  # an LSTM's c_n, kept by cortex_m_nn::lstm (computed only to be kept)
         elif not context.fold(node):
             context.copy_float(node)
             record = of_source(node)

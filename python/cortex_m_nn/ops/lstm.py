@@ -19,7 +19,9 @@ one (``−zp_h · Σ Wh``); ``rq`` is ``arm_nn_requantize`` (``arm_nn_requantize
 multiplier reduced to Q15 for the int16 case's matrix products). Without an initial state
 (``hidden`` and ``cell`` None) the cell starts at 0 and the first step has no recurrent term,
 as CMSIS-NN computes with no hidden-state buffer; with one, both are copied into the scratch
-buffer the kernel runs on, so the program's tensors are never written.
+buffer the kernel runs on, so the program's tensors are never written. A kept state
+(``state`` and ``cell_state``: buffers of the program, ``nn.Streaming``) is read the same way
+and is the one thing written: the last step's hidden and cell states, for the next call.
 
 ``sigmoid``/``tanh`` are ``arm_nn_activation_s16``: a 256-entry table of sigmoid(i/24) in
 0.16, linearly interpolated (9 fraction bits for sigmoid, 8 for tanh = 2·sigmoid(2x) − 1).
@@ -150,8 +152,8 @@ def scratch_bytes(batch: int, hidden: int, dtype: torch.dtype) -> int:
     return batch * hidden * (3 * 2 + (2 if dtype is torch.int16 else 1))
 
 
-def _fake(input: torch.Tensor, hidden: object, cell: object, input_weights: torch.Tensor,
-          *args: object) -> torch.Tensor:  # fmt: skip
+def _fake(input: torch.Tensor, hidden: object, cell: object, state: object, cell_state: object,
+          input_weights: torch.Tensor, *args: object) -> torch.Tensor:  # fmt: skip
     return input.new_empty((*input.shape[:-1], input_weights.shape[1]))
 
 
@@ -184,7 +186,8 @@ class _Step:
 
 @define_operator(
     "lstm",
-    "Tensor input, Tensor? hidden, Tensor? cell, Tensor input_weights, Tensor hidden_weights,"
+    "Tensor input, Tensor? hidden, Tensor? cell, Tensor(s!)? state, Tensor(c!)? cell_state,"
+    " Tensor input_weights, Tensor hidden_weights,"
     " Tensor input_biases, Tensor hidden_biases, Tensor gate_parameters, int time_major,"
     " int cell_scale_power, int cell_clip, int forget_multiplier, int forget_shift,"
     " int update_multiplier, int update_shift, int output_multiplier, int output_shift,"
@@ -196,6 +199,8 @@ def lstm(
     input: torch.Tensor,
     hidden: torch.Tensor | None,
     cell: torch.Tensor | None,
+    state: torch.Tensor | None,
+    cell_state: torch.Tensor | None,
     input_weights: torch.Tensor,
     hidden_weights: torch.Tensor,
     input_biases: torch.Tensor,
@@ -214,6 +219,10 @@ def lstm(
     x = input.to(torch.int64)
     x = x if time_major else x.transpose(0, 1)  # [T, B, I]
     batch, units = x.shape[1], input_weights.shape[1]
+    if (state is None) != (cell_state is None) or (hidden is not None and state is not None):
+        raise ValueError("lstm: an initial state or a kept one (hidden and cell), not both")
+    if state is not None:
+        hidden, cell = state, cell_state
     h = None if hidden is None else hidden.to(torch.int64).reshape(batch, units)
     c = torch.zeros(batch, units, dtype=torch.int64)
     if cell is not None:
@@ -230,6 +239,9 @@ def lstm(
         squashed = activation_s16(c, power + 12, False)
         h = (requantize(o * squashed, om, os_, rounding) + offset).clamp(info.min, info.max)
         outputs.append(h)
+    if state is not None and cell_state is not None:  # kept for the next call
+        state.copy_(h.reshape(state.shape).to(state.dtype))
+        cell_state.copy_(c.reshape(cell_state.shape).to(torch.int16))
     out = torch.stack(outputs)
     out = out if time_major else out.transpose(0, 1)
     return out.to(input.dtype).contiguous()

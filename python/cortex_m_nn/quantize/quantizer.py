@@ -47,13 +47,13 @@ from cortex_m_nn.core.precision import (
     int16_case,
     sums_fit,
 )
-from cortex_m_nn.frontend.states import kept_state
+from cortex_m_nn.frontend.states import is_cell_value, kept_state
 from cortex_m_nn.nn import SVDF_OPS
 from cortex_m_nn.quantize import config
 from cortex_m_nn.quantize.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantize.decompose import decompose_movement
 from cortex_m_nn.quantize.gru import GRU, split_grus
-from cortex_m_nn.quantize.recurrent import LSTM, split_lstms
+from cortex_m_nn.quantize.recurrent import LSTM, LSTM_CELL, split_lstms
 from cortex_m_nn.quantize.svdf import svdf_annotation
 
 aten = torch.ops.aten
@@ -98,10 +98,22 @@ def _resolved_output(source: Node) -> QuantizationSpecBase | None:
 def _input_spec(source: Node, activation: QuantizationSpec) -> QuantizationSpecBase:
     """How a data-movement op observes its input: a producer with fixed output quantization
     (softmax) of ``activation``'s dtype keeps it, so PT2E shares that instead of inserting a
-    requantization; otherwise ``activation`` (another dtype: PT2E requantizes)."""
+    requantization, as does a kept state's symmetric one (:func:`_kept_spec`); otherwise
+    ``activation`` (another dtype: PT2E requantizes)."""
     output = _resolved_output(source)
     if isinstance(output, FixedQParamsQuantizationSpec) and output.dtype == activation.dtype:
         return output
+    return _kept_spec(source, activation)
+
+
+def _kept_spec(source: Node, activation: QuantizationSpec) -> QuantizationSpecBase:
+    """How a layer that takes any zero point (a recurrent, linear or convolution layer)
+    observes its input: a producer quantized symmetric for a kept state (a streaming layer's
+    output) of ``activation``'s dtype is read as it is, where ``activation`` would requantize
+    it to a grid no finer."""
+    output = _resolved_output(source)
+    if output is config.ACTIVATION_SYMMETRIC and output.dtype == activation.dtype:
+        return SharedQuantizationSpec(source)
     return activation
 
 
@@ -186,8 +198,8 @@ class CortexMQuantizer(Quantizer):
                         inputs[second] = shared
                     _annotate(node, inputs, shared)
             elif target in SHARING:
-                source = node.args[0]  # (a kept state's slice stays the float it holds)
-                if isinstance(source, Node) and _finite_pad(node) and kept_state(node) is None:
+                source = node.args[0]
+                if isinstance(source, Node) and _finite_pad(node):
                     self._annotate_sharing(node, source, spec)
             elif target in CONCATENATIONS:
                 self._annotate_concatenation(node, spec)
@@ -207,7 +219,7 @@ class CortexMQuantizer(Quantizer):
                 if isinstance(source, Node) and constant_arguments(node):
                     inputs = {source: self._through_consumers(source, spec)}
                     self._annotate_with_output(node, inputs, spec)
-            elif target in (LSTM, GRU) or target in SVDF_OPS:
+            elif target in (LSTM, LSTM_CELL, GRU) or target in SVDF_OPS:
                 self._annotate_recurrent(node, spec)
             elif target in PRELU:
                 source, slopes = node.args[:2]
@@ -216,7 +228,10 @@ class CortexMQuantizer(Quantizer):
         return model
 
     def _annotate_sharing(self, node: Node, source: Node, spec: QuantizationSpec) -> None:
-        """Output quantized like the input; a pool's activation shares it too (fused clamp)."""
+        """Output quantized like the input; a pool's activation shares it too (fused clamp).
+        A kept state's slice, or an LSTM's ``c_n``, stays the float it holds."""
+        if kept_state(node) is not None or is_cell_value(node):
+            return
         shared = SharedQuantizationSpec((source, node))
         inputs = {source: _input_spec(source, spec)}
         activation = fusable_activation(node) if node.target in POOLS else None
@@ -227,9 +242,12 @@ class CortexMQuantizer(Quantizer):
             _annotate(activation, {}, shared)
 
     def _annotate_concatenation(self, node: Node, spec: QuantizationSpec) -> None:
-        """One observer for every input and the output: the copies need no requantization."""
+        """One observer for every input and the output: the copies need no requantization.
+        An LSTM's ``c_n`` (its layers' final cell states) stays the floats a kept state holds."""
         inputs = node.args[0]
         if not isinstance(inputs, list | tuple) or not all(isinstance(a, Node) for a in inputs):
+            return
+        if is_cell_value(node):
             return
         first = inputs[0]
         shared = SharedQuantizationSpec((first, node))
@@ -280,7 +298,10 @@ class CortexMQuantizer(Quantizer):
         bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
         if not isinstance(source, Node) or not isinstance(weight, Node):
             return
-        inputs: dict[Node, QuantizationSpecBase | None] = {source: spec, weight: weight_spec}
+        inputs: dict[Node, QuantizationSpecBase | None] = {
+            source: _kept_spec(source, spec),
+            weight: weight_spec,
+        }
         if isinstance(bias, Node) and spec is not config.ACTIVATION_INT16:
             per_channel = weight_spec.qscheme == torch.per_channel_symmetric
             inputs[bias] = config.bias_spec((source, node), (weight, node), per_channel)
@@ -318,6 +339,13 @@ class CortexMQuantizer(Quantizer):
         if node.target is LSTM:
             self._annotate_lstm(node, spec)
             return
+        if node.target is LSTM_CELL:  # its input quantized as its LSTM's; its output the float
+            source = node.args[0]  # the kept state holds (only a write-back reads it)
+            layers = [u for u in getattr(source, "users", ()) if u.target is LSTM]
+            layers = [u for u in layers if u.args[3] is node.args[3]]
+            if layers:
+                _annotate(node, {source: SharedQuantizationSpec((source, layers[0]))}, None)
+            return
         if node.target is GRU:
             self._annotate_gru(node, spec)
             return
@@ -332,7 +360,7 @@ class CortexMQuantizer(Quantizer):
         source, hidden = node.args[:2]
         if not isinstance(source, Node):
             return
-        inputs: dict[Node, QuantizationSpecBase | None] = {source: spec}
+        inputs: dict[Node, QuantizationSpecBase | None] = {source: _kept_spec(source, spec)}
         if kept_state(hidden) is not None:
             _annotate(node, inputs, config.ACTIVATION_SYMMETRIC)
             return
@@ -343,11 +371,15 @@ class CortexMQuantizer(Quantizer):
     def _annotate_lstm(self, node: Node, spec: QuantizationSpec) -> None:
         """Input and hidden sequence as ``spec``; an initial hidden state quantized as the
         output (CMSIS-NN reads it as a step's output), an initial cell state in int16 at the
-        cell's scale."""
+        cell's scale. A kept state (``nn.Streaming``) is the program's buffers, read as the
+        floats they hold, and the output symmetric (its zero bytes at load are then zero)."""
         source, hidden, cell = node.args[:3]
         if not isinstance(source, Node):
             return
-        inputs: dict[Node, QuantizationSpecBase | None] = {source: spec}
+        inputs: dict[Node, QuantizationSpecBase | None] = {source: _kept_spec(source, spec)}
+        if kept_state(hidden) is not None:
+            _annotate(node, inputs, config.ACTIVATION_SYMMETRIC)
+            return
         if isinstance(hidden, Node):
             inputs[hidden] = SharedQuantizationSpec(node)
         if isinstance(cell, Node):

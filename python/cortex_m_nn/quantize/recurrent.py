@@ -3,9 +3,12 @@
 ``torch.export`` keeps an ``nn.LSTM`` as one ``aten.lstm.input`` for all its layers, so the
 sequence between two layers has no quantization of its own. Before annotation,
 :func:`split_lstms` rewrites each LSTM CMSIS-NN can run (unidirectional, ``proj_size = 0``,
-eval mode, the final cell state unused) as one node per layer of the op below, whose output is
-that layer's hidden-state sequence; ``h_n`` becomes the last step of each layer's output. A
-zero initial state (``aten.zeros``, what ``nn.LSTM`` builds without one) is no state at all.
+eval mode, the final cell state read only as a streaming state) as one node per layer of the
+op below, whose output is that layer's hidden-state sequence; ``h_n`` becomes the last step of
+each layer's output, and ``c_n`` (which ``nn.Streaming`` keeps for the next call) the
+:data:`~cortex_m_nn.core.float_ops.LSTM_CELL` of each layer, the same computation's final
+cell state. A zero initial state (``aten.zeros``, what ``nn.LSTM`` builds without one) is no
+state at all.
 
 The op computes the float LSTM while the model calibrates (``hidden_bits`` 0). After
 ``convert_pt2e``, :func:`quantize_lstms` gives it the quantization its lowering uses (input
@@ -27,7 +30,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from cortex_m_nn.core.families import DEQUANTIZE, QUANTIZE
-from cortex_m_nn.core.float_ops import LIB, LSTM
+from cortex_m_nn.core.float_ops import LIB, LSTM, LSTM_CELL
 from cortex_m_nn.core.graph import getitem_users, lstm_refusal
 from cortex_m_nn.ops.lstm import gate_biases, gate_weights
 from cortex_m_nn.quantize.decompose import LOCATION
@@ -56,8 +59,9 @@ def _grid(value: torch.Tensor, scale: float, low: int, high: int) -> torch.Tenso
     return (value / scale).round().clamp(low, high) * scale
 
 
-def _emulated(x, h, c, wx, wh, bias, args) -> torch.Tensor:  # noqa: ANN001
-    """The quantized LSTM in float on [T, B, ·] values (see the module docstring)."""
+def _emulated(x, h, c, wx, wh, bias, args) -> tuple[torch.Tensor, torch.Tensor]:  # noqa: ANN001
+    """The quantized LSTM in float on [T, B, ·] values (see the module docstring): every
+    step's hidden state, and the final cell state."""
     power, s_in, s_h, zp, bits = args
     qx, sx = gate_weights(wx)
     qh, sh = gate_weights(wh)
@@ -81,11 +85,12 @@ def _emulated(x, h, c, wx, wh, bias, args) -> torch.Tensor:  # noqa: ANN001
         c = _grid(c + i * g, cell, -32768, 32767)
         h = _grid(o * torch.tanh(c), s_h, low - zp, high - zp)
         outputs.append(h)
-    return torch.stack(outputs)
+    return torch.stack(outputs), c
 
 
-def _float(seq, h, c, wx, wh, bias) -> tuple[torch.Tensor, float]:  # noqa: ANN001
-    """The float LSTM on [T, B, ·]: every step's hidden state, and the largest |c| reached."""
+def _float(seq, h, c, wx, wh, bias) -> tuple[torch.Tensor, float, torch.Tensor]:  # noqa: ANN001
+    """The float LSTM on [T, B, ·]: every step's hidden state, the largest |c| reached and the
+    final cell state."""
     h_t = torch.zeros(seq.shape[1], wh.shape[1]) if h is None else h
     c_t = torch.zeros(seq.shape[1], wh.shape[1]) if c is None else c
     outputs, peak = [], 0.0
@@ -95,26 +100,38 @@ def _float(seq, h, c, wx, wh, bias) -> tuple[torch.Tensor, float]:  # noqa: ANN0
         h_t = torch.sigmoid(o) * torch.tanh(c_t)
         outputs.append(h_t)
         peak = max(peak, float(c_t.abs().max()))
-    return torch.stack(outputs), peak
+    return torch.stack(outputs), peak, c_t
 
 
-def _lstm(x, h, c, wx, wh, bx, bh, batch_first, power, s_in, s_h, zp, bits):  # noqa: ANN001
-    """The op: float LSTM while calibrating (``bits`` 0), the quantized one after."""
+def _run(x, h, c, wx, wh, bx, bh, batch_first, power, s_in, s_h, zp, bits):  # noqa: ANN001
+    """Float LSTM while calibrating (``bits`` 0), the quantized one after: every step's hidden
+    state ``[T, B, H]`` and the final cell state ``[B, H]``, in ``x``'s dtype."""
     seq = x.transpose(0, 1) if batch_first else x
     units = wh.shape[1]
     bias = torch.zeros(4 * units, dtype=x.dtype) if bx is None else bx
     bias = bias + (0 if bh is None else bh)
     if bits == 0:
-        out = _float(seq, h, c, wx, wh, bias)[0]
+        out, _, cell = _float(seq, h, c, wx, wh, bias)
     else:
         h0 = None if h is None else h.double()
         c0 = None if c is None else c.double()
-        out = _emulated(seq.double(), h0, c0, wx, wh, bias, (power, s_in, s_h, zp, bits))
-    out = out.to(x.dtype)
-    return (out.transpose(0, 1) if batch_first else out).contiguous()
+        out, cell = _emulated(seq.double(), h0, c0, wx, wh, bias, (power, s_in, s_h, zp, bits))
+    return out.to(x.dtype), cell.to(x.dtype)
+
+
+def _lstm(x, *args):  # noqa: ANN001, ANN002
+    """The op: every step's hidden state, in ``x``'s layout."""
+    out = _run(x, *args)[0]
+    return (out.transpose(0, 1) if args[6] else out).contiguous()
+
+
+def _lstm_cell(x, *args):  # noqa: ANN001, ANN002
+    """The final cell state of the :data:`LSTM` with the same arguments."""
+    return _run(x, *args)[1].contiguous()
 
 
 LIB.impl("lstm", _lstm, "CompositeExplicitAutograd")
+LIB.impl("lstm_cell", _lstm_cell, "CompositeExplicitAutograd")
 
 
 def is_zeros(node: object) -> bool:
@@ -177,13 +194,22 @@ def _split(graph: torch.fx.Graph, node: Node) -> None:
     batch_first = bool(node.args[8])
     stateful = not (is_zeros(h0) and is_zeros(c0))
     power = cell_scale_power(int(x.meta["val"].shape[1 if batch_first else 0]), stateful)
+    layers: list[tuple] = []
 
     def layer_args(layer: int, source: Node, weights: list) -> tuple:
         h = add_node(graph, node, aten.select.int, (h0, 0, layer)) if stateful else None
         c = add_node(graph, node, aten.select.int, (c0, 0, layer)) if stateful else None
-        return (source, h, c, *weights, batch_first, power, 0.0, 0.0, 0, 0)
+        layers.append((source, h, c, *weights, batch_first, power, 0.0, 0.0, 0, 0))
+        return layers[-1]
 
     split_layers(graph, node, LSTM, layer_args)
+    c_n = getitem_users(node).get(2)
+    if c_n is not None and c_n.users:  # read only as a streaming state (lstm_refusal)
+        cells = [add_node(graph, node, LSTM_CELL, args) for args in layers]
+        cells = [add_node(graph, node, aten.unsqueeze.default, (c, 0)) for c in cells]
+        c_n.replace_all_uses_with(
+            cells[0] if len(cells) == 1 else add_node(graph, node, aten.cat.default, (cells, 0))
+        )
 
 
 def split_lstms(model: GraphModule) -> GraphModule:
@@ -204,7 +230,7 @@ class _CellPeaks(torch.fx.Interpreter):
         x, h, c, wx, wh, bx, bh, batch_first = self.fetch_args_kwargs_from_env(node)[0][:8]
         seq = x.transpose(0, 1) if batch_first else x
         bias = (0 if bx is None else bx) + (0 if bh is None else bh)
-        out, peak = _float(seq, h, c, wx, wh, bias)
+        out, peak, _ = _float(seq, h, c, wx, wh, bias)
         before = self.peaks.get(node.name, (0, 0.0))[1]
         self.peaks[node.name] = (seq.shape[0], max(before, peak))
         return (out.transpose(0, 1) if batch_first else out).contiguous()
@@ -237,6 +263,9 @@ def quantize_lstms(converted: GraphModule, samples: list[tuple[torch.Tensor, ...
             steps, peak = peaks[node.name]
             power = cell_scale_power(steps, False, peak)
         node.args = (*node.args[:8], power, *quantization)
+        for cell in converted.graph.nodes:  # its final cell state, computed alike
+            if cell.target is LSTM_CELL and cell.args[3] is node.args[3]:
+                cell.args = (*cell.args[:8], *node.args[8:])
     converted.recompile()
 
 

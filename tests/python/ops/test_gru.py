@@ -19,6 +19,7 @@ from cortex_m_nn.check.harness import check_dialect
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.target import Target
 from cortex_m_nn.lower.rules.gru import ALLOWED_LSB
+from cortex_m_nn.nn import Streaming
 from cortex_m_nn.ops import gru as op
 
 from .independent import ref_requantize
@@ -45,6 +46,17 @@ class Sequence(nn.Module):
         ]
 
 
+class Streamed(nn.Module):
+    """A streaming layer read as its output."""
+
+    def __init__(self, layer: Streaming) -> None:
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x)
+
+
 @dataclass(frozen=True)
 class Row:
     """``nn.GRU(**gru)`` read as ``read``, on an input of ``shape``."""
@@ -53,10 +65,16 @@ class Row:
     shape: tuple[int, ...]
     read: str = "output"
     state: bool = False
+    #: the layer in ``cortex_m_nn.nn.Streaming``: its state kept from call to call
+    stream: bool = False
 
     def build(self, seed: int = 0) -> nn.Module:
         torch.manual_seed(seed)
-        return Sequence(nn.GRU(**self.gru), self.read, self.state).eval()
+        layer = nn.GRU(**self.gru)
+        if self.stream:
+            batch = self.shape[0 if layer.batch_first else 1]
+            return Streamed(Streaming(layer, batch)).eval()
+        return Sequence(layer, self.read, self.state).eval()
 
     @property
     def layers(self) -> int:
@@ -81,6 +99,12 @@ CASES = {
     "no-bias": Row({"input_size": 8, "hidden_size": 8, "bias": False}, (6, 1, 8)),
     "output-and-h_n": Row(
         {"input_size": 10, "hidden_size": 4, "batch_first": True}, (3, 5, 10), read="both"
+    ),
+    "streaming": Row(
+        {"input_size": 8, "hidden_size": 12, "batch_first": True}, (1, 1, 8), stream=True
+    ),
+    "streaming-two-layers": Row(
+        {"input_size": 5, "hidden_size": 6, "num_layers": 2}, (2, 2, 5), stream=True
     ),
 }
 

@@ -21,6 +21,7 @@ from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.options import Activations, QuantizationOptions
 from cortex_m_nn.core.target import Target
 from cortex_m_nn.lower.rules.lstm import ALLOWED_LSB
+from cortex_m_nn.nn import Streaming
 from cortex_m_nn.ops import lstm as op
 from cortex_m_nn.quantize.recurrent import cell_scale_power
 
@@ -48,6 +49,17 @@ class Sequence(nn.Module):
         ]
 
 
+class Streamed(nn.Module):
+    """A streaming layer read as its output."""
+
+    def __init__(self, layer: Streaming) -> None:
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x)
+
+
 @dataclass(frozen=True)
 class Row:
     """``nn.LSTM(**lstm)`` read as ``read``, on an input of ``shape``; ``layers`` lowered."""
@@ -56,10 +68,16 @@ class Row:
     shape: tuple[int, ...]
     read: str = "output"
     state: bool = False
+    #: the layer in ``cortex_m_nn.nn.Streaming``: its state kept from call to call
+    stream: bool = False
 
     def build(self, seed: int = 0) -> nn.Module:
         torch.manual_seed(seed)
-        return Sequence(nn.LSTM(**self.lstm), self.read, self.state).eval()
+        layer = nn.LSTM(**self.lstm)
+        if self.stream:
+            batch = self.shape[0 if layer.batch_first else 1]
+            return Streamed(Streaming(layer, batch)).eval()
+        return Sequence(layer, self.read, self.state).eval()
 
     @property
     def layers(self) -> int:
@@ -85,6 +103,12 @@ CASES = {
     "output-and-h_n": Row(
         {"input_size": 10, "hidden_size": 4, "batch_first": True}, (3, 5, 10), read="both"
     ),
+    "streaming": Row(
+        {"input_size": 8, "hidden_size": 12, "batch_first": True}, (1, 1, 8), stream=True
+    ),
+    "streaming-two-layers": Row(
+        {"input_size": 5, "hidden_size": 6, "num_layers": 2}, (2, 2, 5), stream=True
+    ),
 }
 
 
@@ -99,7 +123,8 @@ PRECISIONS = {"int8": None, "int16": QuantizationOptions(activations=Activations
 @pytest.mark.parametrize("name", CASES)
 def test_lowers_without_fallback_and_verifies(name: str, target: str, precision: str) -> None:
     """Every case lowers; with int16 activations an LSTM without initial state runs
-    arm_lstm_unidirectional_s16, one with stays int8 (its state is quantized in int8)."""
+    arm_lstm_unidirectional_s16, one with (or with a kept state) stays int8 (its state is
+    quantized in int8)."""
     row = CASES[name]
     example = torch.randn(*row.shape, generator=torch.Generator().manual_seed(3))
     after = {"cortex_m_nn.lstm": row.layers, "cortex_m_nn_float.lstm": 0, "aten.lstm": 0}
@@ -112,7 +137,7 @@ def test_lowers_without_fallback_and_verifies(name: str, target: str, precision:
     )
     assert not [r for r in compiled.records if not r.lowered]
     functions = {r.cmsis_function for r in compiled.records if r.kernel == "cortex_m_nn::lstm"}
-    int16 = precision == "int16" and not row.state
+    int16 = precision == "int16" and not (row.state or row.stream)
     assert functions == {f"arm_lstm_unidirectional_s{16 if int16 else 8}"}
     if not int16:
         assert verification.max_lsb <= ALLOWED_LSB
@@ -254,7 +279,7 @@ def layers(draw: st.DrawFn) -> tuple[tuple, bool]:
     c = torch.randint(-32768, 32768, (batch, units), generator=gen).to(torch.int16)
     c = c if stateful else None
     clip = draw(st.sampled_from([0, 0, draw(st.integers(1, 32767))]))
-    args = (x, h, c, p["input_weights"], p["hidden_weights"], p["input_biases"])
+    args = (x, h, c, None, None, p["input_weights"], p["hidden_weights"], p["input_biases"])
     args += (p["hidden_biases"], p["gate_parameters"], 1, power, clip)
     args += (*p["forget"], *p["update"], *p["output"], zp_h)
     return args, int16
@@ -266,7 +291,8 @@ def test_reference_equals_cmsis_nn_step_in_python_ints(case: tuple[tuple, bool])
     args, int16 = case
     got = op.lstm(*args)
     as_lists = [a.tolist() if isinstance(a, torch.Tensor) else a for a in args]
-    del as_lists[8]  # time_major
+    del as_lists[10]  # time_major
+    del as_lists[3:5]  # no kept state
     want = ref_lstm(tuple(as_lists), int16)
     assert got.tolist() == want
 
@@ -279,9 +305,35 @@ def test_batch_major_is_time_major_transposed() -> None:
     tail = (*p["forget"], *p["update"], *p["output"], -5)
     tensors = [p[k] for k in ("input_weights", "hidden_weights", "input_biases")]
     tensors += [p["hidden_biases"], p["gate_parameters"]]
-    time_major = op.lstm(x, None, None, *tensors, 1, -12, 0, *tail)
-    batch_major = op.lstm(x.transpose(0, 1).contiguous(), None, None, *tensors, 0, -12, 0, *tail)
+    time_major = op.lstm(x, None, None, None, None, *tensors, 1, -12, 0, *tail)
+    batch_major = op.lstm(
+        x.transpose(0, 1).contiguous(), None, None, None, None, *tensors, 0, -12, 0, *tail
+    )
     assert torch.equal(batch_major, time_major.transpose(0, 1))
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=layers(), cut=st.integers(0, 4))
+def test_a_kept_state_continues_the_sequence(case: tuple[tuple, bool], cut: int) -> None:
+    """Two calls on the pieces of a sequence, the hidden and cell states kept between them,
+    give one call's outputs on the whole of it; the states end as its last step's."""
+    (x, initial, cell, _, _, *rest), _ = case
+    units, zero = rest[0].shape[1], rest[-1]  # no initial state: the output's zero point
+    state = torch.full((x.shape[1], units), zero) if initial is None else initial.clone()
+    state = state.to(x.dtype)
+    cell_state = torch.zeros(x.shape[1], units, dtype=torch.int16) if cell is None else cell.clone()
+    whole_state, whole_cell = state.clone(), cell_state.clone()
+    whole = op.lstm(x, state.clone(), cell_state.clone(), None, None, *rest)
+    assert torch.equal(op.lstm(x, None, None, whole_state, whole_cell, *rest), whole)
+    cut = min(cut, x.shape[0])
+    pieces = [
+        op.lstm(x[a:b], None, None, state, cell_state, *rest)
+        for a, b in ((0, cut), (cut, x.shape[0]))
+        if b > a
+    ]
+    assert torch.equal(torch.cat(pieces), whole)
+    assert torch.equal(state, whole[-1])
+    assert torch.equal(cell_state, whole_cell)
 
 
 @pytest.mark.parametrize("left_shift", [-3, 0, 1, 3])

@@ -6,7 +6,10 @@ The input is read in its logical ``[B, T, I]`` (``batch_first``) or ``[T, B, I]`
 weights are quantized per gate exactly as the PT2E graph's LSTM computes them
 (``ops.lstm.gate_weights``), the biases at each gate's input scale with the zero points
 folded in (``ops.lstm.parameters``). An initial state, when the model gives one, must be
-quantized as the kernel reads it: the hidden state as the output, the cell state at 2^p.
+quantized as the kernel reads it: the hidden state as the output, the cell state at 2^p. A
+streaming layer's states (``nn.Streaming``) become zero state buffers of the program, per
+layer, which the kernel starts from and leaves its last step in; the model's write-backs of
+them (and the float computation of ``c_n`` they read) are then dropped.
 
 ``--verify`` allows this operator :data:`ALLOWED_LSB`. The PT2E graph's LSTM rounds every
 product once; CMSIS-NN's requantization rounds twice (the doubling high multiply, then the
@@ -34,11 +37,13 @@ from cortex_m_nn.core.families import aten
 from cortex_m_nn.core.float_ops import LSTM
 from cortex_m_nn.core.graph import lstm_refusal
 from cortex_m_nn.core.refusals import LoweringRefused, Refusal
+from cortex_m_nn.frontend.states import kept_state
 from cortex_m_nn.lower.context import LoweringContext
 from cortex_m_nn.lower.graph_values import QValue
 from cortex_m_nn.lower.layout import census, noting_transposes, relayout
 from cortex_m_nn.lower.registry import Lowered, Pattern, explains, rule
 from cortex_m_nn.ops import lstm as op
+from cortex_m_nn.ops.svdf import STATE_PREFIX
 
 #: What ``--verify`` allows the recurrence (see the module docstring) ...
 ALLOWED_LSB = 2
@@ -77,6 +82,33 @@ def _weights(
     return wx, wh, bias
 
 
+def _kept(
+    context: LoweringContext, lstm: Node, pattern: Pattern, shape: tuple[int, int]
+) -> tuple[Node | None, Node | None]:
+    """A streaming layer's states (``nn.Streaming``: its initial hidden and cell states
+    buffers the model writes back), as zero state buffers of the program the kernel reads and
+    writes (the hidden state as the output, the cell in int16 at 2^p); Nones for any other
+    layer."""
+    hidden, cell = kept_state(lstm.args[1]), kept_state(lstm.args[2])
+    if hidden is None or cell is None:
+        return None, None
+    if pattern.zero_point != 0 or pattern.dtype is not torch.int8:
+        raise LoweringRefused(
+            Refusal.LSTM_STATE, "a kept state needs an int8 output of zero point 0 (zero bytes)"
+        )
+    layer = int(lstm.args[1].args[2])  # the layer's slice of each buffer
+    states = []
+    for buffer, dtype, scale in (
+        (hidden, torch.int8, pattern.scale),
+        (cell, torch.int16, 2.0 ** int(lstm.args[8])),
+    ):
+        context.kept_states.add(buffer)
+        state = context.constant(torch.zeros(shape, dtype=dtype), STATE_PREFIX)
+        context.state_sources[str(state.target)] = (str(buffer.target), layer, scale)
+        states.append(state)
+    return states[0], states[1]
+
+
 @explains(aten.lstm.input)
 def why_float(node: Node) -> str | None:
     """An ``nn.LSTM`` the quantizer did not split (``core/graph.lstm_refusal``)."""
@@ -94,8 +126,13 @@ def lower_lstm(context: LoweringContext, pattern: Pattern) -> Lowered:
         x = relayout(context, x, nhwc=False)
     batch_first, power = bool(lstm.args[7]), int(lstm.args[8])
     hidden_qparams = (pattern.scale, pattern.zero_point)
-    hidden = _state(context, lstm.args[1], hidden_qparams, "hidden state")
-    cell = _state(context, lstm.args[2], (2.0**power, 0), "cell state")
+    batch, steps = (x.shape[0], x.shape[1]) if batch_first else (x.shape[1], x.shape[0])
+    units = context.attribute(lstm.args[4]).shape[1]
+    state, cell_state = _kept(context, lstm, pattern, (batch, units))
+    hidden = cell = None
+    if state is None:
+        hidden = _state(context, lstm.args[1], hidden_qparams, "hidden state")
+        cell = _state(context, lstm.args[2], (2.0**power, 0), "cell state")
     wx, wh, bias = _weights(context, lstm)
     try:
         p = op.parameters((wx, wh, bias), (x.scale, x.zero_point), hidden_qparams, power, int16)
@@ -105,14 +142,13 @@ def lower_lstm(context: LoweringContext, pattern: Pattern) -> Lowered:
         raise LoweringRefused(
             Refusal.LSTM_RANGE, "an effective bias beyond int32, or output and input dtypes differ"
         )
-    batch, steps = (x.shape[0], x.shape[1]) if batch_first else (x.shape[1], x.shape[0])
-    units = wh.shape[1]
     constants = context.constants(
         lstm.name, **{k: p[k] for k in ("input_weights", "hidden_weights", "input_biases",
                                          "hidden_biases", "gate_parameters")}
     )  # fmt: skip
     out = context.call(
-        "lstm", x.node, hidden, cell, *constants, 0 if batch_first else 1, power, 0,
+        "lstm", x.node, hidden, cell, state, cell_state, *constants, 0 if batch_first else 1,
+        power, 0,
         *p["forget"], *p["update"], *p["output"], pattern.zero_point,
         op.scratch_bytes(batch, units, x.dtype),
     )  # fmt: skip
