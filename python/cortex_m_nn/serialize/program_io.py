@@ -134,11 +134,27 @@ def int8_io(lowered: GraphModule) -> ProgramIo:
         model_shape = tuple(stored[d] for d in back) if back else tuple(stored)
         outputs.append(IoQuantization(float(scale), int(zero_point), model_shape, permutation))
         removed.append(leaf.name)
-    output.args = (tree_unflatten([leaf.args[0] for leaf in leaves], tree),)
+    output.args = (tree_unflatten([_computed(graph, leaf.args[0]) for leaf in leaves], tree),)
     graph.eliminate_dead_code()
     graph.lint()
     graph_module.recompile()
     return ProgramIo(IoType.INT8, graph_module, inputs, outputs, tuple(removed))
+
+
+def _computed(graph: torch.fx.Graph, value: Node) -> Node:
+    """``value``, or where it is a view (a model ending in a reshape) a contiguous copy of it
+    (``cortex_m_nn::strided_copy``): a program returns tensors it computes, and its float
+    form's ``dequantize`` was the copy."""
+    if value.target is not torch.ops.aten.view.default:
+        return value
+    shape = list(value.meta["val"].shape)
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    with graph.inserting_after(value):
+        copied = graph.call_function(operator("strided_copy"), (value, shape, strides, 0))
+    copied.meta["val"] = torch.empty(shape, dtype=value.meta["val"].dtype)
+    return copied
 
 
 def _key(value: object) -> object:
