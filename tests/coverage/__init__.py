@@ -4,7 +4,8 @@
   in ``forward()`` (:mod:`.tensor_ops`), one tiny model each;
 * ``ARCHITECTURES``: published small architectures re-implemented here from their papers
   (:mod:`.architectures`), written the way public implementations are written (in-place
-  residuals and activations, in-place dropout heads, slices after a concat).
+  residuals and activations, in-place dropout heads, slices after a concat), and two of
+  timm's own models as ``timm.create_model`` builds them (skipped where timm is missing).
 
 Every entry maps a name to a factory returning ``(module in eval mode, example inputs)``,
 seeded, batch 1. ``benchmarks/coverage.py`` prints what each compiler makes of them;

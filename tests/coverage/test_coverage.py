@@ -27,6 +27,7 @@ from cortex_m_nn.lower.passes import lower
 from cortex_m_nn.pipeline import quantize
 
 from . import ARCHITECTURES, CASES
+from .architectures import TIMM, TIMM_MISSING
 from .expected import FAILING
 
 CORES = ("cortex-m55", "cortex-m33")
@@ -43,6 +44,8 @@ def _params(names: list[str], cores: tuple[str, ...] = ("",)) -> list:
         for core in cores:
             key = f"{name}@{core}" if f"{name}@{core}" in FAILING else name
             marks = [pytest.mark.xfail(strict=True, reason=FAILING[key])] if key in FAILING else []
+            if name in TIMM and TIMM_MISSING:
+                marks.append(pytest.mark.skip(reason=TIMM_MISSING))
             ident = f"{name}-{core}" if core else name
             params.append(pytest.param(name, *([core] if core else []), marks=marks, id=ident))
     return params
@@ -83,12 +86,15 @@ def test_expected_failures_name_corpus_models() -> None:
     assert set(FAILING) <= known, set(FAILING) - known
 
 
-@pytest.mark.parametrize("name", list(ARCHITECTURES))
+@pytest.mark.parametrize("name", _params(list(ARCHITECTURES)))
 def test_architectures_are_seeded_and_small(name: str) -> None:
+    """Seeded, eval mode, batch 1; the re-implemented ones small (timm's are the size timm
+    builds: 1.3 M and 5.7 M parameters)."""
     (first, inputs), (second, again) = ARCHITECTURES[name](), ARCHITECTURES[name]()
     assert not first.training and inputs[0].shape[0] == 1
-    assert 64 <= inputs[0].shape[-1] <= 96
     assert all(torch.equal(a, b) for a, b in zip(inputs, again, strict=True))
     for (key, a), b in zip(first.state_dict().items(), second.state_dict().values(), strict=True):
         assert torch.equal(a, b), key
-    assert sum(p.numel() for p in first.parameters()) < 250_000
+    if name not in TIMM:
+        assert 64 <= inputs[0].shape[-1] <= 96
+        assert sum(p.numel() for p in first.parameters()) < 250_000

@@ -122,6 +122,12 @@ def zoo_source(name: str) -> ModelSource:
     return ModelSource(name, module, example)
 
 
+def _timm_missing() -> str | None:
+    from tests.coverage.architectures.timm_models import MISSING
+
+    return MISSING
+
+
 MODEL_NAMES = ["ds_cnn", "resnet8", "mobilenet_v1_025", "autoencoder"]
 # issue 12: upsampling (resize), layer norm and group norm, grouped convolution, data movement
 MODEL_NAMES += ["upsampling_decoder", "mobilevit_block", "regnetx_grouped", "shuffle_moves"]
@@ -155,6 +161,10 @@ MODEL_NAMES += ["causal_decoder"]
 # vision transformers of the coverage corpus: a ViT (sdpa, class token, layer scale) at 64x64
 # and a MobileViT
 MODEL_NAMES += ["vit", "mobilevit"]
+# timm's own MobileViT-XXS (128x128) and ViT-Tiny (64x64, a 6 MB program), where timm is
+# installed (tests/coverage/architectures/timm_models.py)
+if _timm_missing() is None:
+    MODEL_NAMES += ["timm_mobilevit_xxs", "timm_vit_tiny"]
 # SVDF layers (int16 and int8 states): two inferences, the second from the first's states
 MODEL_NAMES += ["svdf_kws"]
 

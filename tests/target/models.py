@@ -502,6 +502,8 @@ MODELS = {
     "causal_decoder": lambda: seeded(CausalDecoder, 1, 10, 16),
     "vit": lambda: _architecture("vit"),
     "mobilevit": lambda: _architecture("mobilevit"),
+    "timm_mobilevit_xxs": lambda: _architecture("timm_mobilevit_xxs"),
+    "timm_vit_tiny": lambda: _architecture("timm_vit_tiny"),
     "precision_mix": lambda: seeded(PrecisionMix, 2, 20),
     "attention_int16": lambda: seeded(AttentionInt16, 1, 6, 16),
     "int4_layers": lambda: seeded(Int4Layers, 1, 1, 12, 10),

@@ -1,5 +1,6 @@
 """Published small architectures, re-implemented from their papers (nothing copied from a
-model library), at small widths: seeded random weights, eval mode, batch 1, 64×64 RGB."""
+model library), at small widths: seeded random weights, eval mode, batch 1, 64×64 RGB; and
+two of timm's own attention models as timm builds them (``timm_models``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from .mobilevit import MobileViT
 from .regnet import RegNetX
 from .resnet import ResNet18
 from .shuffle import ShuffleNetV2, SqueezeNet
+from .timm_models import MISSING as TIMM_MISSING
+from .timm_models import TIMM
 from .vit import VisionTransformer
 
 
@@ -35,6 +38,7 @@ ARCHITECTURES: dict[str, Factory] = {
     "regnetx": _architecture(RegNetX),
     "mobilevit": _architecture(MobileViT),
     "vit": _architecture(VisionTransformer),
+    **TIMM,
 }
 
-__all__ = ["ARCHITECTURES"]
+__all__ = ["ARCHITECTURES", "TIMM", "TIMM_MISSING"]
