@@ -39,23 +39,29 @@ def kws_gru() -> Example:
     return module, (example,)
 
 
-class StreamingKwsGru(nn.Module):
-    """The keyword spotter run one 10-coefficient frame per inference: two GRU layers whose
-    state (``cortex_m_nn.nn.Streaming``) carries the clip from frame to frame, the last
-    layer's output into the classes."""
+class StreamingKws(nn.Module):
+    """A keyword spotter run one 10-coefficient frame per inference: two recurrent layers
+    (``layer``: nn.GRU or nn.LSTM, 10 features in, ``units`` out) whose state
+    (``cortex_m_nn.nn.Streaming``) carries the clip from frame to frame, the last layer's
+    output into the classes."""
 
-    def __init__(self, features: int = INPUT_SHAPE[2], units: int = 32) -> None:
+    def __init__(self, layer: type[nn.GRU] | type[nn.LSTM], units: int = 32) -> None:
         super().__init__()
-        self.gru = Streaming(nn.GRU(features, units, num_layers=2, batch_first=True))
+        self.rnn = Streaming(layer(INPUT_SHAPE[2], units, num_layers=2, batch_first=True))
         self.fc = nn.Linear(units, CLASSES)
 
     def forward(self, frame: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(self.fc(self.gru(frame)[:, -1]), dim=-1)
+        return torch.softmax(self.fc(self.rnn(frame)[:, -1]), dim=-1)
+
+
+def streaming_kws(layer: type[nn.GRU] | type[nn.LSTM]) -> Example:
+    """The streaming keyword spotter on ``layer``, seeded, and one frame."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        module = StreamingKws(layer).eval()
+        example = torch.randn(1, 1, INPUT_SHAPE[2])
+    return module, (example,)
 
 
 def kws_gru_streaming() -> Example:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        module = StreamingKwsGru().eval()
-        example = torch.randn(1, 1, INPUT_SHAPE[2])
-    return module, (example,)
+    return streaming_kws(nn.GRU)

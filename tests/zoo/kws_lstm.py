@@ -13,8 +13,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from cortex_m_nn.nn import Streaming
-
 from .common import Example
 
 INPUT_SHAPE = (1, 49, 10)
@@ -40,23 +38,9 @@ def kws_lstm() -> Example:
     return module, (example,)
 
 
-class StreamingKwsLstm(nn.Module):
-    """The keyword spotter run one 10-coefficient frame per inference: two LSTM layers whose
-    states (``cortex_m_nn.nn.Streaming``) carry the clip from frame to frame, the last
-    layer's output into the classes."""
-
-    def __init__(self, features: int = INPUT_SHAPE[2], cells: int = 32) -> None:
-        super().__init__()
-        self.lstm = Streaming(nn.LSTM(features, cells, num_layers=2, batch_first=True))
-        self.fc = nn.Linear(cells, CLASSES)
-
-    def forward(self, frame: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(self.fc(self.lstm(frame)[:, -1]), dim=-1)
-
-
 def kws_lstm_streaming() -> Example:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        module = StreamingKwsLstm().eval()
-        example = torch.randn(1, 1, INPUT_SHAPE[2])
-    return module, (example,)
+    """The keyword spotter one frame per inference: two LSTM layers whose hidden and cell
+    states are kept (``kws_gru.streaming_kws``)."""
+    from .kws_gru import streaming_kws
+
+    return streaming_kws(nn.LSTM)

@@ -23,7 +23,7 @@ from cortex_m_nn.nn import Streaming
 from cortex_m_nn.ops import gru as op
 
 from .independent import ref_requantize
-from .test_lstm import ref_activation, sat
+from .test_lstm import Streamed, ref_activation, sat
 
 
 class Sequence(nn.Module):
@@ -44,17 +44,6 @@ class Sequence(nn.Module):
         return {"output": out, "h_n": h, "both": out.sum(-1, keepdim=True) + h[-1:].mean()}[
             self.read
         ]
-
-
-class Streamed(nn.Module):
-    """A streaming layer read as its output."""
-
-    def __init__(self, layer: Streaming) -> None:
-        super().__init__()
-        self.layer = layer
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layer(x)
 
 
 @dataclass(frozen=True)
