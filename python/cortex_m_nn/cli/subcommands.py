@@ -75,8 +75,14 @@ def add_embed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
         "--output-dir",
         type=Path,
         metavar="DIR",
-        required=True,
         help="where to write cortex_m_nn_model.c, cortex_m_nn_model.h, cortex_m_nn_model.cmake",
+    )
+    parser.add_argument(
+        "--image",
+        type=Path,
+        metavar="FILE",
+        help="write the program image firmware loads at run time (a flash partition's "
+        "contents: docs/program-image.md)",
     )
     parser.add_argument(
         "--board", metavar="NAME", help="check the model fits this board (as for compiling)"
@@ -126,6 +132,8 @@ def embed_from_args(args: argparse.Namespace) -> int:
 
     if not args.pte.is_file():
         raise CompileError(f"{args.pte} does not exist")
+    if args.output_dir is None and args.image is None:
+        raise CompileError("embed writes --output-dir DIR, --image FILE or both: give one")
     pte = args.pte.read_bytes()
     budget = fit.budget(args.board, args.flash, args.ram, args.flash_region, args.ram_region)
     facts = embed.model_facts(pte, args.method_margin)
@@ -141,7 +149,16 @@ def embed_from_args(args: argparse.Namespace) -> int:
             runtime_with_arena=not args.arena_alone,
         )
         fit.require_fit(report)
-    written = embed.write_embedding(pte, args.output_dir, facts)
+    image = None
+    if args.image is not None:
+        from cortex_m_nn.embed.program_image import image_bytes
+
+        image = image_bytes(pte, facts)  # refuses before anything is written
+    written = [] if args.output_dir is None else embed.write_embedding(pte, args.output_dir, facts)
+    if args.image is not None and image is not None:
+        args.image.parent.mkdir(parents=True, exist_ok=True)
+        args.image.write_bytes(image)
+        written.append(args.image)
     if not args.quiet:
         print(
             f"{args.pte}: {facts.pte_bytes:,} B, {facts.core}+{facts.isa}, rounding "
