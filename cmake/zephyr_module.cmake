@@ -391,7 +391,10 @@ zephyr_library_sources(
   "${CORTEX_M_NN_ROOT}/kernels/call_mode.cpp"
   "${_cmnn_generated}/cortex_m_nn_register.cpp"
   "${_cmnn_out}/cortex_m_nn_model.c"
-  "${CORTEX_M_NN_ROOT}/src/model.cpp")
+  "${CORTEX_M_NN_ROOT}/src/model.cpp"
+  "${CORTEX_M_NN_ROOT}/src/model_run.cpp"
+  "${CORTEX_M_NN_ROOT}/src/model_embedded.cpp"
+  "${CORTEX_M_NN_ROOT}/src/program_image.cpp")
 zephyr_library_include_directories("${CORTEX_M_NN_ROOT}/kernels/include" "${_cmnn_generated}")
 # The application includes <cortex_m_nn/model.h>, cortex_m_nn_model.h (the sizes) and, with
 # CONFIG_CORTEX_M_NN_TEST_VECTOR, cortex_m_nn_test_vector.h.

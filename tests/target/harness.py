@@ -234,11 +234,13 @@ def build(
     optimization: str = "-O3",
     runtime_optimization: str = "-Os",
     rounding: str = "double",
+    extra: list[str] | None = None,
 ) -> Path:
     """Configure and build the runners for every model in ``models_dir``; returns build_dir.
     ``optimization``: the kernels', CMSIS-NN's and the runner's flags; ``runtime_optimization``:
     ExecuTorch's runtime's (the runner's RUNNER_RUNTIME_OPTIMIZATION); ``rounding``: the
-    requantization rounding CMSIS-NN and the kernels are built with (CORTEX_M_NN_ROUNDING)."""
+    requantization rounding CMSIS-NN and the kernels are built with (CORTEX_M_NN_ROUNDING);
+    ``extra``: further definitions (the loader's, tests/target/test_loader.py)."""
     flatc, include = flatbuffers()
     definitions = [
         f"-DRUNNER_MODELS_DIR={models_dir}",
@@ -253,6 +255,7 @@ def build(
         f"-DFLATC_EXECUTABLE={flatc}",
         f"-DFLATBUFFERS_INCLUDE_DIR={include}",
         f"-DCORTEX_M_NN_ROUNDING={rounding}",
+        *(extra or []),
     ]
     cmake_build(RUNNER, build_dir, core, definitions)
     return build_dir
@@ -306,8 +309,15 @@ class Result:
         return int(m.group(1)) if m else None
 
 
-def run(elf: Path, core: Core, plugin_args: str | None = None, timeout: float = 600) -> Result:
-    """Run ``elf`` on ``core``'s QEMU machine; ``plugin_args`` loads the insncount plugin."""
+def run(
+    elf: Path,
+    core: Core,
+    plugin_args: str | None = None,
+    timeout: float = 600,
+    places: dict[int, Path] | None = None,
+) -> Result:
+    """Run ``elf`` on ``core``'s QEMU machine; ``plugin_args`` loads the insncount plugin;
+    ``places``: files QEMU copies into memory, by address (``-device loader``)."""
     command = [
         "qemu-system-arm",
         "-M",
@@ -322,6 +332,8 @@ def run(elf: Path, core: Core, plugin_args: str | None = None, timeout: float = 
         "-kernel",
         str(elf),
     ]
+    for address, path in (places or {}).items():
+        command += ["-device", f"loader,file={path},addr={address:#x},force-raw=on"]
     if plugin_args is not None:
         command += ["-plugin", plugin_args, "-d", "plugin"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)

@@ -121,14 +121,16 @@ def test_model_api_compiles(generated: Path, core: str, level: str) -> None:
     includes, defines = _runtime_includes(generated, core)
     # The API, the check load() calls (check_program_abi, kernels/abi.cpp) and the platform
     # layer the module gives ExecuTorch's runtime, against the same headers.
-    for source in ("src/model.cpp", "kernels/abi.cpp", "src/executorch_pal_zephyr.cpp"):
+    sources = ("src/model.cpp", "src/model_run.cpp", "src/model_embedded.cpp")
+    sources += ("src/program_image.cpp", "kernels/abi.cpp", "src/executorch_pal_zephyr.cpp")
+    for source in sources:
         result = _compile(ROOT / source, [STAND_INS, *includes], *defines, core=core, level=level)
         assert result.returncode == 0, f"{source}: {result.stderr}"
 
 
 def test_a_core_without_the_configured_isa_is_refused(generated: Path) -> None:
     includes, defines = _runtime_includes(generated, "cortex-m55")
-    soft = _compile(ROOT / "src/model.cpp", includes, *defines, "-mfloat-abi=soft")
+    soft = _compile(ROOT / "src/model_embedded.cpp", includes, *defines, "-mfloat-abi=soft")
     assert soft.returncode != 0
     assert "CONFIG_CORTEX_M_NN_ISA_MVE is set but the compiler does not emit MVE" in soft.stderr
     assert "another CMSIS-NN code path" in soft.stderr

@@ -130,6 +130,9 @@ def test_builds_only_the_kernels_the_model_calls(cmake, hello_pte, tmp_path) -> 
         "cortex_m_nn_register.cpp",
         "cortex_m_nn_model.c",
         "model.cpp",
+        "model_run.cpp",
+        "model_embedded.cpp",
+        "program_image.cpp",
     } <= names
     assert kinds(tmp_path, "link") == ["libexecutorch"]
     # The registration registers exactly those operators.

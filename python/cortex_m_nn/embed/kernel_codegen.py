@@ -313,7 +313,22 @@ def source(operators: list[Operator], linked: dict[str, frozenset[str]] | None =
         lines += _boxed(op, (linked or {}).get(op.name, frozenset(op.case_names)))
     lines += ["const Kernel kernels[] = {"]
     lines += [f'    Kernel("cortex_m_nn::{op.name}.out", {op.name}_boxed),' for op in operators]
-    return "\n".join([*lines, *_SOURCE_EPILOGUE])
+    cases = sorted(
+        f"{op.name}.{case}"
+        for op in operators
+        for case in (linked or {}).get(op.name, frozenset(op.case_names))
+    )
+    listed = [
+        "",
+        "// The kernel cases this image links: a program image calling another is refused before",
+        "// it is loaded (include/cortex_m_nn/program_image.h).",
+        'extern "C" const char* const cortex_m_nn_linked_cases[] = {',
+        *[f'    "{case}",' for case in cases],
+        "    nullptr};",
+        f'extern "C" const size_t cortex_m_nn_linked_case_count = {len(cases)};',
+        "",
+    ]
+    return "\n".join([*lines, *_SOURCE_EPILOGUE, *listed])
 
 
 def selection(only: set[str], operators: list[Operator]) -> dict[str, frozenset[str]]:

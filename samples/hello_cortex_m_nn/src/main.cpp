@@ -35,8 +35,8 @@ int main(void)
 	cortex_m_nn::Model &model = cortex_m_nn::Model::embedded();
 
 	printk("hello_cortex_m_nn: arena %u B, method allocator %u B\n",
-	       static_cast<unsigned>(cortex_m_nn::Model::arena_bytes()),
-	       static_cast<unsigned>(cortex_m_nn::Model::method_allocator_bytes()));
+	       static_cast<unsigned>(model.arena_bytes()),
+	       static_cast<unsigned>(model.method_allocator_bytes()));
 	if (model.load() != cortex_m_nn::Status::kOk) {
 		printk("load: %s\nFAIL\n", model.error());
 		return 0;

@@ -60,12 +60,12 @@ int main(void)
 		return 0;
 	}
 	printk("keyword_spotting: DS-CNN, %s; arena %u B\n", model.model_abi(),
-	       static_cast<unsigned>(cortex_m_nn::Model::arena_bytes()));
-	if (!cortex_m_nn::Model::input_is_int8(0) || !cortex_m_nn::Model::output_is_int8(0)) {
+	       static_cast<unsigned>(model.arena_bytes()));
+	if (!model.input_is_int8(0) || !model.output_is_int8(0)) {
 		printk("the model has float inputs: set CONFIG_CORTEX_M_NN_MODEL_IO_INT8=y\nFAIL\n");
 		return 0;
 	}
-	const cortex_m_nn::Quantization in = cortex_m_nn::Model::input_quantization(0);
+	const cortex_m_nn::Quantization in = model.input_quantization(0);
 	if (model.input_size(0) != kFeatures || cortex_m_nn_test_input_size[0] != kFeatures) {
 		printk("expected %u features\nFAIL\n", static_cast<unsigned>(kFeatures));
 		return 0;

@@ -42,7 +42,7 @@ int setup_error(const char* what, Status status, const Model& model) {
 
 // Output `index` of the last run as bytes, float or int8 (--io int8); nullptr if neither.
 const uint8_t* output_bytes(const Model& model, size_t index, size_t* n) {
-  if (Model::output_is_int8(index)) {
+  if (model.output_is_int8(index)) {
     cortex_m_nn::QuantizedTensor output = model.quantized_output(index);
     *n = output.size;
     return reinterpret_cast<const uint8_t*>(output.data);
@@ -107,16 +107,16 @@ int main() {
   if (status != Status::kOk) return setup_error("load", status, model);
   std::printf("runner: planned arena %u B in %u buffer(s); method allocator %u of %u B used "
               "(estimate %u B)\n",
-              static_cast<unsigned>(Model::arena_bytes()),
+              static_cast<unsigned>(model.arena_bytes()),
               static_cast<unsigned>(CORTEX_M_NN_PLANNED_BUFFERS),
               static_cast<unsigned>(model.method_allocator_used()),
-              static_cast<unsigned>(Model::method_allocator_bytes()),
+              static_cast<unsigned>(model.method_allocator_bytes()),
               static_cast<unsigned>(CORTEX_M_NN_RUNTIME_OVERHEAD_BYTES));
 
   // (no float formatting: the runner's image carries no float printf)
   std::printf("runner: %s inputs and outputs (input 0 zero point %d)\n",
-              Model::input_is_int8(0) ? "int8" : "float",
-              static_cast<int>(Model::input_quantization(0).zero_point));
+              model.input_is_int8(0) ? "int8" : "float",
+              static_cast<int>(model.input_quantization(0).zero_point));
   if (model.num_inputs() != CORTEX_M_NN_TEST_INPUTS ||
       model.num_outputs() != CORTEX_M_NN_TEST_OUTPUTS) {
     std::printf("runner: forward takes %u inputs and gives %u outputs; embedded data has %u/%u\n",

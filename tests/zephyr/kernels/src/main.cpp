@@ -102,6 +102,6 @@ ZTEST(cortex_m_nn_kernels, test_bad_inputs_are_refused)
 
 ZTEST(cortex_m_nn_kernels, test_memory_is_what_the_compile_planned)
 {
-	zassert_equal(Model::arena_bytes(), CORTEX_M_NN_ARENA_BYTES);
-	zassert_equal(Model::method_allocator_bytes(), CORTEX_M_NN_METHOD_ALLOCATOR_BYTES);
+	zassert_equal(model().arena_bytes(), CORTEX_M_NN_ARENA_BYTES);
+	zassert_equal(model().method_allocator_bytes(), CORTEX_M_NN_METHOD_ALLOCATOR_BYTES);
 }
