@@ -35,7 +35,12 @@ bool read_metadata(Program& program, MemoryAllocator& scratch, const char* const
   {
     MemoryManager manager(&scratch);
     Result<Method> method = program.load_method("cortex_m_nn_metadata", &manager);
-    if (method.ok() && method->outputs_size() == 1 && method->get_output(0).isString()) {
+    // (the output's value index checked first, by its meta: get_output would abort on a
+    // damaged program's out-of-range index)
+    if (method.ok() && method->outputs_size() == 1 &&
+        method->method_meta().output_tag(0).ok() &&
+        method->method_meta().output_tag(0).get() == executorch::runtime::Tag::String &&
+        method->get_output(0).isString()) {
       const std::string_view text = method->get_output(0).toString();
       size_t start = 0;
       while (start < text.size()) {

@@ -7,14 +7,10 @@
 namespace cortex_m_nn {
 namespace {
 
+namespace rt = executorch::runtime;
 using detail::method_of;
 using detail::numel;
 using executorch::aten::ScalarType;
-using executorch::runtime::Error;
-using executorch::runtime::EValue;
-using executorch::runtime::Method;
-using executorch::runtime::Result;
-using executorch::runtime::TensorInfo;
 
 constexpr size_t kMaxDims = 16;  // ExecuTorch's kTensorDimensionLimit
 
@@ -48,7 +44,7 @@ size_t Model::input_size(size_t index) const {
   if (!loaded_ || index >= method_of(state()).inputs_size()) {
     return 0;
   }
-  Result<TensorInfo> info = method_of(state()).method_meta().input_tensor_meta(index);
+  rt::Result<rt::TensorInfo> info = method_of(state()).method_meta().input_tensor_meta(index);
   return info.ok() ? numel(info.get()) : 0;
 }
 
@@ -56,7 +52,7 @@ size_t Model::output_size(size_t index) const {
   if (!loaded_ || index >= method_of(state()).outputs_size()) {
     return 0;
   }
-  Result<TensorInfo> info = method_of(state()).method_meta().output_tensor_meta(index);
+  rt::Result<rt::TensorInfo> info = method_of(state()).method_meta().output_tensor_meta(index);
   return info.ok() ? numel(info.get()) : 0;
 }
 
@@ -72,12 +68,12 @@ Status Model::set_input_values(size_t index, bool int8, const void* data, size_t
   if (!loaded_) {
     return fail(Status::kNotLoaded, "set_input before a successful load()");
   }
-  Method& forward = method_of(state());
+  rt::Method& forward = method_of(state());
   if (index >= forward.inputs_size() || index >= kMaxIo) {
     return fail(Status::kBadInput, "no input %u (forward has %u)", static_cast<unsigned>(index),
                 static_cast<unsigned>(forward.inputs_size()));
   }
-  Result<TensorInfo> info = forward.method_meta().input_tensor_meta(index);
+  rt::Result<rt::TensorInfo> info = forward.method_meta().input_tensor_meta(index);
   const ScalarType type = int8 ? ScalarType::Char : ScalarType::Float;
   if (!info.ok() || info->scalar_type() != type) {
     return fail(Status::kBadInput, "input %u is not %s (the model was compiled with --io %s)",
@@ -113,8 +109,8 @@ Status Model::set_input_values(size_t index, bool int8, const void* data, size_t
   }
   executorch::aten::TensorImpl impl(type, static_cast<ssize_t>(dims), sizes,
                                     const_cast<void*>(data), dim_order, strides);
-  Error error = forward.set_input(EValue(executorch::aten::Tensor(&impl)), index);
-  if (error != Error::Ok) {
+  rt::Error error = forward.set_input(rt::EValue(executorch::aten::Tensor(&impl)), index);
+  if (error != rt::Error::Ok) {
     return fail(Status::kBadInput, "input %u refused (error 0x%x)", static_cast<unsigned>(index),
                 static_cast<unsigned>(error));
   }
@@ -125,8 +121,8 @@ Status Model::run() {
   if (!loaded_) {
     return fail(Status::kNotLoaded, "run before a successful load()");
   }
-  Error error = method_of(state()).execute();
-  if (error != Error::Ok) {
+  rt::Error error = method_of(state()).execute();
+  if (error != rt::Error::Ok) {
     return fail(Status::kRunFailed, "forward failed (error 0x%x); the log names the kernel",
                 static_cast<unsigned>(error));
   }
@@ -142,25 +138,25 @@ Status Model::run_profiled(CallHook before, CallHook after, void* context) {
   if (!loaded_) {
     return fail(Status::kNotLoaded, "run before a successful load()");
   }
-  Method& forward = method_of(state());
+  rt::Method& forward = method_of(state());
   size_t call = 0;
   do {  // step() runs one instruction; in_progress() is false once the last one ran
     if (before != nullptr) {
       before(call, context);
     }
-    const Error error = forward.step();
+    const rt::Error error = forward.step();
     if (after != nullptr) {
       after(call, context);
     }
-    if (error != Error::Ok) {
+    if (error != rt::Error::Ok) {
       return fail(Status::kRunFailed,
                   "forward failed at kernel call %u (error 0x%x); the log names the kernel",
                   static_cast<unsigned>(call), static_cast<unsigned>(error));
     }
     ++call;
   } while (forward.in_progress());
-  const Error reset = forward.reset_execution();
-  if (reset != Error::Ok) {
+  const rt::Error reset = forward.reset_execution();
+  if (reset != rt::Error::Ok) {
     return fail(Status::kRunFailed, "forward did not reach its end (error 0x%x)",
                 static_cast<unsigned>(reset));
   }
@@ -172,7 +168,7 @@ Tensor Model::output(size_t index) const {
   if (!loaded_ || index >= method_of(state()).outputs_size()) {
     return {nullptr, 0};
   }
-  const EValue& value = method_of(state()).get_output(index);
+  const rt::EValue& value = method_of(state()).get_output(index);
   if (!value.isTensor() || value.toTensor().scalar_type() != ScalarType::Float) {
     return {nullptr, 0};
   }
@@ -184,7 +180,7 @@ QuantizedTensor Model::quantized_output(size_t index) const {
   if (!loaded_ || index >= method_of(state()).outputs_size()) {
     return {nullptr, 0, {0.0f, 0}};
   }
-  const EValue& value = method_of(state()).get_output(index);
+  const rt::EValue& value = method_of(state()).get_output(index);
   if (!value.isTensor() || value.toTensor().scalar_type() != ScalarType::Char) {
     return {nullptr, 0, {0.0f, 0}};
   }

@@ -20,6 +20,8 @@ import yaml
 
 from cortex_m_nn.check import host_kernels
 from cortex_m_nn.cli import main as cli
+from cortex_m_nn.embed import program_image
+from cortex_m_nn.embed.pte_source import model_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = Path(__file__).resolve().parent / "host"
@@ -123,7 +125,16 @@ def apps(
     for command in (configure, [cmake, "--build", str(build), "-j", "2"]):
         result = subprocess.run(command, capture_output=True, text=True)
         assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    return {name: build / f"app_{name}" for name in [*APPS, DAMAGED]}
+    found = {name: build / f"app_{name}" for name in [*APPS, DAMAGED]}
+    found["image_loader"] = build / "image_loader"
+    images = work / "images"  # the hello and keyword-spotting programs, as images
+    images.mkdir()
+    for name in ("hello", "keyword_spotting"):
+        pte = work / name / "model.pte"
+        image = program_image.image_bytes(pte.read_bytes(), model_facts(pte.read_bytes(), 200))
+        (images / f"{name}.cmnn").write_bytes(image)
+    found["images"] = images
+    return found
 
 
 def twister_console(lines: list[str], harness_config: dict) -> bool:
@@ -162,3 +173,82 @@ def test_console_check_can_fail() -> None:
     assert twister_console(["first", "PASS"], config)
     assert not twister_console(["PASS", "first"], config)
     assert not twister_console(["first", "FAIL"], config)
+
+
+def _load_images(apps: dict[str, Path], images: list[bytes], directory: Path) -> list[list[str]]:
+    """The sanitized image_loader's line per image, split at its fields."""
+    paths = []
+    for index, image in enumerate(images):
+        path = directory / f"{index}.cmnn"
+        path.write_bytes(image)
+        paths.append(str(path))
+    result = subprocess.run(  # (a damaged program's names reach the log as they are)
+        [str(apps["image_loader"]), *paths],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=600,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]  # no sanitizer report
+    lines = [line.split("|") for line in result.stdout.splitlines()]
+    assert len(lines) == len(images), result.stdout
+    return lines
+
+
+def _resealed(image: bytes, position: int, value: int) -> bytes:
+    """``image`` with byte ``position`` of its program set to ``value`` and both CRC-32s made
+    right again: damage no checksum catches, which the program's own checks must."""
+    import struct
+    import zlib
+
+    header = program_image.read_header(image)
+    changed = bytearray(image)
+    changed[header.program_offset + position] = value
+    program = changed[header.program_offset : header.program_offset + header.program_bytes]
+    changed[24:28] = struct.pack("<I", zlib.crc32(bytes(program)))
+    changed[12:16] = b"\0\0\0\0"
+    changed[12:16] = struct.pack("<I", zlib.crc32(bytes(changed[: header.program_offset])))
+    return bytes(changed)
+
+
+def test_run_time_models_load_run_and_refuse_images(apps: dict[str, Path], tmp_path: Path) -> None:
+    """One run-time model loads two programs in turn and runs each; truncated, bit-flipped and
+    incompatible images are refused, each leaving the program loaded before (sanitized)."""
+    hello = (apps["images"] / "hello.cmnn").read_bytes()
+    kws = (apps["images"] / "keyword_spotting.cmnn").read_bytes()
+    header = program_image.read_header(hello)
+    flipped = bytearray(hello)
+    flipped[header.program_offset + 40] ^= 4
+    other_isa = bytearray(hello)
+    other_isa[32] = 2  # MVE, where the host's kernels are the portable C path
+    other_isa[12:16] = b"\0\0\0\0"
+    import struct
+    import zlib
+
+    other_isa[12:16] = struct.pack("<I", zlib.crc32(bytes(other_isa[: header.program_offset])))
+    lines = _load_images(
+        apps, [hello, hello[:-9], bytes(flipped), bytes(other_isa), kws, hello], tmp_path
+    )
+    assert [line[1] for line in lines] == [
+        "ok", "bad program image", "bad program image", "compiled for other kernels", "ok", "ok",
+    ]  # fmt: skip
+    assert all(line[3] == "loaded=1" for line in lines), lines  # a refusal keeps the model
+    assert [line[4] for line in lines if len(line) > 4] == ["run=ok"] * 6
+    assert "truncated" in lines[1][2] and "program damaged" in lines[2][2]
+
+
+def test_damage_the_checksums_miss_never_crashes_the_load(
+    apps: dict[str, Path], tmp_path: Path
+) -> None:
+    """Program bytes changed with both CRC-32s made right again (what a checksum cannot
+    catch): ExecuTorch's verification and each kernel call's proof refuse what they must, and
+    nothing crashes or reads out of bounds in the firmware API (sanitized)."""
+    import random
+
+    hello = (apps["images"] / "hello.cmnn").read_bytes()
+    size = program_image.read_header(hello).program_bytes
+    rng = random.Random(11)
+    images = [_resealed(hello, rng.randrange(size), rng.randrange(256)) for _ in range(500)]
+    lines = _load_images(apps, images, tmp_path)
+    statuses = {line[1] for line in lines}
+    assert statuses <= {"ok", "load failed", "compiled for other kernels", "bad input"}, statuses
