@@ -52,12 +52,6 @@ bool valid_gate_parameters(const Tensor& parameters) {
   return true;
 }
 
-bool valid_state(const std::optional<Tensor>& state, const RecurrentShape& s) {
-  return !state.has_value() ||
-      (is_type(*state, ScalarType::Char) &&
-       state->numel() == static_cast<ssize_t>(s.batch) * s.units);
-}
-
 bool valid_tensors(const GruTensors& t, const RecurrentShape& s) {
   return valid_gate_weights(t.input_weights, kGates, s, s.features) &&
       valid_gate_weights(t.hidden_weights, kGates, s, s.units) &&
@@ -203,7 +197,7 @@ void gru_out(
       valid_tensors(t, s) && has_layout(out, ScalarType::Char, 3) &&
           out.size(0) == input.size(0) && out.size(1) == input.size(1) &&
           out.size(2) == s.units &&
-          valid_state(hidden, s) && valid_state(state, s) &&
+          valid_state(hidden, ScalarType::Char, s) && valid_state(state, ScalarType::Char, s) &&
           !(hidden.has_value() && state.has_value()),
       "gru",
       "weights int8 [3, H, I] and [3, H, H], biases int32 [3, H], gate parameters int32 "

@@ -35,11 +35,6 @@ bool valid_gate_parameters(const Tensor& parameters) {
   return true;
 }
 
-bool valid_state(const std::optional<Tensor>& state, ScalarType type, const RecurrentShape& s) {
-  return !state.has_value() ||
-      (is_type(*state, type) && state->numel() == static_cast<ssize_t>(s.batch) * s.units);
-}
-
 // One gate's CMSIS-NN view: row k of the weights, biases and gate_parameters.
 cmsis_nn_lstm_gate gate_of(
     const Tensor& input_weights,

@@ -1,9 +1,10 @@
 // What the recurrent kernels (lstm, gru) share: the shape of a call over a [B, T, I] or
 // [T, B, I] sequence, and the checks of their per-gate weights and biases ([G, H, K] and
-// [G, H]: G = 4 gates for the LSTM, 3 for the GRU, in PyTorch's order).
+// [G, H]: G = 4 gates for the LSTM, 3 for the GRU, in PyTorch's order) and of their states.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "cortex_m_nn/kernel_checks.h"
 
@@ -40,6 +41,13 @@ inline bool valid_gate_weights(
 inline bool valid_gate_biases(
     const Tensor& biases, int gates, const RecurrentShape& s, ScalarType type) {
   return has_layout(biases, type, 2) && biases.size(0) == gates && biases.size(1) == s.units;
+}
+
+// An optional state [B, H] of `type` (an initial or a kept state; the LSTM's cell in int16).
+inline bool valid_state(
+    const std::optional<Tensor>& state, ScalarType type, const RecurrentShape& s) {
+  return !state.has_value() ||
+      (is_type(*state, type) && state->numel() == static_cast<ssize_t>(s.batch) * s.units);
 }
 
 }  // namespace native

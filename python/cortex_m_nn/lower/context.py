@@ -34,6 +34,7 @@ from cortex_m_nn.ops.arithmetic import quantize_multiplier
 from cortex_m_nn.ops.library import operator as cortex_op
 from cortex_m_nn.ops.mul import mul_parameters
 from cortex_m_nn.ops.requantize import check as check_requantize
+from cortex_m_nn.ops.svdf import STATE_PREFIX
 
 
 @dataclass
@@ -55,8 +56,8 @@ class LoweringContext:
     origins: dict[Node, tuple[QValue, torch.Tensor]] = field(default_factory=dict)
     #: layout: (value node, nhwc) → that value in that layout (transposed once)
     relayouts: dict[tuple[Node, bool], QValue] = field(default_factory=dict)
-    #: buffers whose state a lowered operator keeps itself (a streaming GRU's): their
-    #: write-backs have no operator of their own
+    #: buffers whose state a lowered operator keeps itself (a streaming GRU's or LSTM's):
+    #: their write-backs have no operator of their own (:meth:`keep_state`)
     kept_states: set[Node] = field(default_factory=set)
     #: lowered state buffer → (the source graph's buffer, its layer, the state's scale)
     state_sources: dict[str, tuple[str, int, float]] = field(default_factory=dict)
@@ -79,6 +80,17 @@ class LoweringContext:
         self._constants += 1
         self.root.register_buffer(name, tensor.detach().clone().contiguous())
         return self.graph.get_attr(name)
+
+    def keep_state(
+        self, buffer: Node, layer: int, shape: tuple[int, ...], dtype: torch.dtype, scale: float
+    ) -> Node:
+        """A state of the program (zero at load) that a lowered operator keeps in place of
+        ``layer``'s slice of the source graph's ``buffer`` (whose write-back it makes
+        redundant), holding it in ``dtype`` at ``scale``."""
+        self.kept_states.add(buffer)
+        state = self.constant(torch.zeros(shape, dtype=dtype), STATE_PREFIX)
+        self.state_sources[str(state.target)] = (str(buffer.target), layer, scale)
+        return state
 
     def constants(self, hint: str, **tensors: torch.Tensor) -> list[Node]:
         """:meth:`constant` of each of ``tensors`` in order, hinted ``{hint}_{keyword}``."""

@@ -334,11 +334,8 @@ class CortexMQuantizer(Quantizer):
             self._annotate_with_output(node, inputs, spec)
 
     def _annotate_recurrent(self, node: Node, spec: QuantizationSpec) -> None:
-        """An LSTM layer (:meth:`_annotate_lstm`), a GRU layer or an SVDF step
-        (``quantize/svdf``)."""
-        if node.target is LSTM:
-            self._annotate_lstm(node, spec)
-            return
+        """An LSTM or GRU layer (:meth:`_annotate_layer`), an LSTM's final cell state or an SVDF
+        step (``quantize/svdf``)."""
         if node.target is LSTM_CELL:  # its input quantized as its LSTM's; its output the float
             source = node.args[0]  # the kept state holds (only a write-back reads it)
             layers = [u for u in getattr(source, "users", ()) if u.target is LSTM]
@@ -346,16 +343,18 @@ class CortexMQuantizer(Quantizer):
             if layers:
                 _annotate(node, {source: SharedQuantizationSpec((source, layers[0]))}, None)
             return
-        if node.target is GRU:
-            self._annotate_gru(node, spec)
+        if node.target in (LSTM, GRU):
+            self._annotate_layer(node, spec)
             return
         found = svdf_annotation(node, self.activation)
         if found is not None:
             self._annotate_with_output(node, *found)
 
-    def _annotate_gru(self, node: Node, spec: QuantizationSpec) -> None:
-        """An initial state read as a step's output; a kept one (``nn.Streaming``) is the
-        program's buffer, read as the float it holds, and the output symmetric (its zero
+    def _annotate_layer(self, node: Node, spec: QuantizationSpec) -> None:
+        """An LSTM or GRU layer: input and hidden sequence as ``spec``; an initial hidden state
+        quantized as the output (the kernel reads it as a step's output), an LSTM's initial
+        cell state in int16 at the cell's scale. A kept state (``nn.Streaming``) is the
+        program's buffers, read as the floats they hold, and the output symmetric (its zero
         bytes at load are then zero)."""
         source, hidden = node.args[:2]
         if not isinstance(source, Node):
@@ -366,22 +365,7 @@ class CortexMQuantizer(Quantizer):
             return
         if isinstance(hidden, Node):
             inputs[hidden] = SharedQuantizationSpec(node)
-        _annotate(node, inputs, spec)
-
-    def _annotate_lstm(self, node: Node, spec: QuantizationSpec) -> None:
-        """Input and hidden sequence as ``spec``; an initial hidden state quantized as the
-        output (CMSIS-NN reads it as a step's output), an initial cell state in int16 at the
-        cell's scale. A kept state (``nn.Streaming``) is the program's buffers, read as the
-        floats they hold, and the output symmetric (its zero bytes at load are then zero)."""
-        source, hidden, cell = node.args[:3]
-        if not isinstance(source, Node):
-            return
-        inputs: dict[Node, QuantizationSpecBase | None] = {source: _kept_spec(source, spec)}
-        if kept_state(hidden) is not None:
-            _annotate(node, inputs, config.ACTIVATION_SYMMETRIC)
-            return
-        if isinstance(hidden, Node):
-            inputs[hidden] = SharedQuantizationSpec(node)
+        cell = node.args[2] if node.target is LSTM else None
         if isinstance(cell, Node):
             inputs[cell] = config.cell_state_spec(int(node.args[8]))
         _annotate(node, inputs, spec)

@@ -30,7 +30,6 @@ from cortex_m_nn.lower.graph_values import QValue
 from cortex_m_nn.lower.layout import census, noting_transposes, relayout
 from cortex_m_nn.lower.registry import Lowered, Pattern, explains, rule
 from cortex_m_nn.ops import gru as op
-from cortex_m_nn.ops.svdf import STATE_PREFIX
 
 #: What ``--verify`` allows the recurrence (see the module docstring).
 ALLOWED_LSB = 2
@@ -61,11 +60,8 @@ def _kept(
         raise LoweringRefused(
             Refusal.GRU_RANGE, "a kept state needs the output's zero point 0 (its zero bytes)"
         )
-    context.kept_states.add(buffer)
-    state = context.constant(torch.zeros(shape, dtype=torch.int8), STATE_PREFIX)
     layer = int(gru.args[1].args[2])  # the layer's slice of the buffer
-    context.state_sources[str(state.target)] = (str(buffer.target), layer, pattern.scale)
-    return state
+    return context.keep_state(buffer, layer, shape, torch.int8, pattern.scale)
 
 
 @explains(aten.gru.input)

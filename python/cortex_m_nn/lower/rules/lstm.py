@@ -43,7 +43,6 @@ from cortex_m_nn.lower.graph_values import QValue
 from cortex_m_nn.lower.layout import census, noting_transposes, relayout
 from cortex_m_nn.lower.registry import Lowered, Pattern, explains, rule
 from cortex_m_nn.ops import lstm as op
-from cortex_m_nn.ops.svdf import STATE_PREFIX
 
 #: What ``--verify`` allows the recurrence (see the module docstring) ...
 ALLOWED_LSB = 2
@@ -97,16 +96,10 @@ def _kept(
             Refusal.LSTM_STATE, "a kept state needs an int8 output of zero point 0 (zero bytes)"
         )
     layer = int(lstm.args[1].args[2])  # the layer's slice of each buffer
-    states = []
-    for buffer, dtype, scale in (
-        (hidden, torch.int8, pattern.scale),
-        (cell, torch.int16, 2.0 ** int(lstm.args[8])),
-    ):
-        context.kept_states.add(buffer)
-        state = context.constant(torch.zeros(shape, dtype=dtype), STATE_PREFIX)
-        context.state_sources[str(state.target)] = (str(buffer.target), layer, scale)
-        states.append(state)
-    return states[0], states[1]
+    return (
+        context.keep_state(hidden, layer, shape, torch.int8, pattern.scale),
+        context.keep_state(cell, layer, shape, torch.int16, 2.0 ** int(lstm.args[8])),
+    )
 
 
 @explains(aten.lstm.input)
