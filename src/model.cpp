@@ -199,8 +199,9 @@ Status Model::load_program(const void* bytes, size_t size) {
   State& s = state();
   executorch::runtime::runtime_init();
   auto* loader = new (s.loader) BufferDataLoader(bytes, size);
-  // A program from outside the image has its flatbuffer verified whole (its CRC-32 caught
-  // damage; this catches a program written to mislead); the embedded one is the build's own.
+  // A program from outside the image has its flatbuffer verified whole where the runtime has
+  // the verifier (EXECUTORCH_ENABLE_PROGRAM_VERIFICATION; its CRC-32 caught damage, this
+  // catches a program written to mislead); the embedded one is the build's own.
   const Program::Verification verification = s.embedded != nullptr
       ? Program::Verification::Minimal
       : Program::Verification::InternalConsistency;

@@ -72,6 +72,9 @@ def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         f"-DRUNNER_LOADER_CASES={','.join(cases)}",
         f"-DRUNNER_LOADER_DEFINITIONS={';'.join(definitions)}",
         f"-DRUNNER_LOADER_REGISTRY={len({c.split('.')[0] for c in cases})}",
+        # the flatbuffer verifier a program from outside the image needs (off by default:
+        # without it Program::load's InternalConsistency is its Minimal)
+        "-DEXECUTORCH_ENABLE_PROGRAM_VERIFICATION=ON",
     ])  # fmt: skip
     contents = [images[0], images[1], images[2], damaged(images[1])]
     vectors = [vector_bytes(runs[0]), vector_bytes(runs[1])]

@@ -120,13 +120,15 @@ def apps(
         f"-DPython3_EXECUTABLE={sys.executable}",
         f"-DEXECUTORCH_LIB_DIR={Path(list(executorch.__path__)[0]) / 'lib'}",
         f"-DCORTEX_M_NN_APPS={';'.join(specs)}",
+        f"-DCORTEX_M_NN_ZTEST_MODEL={work / 'kernels'}",
         "-DCMAKE_BUILD_TYPE=Release",
     ]
     for command in (configure, [cmake, "--build", str(build), "-j", "2"]):
         result = subprocess.run(command, capture_output=True, text=True)
         assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     found = {name: build / f"app_{name}" for name in [*APPS, DAMAGED]}
-    found["image_loader"] = build / "image_loader"
+    for name in ("image_loader", "ztest_kernels", "ztest_fails"):
+        found[name] = build / name
     images = work / "images"  # the hello and keyword-spotting programs, as images
     images.mkdir()
     for name in ("hello", "keyword_spotting"):
@@ -166,6 +168,28 @@ def test_a_prepared_call_that_differs_from_the_program_fails_the_load(
     refused = r"prepared call \d+ \(cortex_m_nn_model.c\) differs from the program's call"
     assert re.search(refused, output), output
     assert "load: " in output and result.stdout.splitlines()[-1] == "FAIL", output
+
+
+def test_the_ztest_suite_passes_on_the_host(apps: dict[str, Path]) -> None:
+    """tests/zephyr/kernels/src/main.cpp (the suite Twister runs on the target) through the
+    ztest stand-in: every test of it passes."""
+    result = subprocess.run([str(apps["ztest_kernels"])], capture_output=True, text=True)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    passed = re.findall(r"^ PASS - (\w+)$", result.stdout, re.M)
+    source = (ROOT / "tests/zephyr/kernels/src/main.cpp").read_text()
+    assert passed == re.findall(r"^ZTEST\(\w+, (\w+)\)", source, re.M)
+    assert result.stdout.splitlines()[-1] == "PROJECT EXECUTION SUCCESSFUL", output
+
+
+def test_the_ztest_stand_in_fails_a_failing_assertion(apps: dict[str, Path]) -> None:
+    result = subprocess.run([str(apps["ztest_fails"])], capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout
+    assert " PASS - test_passes" in result.stdout
+    assert " FAIL - test_fails_with_a_message" in result.stdout
+    assert "1 + 1 == 3: sum 2" in result.stdout
+    assert " FAIL - test_fails_without_one" in result.stdout
+    assert result.stdout.splitlines()[-1] == "PROJECT EXECUTION FAILED"
 
 
 def test_console_check_can_fail() -> None:
