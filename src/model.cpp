@@ -161,6 +161,8 @@ void Model::unload() {
     program_of(s).~Program();
     s.has_program = false;
   }
+  s.image = nullptr;
+  s.image_bytes = 0;
   loaded_ = false;
 }
 
@@ -191,7 +193,50 @@ Status Model::load(const void* image, size_t size) {
   }
   unload();
   state().io = io_of(checked);
-  return load_program(checked.program, checked.program_bytes);
+  const Status loaded = load_program(checked.program, checked.program_bytes);
+  if (loaded == Status::kOk) {
+    state().image = static_cast<const uint8_t*>(image);
+    state().image_bytes = size;
+  }
+  return loaded;
+}
+
+Status Model::load(ImageSource& source, void* buffer, size_t capacity) {
+  State& s = state();
+  uint8_t* const into = bytes_of(buffer);
+  const uintptr_t at = reinterpret_cast<uintptr_t>(into);
+  const uintptr_t image = reinterpret_cast<uintptr_t>(s.image);
+  if (loaded_ && s.image != nullptr && at < image + s.image_bytes && image < at + capacity) {
+    return fail(Status::kLoadFailed, "%s: the buffer holds the program in service; read the "
+                "update into another one", source.name());
+  }
+  if (into == nullptr || capacity < kImageHeaderBytes) {
+    return fail(Status::kMismatch, "%s: a %u-byte buffer cannot hold a program image",
+                source.name(), static_cast<unsigned>(capacity));
+  }
+  const size_t available = source.size();
+  if (available < kImageHeaderBytes || !source.read(0, into, kImageHeaderBytes)) {
+    return fail(Status::kBadImage, "%s cannot be read (%u B)", source.name(),
+                static_cast<unsigned>(available));
+  }
+  // The image's length from its header, unchecked yet: load(buffer, size) checks it all.
+  size_t size = image_length(into);
+  if (size < kImageHeaderBytes) {
+    size = kImageHeaderBytes;  // not an image, or a damaged one: check_image says which
+  } else if (size > capacity || size > available) {
+    const bool short_source = size > available;
+    return fail(short_source ? Status::kBadImage : Status::kMismatch,
+                "%s: its image needs %u B, the %s holds %u B", source.name(),
+                static_cast<unsigned>(size), short_source ? "source" : "buffer",
+                static_cast<unsigned>(short_source ? available : capacity));
+  }
+  if (size > kImageHeaderBytes &&
+      !source.read(kImageHeaderBytes, into + kImageHeaderBytes, size - kImageHeaderBytes)) {
+    return fail(Status::kBadImage, "%s cannot be read (%u B from byte %u)", source.name(),
+                static_cast<unsigned>(size - kImageHeaderBytes),
+                static_cast<unsigned>(kImageHeaderBytes));
+  }
+  return load(into, size);
 }
 
 Status Model::load_program(const void* bytes, size_t size) {

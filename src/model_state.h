@@ -58,6 +58,8 @@ struct Model::State {
   bool has_program = false;
   bool has_method = false;
   bool proven = false;  // a call-mode range registered for the method's allocator
+  const uint8_t* image = nullptr;  // the program image in service (load(image, size))
+  size_t image_bytes = 0;
   alignas(executorch::extension::BufferDataLoader)
       uint8_t loader[sizeof(executorch::extension::BufferDataLoader)];
   alignas(executorch::runtime::Program) uint8_t program[sizeof(executorch::runtime::Program)];

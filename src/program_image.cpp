@@ -174,6 +174,15 @@ uint32_t crc32(const void* data, size_t size, uint32_t crc) {
   return ~crc;
 }
 
+size_t image_length(const void* header) {
+  const auto* h = static_cast<const uint8_t*>(header);
+  if (h == nullptr || memcmp(h, kMagic, sizeof(kMagic)) != 0) {
+    return 0;
+  }
+  const uint64_t length = static_cast<uint64_t>(u32(h + kProgramOffset)) + u32(h + kProgramBytes);
+  return length > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(length);
+}
+
 ImageStatus check_image(const void* data, size_t size, const ImageLimits& limits,
                         ProgramImage* image, char* message, size_t bytes) {
   const auto* h = static_cast<const uint8_t*>(data);

@@ -84,6 +84,23 @@ struct ModelMemory {
   size_t temp_allocator_bytes;
 };
 
+// A program image read rather than addressed: a flash partition behind a driver
+// (cortex_m_nn/flash_partition.h on Zephyr), a file, a download. Model::load(source, buffer,
+// capacity) copies it into the buffer first.
+class ImageSource {
+ public:
+  // Bytes the source holds (a partition's size: the image may be shorter); 0 if it cannot be
+  // read at all.
+  virtual size_t size() const = 0;
+  // Copy `bytes` from `offset` into `destination`; false if the read failed.
+  virtual bool read(size_t offset, void* destination, size_t bytes) = 0;
+  // What the source is, for messages ("flash partition 3").
+  virtual const char* name() const = 0;
+
+ protected:
+  ~ImageSource() = default;
+};
+
 // Bytes a Model keeps of its own (ExecuTorch's program and method objects, its messages).
 inline constexpr size_t kModelStateBytes = 1536;
 
@@ -111,6 +128,12 @@ class Model {
   // model's memory. The embedded program's calls run from the table prepared ahead of time;
   // a loaded one's derive their parameters in each call.
   Status load(const void* image, size_t size);
+  // The program image `source` holds, copied into `buffer` (`capacity` bytes, 16-byte
+  // aligned; it must stay untouched while the model runs the program) and then loaded as
+  // load(buffer, size) loads it. Reads the header first and refuses, before reading the rest,
+  // an image larger than the buffer or the source. The buffer must not hold the program in
+  // service: alternate two buffers to keep a model running while its update is read.
+  Status load(ImageSource& source, void* buffer, size_t capacity);
   bool loaded() const { return loaded_; }
 
   // One line describing the last failure ("" after success).

@@ -77,6 +77,12 @@ struct ProgramImage {
 ImageStatus check_image(const void* data, size_t size, const ImageLimits& limits,
                         ProgramImage* image, char* message, size_t message_bytes);
 
+// The bytes an image claims to span (its program offset plus program bytes), read from its
+// first kImageHeaderBytes bytes at `header` without checking them (check_image does): what a
+// reader copies before checking. 0 when there is no CMNNPROG magic; SIZE_MAX if the sum
+// overflows.
+size_t image_length(const void* header);
+
 // IEEE 802.3 CRC-32 of `size` bytes (zlib's crc32), continuing from `crc`.
 uint32_t crc32(const void* data, size_t size, uint32_t crc = 0);
 

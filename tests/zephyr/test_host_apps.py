@@ -199,15 +199,18 @@ def test_console_check_can_fail() -> None:
     assert not twister_console(["first", "FAIL"], config)
 
 
-def _load_images(apps: dict[str, Path], images: list[bytes], directory: Path) -> list[list[str]]:
-    """The sanitized image_loader's line per image, split at its fields."""
+def _load_images(
+    apps: dict[str, Path], images: list[bytes], directory: Path, partition: bool = False
+) -> list[list[str]]:
+    """The sanitized image_loader's line per image, split at its fields; with ``partition``,
+    each image is written into the flash-map stand-in's partition and loaded from there."""
     paths = []
     for index, image in enumerate(images):
         path = directory / f"{index}.cmnn"
         path.write_bytes(image)
         paths.append(str(path))
     result = subprocess.run(  # (a damaged program's names reach the log as they are)
-        [str(apps["image_loader"]), *paths],
+        [str(apps["image_loader"]), *(["--partition"] if partition else []), *paths],
         capture_output=True,
         text=True,
         errors="replace",
@@ -235,9 +238,9 @@ def _resealed(image: bytes, position: int, value: int) -> bytes:
     return bytes(changed)
 
 
-def test_run_time_models_load_run_and_refuse_images(apps: dict[str, Path], tmp_path: Path) -> None:
-    """One run-time model loads two programs in turn and runs each; truncated, bit-flipped and
-    incompatible images are refused, each leaving the program loaded before (sanitized)."""
+def _damaged_images(apps: dict[str, Path]) -> tuple[bytes, bytes, bytes, bytes]:
+    """hello's and keyword spotting's images; hello with a program bit flipped, and hello
+    marked as compiled for MVE with its header's CRC-32 made right."""
     hello = (apps["images"] / "hello.cmnn").read_bytes()
     kws = (apps["images"] / "keyword_spotting.cmnn").read_bytes()
     header = program_image.read_header(hello)
@@ -250,9 +253,14 @@ def test_run_time_models_load_run_and_refuse_images(apps: dict[str, Path], tmp_p
     import zlib
 
     other_isa[12:16] = struct.pack("<I", zlib.crc32(bytes(other_isa[: header.program_offset])))
-    lines = _load_images(
-        apps, [hello, hello[:-9], bytes(flipped), bytes(other_isa), kws, hello], tmp_path
-    )
+    return hello, kws, bytes(flipped), bytes(other_isa)
+
+
+def test_run_time_models_load_run_and_refuse_images(apps: dict[str, Path], tmp_path: Path) -> None:
+    """One run-time model loads two programs in turn and runs each; truncated, bit-flipped and
+    incompatible images are refused, each leaving the program loaded before (sanitized)."""
+    hello, kws, flipped, other_isa = _damaged_images(apps)
+    lines = _load_images(apps, [hello, hello[:-9], flipped, other_isa, kws, hello], tmp_path)
     assert [line[1] for line in lines] == [
         "ok", "bad program image", "bad program image", "compiled for other kernels", "ok", "ok",
     ]  # fmt: skip
@@ -276,3 +284,43 @@ def test_damage_the_checksums_miss_never_crashes_the_load(
     lines = _load_images(apps, images, tmp_path)
     statuses = {line[1] for line in lines}
     assert statuses <= {"ok", "load failed", "compiled for other kernels", "bad input"}, statuses
+
+
+def test_images_written_into_a_flash_partition_load_or_are_refused(
+    apps: dict[str, Path], tmp_path: Path
+) -> None:
+    """The Zephyr path (src/flash_partition.cpp on the flash-map stand-in, sanitized): images
+    written into a partition in pieces load into the buffer not in service and run; an
+    interrupted write, a bit flip, other kernels and an erased partition are refused in one
+    line, the program before kept; the buffer in service is never read into."""
+    hello, kws, flipped, other_isa = _damaged_images(apps)
+    images = [hello, hello[: len(hello) // 2], flipped, other_isa, b"", kws, hello]
+    lines = _load_images(apps, images, tmp_path, partition=True)
+    assert [line[1] for line in lines] == [
+        "ok", "bad program image", "bad program image", "compiled for other kernels",
+        "bad program image", "ok", "ok",
+    ]  # fmt: skip
+    # half an image: the rest of the partition reads erased, which its program's CRC-32 catches
+    assert "program damaged" in lines[1][2] and "program damaged" in lines[2][2]
+    assert "not a program image" in lines[4][2], lines[4]
+    assert all(line[3] == "loaded=1" and line[4] == "run=ok" for line in lines), lines
+    assert [line[-2] for line in lines] == ["write=0"] * len(images)
+    # from the second load on, a model running a program refuses to read into its buffer
+    assert [line[-1] for line in lines] == ["same_buffer=-"] + ["same_buffer=load failed"] * 6
+
+
+def test_damage_the_checksums_miss_never_crashes_a_partition_load(
+    apps: dict[str, Path], tmp_path: Path
+) -> None:
+    """Resealed damage (both CRC-32s right) read from a flash partition: refused or run,
+    never a crash or an out-of-bounds read (sanitized)."""
+    import random
+
+    hello = (apps["images"] / "hello.cmnn").read_bytes()
+    size = program_image.read_header(hello).program_bytes
+    rng = random.Random(12)
+    images = [_resealed(hello, rng.randrange(size), rng.randrange(256)) for _ in range(200)]
+    lines = _load_images(apps, images, tmp_path, partition=True)
+    statuses = {line[1] for line in lines}
+    assert statuses <= {"ok", "load failed", "compiled for other kernels", "bad input"}, statuses
+    assert all(line[-2] == "write=0" for line in lines), lines[:3]
