@@ -1,6 +1,6 @@
 # cortex-m-nn: ExecuTorch's runtime in a Zephyr image (step 6 of cmake/zephyr_module.cmake,
-# which includes this file with the library cortex_m_nn current and the model's
-# CORTEX_M_NN_MODEL_* variables set).
+# which includes this file with the library cortex_m_nn current and the image's
+# CORTEX_M_NN_IMAGE_* variables set: what the embedded model and the loaded programs call).
 #
 # Built here by default, from the workspace's ExecuTorch checkout with the source list and the
 # file (cmake/executorch_runtime.cmake) the bare-metal runner uses, the runner tests/target
@@ -11,6 +11,11 @@
 # docs/zephyr-verification.md gives the reasons. With CONFIG_EXECUTORCH=y (needed only for
 # portable fallback kernels) ExecuTorch's module builds the runtime instead.
 if(CONFIG_EXECUTORCH)
+  if(CONFIG_CORTEX_M_NN_LOADS_PROGRAMS AND NOT CONFIG_EXECUTORCH_ENABLE_PROGRAM_VERIFICATION)
+    message(WARNING "cortex-m-nn: this image loads programs at run time, but ExecuTorch's "
+                    "flatbuffer verifier is off, so a program is checked by its CRC-32s and "
+                    "each kernel call's proof only: set CONFIG_EXECUTORCH_ENABLE_PROGRAM_VERIFICATION=y")
+  endif()
   if(NOT TARGET libexecutorch)
     message(FATAL_ERROR "cortex-m-nn: CONFIG_EXECUTORCH=y but ExecuTorch's Zephyr library "
                         "(libexecutorch) is missing: add ExecuTorch to the workspace (west.yml)")
@@ -37,6 +42,13 @@ else()
   else()
     set(EXECUTORCH_LOGGING OFF)
   endif()
+  # The flatbuffer verifier that loading a program image asks for (off by default, as in
+  # ExecuTorch's Kconfig): on for an image that loads programs (Kconfig's default).
+  if(CONFIG_CORTEX_M_NN_PROGRAM_VERIFICATION)
+    set(EXECUTORCH_ENABLE_PROGRAM_VERIFICATION ON)
+  else()
+    set(EXECUTORCH_ENABLE_PROGRAM_VERIFICATION OFF)
+  endif()
   include("${CORTEX_M_NN_ROOT}/cmake/executorch_runtime.cmake")
   # Compiled with the image's flags (core, float ABI, Zephyr's libc and C++ library).
   target_link_libraries(executorch_core PRIVATE zephyr_interface)
@@ -51,12 +63,12 @@ else()
 endif()
 
 set(_cmnn_prim_ops "")
-if(CORTEX_M_NN_MODEL_PRIM_OPERATORS)
+if(CORTEX_M_NN_IMAGE_PRIM_OPERATORS)
   # ExecuTorch's primitive operators (executorch_prim::), which register themselves statically.
   if(CONFIG_EXECUTORCH)
     # Registered by ExecuTorch's `executorch` library; linked whole, like every Zephyr library.
     if(NOT TARGET executorch)
-      message(FATAL_ERROR "cortex-m-nn: the model calls ${CORTEX_M_NN_MODEL_PRIM_OPERATORS}, "
+      message(FATAL_ERROR "cortex-m-nn: the image calls ${CORTEX_M_NN_IMAGE_PRIM_OPERATORS}, "
                           "registered by ExecuTorch's `executorch` library, which is not built")
     endif()
     zephyr_append_cmake_library(executorch)
@@ -70,7 +82,7 @@ if(CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_SIZED)
   # ExecuTorch's kernel table (runtime/kernel/operator_registry.cpp) with room for the kernels
   # this image registers, not ExecuTorch's 2000.
   include("${CORTEX_M_NN_ROOT}/cmake/kernel_registry.cmake")
-  cortex_m_nn_kernel_registry_size(_cmnn_registry KERNELS ${CORTEX_M_NN_MODEL_KERNELS}
+  cortex_m_nn_kernel_registry_size(_cmnn_registry KERNELS ${CORTEX_M_NN_IMAGE_KERNELS}
     PRIM_OPS "${_cmnn_prim_ops}" EXTRA "${CONFIG_CORTEX_M_NN_KERNEL_REGISTRY_EXTRA}")
   if(CONFIG_EXECUTORCH)
     # compiled into ExecuTorch's executorch_core library

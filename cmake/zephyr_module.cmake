@@ -6,7 +6,10 @@
 #     changes);
 #  3. cortex-m-compile embed: the model's C source (section .cortex_m_nn_model, 16-byte
 #     aligned), cortex_m_nn_model.h (planned arena, scratch, method allocator) and the list of
-#     operators it calls, after checking it fits the memories the devicetree gives;
+#     operators it calls, after checking it fits the memories the devicetree gives (steps 2
+#     and 3: cmake/zephyr_model.cmake, with CONFIG_CORTEX_M_NN_EMBEDDED_MODEL); and the
+#     programs loaded at run time: their images and the kernels they call
+#     (cmake/zephyr_programs.cmake);
 #  4. the Zephyr library cortex_m_nn: the kernels of those operators only, their registration,
 #     the embedded model and src/model.cpp (include/cortex_m_nn/model.h);
 #  5. the model's placement (linker fragments);
@@ -18,7 +21,7 @@
 # zephyr_library_named, zephyr_library_sources, zephyr_library_include_directories,
 # zephyr_library_compile_definitions, zephyr_library_link_libraries, zephyr_include_directories,
 # zephyr_compile_definitions, zephyr_linker_sources, zephyr_append_cmake_library, dt_chosen,
-# dt_nodelabel, dt_prop, dt_reg_size; the target zephyr_interface; variables BOARD,
+# dt_nodelabel, dt_prop, dt_reg_addr, dt_reg_size; the target zephyr_interface; variables BOARD,
 # BOARD_QUALIFIERS, PYTHON_EXECUTABLE, APPLICATION_SOURCE_DIR, ZEPHYR_EXECUTORCH_MODULE_DIR,
 # ZEPHYR_CMSIS_NN_MODULE_DIR.
 
@@ -104,7 +107,11 @@ message(STATUS "cortex-m-nn: target ${_cmnn_target}, rounding ${_cmnn_rounding}"
 #  3. the active virtual environment's (VIRTUAL_ENV);
 #  4. Zephyr's (PYTHON_EXECUTABLE).
 
-if("${CONFIG_CORTEX_M_NN_MODEL_PTE}" STREQUAL "")
+set(_cmnn_compiles OFF)
+if(CONFIG_CORTEX_M_NN_EMBEDDED_MODEL AND "${CONFIG_CORTEX_M_NN_MODEL_PTE}" STREQUAL "")
+  set(_cmnn_compiles ON)
+endif()
+if(_cmnn_compiles)
   set(_cmnn_needs torch torchao executorch yaml flatbuffers)
 else()
   set(_cmnn_needs yaml flatbuffers)
@@ -170,7 +177,7 @@ endforeach()
 if(NOT _cmnn_chosen)
   string(REPLACE ";" ", " _cmnn_tried "${_cmnn_tried}")
   set(_cmnn_prebuilt)
-  if("${CONFIG_CORTEX_M_NN_MODEL_PTE}" STREQUAL "")
+  if(_cmnn_compiles)
     set(_cmnn_prebuilt "; or compile the model where torch is (cortex-m-compile <model> \
 --target ${_cmnn_target} --rounding ${_cmnn_rounding} -o model.pte) and set \
 CONFIG_CORTEX_M_NN_MODEL_PTE=\"model.pte\" instead of CONFIG_CORTEX_M_NN_MODEL_SOURCE")
@@ -185,8 +192,6 @@ message(STATUS "cortex-m-nn: Python ${_cmnn_chosen}")
 set(_cmnn_python ${CMAKE_COMMAND} -E env "PYTHONPATH=${CORTEX_M_NN_ROOT}/python" ${_cmnn_chosen})
 set(_cmnn_cli ${_cmnn_python} -m cortex_m_nn.cli.main)
 
-# --- 2. the model -----------------------------------------------------------------------------
-
 # A path from Kconfig, relative to the application's directory.
 function(_cmnn_path out value)
   if(IS_ABSOLUTE "${value}")
@@ -197,188 +202,49 @@ function(_cmnn_path out value)
   endif()
 endfunction()
 
-if(NOT "${CONFIG_CORTEX_M_NN_MODEL_PTE}" STREQUAL "")
-  _cmnn_path(_cmnn_pte "${CONFIG_CORTEX_M_NN_MODEL_PTE}")
-  if(NOT EXISTS "${_cmnn_pte}")
-    message(FATAL_ERROR "cortex-m-nn: CONFIG_CORTEX_M_NN_MODEL_PTE: ${_cmnn_pte} does not exist; "
-                        "compile it with cortex-m-compile --target ${_cmnn_target}")
-  endif()
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_cmnn_pte}")
-elseif(NOT "${CONFIG_CORTEX_M_NN_MODEL_SOURCE}" STREQUAL "")
-  set(_cmnn_pte "${_cmnn_out}/model.pte")
-  # The model: a built-in name, file.pt2 or path/file.py:factory (paths from the application).
-  set(_cmnn_source "${CONFIG_CORTEX_M_NN_MODEL_SOURCE}")
-  set(_cmnn_inputs)
-  if(_cmnn_source MATCHES "^(.+\\.py):([A-Za-z_][A-Za-z0-9_]*)$")
-    _cmnn_path(_cmnn_file "${CMAKE_MATCH_1}")
-    set(_cmnn_source "${_cmnn_file}:${CMAKE_MATCH_2}")
-    list(APPEND _cmnn_inputs "${_cmnn_file}")
-  elseif(_cmnn_source MATCHES "[./]")
-    _cmnn_path(_cmnn_source "${_cmnn_source}")
-    list(APPEND _cmnn_inputs "${_cmnn_source}")
-  endif()
-  set(_cmnn_compile ${_cmnn_source} --target ${_cmnn_target} --rounding ${_cmnn_rounding}
-      -o "${_cmnn_pte}" --report-json "${_cmnn_out}/model_report.json" -q)
-  if(NOT "${CONFIG_CORTEX_M_NN_MODEL_CALIBRATION}" STREQUAL "")
-    _cmnn_path(_cmnn_calibration "${CONFIG_CORTEX_M_NN_MODEL_CALIBRATION}")
-    list(APPEND _cmnn_compile --calibration "${_cmnn_calibration}")
-    list(APPEND _cmnn_inputs "${_cmnn_calibration}")
-  endif()
-  if(CONFIG_CORTEX_M_NN_MODEL_ALLOW_FALLBACK)
-    list(APPEND _cmnn_compile --allow-fallback)
-  endif()
-  if(CONFIG_CORTEX_M_NN_MODEL_IO_INT8)
-    list(APPEND _cmnn_compile --io int8)
-  endif()
-  if(CONFIG_CORTEX_M_NN_TEST_VECTOR)
-    list(APPEND _cmnn_compile --test-vector "${_cmnn_out}/cortex_m_nn_test_vector.h")
-  endif()
-  # Compile again only when the command, an input file or the compiler itself changed.
-  file(GLOB_RECURSE _cmnn_compiler "${CORTEX_M_NN_ROOT}/python/cortex_m_nn/*.py"
-       "${CORTEX_M_NN_ROOT}/python/cortex_m_nn/*.yaml")
-  list(SORT _cmnn_compiler)
-  set(_cmnn_key "${_cmnn_compile}")
-  foreach(_cmnn_file IN LISTS _cmnn_inputs _cmnn_compiler)
-    if(EXISTS "${_cmnn_file}")
-      file(SHA256 "${_cmnn_file}" _cmnn_hash)
-      string(APPEND _cmnn_key ";${_cmnn_hash}")
-    endif()
-  endforeach()
-  string(SHA256 _cmnn_key "${_cmnn_key}")
-  set(_cmnn_stamp "${_cmnn_out}/model.stamp")
-  set(_cmnn_previous "")
-  if(EXISTS "${_cmnn_stamp}" AND EXISTS "${_cmnn_pte}")
-    file(READ "${_cmnn_stamp}" _cmnn_previous)
-  endif()
-  if(NOT _cmnn_previous STREQUAL _cmnn_key)
-    message(STATUS "cortex-m-nn: compiling ${CONFIG_CORTEX_M_NN_MODEL_SOURCE} for ${_cmnn_target}")
-    file(REMOVE "${_cmnn_stamp}")
-    _cmnn_run("cortex-m-compile ${CONFIG_CORTEX_M_NN_MODEL_SOURCE}" ${_cmnn_cli} ${_cmnn_compile})
-    file(WRITE "${_cmnn_stamp}" "${_cmnn_key}")
-  endif()
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_cmnn_inputs} ${_cmnn_compiler})
-else()
-  message(FATAL_ERROR "cortex-m-nn: no model: set CONFIG_CORTEX_M_NN_MODEL_PTE=\"model.pte\" or "
-                      "CONFIG_CORTEX_M_NN_MODEL_SOURCE=\"ds_cnn\" (or path/model.py:factory)")
+# --- 2., 3. the embedded model, and the programs loaded at run time --------------------------
+
+set(CORTEX_M_NN_MODEL_KERNELS)
+set(CORTEX_M_NN_MODEL_KERNEL_SOURCES)
+set(CORTEX_M_NN_MODEL_CASES)
+set(CORTEX_M_NN_MODEL_PRIM_OPERATORS)
+set(CORTEX_M_NN_MODEL_FALLBACK_OPERATORS)
+if(CONFIG_CORTEX_M_NN_EMBEDDED_MODEL)
+  include("${CORTEX_M_NN_ROOT}/cmake/zephyr_model.cmake")
+endif()
+# What the image registers: the embedded model's kernels, and those of the programs it loads.
+set(CORTEX_M_NN_IMAGE_KERNELS ${CORTEX_M_NN_MODEL_KERNELS})
+set(CORTEX_M_NN_IMAGE_KERNEL_SOURCES ${CORTEX_M_NN_MODEL_KERNEL_SOURCES})
+set(CORTEX_M_NN_IMAGE_CASES ${CORTEX_M_NN_MODEL_CASES})
+set(CORTEX_M_NN_IMAGE_PRIM_OPERATORS ${CORTEX_M_NN_MODEL_PRIM_OPERATORS})
+if(CONFIG_CORTEX_M_NN_LOADS_PROGRAMS)
+  include("${CORTEX_M_NN_ROOT}/cmake/zephyr_programs.cmake")
 endif()
 
-# --- 3. embed, after checking the memories ------------------------------------------------------
-
-# The size and linker region of the memory a devicetree node label names.
-function(_cmnn_memory label size_out region_out)
-  dt_nodelabel(path NODELABEL "${label}")
-  if(NOT DEFINED path)
-    message(FATAL_ERROR "cortex-m-nn: no devicetree node is labelled '${label}'; name a node "
-                        "with compatible \"zephyr,memory-region\" (boards/ has examples)")
-  endif()
-  dt_prop(region PATH "${path}" PROPERTY "zephyr,memory-region")
-  if(NOT DEFINED region)
-    message(FATAL_ERROR "cortex-m-nn: devicetree node '${label}' (${path}) has no "
-                        "zephyr,memory-region property, so the linker has no region for it; add "
-                        "one in an overlay (boards/ has examples)")
-  endif()
-  dt_reg_size(size PATH "${path}")
-  math(EXPR size "${size}" OUTPUT_FORMAT DECIMAL)  # the devicetree gives hexadecimal
-  string(MAKE_C_IDENTIFIER "${region}" region)
-  set(${size_out} ${size} PARENT_SCOPE)
-  set(${region_out} ${region} PARENT_SCOPE)
-endfunction()
-
-# The size and a name of the memory a /chosen property names (zephyr,flash, zephyr,sram).
-function(_cmnn_chosen property size_out name_out)
-  dt_chosen(path PROPERTY "${property}")
-  if(NOT DEFINED path)
-    set(${size_out} "" PARENT_SCOPE)
-    return()
-  endif()
-  dt_reg_size(size PATH "${path}")
-  math(EXPR size "${size}" OUTPUT_FORMAT DECIMAL)
-  dt_prop(name PATH "${path}" PROPERTY "zephyr,memory-region")
-  if(NOT DEFINED name)
-    get_filename_component(name "${path}" NAME)  # /soc/mram@80000000 -> mram
-    string(REGEX REPLACE "@.*" "" name "${name}")
-    string(TOUPPER "${name}" name)
-  endif()
-  set(${size_out} ${size} PARENT_SCOPE)
-  set(${name_out} "${name}" PARENT_SCOPE)
-endfunction()
-
-set(_cmnn_embed "${_cmnn_pte}" --output-dir "${_cmnn_out}" -q
-    --method-margin ${CONFIG_CORTEX_M_NN_METHOD_ALLOCATOR_MARGIN})
-if(NOT "${CONFIG_CORTEX_M_NN_MODEL_MEMORY}" STREQUAL "")
-  _cmnn_memory("${CONFIG_CORTEX_M_NN_MODEL_MEMORY}" _cmnn_model_size CORTEX_M_NN_MODEL_REGION)
-  list(APPEND _cmnn_embed --flash ${_cmnn_model_size} --flash-region ${CORTEX_M_NN_MODEL_REGION}
-       --model-alone)
-else()
-  _cmnn_chosen("zephyr,flash" _cmnn_model_size _cmnn_model_name)
-  if(_cmnn_model_size)
-    list(APPEND _cmnn_embed --flash ${_cmnn_model_size} --flash-region ${_cmnn_model_name})
-  endif()
-endif()
-if(NOT "${CONFIG_CORTEX_M_NN_ARENA_MEMORY}" STREQUAL "")
-  _cmnn_memory("${CONFIG_CORTEX_M_NN_ARENA_MEMORY}" _cmnn_arena_size _cmnn_arena_region)
-  list(APPEND _cmnn_embed --ram ${_cmnn_arena_size} --ram-region ${_cmnn_arena_region}
-       --arena-alone)
-else()
-  _cmnn_chosen("zephyr,sram" _cmnn_arena_size _cmnn_arena_name)
-  if(_cmnn_arena_size)
-    list(APPEND _cmnn_embed --ram ${_cmnn_arena_size} --ram-region ${_cmnn_arena_name})
-  endif()
-endif()
-if(NOT CONFIG_CORTEX_M_NN_FIT_CHECK)
-  # Sizes only name the memories; drop them so nothing is checked.
-  set(_cmnn_embed "${_cmnn_pte}" --output-dir "${_cmnn_out}" -q
-      --method-margin ${CONFIG_CORTEX_M_NN_METHOD_ALLOCATOR_MARGIN})
-else()
-  # A board the fit check knows also gets suggestions of where else things could go.
-  execute_process(
-    COMMAND ${_cmnn_python} -c
-            "import sys; from cortex_m_nn.plan.boards import find_board; find_board(sys.argv[1])"
-            "${BOARD}${BOARD_QUALIFIERS}"
-    RESULT_VARIABLE _cmnn_unknown_board OUTPUT_QUIET ERROR_QUIET)
-  if(_cmnn_unknown_board EQUAL 0)
-    list(APPEND _cmnn_embed --board "${BOARD}${BOARD_QUALIFIERS}")
-  endif()
-endif()
-_cmnn_run("cortex-m-compile embed (does the model fit ${BOARD}${BOARD_QUALIFIERS}?)"
-          ${_cmnn_cli} embed ${_cmnn_embed})
-include("${_cmnn_out}/cortex_m_nn_model.cmake")
-
-# The kernel ABI (ISA, rounding, operator version) is named once, in C++:
-# kernels/include/cortex_m_nn/abi.h, from the compiler flags the build gives CMSIS-NN.
-# src/model.cpp checks at compile time that the Kconfig ISA and the embedded model's
-# cortex_m_nn_model.h (CORTEX_M_NN_MODEL_ISA, _ROUNDING, _OPS_VERSION) equal it, and
-# check_program_abi() checks the program itself when it is loaded. Here, before anything is
-# compiled, only the Kconfig choice is compared with what the model was compiled for, so a
-# mismatch fails at configure time with the cortex-m-compile options that fix it.
-if(NOT CORTEX_M_NN_MODEL_CORE STREQUAL _cmnn_core
-   OR NOT CORTEX_M_NN_MODEL_ISA STREQUAL _cmnn_isa
-   OR NOT CORTEX_M_NN_MODEL_ROUNDING STREQUAL _cmnn_rounding)
-  message(FATAL_ERROR
-    "cortex-m-nn: the model was compiled for ${CORTEX_M_NN_MODEL_CORE}+${CORTEX_M_NN_MODEL_ISA} "
-    "with ${CORTEX_M_NN_MODEL_ROUNDING} rounding, but this build is ${_cmnn_target} with "
-    "${_cmnn_rounding} rounding: recompile it with cortex-m-compile --target ${_cmnn_target} "
-    "--rounding ${_cmnn_rounding}")
-endif()
-message(STATUS "cortex-m-nn: model ${CORTEX_M_NN_MODEL_BYTES} B, arena ${CORTEX_M_NN_ARENA_BYTES} "
-               "B, method allocator ${CORTEX_M_NN_METHOD_ALLOCATOR_BYTES} B; kernel cases: "
-               "${CORTEX_M_NN_MODEL_CASES}")
-
-# --- 4. the kernels the model calls, registered, and the API ----------------------------------
+# --- 4. the kernels the image calls, registered, and the API ----------------------------------
 
 set(_cmnn_generated "${_cmnn_out}/generated")
-# Registration of the kernel cases the model calls: the others' functions (and the CMSIS-NN
-# functions only they call) are left out of the image by Zephyr's --gc-sections.
-string(REPLACE ";" "," _cmnn_only "${CORTEX_M_NN_MODEL_CASES}")
+# Registration of the kernel cases the model and the programs call (or all of them): the
+# others' functions (and the CMSIS-NN functions only they call) are left out of the image by
+# Zephyr's --gc-sections.
+set(_cmnn_registration --output-dir "${_cmnn_generated}")
+if(NOT CONFIG_CORTEX_M_NN_ALL_KERNELS)
+  string(REPLACE ";" "," _cmnn_only "${CORTEX_M_NN_IMAGE_CASES}")
+  list(APPEND _cmnn_registration --only "${_cmnn_only}")
+endif()
+if(CORTEX_M_NN_IMAGE_PRIM_OPERATORS)
+  string(REPLACE ";" "," _cmnn_prims "${CORTEX_M_NN_IMAGE_PRIM_OPERATORS}")
+  list(APPEND _cmnn_registration --prim-operators "${_cmnn_prims}")
+endif()
 _cmnn_run("generating the kernel registration" ${_cmnn_python} -m cortex_m_nn.embed.kernel_codegen
-          --output-dir "${_cmnn_generated}" --only "${_cmnn_only}")
+          ${_cmnn_registration})
 
 zephyr_library_named(cortex_m_nn)
 # Each case in a section of its own, so the link (Zephyr's --gc-sections; it links libraries
 # whole) drops the cases the registration does not reference, whatever the application's flags.
 zephyr_library_compile_options(-ffunction-sections -fdata-sections)
-# The kernels the model calls and, with a stage, those its steps call directly.
-foreach(_cmnn_kernel IN LISTS CORTEX_M_NN_MODEL_KERNEL_SOURCES)
+# The kernels the image calls and, with a stage, those its steps call directly.
+foreach(_cmnn_kernel IN LISTS CORTEX_M_NN_IMAGE_KERNEL_SOURCES)
   zephyr_library_sources("${CORTEX_M_NN_ROOT}/kernels/op_${_cmnn_kernel}.cpp")
 endforeach()
 # Our own compute functions (cortex_m_nn/compute.h), which kernel cases call in place of a
@@ -390,14 +256,20 @@ zephyr_library_sources(
   "${CORTEX_M_NN_ROOT}/kernels/abi.cpp"
   "${CORTEX_M_NN_ROOT}/kernels/call_mode.cpp"
   "${_cmnn_generated}/cortex_m_nn_register.cpp"
-  "${_cmnn_out}/cortex_m_nn_model.c"
   "${CORTEX_M_NN_ROOT}/src/model.cpp"
   "${CORTEX_M_NN_ROOT}/src/model_run.cpp"
-  "${CORTEX_M_NN_ROOT}/src/model_embedded.cpp"
   "${CORTEX_M_NN_ROOT}/src/program_image.cpp")
+if(CONFIG_CORTEX_M_NN_EMBEDDED_MODEL)
+  zephyr_library_sources("${_cmnn_out}/cortex_m_nn_model.c"
+                         "${CORTEX_M_NN_ROOT}/src/model_embedded.cpp")
+endif()
+if(CONFIG_CORTEX_M_NN_MODEL_PARTITION)
+  zephyr_library_sources("${CORTEX_M_NN_ROOT}/src/flash_partition.cpp")
+endif()
 zephyr_library_include_directories("${CORTEX_M_NN_ROOT}/kernels/include" "${_cmnn_generated}")
-# The application includes <cortex_m_nn/model.h>, cortex_m_nn_model.h (the sizes) and, with
-# CONFIG_CORTEX_M_NN_TEST_VECTOR, cortex_m_nn_test_vector.h.
+# The application includes <cortex_m_nn/model.h>, cortex_m_nn_model.h (the sizes), with
+# CONFIG_CORTEX_M_NN_TEST_VECTOR cortex_m_nn_test_vector.h, and with programs loaded at run
+# time cortex_m_nn_programs.h.
 zephyr_include_directories("${CORTEX_M_NN_ROOT}/include" "${_cmnn_out}")
 if(CONFIG_CORTEX_M_NN_TEMP_ALLOCATOR_SIZE GREATER 0)
   zephyr_library_compile_definitions(
@@ -407,14 +279,14 @@ endif()
 # CMSIS-NN functions our kernels call that Zephyr's modules/cmsis-nn library does not build
 # (it has no group for them): compiled here from the same checkout.
 set(_cmnn_extra_cmsis_nn)
-if("pad" IN_LIST CORTEX_M_NN_MODEL_KERNELS)
+if("pad" IN_LIST CORTEX_M_NN_IMAGE_KERNELS)
   list(APPEND _cmnn_extra_cmsis_nn PadFunctions/arm_pad_s8.c)
 endif()
-if("lstm" IN_LIST CORTEX_M_NN_MODEL_KERNELS)
+if("lstm" IN_LIST CORTEX_M_NN_IMAGE_KERNELS)
   # CONFIG_CMSIS_NN_LSTM builds LSTMFunctions/*_s16.c only: the int8 LSTM is ours to add
   list(APPEND _cmnn_extra_cmsis_nn LSTMFunctions/arm_lstm_unidirectional_s8.c)
 endif()
-if("transpose" IN_LIST CORTEX_M_NN_MODEL_KERNELS AND NOT CONFIG_CMSIS_NN_TRANSPOSE)
+if("transpose" IN_LIST CORTEX_M_NN_IMAGE_KERNELS AND NOT CONFIG_CMSIS_NN_TRANSPOSE)
   list(APPEND _cmnn_extra_cmsis_nn TransposeFunctions/arm_transpose_s8.c)
 endif()
 foreach(_cmnn_file IN LISTS _cmnn_extra_cmsis_nn)
@@ -428,7 +300,9 @@ endforeach()
 
 # --- 5. where the model and the arena go -------------------------------------------------------
 
-if(NOT "${CONFIG_CORTEX_M_NN_MODEL_MEMORY}" STREQUAL "")
+if(NOT CONFIG_CORTEX_M_NN_EMBEDDED_MODEL)
+  # nothing to place: a run-time model's memory is the application's (cortex_m_nn::ModelMemory)
+elseif(NOT "${CONFIG_CORTEX_M_NN_MODEL_MEMORY}" STREQUAL "")
   set(CORTEX_M_NN_MODEL_NODELABEL "${CONFIG_CORTEX_M_NN_MODEL_MEMORY}")
   configure_file("${CORTEX_M_NN_ROOT}/cmake/model_region.ld.in" "${_cmnn_out}/model_region.ld"
                  @ONLY)

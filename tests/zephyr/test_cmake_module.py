@@ -51,6 +51,7 @@ AN547 = {
     "CONFIG_CORTEX_M_NN_METHOD_ALLOCATOR_MARGIN": "25",
     "CONFIG_CORTEX_M_NN_TEMP_ALLOCATOR_SIZE": "0",
     "CONFIG_CORTEX_M_NN_FIT_CHECK": "y",
+    "CONFIG_CORTEX_M_NN_EMBEDDED_MODEL": "y",
     "CONFIG_STD_CPP17": "y",
     # ExecuTorch's module builds the runtime (its stand-in libraries); the module's own build
     # of the runtime is tested by test_the_module_builds_executorchs_runtime_itself.

@@ -390,3 +390,45 @@ def test_each_application_leaves_executorchs_module_off(tmp_path: Path, conf: Pa
     assert not configured.refused, configured.refused
     assert configured.value("EXECUTORCH") == "n"
     assert configured.value("STD_CPP17") == "y"  # ExecuTorch is C++17; Zephyr's default is 11
+
+
+def test_loading_programs_turns_executorchs_verifier_on(tmp_path: Path) -> None:
+    """An image that loads programs (none embedded, a list, or every kernel) builds ExecuTorch's
+    flatbuffer verifier by default; an image with only its embedded model does not."""
+    embedded = configure(tmp_path, "m55")
+    assert embedded.value("CORTEX_M_NN_EMBEDDED_MODEL") == "y"
+    assert embedded.value("CORTEX_M_NN_LOADS_PROGRAMS") == "n"
+    assert embedded.value("CORTEX_M_NN_PROGRAM_VERIFICATION") == "n"
+    for assignments in (
+        {"CORTEX_M_NN_EMBEDDED_MODEL": "n"},
+        {"CORTEX_M_NN_PROGRAMS": '"kws.pte"'},
+        {"CORTEX_M_NN_ALL_KERNELS": "y"},
+    ):
+        loads = configure(tmp_path, "m55", **assignments)
+        assert loads.refused == {}, assignments
+        assert loads.value("CORTEX_M_NN_LOADS_PROGRAMS") == "y", assignments
+        assert loads.value("CORTEX_M_NN_PROGRAM_VERIFICATION") == "y", assignments
+    # with ExecuTorch's module, its own CONFIG_EXECUTORCH_ENABLE_PROGRAM_VERIFICATION decides
+    module = configure(tmp_path, "m55", EXECUTORCH="y", CORTEX_M_NN_ALL_KERNELS="y")
+    assert module.value("CORTEX_M_NN_PROGRAM_VERIFICATION") == "n"
+
+
+def test_no_embedded_model_hides_the_model_and_its_memories(tmp_path: Path) -> None:
+    alone = configure(
+        tmp_path, "m55", CORTEX_M_NN_EMBEDDED_MODEL="n", CORTEX_M_NN_MODEL_SOURCE='"ds_cnn"',
+        CORTEX_M_NN_ARENA_MEMORY='"isram"',
+    )  # fmt: skip
+    assert set(alone.refused) == {"CORTEX_M_NN_MODEL_SOURCE", "CORTEX_M_NN_ARENA_MEMORY"}
+
+
+def test_the_partition_needs_zephyrs_flash_map(tmp_path: Path) -> None:
+    """FLASH_MAP needs a flash driver (here the flash simulator a devicetree sim-flash node
+    enables): without it the partition option cannot be set."""
+    bare = configure(tmp_path, "m55", CORTEX_M_NN_MODEL_PARTITION="y")
+    assert set(bare.refused) == {"CORTEX_M_NN_MODEL_PARTITION"}
+    flash = configure(
+        tmp_path, "m55", DT_HAS_ZEPHYR_SIM_FLASH_ENABLED="y", FLASH="y", FLASH_MAP="y",
+        CORTEX_M_NN_MODEL_PARTITION="y",
+    )  # fmt: skip
+    assert flash.refused == {}
+    assert flash.value("CORTEX_M_NN_MODEL_PARTITION_LABEL") == "model_partition"

@@ -307,9 +307,14 @@ def _boxed(op: Operator, linked: frozenset[str]) -> list[str]:
     return [*lines, *_dispatch(op, op.case_names, run), "}", ""]
 
 
-def source(operators: list[Operator], linked: dict[str, frozenset[str]] | None = None) -> str:
+def source(
+    operators: list[Operator],
+    linked: dict[str, frozenset[str]] | None = None,
+    prim_operators: tuple[str, ...] = (),
+) -> str:
     """The generated registration source: one boxed entry point per operator, one table;
-    ``linked``: each operator's cases this image has (default: all)."""
+    ``linked``: each operator's cases this image has (default: all); ``prim_operators``:
+    ExecuTorch's primitive operators the image registers too (listed as linked)."""
     lines = list(_SOURCE_PRELUDE)
     for op in operators:
         lines += _boxed(op, (linked or {}).get(op.name, frozenset(op.case_names)))
@@ -319,7 +324,7 @@ def source(operators: list[Operator], linked: dict[str, frozenset[str]] | None =
         f"{op.name}.{case}"
         for op in operators
         for case in (linked or {}).get(op.name, frozenset(op.case_names))
-    )
+    ) + sorted(prim_operators)
     listed = [
         "",
         "// The kernel cases this image links: a program image calling another is refused before",
@@ -350,7 +355,12 @@ def selection(only: set[str], operators: list[Operator]) -> dict[str, frozenset[
     return {name: frozenset(cases) for name, cases in chosen.items()}
 
 
-def generate(output_dir: Path, only: set[str] | None = None, yaml_path: Path | None = None) -> None:
+def generate(
+    output_dir: Path,
+    only: set[str] | None = None,
+    yaml_path: Path | None = None,
+    prim_operators: tuple[str, ...] = (),
+) -> None:
     version, operators = load_yaml(yaml_path)
     linked = None
     selected = operators
@@ -360,7 +370,7 @@ def generate(output_dir: Path, only: set[str] | None = None, yaml_path: Path | N
     output_dir.mkdir(parents=True, exist_ok=True)
     # All declarations (every kernel file compiles); registration only of the selected ones.
     _write_if_changed(output_dir / HEADER_NAME, header(version, operators))
-    _write_if_changed(output_dir / SOURCE_NAME, source(selected, linked))
+    _write_if_changed(output_dir / SOURCE_NAME, source(selected, linked, prim_operators))
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -377,6 +387,12 @@ def main(argv: list[str] | None = None) -> None:
         help="comma-separated operators (name or ns::name.out: every case) or cases "
         "(name.case) to register",
     )
+    parser.add_argument(
+        "--prim-operators",
+        default="",
+        help="comma-separated ExecuTorch primitive operators the image registers "
+        "(executorch_prim::…): listed as linked, so program images calling them load",
+    )
     args = parser.parse_args(argv)
     if args.output_dir is None:
         parser.error("--output-dir is required")
@@ -387,7 +403,8 @@ def main(argv: list[str] | None = None) -> None:
             for part in args.only.split(",")
             if part.strip()
         }
-    generate(args.output_dir, only, args.yaml)
+    prims = tuple(part.strip() for part in args.prim_operators.split(",") if part.strip())
+    generate(args.output_dir, only, args.yaml, prims)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # shared by the stand-in projects of tests/zephyr.
 #
 # Devicetree: STUB_DT_LABEL_<label>=<path>, STUB_DT_CHOSEN_<property as C identifier>=<path>,
-# STUB_DT_SIZE_<path as C identifier>=<hex size>, STUB_DT_REGION_<path as C identifier>=<name>.
+# STUB_DT_SIZE_<path as C identifier>=<hex size>, STUB_DT_ADDR_<path as C identifier>=<hex
+# address>, STUB_DT_REGION_<path as C identifier>=<name>.
 function(dt_nodelabel var)
   cmake_parse_arguments(A "REQUIRED" "NODELABEL;TARGET" "" ${ARGN})
   if(DEFINED STUB_DT_LABEL_${A_NODELABEL})
@@ -33,4 +34,9 @@ function(dt_prop var)
   else()
     unset(${var} PARENT_SCOPE)
   endif()
+endfunction()
+function(dt_reg_addr var)
+  cmake_parse_arguments(A "" "PATH;INDEX;NAME;TARGET" "" ${ARGN})
+  string(MAKE_C_IDENTIFIER "${A_PATH}" key)
+  set(${var} "${STUB_DT_ADDR_${key}}" PARENT_SCOPE)
 endfunction()

@@ -1,0 +1,204 @@
+"""The programs a firmware loads at run time, prepared when the firmware is built.
+
+For each ``.pte`` the firmware will load (from a flash partition, a file, a download), this
+writes its program image (``docs/program-image.md``), and for all of them together what the
+build needs: the kernels and cases the firmware must register so that every one of them loads
+(the union; or every kernel with ``--all-kernels``), and one header giving the application the
+memory a model needs to run any of them (models that never run at once share it)::
+
+    python -m cortex_m_nn.embed.programs --output-dir DIR --target cortex-m55+mve \\
+        --rounding double [--partition NAME --partition-bytes N] [--all-kernels] PTE ...
+
+writes ``DIR/<name>.cmnn`` per program, ``DIR/cortex_m_nn_programs.h`` and
+``DIR/cortex_m_nn_programs.cmake``. A program the firmware would refuse (compiled for other
+kernels, with fallbacks, larger than the partition) stops the build here, in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from cortex_m_nn.cli.command import guarded
+from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.operators import STAGE_STEP_OPERATORS, load_yaml
+from cortex_m_nn.embed.program_image import image_bytes
+from cortex_m_nn.embed.pte_source import ModelFacts, model_facts
+from cortex_m_nn.plan.boards import format_size
+
+HEADER_NAME = "cortex_m_nn_programs.h"
+CMAKE_NAME = "cortex_m_nn_programs.cmake"
+
+
+@dataclass(frozen=True)
+class Program:
+    """One program the firmware loads: its name (the file's stem), facts and image."""
+
+    name: str
+    facts: ModelFacts
+    image: bytes
+
+    @property
+    def macro(self) -> str:
+        return re.sub(r"\W", "_", self.name).upper()
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What the firmware registers: our kernels (files ``kernels/op_<name>.cpp``), their
+    cases, and ExecuTorch's primitive operators."""
+
+    kernels: tuple[str, ...]
+    kernel_sources: tuple[str, ...]
+    cases: tuple[str, ...]
+    prim_operators: tuple[str, ...]
+
+
+def read_program(path: Path, target: str, rounding: str, method_margin: int) -> Program:
+    """The program of ``path``, refused unless this firmware's kernels can run it."""
+    if not path.is_file():
+        raise CompileError(f"{path} does not exist: compile it with cortex-m-compile")
+    facts = model_facts(path.read_bytes(), method_margin)
+    isa = target.partition("+")[2]
+    version, _ = load_yaml()
+    if (facts.isa, facts.rounding, facts.ops_version) != (isa, rounding, version):
+        raise CompileError(
+            f"{path.name} was compiled for {facts.core}+{facts.isa}, {facts.rounding} rounding, "
+            f"operator version {facts.ops_version}; this firmware's kernels are {target}, "
+            f"{rounding} rounding, version {version}: recompile it with cortex-m-compile "
+            f"--target {target} --rounding {rounding}"
+        )
+    try:
+        image = image_bytes(path.read_bytes(), facts)
+    except CompileError as error:
+        raise CompileError(f"{path.name}: {error}") from error
+    return Program(path.stem, facts, image)
+
+
+def registration(programs: list[Program], all_kernels: bool) -> Registration:
+    """The union of what ``programs`` call, or every kernel and case."""
+    if all_kernels:
+        _, operators = load_yaml()
+        names = tuple(op.name for op in operators)
+        cases = tuple(f"{op.name}.{case}" for op in operators for case in op.case_names)
+        prims = tuple(
+            dict.fromkeys(p for program in programs for p in program.facts.prim_operators)
+        )
+        return Registration(names, names, cases, prims)
+
+    def union(values: list[tuple[str, ...]]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(value for group in values for value in group))
+
+    kernels = union([p.facts.kernels for p in programs])
+    inside = STAGE_STEP_OPERATORS if "stage" in kernels else ()
+    return Registration(
+        kernels,
+        union([kernels, inside]),
+        union([p.facts.cases for p in programs]),
+        union([p.facts.prim_operators for p in programs]),
+    )
+
+
+def check_partition(programs: list[Program], partition: str, size: int) -> None:
+    """Every image fits the partition it is written into."""
+    for program in programs:
+        if len(program.image) > size:
+            raise CompileError(
+                f"{program.name}'s program image is {len(program.image):,} B, larger than "
+                f"the partition '{partition}' ({format_size(size)}): enlarge the partition in "
+                "the devicetree, or make the model smaller"
+            )
+
+
+def header(programs: list[Program]) -> str:
+    """``cortex_m_nn_programs.h``: each program's sizes, and the memory one model needs to run
+    any of them (cortex_m_nn::ModelMemory) and to read any image (Model::load(source, …))."""
+    lines = [
+        "/* Generated by cortex-m-nn: the programs this firmware loads at run time (program",
+        " * images, docs/program-image.md) and the memory a model needs to run any of them. */",
+        "#ifndef CORTEX_M_NN_PROGRAMS_H",
+        "#define CORTEX_M_NN_PROGRAMS_H",
+        "",
+        f"#define CORTEX_M_NN_PROGRAM_COUNT {len(programs)}u",
+    ]
+    fields = {
+        "IMAGE_BYTES": lambda p: len(p.image),
+        "ARENA_BYTES": lambda p: p.facts.arena_bytes,
+        "METHOD_ALLOCATOR_BYTES": lambda p: p.facts.method_allocator_bytes,
+        "TEMP_ALLOCATOR_BYTES": lambda p: p.facts.load_temp_bytes,
+    }
+    for program in programs:
+        lines.append(f"/* {program.name}: kernels {', '.join(program.facts.cases)} */")
+        for field, value in fields.items():
+            lines.append(f"#define CORTEX_M_NN_PROGRAM_{program.macro}_{field} {value(program)}u")
+    lines.append("/* The largest of each: one model's memory and image buffer for any of them. */")
+    for field, value in fields.items():
+        largest = max((value(p) for p in programs), default=0)
+        lines.append(f"#define CORTEX_M_NN_PROGRAMS_{field} {largest}u")
+    return "\n".join([*lines, "", "#endif /* CORTEX_M_NN_PROGRAMS_H */", ""])
+
+
+def cmake(registration: Registration, images: list[Path]) -> str:
+    """``cortex_m_nn_programs.cmake``: what the Zephyr module's build registers."""
+    values = {
+        "CORTEX_M_NN_PROGRAMS_KERNELS": registration.kernels,
+        "CORTEX_M_NN_PROGRAMS_KERNEL_SOURCES": registration.kernel_sources,
+        "CORTEX_M_NN_PROGRAMS_CASES": registration.cases,
+        "CORTEX_M_NN_PROGRAMS_PRIM_OPERATORS": registration.prim_operators,
+        "CORTEX_M_NN_PROGRAMS_IMAGES": tuple(str(path) for path in images),
+    }
+    body = "".join(f'set({name} "{";".join(value)}")\n' for name, value in values.items())
+    return "# Generated by cortex-m-nn (cortex_m_nn.embed.programs).\n" + body
+
+
+def write(output_dir: Path, programs: list[Program], registered: Registration) -> list[Path]:
+    """Each program's image, the header and the CMake facts, into ``output_dir``."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    images = []
+    for program in programs:
+        path = output_dir / f"{program.name}.cmnn"
+        if not path.is_file() or path.read_bytes() != program.image:
+            path.write_bytes(program.image)
+        images.append(path)
+    for name, text in ((HEADER_NAME, header(programs)), (CMAKE_NAME, cmake(registered, images))):
+        path = output_dir / name
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+    return [*images, output_dir / HEADER_NAME, output_dir / CMAKE_NAME]
+
+
+def _run(args: argparse.Namespace) -> int:
+    names = [path.stem for path in args.programs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise CompileError(f"two programs are named {', '.join(repeated)}: rename one file")
+    programs = [
+        read_program(path, args.target, args.rounding, args.method_margin) for path in args.programs
+    ]
+    if args.partition_bytes is not None:
+        check_partition(programs, args.partition, args.partition_bytes)
+    registered = registration(programs, args.all_kernels)
+    write(args.output_dir, programs, registered)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m cortex_m_nn.embed.programs", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("programs", type=Path, nargs="*", metavar="PTE")
+    parser.add_argument("--output-dir", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--target", required=True, help="the firmware's core+isa")
+    parser.add_argument("--rounding", required=True, choices=("double", "single"))
+    parser.add_argument("--partition", default="model_partition", metavar="LABEL")
+    parser.add_argument("--partition-bytes", type=int, metavar="N")
+    parser.add_argument("--method-margin", type=int, default=25, metavar="PERCENT")
+    parser.add_argument("--all-kernels", action="store_true")
+    args = parser.parse_args(argv)
+    return guarded(parser.prog, _run, args, "programs")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
