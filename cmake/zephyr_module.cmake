@@ -202,6 +202,8 @@ function(_cmnn_path out value)
   endif()
 endfunction()
 
+include("${CORTEX_M_NN_ROOT}/cmake/zephyr_compile.cmake")
+
 # --- 2., 3. the embedded model, and the programs loaded at run time --------------------------
 
 set(CORTEX_M_NN_MODEL_KERNELS)

@@ -2,7 +2,9 @@
 # of cmake/zephyr_module.cmake, included with CONFIG_CORTEX_M_NN_LOADS_PROGRAMS=y after the
 # embedded model's step (if any) set the CORTEX_M_NN_IMAGE_* lists it extends.
 #
-#  - CONFIG_CORTEX_M_NN_PROGRAMS: the .pte files; cortex_m_nn.embed.programs refuses one these
+#  - CONFIG_CORTEX_M_NN_PROGRAMS: the .pte files (or models compiled here, with
+#    CONFIG_CORTEX_M_NN_PROGRAMS_TEST_VECTORS each with <name>_test_vector.h); refused by
+#    cortex_m_nn.embed.programs if these
 #    kernels cannot run or (CONFIG_CORTEX_M_NN_MODEL_PARTITION) the partition cannot hold,
 #    writes each one's program image (<name>.cmnn: what goes into the partition) and
 #    cortex_m_nn_programs.h (the memory a model needs to run any of them), and gives the
@@ -17,13 +19,27 @@ set(_cmnn_programs_dir "${_cmnn_out}/programs")
 set(CORTEX_M_NN_PROGRAMS_DIR "${_cmnn_programs_dir}" CACHE INTERNAL
     "cortex-m-nn: the program images and cortex_m_nn_programs.h of this build")
 
+# Each entry: a .pte, or a model compiled here for the image's target (a built-in name,
+# file.pt2, path/file.py:factory), named after the name, the file or the factory.
 set(_cmnn_programs)
 string(REPLACE " " ";" _cmnn_listed "${CONFIG_CORTEX_M_NN_PROGRAMS}")
 foreach(_cmnn_program IN LISTS _cmnn_listed)
-  if(NOT "${_cmnn_program}" STREQUAL "")
+  if("${_cmnn_program}" STREQUAL "")
+    continue()
+  elseif(_cmnn_program MATCHES "\\.pte$")
     _cmnn_path(_cmnn_program "${_cmnn_program}")
-    list(APPEND _cmnn_programs "${_cmnn_program}")
+  else()
+    string(REGEX REPLACE "^.*:" "" _cmnn_name "${_cmnn_program}")  # path/file.py:factory
+    get_filename_component(_cmnn_name "${_cmnn_name}" NAME_WE)     # file.pt2, a name
+    set(_cmnn_options)
+    if(CONFIG_CORTEX_M_NN_PROGRAMS_TEST_VECTORS)
+      set(_cmnn_options --test-vector "${_cmnn_programs_dir}/${_cmnn_name}_test_vector.h")
+    endif()
+    set(_cmnn_pte "${_cmnn_programs_dir}/compiled/${_cmnn_name}.pte")
+    _cmnn_compile("${_cmnn_program}" "${_cmnn_pte}" OPTIONS ${_cmnn_options})
+    set(_cmnn_program "${_cmnn_pte}")
   endif()
+  list(APPEND _cmnn_programs "${_cmnn_program}")
 endforeach()
 if(NOT _cmnn_programs AND NOT CONFIG_CORTEX_M_NN_ALL_KERNELS
    AND NOT CONFIG_CORTEX_M_NN_EMBEDDED_MODEL)

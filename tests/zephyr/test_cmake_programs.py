@@ -188,3 +188,21 @@ def test_executorchs_module_without_its_verifier_is_warned_about(
     result = configure(cmake, tmp_path, **NO_MODEL, CONFIG_CORTEX_M_NN_PROGRAMS=str(hello_pte))
     assert result.returncode == 0, result.stderr
     assert "set CONFIG_EXECUTORCH_ENABLE_PROGRAM_VERIFICATION=y" in said(result)
+
+
+def test_a_program_given_as_a_model_is_compiled_for_the_target(cmake, tmp_path) -> None:
+    """A model in CONFIG_CORTEX_M_NN_PROGRAMS is compiled at configure time for the image's
+    target (once), with its test vector; its image is named after the factory."""
+    values = {**NO_MODEL, "CONFIG_CORTEX_M_NN_PROGRAMS": "model.py:hello",
+              "CONFIG_CORTEX_M_NN_PROGRAMS_TEST_VECTORS": "y"}  # fmt: skip
+    first = configure(cmake, tmp_path, **values)
+    assert first.returncode == 0, first.stderr
+    directory = tmp_path / "cortex-m-nn" / "cortex_m_nn" / "programs"
+    header = program_image.read_header((directory / "hello.cmnn").read_bytes())
+    assert header.isa == "mve" and "conv2d.window" in header.cases
+    vector = (directory / "hello_test_vector.h").read_text()
+    assert "cortex_m_nn_test_output_0" in vector
+    assert "compiling model.py:hello for cortex-m55+mve" in first.stdout
+    again = configure(cmake, tmp_path, **values)
+    assert again.returncode == 0, again.stderr
+    assert "compiling" not in again.stdout
