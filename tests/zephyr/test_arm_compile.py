@@ -123,6 +123,7 @@ def test_model_api_compiles(generated: Path, core: str, level: str) -> None:
     # layer the module gives ExecuTorch's runtime, against the same headers.
     sources = ("src/model.cpp", "src/model_run.cpp", "src/model_embedded.cpp")
     sources += ("src/program_image.cpp", "kernels/abi.cpp", "src/executorch_pal_zephyr.cpp")
+    sources += ("src/flash_partition.cpp",)  # against the flash-map stand-in's declarations
     for source in sources:
         result = _compile(ROOT / source, [STAND_INS, *includes], *defines, core=core, level=level)
         assert result.returncode == 0, f"{source}: {result.stderr}"
@@ -155,15 +156,40 @@ def _io_suffix(sample: str) -> str:
     return "-int8" if "CONFIG_CORTEX_M_NN_MODEL_IO_INT8=y" in conf else ""
 
 
+def _programs(generated: Path, isa: str) -> Path:
+    """What the module writes for two_models' program (hello, float I/O): its image (and the
+    sample's .inc of it), cortex_m_nn_programs.h and its test vector."""
+    directory = generated / f"{isa}-programs"
+    if not directory.is_dir():
+        import shutil as copier
+
+        from cortex_m_nn.embed import programs
+
+        directory.mkdir()
+        copier.copy(generated / isa / "model.pte", directory / "hello.pte")
+        copier.copy(
+            generated / isa / "cortex_m_nn_test_vector.h", directory / "hello_test_vector.h"
+        )
+        target = dict(CORE_ISAS)[isa]
+        arguments = ["--output-dir", str(directory), "--target", f"{target}+{isa}"]
+        assert (
+            programs.main([*arguments, "--rounding", "double", str(directory / "hello.pte")]) == 0
+        )
+        image = (directory / "hello.cmnn").read_bytes()
+        (directory / "hello_image.inc").write_text(", ".join(f"0x{b:02x}" for b in image) + ",\n")
+    return directory
+
+
 @pytest.mark.parametrize("level", OPTIMIZATIONS)
 @pytest.mark.parametrize("core", list(CORES))
-@pytest.mark.parametrize("sample", ["hello_cortex_m_nn", "keyword_spotting"])
+@pytest.mark.parametrize("sample", ["hello_cortex_m_nn", "keyword_spotting", "two_models"])
 def test_sample_compiles(generated: Path, sample: str, core: str, level: str) -> None:
     includes = [
         STAND_INS,
         ROOT / "include",
         generated / (_isa_of(core) + _io_suffix(sample)),
+        _programs(generated, _isa_of(core)),
     ]
-    main = ROOT / "samples" / sample / "src" / "main.cpp"
-    result = _compile(main, includes, core=core, level=level)
-    assert result.returncode == 0, result.stderr
+    for source in sorted((ROOT / "samples" / sample / "src").glob("*.cpp")):
+        result = _compile(source, includes, core=core, level=level)
+        assert result.returncode == 0, f"{source.name}: {result.stderr}"

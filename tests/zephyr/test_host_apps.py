@@ -20,7 +20,7 @@ import yaml
 
 from cortex_m_nn.check import host_kernels
 from cortex_m_nn.cli import main as cli
-from cortex_m_nn.embed import program_image
+from cortex_m_nn.embed import program_image, programs
 from cortex_m_nn.embed.pte_source import model_facts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +37,12 @@ APPS = {
         ROOT / "samples/keyword_spotting/src/main.cpp",
         "ds_cnn",
         ROOT / "samples/keyword_spotting/sample.yaml",
+    ),
+    # The keyword spotter waking a program loaded from the flash-map stand-in's partition.
+    "two_models": (
+        ROOT / "samples/two_models/src/main.cpp",
+        "ds_cnn",
+        ROOT / "samples/two_models/sample.yaml",
     ),
     # Every cortex_m_nn operator (the on-target ztest model), driven by hello's main.
     "kernels": (
@@ -83,6 +89,37 @@ def _compile_model(source: str, directory: Path, io: str = "float") -> None:
     assert cli.main([*embedded, "-q"]) == 0
 
 
+def _compile_programs(main: Path, directory: Path) -> None:
+    """What the module's CMake does for CONFIG_CORTEX_M_NN_PROGRAMS (models, with their test
+    vectors), and the sample's generate_inc_file_for_target of each image (file2hex's form)."""
+    conf = (main.parents[1] / "prj.conf").read_text()
+    found = re.search(r'^CONFIG_CORTEX_M_NN_PROGRAMS="([^"]*)"', conf, re.MULTILINE)
+    if found is None:
+        return
+    ptes = []
+    for entry in found.group(1).split():
+        path, _, factory = entry.rpartition(":")
+        pte = directory / "compiled" / f"{factory}.pte"
+        pte.parent.mkdir(parents=True, exist_ok=True)
+        source = f"{(main.parents[1] / path).resolve()}:{factory}"
+        vector = directory / f"{factory}_test_vector.h"
+        command = [source, "--target", "cortex-m55+scalar", "-o", str(pte), "-q"]
+        assert cli.main([*command, "--test-vector", str(vector)]) == 0
+        ptes.append(pte)
+    prepare = ["--output-dir", str(directory), "--target", "cortex-m55+scalar"]
+    assert (
+        programs.main(
+            [*prepare, "--rounding", "double", "--method-margin", "200"]
+            + [str(pte) for pte in ptes]
+        )
+        == 0
+    )
+    for pte in ptes:
+        data = (directory / f"{pte.stem}.cmnn").read_bytes()
+        rows = [", ".join(f"0x{b:02x}" for b in data[i : i + 8]) for i in range(0, len(data), 8)]
+        (directory / f"{pte.stem}_image.inc").write_text(",\n".join(rows) + ",\n")
+
+
 @pytest.fixture(scope="module")
 def apps(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -97,7 +134,9 @@ def apps(
     specs = []
     for name, (main, source, _) in APPS.items():
         _compile_model(source, work / name, _io(main))
-        specs.append(f"{name}={main}={work / name}")
+        _compile_programs(main, work / name)
+        sources = ",".join(str(path) for path in sorted(main.parent.glob("*.cpp")))
+        specs.append(f"{name}={sources}={work / name}")
     # hello again, with one field of its first prepared call changed after embedding
     main, source, _ = APPS["hello"]
     _compile_model(source, work / DAMAGED, _io(main))

@@ -1,4 +1,4 @@
-// The flash-map stand-in (zephyr_stubs/zephyr/storage/flash_map.h): one partition in RAM with
+// The flash-map stand-in (tests/zephyr/zephyr_package/include/zephyr/storage/flash_map.h): one partition in RAM with
 // the flash simulator's rules, so a write the real flash would refuse is refused here too.
 #include <errno.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 // without a crash, and a refused one must leave the program loaded before running.
 //
 // With --partition first, each image is written into a flash partition instead (the
-// flash-map stand-in, zephyr_stubs/zephyr/storage/flash_map.h) by PartitionWriter in uneven
+// flash-map stand-in, zephyr_package/include/zephyr/storage/flash_map.h) by PartitionWriter in uneven
 // pieces, as a download arrives, and loaded from there with FlashPartition into one of two
 // buffers: the one not holding the program in service (src/flash_partition.cpp, sanitized).
 #include <stdio.h>
