@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <new>
+
 #include "cortex_m_nn/abi.h"
 #include "cortex_m_nn/model.h"
 #include "cortex_m_nn_model.h"
@@ -132,8 +134,12 @@ Model& Model::embedded() {
       CORTEX_M_NN_MODEL_PREPARED_CALLS,
       prepared_arguments,
       embedded_io()};
-  static Model model(kEmbedded);
-  return model;
+  // Constructed in place on the first call and never destroyed: a function-local `static
+  // Model` would register its destructor (__cxa_atexit, __dso_handle), which a Zephyr image
+  // links only with CONFIG_STATIC_INIT_GNU (tests/zephyr/test_zephyr_build.py).
+  alignas(Model) static unsigned char storage[sizeof(Model)];
+  static Model* const model = new (storage) Model(kEmbedded);
+  return *model;
 }
 
 }  // namespace cortex_m_nn

@@ -12,8 +12,14 @@
 // the application gives; several models, each with its own memory, run in one image:
 //
 //   alignas(16) static uint8_t arena[64 * 1024], method[16 * 1024];
-//   static cortex_m_nn::Model second({arena, sizeof(arena), method, sizeof(method), nullptr, 0});
+//   alignas(cortex_m_nn::Model) static uint8_t storage[sizeof(cortex_m_nn::Model)];
+//   cortex_m_nn::Model& second = *new (storage) cortex_m_nn::Model(
+//       {arena, sizeof(arena), method, sizeof(method), nullptr, 0});
 //   if (second.load(partition, partition_size) != cortex_m_nn::Status::kOk) { ... }
+//
+// (A model that lives as long as the firmware is best constructed in place like this and never
+// destroyed: a `static cortex_m_nn::Model` registers its destructor through __cxa_atexit and
+// __dso_handle, which a Zephyr image links only with CONFIG_STATIC_INIT_GNU.)
 //
 // load(image) checks the whole image first (format, CRC-32s, kernel ABI, that this firmware
 // links every kernel case it calls, that it fits the memory) and refuses it in one line

@@ -41,6 +41,20 @@ APPS = {
     "hello_cortex_m_nn": ROOT / "samples" / "hello_cortex_m_nn",
     "keyword_spotting": ROOT / "samples" / "keyword_spotting",
     "kernels": ROOT / "tests" / "zephyr" / "kernels",
+    "two_models": ROOT / "samples" / "two_models",
+}
+#: Per application: Kconfig symbols Zephyr generates from its board overlays, and devicetree
+#: nodes (STUB_DT_*) the overlays add. two_models: the flash simulator's model_partition.
+DEVICETREE = {
+    "two_models": (
+        {"DT_HAS_ZEPHYR_SIM_FLASH_ENABLED": "y"},
+        {
+            "STUB_DT_LABEL_model_partition": "/sim-flash-controller@0/flash_sim@0/partitions/"
+            "partition@0",
+            "STUB_DT_ADDR__sim_flash_controller_0_flash_sim_0_partitions_partition_0": "0x0",
+            "STUB_DT_SIZE__sim_flash_controller_0_flash_sim_0_partitions_partition_0": "0x40000",
+        },
+    ),
 }
 #: core → the kconfig_tree SoC profile that selects it
 SOCS = {"cortex-m55": "m55", "cortex-m33": "m33", "cortex-m4": "m4"}
@@ -56,6 +70,11 @@ ZEPHYR_SYMBOLS = {
     "k_cycle_get_32": lambda config: True,
     "k_fatal_halt": lambda config: True,
     "printk": lambda config: config.get("CONFIG_PRINTK", "y") == "y",
+    # subsys/storage/flash_map (flash_map.c, flash_map_default.c) with CONFIG_FLASH_MAP
+    **{
+        f"flash_area_{name}": lambda config: config.get("CONFIG_FLASH_MAP") == "y"
+        for name in ("open", "close", "read", "write", "erase", "align", "erased_val")
+    },
     "ztest_stand_in_fail": lambda config: config.get("CONFIG_ZTEST") == "y",
 }
 
@@ -111,7 +130,8 @@ def configure(
     refused assignments fail, as Zephyr stops on them), then CMake through the stand-in package
     at optimisation ``level``, with ``python`` as Zephyr's Python and cortex-m-nn's."""
     build.mkdir(parents=True, exist_ok=True)
-    assignments = {**(prj_conf(app) if conf is None else conf), **extra}
+    generated, nodes = DEVICETREE.get(app.name, ({}, {}))
+    assignments = {**(prj_conf(app) if conf is None else conf), **generated, **extra}
     tree = kconfig_tree.configure(build, SOCS[core], **assignments)
     assert not tree.refused, f"Kconfig refuses {tree.refused} (Zephyr would stop here)"
     tree.kconf.write_config(str(build / ".config"))
@@ -140,6 +160,7 @@ def configure(
         "PYTHON_EXECUTABLE": python,
         "Python3_EXECUTABLE": python,
         **{k: v for k, v in AN547.items() if k.startswith("STUB_DT_") or k.startswith("BOARD")},
+        **nodes,
     }  # fmt: skip
     environment = dict(os.environ, ZEPHYR_BASE=str(PACKAGE), CORTEX_M_NN_PYTHON=python)
     command = ["cmake", "-S", str(app), "-B", str(build / "cmake"), "-Wno-dev"]

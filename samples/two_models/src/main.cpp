@@ -15,6 +15,8 @@
  */
 #include <string.h>
 
+#include <new>
+
 #include <zephyr/kernel.h>
 #include <zephyr/storage/flash_map.h>
 #include <zephyr/sys/printk.h>
@@ -46,6 +48,7 @@ alignas(16) uint8_t temp[CORTEX_M_NN_PROGRAMS_TEMP_ALLOCATOR_BYTES];
 /* Two image buffers: an update is read into the one the running program is not in. */
 alignas(16) uint8_t images[2][kImageBytes];
 int serving = -1;
+alignas(cortex_m_nn::Model) uint8_t command_storage[sizeof(cortex_m_nn::Model)];
 
 const uint8_t kPartition = FIXED_PARTITION_ID(model_partition);
 
@@ -116,8 +119,9 @@ bool command_ran(cortex_m_nn::Model &command, const char *when)
 
 int main(void)
 {
-	static cortex_m_nn::Model command(
-		{arena, sizeof(arena), method, sizeof(method), temp, sizeof(temp)});
+	/* In place and never destroyed (model.h: no destructor to register at exit). */
+	cortex_m_nn::Model &command = *new (command_storage)
+		cortex_m_nn::Model({arena, sizeof(arena), method, sizeof(method), temp, sizeof(temp)});
 
 	const int keyword = spot_keyword();
 	if (keyword < 0) {

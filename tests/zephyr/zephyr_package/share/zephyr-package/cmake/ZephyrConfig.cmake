@@ -93,6 +93,22 @@ function(zephyr_linker_sources location)
   set_property(GLOBAL APPEND PROPERTY STAND_IN_LINKER_SOURCES "${location}:${ARGN}")
 endfunction()
 include("${_stand_in_tests}/cmake_stand_in/devicetree.cmake")
+# Zephyr's build directory, whose include/generated is on every target's include path
+# (ZEPHYR_BINARY_DIR, zephyr/CMakeLists.txt), and generate_inc_file_for_target
+# (cmake/modules/extensions.cmake, section 1.3): a file's bytes as a C initialiser, which
+# Zephyr writes with scripts/build/file2hex.py ("0x..," items), at build time.
+set(ZEPHYR_BINARY_DIR "${CMAKE_BINARY_DIR}/zephyr")
+file(MAKE_DIRECTORY "${ZEPHYR_BINARY_DIR}/include/generated")
+target_include_directories(zephyr_interface INTERFACE "${ZEPHYR_BINARY_DIR}/include/generated")
+function(generate_inc_file_for_target target source_file generated_file)
+  string(MAKE_C_IDENTIFIER "${generated_file}" name)
+  add_custom_command(OUTPUT "${generated_file}"
+    COMMAND "${PYTHON_EXECUTABLE}" "${ZEPHYR_BASE}/scripts/build/file2hex.py" "${source_file}"
+            "${generated_file}"
+    DEPENDS "${source_file}" VERBATIM)
+  add_custom_target(gen_${name} DEPENDS "${generated_file}")
+  add_dependencies(${target} gen_${name})
+endfunction()
 
 # --- 4. the modules ----------------------------------------------------------------------------
 foreach(_module IN LISTS STAND_IN_MODULES)
