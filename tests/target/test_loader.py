@@ -5,6 +5,7 @@ the image does not link and a damaged image, and the first model keeps running i
 
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 
@@ -66,6 +67,8 @@ def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         f"LOADER_SLOT_BASE={SLOT_BASE[core.name]:#x}",
         f"LOADER_SLOT_BYTES={SLOT_BYTES:#x}",
         f"LOADER_VECTOR_OFFSET={VECTOR_OFFSET:#x}",
+        # the buffers slots 1 and 3 are read into (program B, its damaged copy)
+        f"LOADER_COPY_BYTES={-(-len(images[1]) // 16) * 16}",
     ]
     build = root / "build"
     harness.build(core, root / "models", build, extra=[
@@ -95,7 +98,8 @@ def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 def test_two_programs_from_outside_the_image_run_bit_exact(loaded: str) -> None:
     assert "loader: program A from slot 0: ok" in loaded
-    assert "loader: program B from slot 1: ok" in loaded
+    # B read out of its slot in 512-byte reads, as a flash partition behind a driver is read
+    assert re.search(r"loader: program B from slot 1: ok \(read into RAM, [1-9]\d* reads\)", loaded)
     assert "loader: program A ran, 0 bytes differ from the reference" in loaded
     assert "loader: program B ran, 0 bytes differ from the reference" in loaded
 
