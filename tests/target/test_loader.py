@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -47,19 +48,28 @@ def damaged(image: bytes) -> bytes:
     return bytes(changed)
 
 
-@pytest.fixture(scope="module", params=list(SLOT_BASE))
-def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The loader built for a core and run on its four slots: what it printed."""
-    core = harness.CORES[request.param]
-    root = tmp_path_factory.mktemp(f"loader-{core.name}")
+@dataclass(frozen=True)
+class LoaderBuild:
+    """The loader built for a core with its slots' contents, and beside it the embedded runner
+    of programs A and B (``runner_<name>.elf``: the same programs linked into the image)."""
+
+    build: Path
+    places: dict[int, Path]
+    names: tuple[str, str]
+
+
+def build_loader(core: harness.Core, root: Path) -> LoaderBuild:
+    """Compile the three programs for ``core``, build the loader (linking A's and B's cases)
+    and the embedded runners of A and B, and write the four slots and two vectors."""
     runs = [harness.compile_for(name, core) for name in PROGRAMS]
     images = [program_image.image_bytes(r.compiled.pte, model_facts(r.compiled.pte)) for r in runs]
     headers = [program_image.read_header(image) for image in images]
     a, b = headers[0], headers[1]
     cases = sorted(set(a.cases) | set(b.cases))
     assert "lstm.int8" in headers[2].cases and "lstm.int8" not in cases
-    # one runner model in the directory the runner's build needs; the loader beside it
+    # A and B as embedded runners too, in the directory the runner's build needs
     harness.write_model(runs[0], root / "models")
+    harness.write_model(runs[1], root / "models")
     definitions = [
         f"LOADER_ARENA_BYTES={max(a.arena_bytes, b.arena_bytes)}",
         f"LOADER_METHOD_BYTES={max(a.method_allocator_bytes, b.method_allocator_bytes)}",
@@ -91,7 +101,15 @@ def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         path = root / f"slot{index}.vector"
         path.write_bytes(data)
         places[SLOT_BASE[core.name] + index * SLOT_BYTES + VECTOR_OFFSET] = path
-    result = harness.run(build / "loader.elf", core, places=places)
+    return LoaderBuild(build, places, (runs[0].name, runs[1].name))
+
+
+@pytest.fixture(scope="module", params=list(SLOT_BASE))
+def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The loader built for a core and run on its four slots: what it printed."""
+    core = harness.CORES[request.param]
+    built = build_loader(core, tmp_path_factory.mktemp(f"loader-{core.name}"))
+    result = harness.run(built.build / "loader.elf", core, places=built.places)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "bench.h"
 #include "cortex_m_nn/model.h"
 
 namespace {
@@ -110,7 +111,10 @@ int run_vector(Model& model, int index, const char* name) {
       return kSetupError;
     }
   }
-  if (model.run() != Status::kOk) {
+  bench_start();  // each run a region of the insncount plugin (benchmarks/bench_loaded.py)
+  const Status ran = model.run();
+  bench_stop();
+  if (ran != Status::kOk) {
     std::printf("loader: %s run: %s\n", name, model.error());
     return kSetupError;
   }
