@@ -247,3 +247,31 @@ def test_embed_writes_the_image_or_nothing(
     err = capsys.readouterr().err.splitlines()
     assert err == ["cortex-m-compile embed: error: embed writes --output-dir DIR, --image FILE or "
                    "both: give one"]  # fmt: skip
+
+
+def test_embed_refuses_an_image_larger_than_its_partition(
+    programs: dict[str, bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``embed --image --partition-size``: an image that fits is written; one that does not is
+    one line, exit 2, nothing written; the size alone (without --image) is refused."""
+    from cortex_m_nn.cli import main as cli
+
+    pte = tmp_path / "conv_stack.pte"
+    pte.write_bytes(programs["conv_stack"])
+    image = tmp_path / "conv_stack.cmnn"
+    size = len(
+        program_image.image_bytes(programs["conv_stack"], model_facts(programs["conv_stack"]))
+    )
+    fits = ["embed", str(pte), "--image", str(image), "--partition-size", str(size), "-q"]
+    assert cli.main(fits) == 0 and image.stat().st_size == size
+    image.unlink()
+    capsys.readouterr()
+    small = ["embed", str(pte), "--image", str(image), "--partition-size", str(size - 1)]
+    assert cli.main(small) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"the program image is {size:,} B, larger than the partition" in line
+    assert not image.exists()
+    assert (
+        cli.main(["embed", str(pte), "--output-dir", str(tmp_path), "--partition-size", "1M"]) == 2
+    )
+    assert "give --image FILE too" in capsys.readouterr().err

@@ -85,6 +85,11 @@ def add_embed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
         "contents: docs/program-image.md)",
     )
     parser.add_argument(
+        "--partition-size",
+        metavar="SIZE",
+        help="with --image: refuse an image larger than the flash partition it is written into",
+    )
+    parser.add_argument(
         "--board", metavar="NAME", help="check the model fits this board (as for compiling)"
     )
     parser.add_argument(
@@ -154,6 +159,18 @@ def embed_from_args(args: argparse.Namespace) -> int:
         from cortex_m_nn.embed.program_image import image_bytes
 
         image = image_bytes(pte, facts)  # refuses before anything is written
+        if args.partition_size is not None:
+            from cortex_m_nn.plan.boards import parse_size
+
+            partition = parse_size(args.partition_size)
+            if len(image) > partition:
+                raise CompileError(
+                    f"the program image is {len(image):,} B, larger than the partition "
+                    f"({format_size(partition)}): enlarge the partition, or make the model "
+                    "smaller"
+                )
+    elif args.partition_size is not None:
+        raise CompileError("--partition-size checks a program image: give --image FILE too")
     written = [] if args.output_dir is None else embed.write_embedding(pte, args.output_dir, facts)
     if args.image is not None and image is not None:
         args.image.parent.mkdir(parents=True, exist_ok=True)
