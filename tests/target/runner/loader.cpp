@@ -18,8 +18,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include "bench.h"
 #include "cortex_m_nn/model.h"
+
+extern "C" {
+#include "bench.h"
+}
 
 namespace {
 
