@@ -18,6 +18,6 @@ logging.getLogger("torchao").setLevel(logging.CRITICAL)
 logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
 
 # The front door (imports no torch until it compiles).
-from cortex_m_nn.program import Options, Program, Report, compile  # noqa: E402
+from cortex_m_nn.program import Options, Program, Report, compile, prepare_qat  # noqa: E402
 
-__all__ = ["Options", "Program", "Report", "compile", "__version__"]
+__all__ = ["Options", "Program", "Report", "compile", "prepare_qat", "__version__"]

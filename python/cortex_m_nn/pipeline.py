@@ -24,12 +24,9 @@ which is how ``verify`` checks it against the PT2E-quantized model.
 from __future__ import annotations
 
 import copy
-import re
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import torch
 from executorch.exir import ExecutorchBackendConfig
@@ -42,19 +39,19 @@ import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
 from cortex_m_nn.core.abi import ProgramAbi, Rounding, encode_metadata
 from cortex_m_nn.core.errors import CompileError, mark_stage, stage
 from cortex_m_nn.core.options import IoType, QuantizationOptions
-from cortex_m_nn.core.rewrites import rewrite_for
 from cortex_m_nn.core.target import Target
 from cortex_m_nn.frontend.calibration import Calibration, require_finite
 from cortex_m_nn.frontend.functional import NOTES, functional_form
 from cortex_m_nn.frontend.model_source import ModelSource
 from cortex_m_nn.frontend.states import has_states
+from cortex_m_nn.lower.fallbacks import unsupported_message
 from cortex_m_nn.lower.passes import lower
 from cortex_m_nn.lower.records import REMOVED, LoweringResult, OpRecord
 from cortex_m_nn.plan import paths
 from cortex_m_nn.plan.memory_plan import MemoryPlan, analyse, constants
 from cortex_m_nn.plan.placement import memory_planning_pass
 from cortex_m_nn.plan.schedule import fastest_program, smallest
-from cortex_m_nn.quantize import CortexMQuantizer
+from cortex_m_nn.quantize import CortexMQuantizer, qat
 from cortex_m_nn.quantize.bias_correction import correct_biases
 from cortex_m_nn.quantize.equalize import equalize, fold_batch_norms
 from cortex_m_nn.quantize.gru import quantize_grus, split_grus
@@ -78,7 +75,6 @@ __all__ = [
     "metadata",
     "planned_buffer_bytes",
     "pte_operators",
-    "write_intermediates",
 ]
 
 
@@ -194,12 +190,17 @@ def metadata(abi: ProgramAbi, io: ProgramIo | None = None) -> dict[str, str]:
     return encode_metadata({**abi.metadata(), **(io.metadata() if io is not None else {})})
 
 
-def export(source: ModelSource) -> GraphModule:
-    """``torch.export`` of the float model; a model it cannot trace is the user's to fix."""
+def export(source: ModelSource, batches: bool = False) -> GraphModule:
+    """``torch.export`` of the float model; a model it cannot trace is the user's to fix.
+    ``batches``: the first dimension of every input any size (training's batches)."""
+    inputs, dynamic = source.example_inputs, None
+    if batches:
+        inputs = tuple(torch.cat([x, x]) for x in inputs)  # a size of 1 would be fixed
+        dynamic = tuple({0: torch.export.Dim("batch")} for _ in inputs)
     try:
         with warnings.catch_warnings():  # nn.LSTM's weight list, read as parameters all the same
             warnings.filterwarnings("ignore", "The tensor attributes .* assigned during export")
-            program = torch.export.export(source.module, source.example_inputs)
+            program = torch.export.export(source.module, inputs, dynamic_shapes=dynamic)
     except Exception as error:
         raise CompileError(
             f"torch.export failed for {source.name}: {type(error).__name__}: "
@@ -224,11 +225,18 @@ def quantize(
     measured); returns (the float graph in functional form — batch norms folded and
     equalized when the options ask — and the converted quantized graph)."""
     require_finite(calibration)
+    options = options or QuantizationOptions()
+    if qat.is_prepared(source.module):  # trained with fake quantization: its ranges as they are
+        with stage("convert"):
+            qat.check_options(source.module, options)
+            reference, converted = qat.convert(source.module, source.example_inputs)
+            quantize_lstms(converted, calibration.samples)
+            quantize_grus(converted)
+            return reference, converted
     with stage("export"):
         exported = export(source)
     with stage("functional form"):
         functional_form(exported)
-    options = options or QuantizationOptions()
     with stage("equalize"):
         if options.equalize or options.bias_correction:
             fold_batch_norms(exported)  # both must see the weights PT2E quantizes, BN folded in
@@ -252,6 +260,18 @@ def quantize(
         quantize_lstms(converted, calibration.samples)  # LSTMs compute as lowered from here
         quantize_grus(converted)  # (and GRUs)
         return float_graph, converted
+
+
+def trainable(source: ModelSource, options: QuantizationOptions) -> GraphModule:
+    """``source`` prepared for quantization-aware training (``quantize.qat``): exported,
+    functional, batch norms folded into their layers, fake quantizers on every pattern."""
+    with stage("export"):
+        exported = export(source, batches=True)
+    with stage("functional form"):
+        functional_form(exported)
+    with stage("prepare for training"):
+        fold_batch_norms(exported)
+        return qat.prepare(split_grus(split_lstms(exported)), options)
 
 
 def program_io(lowering: LoweringResult, io: IoType) -> tuple[ProgramIo, list[OpRecord]]:
@@ -434,36 +454,6 @@ def compile_quantized(
     return compiled
 
 
-#: Further fallbacks an unsupported-operator error names after the first.
-NAMED_FALLBACKS = 3
-
-
-def where(record: OpRecord) -> str:
-    """``path/model.py:51 in norm (LayerNorm)``, or what the graph knows without a trace."""
-    first = record.location.split(", ", 1)[0]
-    module = first if re.fullmatch(r"[\w.]+ \([\w.]+\)", first) else ""  # module_of's form
-    if record.source_line:
-        return record.source_line + (f" in {module}" if module else "")
-    return module or f"node {record.name} (no source line recorded)"
-
-
-def unsupported_message(fallbacks: list[OpRecord]) -> str:
-    """One line: the first operator that cannot be lowered, where, why, the nearest rewrite."""
-    first, rest = fallbacks[0], fallbacks[1:]
-    message = (
-        f"{first.source_op} at {where(first)} cannot be lowered: {first.fallback_reason}; "
-        f"rewrite: {rewrite_for(first.source_op, first.refusal)}; "
-        "or pass --allow-fallback to keep it in fp32"
-    )
-    if rest:
-        named = ", ".join(
-            f"{r.source_op} at {r.source_line or r.name}" for r in rest[:NAMED_FALLBACKS]
-        )
-        others = f", +{len(rest) - NAMED_FALLBACKS}" if len(rest) > NAMED_FALLBACKS else ""
-        message += f" ({len(rest)} more: {named}{others})"
-    return message
-
-
 class _Timer:
     def __init__(self, seconds: dict[str, float]) -> None:
         self.seconds = seconds
@@ -479,22 +469,3 @@ class _Timer:
         self.seconds[self.name] = time.perf_counter() - self.start
         if isinstance(error, Exception):
             mark_stage(error, self.name)
-
-
-def write_intermediates(compiled: CompiledProgram, directory: Path) -> list[Path]:
-    """Each stage's graph as readable text."""
-    directory.mkdir(parents=True, exist_ok=True)
-    stages = compiled.stages
-    texts: dict[str, Callable[[], str]] = {
-        "1-exported.txt": lambda: str(stages.exported.graph),
-        "2-quantized.txt": lambda: str(stages.quantized.graph),
-        "3-lowered.txt": lambda: str(stages.lowering.graph_module.graph),
-        "4-edge.txt": lambda: compiled.serialised.edge_text,
-        "5-executorch.txt": lambda: compiled.serialised.executorch_text,
-    }
-    written = []
-    for name, text in texts.items():
-        path = directory / name
-        path.write_text(text())
-        written.append(path)
-    return written

@@ -242,6 +242,34 @@ def compile(  # noqa: A001 - the package's verb: cortex_m_nn.compile(model, exam
     return build(source, samples, chosen).require_passed()
 
 
+def prepare_qat(
+    model: torch.nn.Module,
+    example_inputs: Sequence[torch.Tensor] | torch.Tensor,
+    **options: object,
+) -> torch.fx.GraphModule:
+    """``model`` prepared for quantization-aware training with the options ``compile`` takes
+    (:class:`Options`): exported, batch norms folded into their layers as the lowering folds
+    them, and every pattern the quantizer annotates given fake quantizers with the device's
+    ranges (``cortex_m_nn.quantize.qat``). Train the returned graph (switch it with torchao's
+    ``move_exported_model_to_train`` / ``_to_eval``), then compile it with the same options:
+    ``cortex_m_nn.compile(trained, example_inputs, **options)`` converts it with the ranges it
+    learned, calibrating nothing again."""
+    import torch
+
+    from cortex_m_nn.pipeline import trainable
+
+    chosen = Options.of(options)
+    chosen.check()
+    if "auto" in (chosen.precision, chosen.weights):
+        raise CompileError(
+            "prepare_qat takes fixed precisions: choose precision and weights (int8, int16, "
+            'int4, or the layers a compile with "auto" reported), not "auto"'
+        )
+    if not isinstance(model, torch.nn.Module):
+        raise CompileError("prepare_qat takes a module (with its example_inputs)")
+    return trainable(model_source(model, example_inputs), chosen.quantization())
+
+
 def model_source(
     model: torch.nn.Module | str | Path | None,
     example_inputs: Sequence[torch.Tensor] | torch.Tensor | None,
@@ -256,7 +284,11 @@ def model_source(
             raise CompileError("a module needs its example_inputs (a tensor or a tuple of them)")
         if isinstance(example_inputs, torch.Tensor):
             example_inputs = (example_inputs,)
-        return ModelSource(type(model).__name__, model.eval(), tuple(example_inputs))
+        from cortex_m_nn.quantize.qat import is_prepared
+
+        if not is_prepared(model):  # (a graph prepared for training converts a copy in eval)
+            model = model.eval()
+        return ModelSource(type(model).__name__, model, tuple(example_inputs))
     if example_inputs is not None:
         raise CompileError("example_inputs go with a module; a named model brings its own")
     return load_model(None if model is None else str(model))

@@ -167,6 +167,8 @@ if _timm_missing() is None:
     MODEL_NAMES += ["timm_mobilevit_xxs", "timm_vit_tiny"]
 # SVDF layers (int16 and int8 states): two inferences, the second from the first's states
 MODEL_NAMES += ["svdf_kws"]
+# a model trained with quantization in the loop (cortex_m_nn.prepare_qat: tests/qat_models.py)
+MODEL_NAMES += ["qat_cnn"]
 
 
 @dataclass

@@ -518,7 +518,14 @@ MODELS = {
     "mobilenet_v2_144": _mobilenet_v2_144,
     "mobilenet_v2_96": zoo_mobilenet_v2,
     "mobilenet_v3_small": lambda: _zoo("mobilenet_v3_small"),
+    "qat_cnn": lambda: _qat("qat_cnn"),
 }
+
+
+def _qat(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    from tests import qat_models
+
+    return getattr(qat_models, name)()
 
 
 class MobileVitBlock(nn.Module):

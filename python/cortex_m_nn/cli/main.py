@@ -276,7 +276,7 @@ def compile_from_args(args: argparse.Namespace) -> int:
     with stage("write"):
         write_all(outputs)
     if args.intermediates is not None:
-        from cortex_m_nn.pipeline import write_intermediates
+        from cortex_m_nn.report.intermediates import write_intermediates
 
         write_intermediates(compiled, args.intermediates)
     if not args.quiet:

@@ -130,6 +130,26 @@ def add_embed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     return parser
 
 
+def _image(args: argparse.Namespace, pte: bytes, facts: object) -> bytes | None:
+    """``--image``'s bytes (None without it), checked against ``--partition-size``."""
+    if args.image is None:
+        if args.partition_size is not None:
+            raise CompileError("--partition-size checks a program image: give --image FILE too")
+        return None
+    from cortex_m_nn.embed.program_image import image_bytes
+    from cortex_m_nn.plan.boards import format_size, parse_size
+
+    image = image_bytes(pte, facts)  # type: ignore[arg-type]
+    if args.partition_size is not None:
+        partition = parse_size(args.partition_size)
+        if len(image) > partition:
+            raise CompileError(
+                f"the program image is {len(image):,} B, larger than the partition "
+                f"({format_size(partition)}): enlarge the partition, or make the model smaller"
+            )
+    return image
+
+
 def embed_from_args(args: argparse.Namespace) -> int:
     from cortex_m_nn.embed import pte_source as embed
     from cortex_m_nn.plan import fit
@@ -154,23 +174,7 @@ def embed_from_args(args: argparse.Namespace) -> int:
             runtime_with_arena=not args.arena_alone,
         )
         fit.require_fit(report)
-    image = None
-    if args.image is not None:
-        from cortex_m_nn.embed.program_image import image_bytes
-
-        image = image_bytes(pte, facts)  # refuses before anything is written
-        if args.partition_size is not None:
-            from cortex_m_nn.plan.boards import parse_size
-
-            partition = parse_size(args.partition_size)
-            if len(image) > partition:
-                raise CompileError(
-                    f"the program image is {len(image):,} B, larger than the partition "
-                    f"({format_size(partition)}): enlarge the partition, or make the model "
-                    "smaller"
-                )
-    elif args.partition_size is not None:
-        raise CompileError("--partition-size checks a program image: give --image FILE too")
+    image = _image(args, pte, facts)  # refuses before anything is written
     written = [] if args.output_dir is None else embed.write_embedding(pte, args.output_dir, facts)
     if args.image is not None and image is not None:
         args.image.parent.mkdir(parents=True, exist_ok=True)

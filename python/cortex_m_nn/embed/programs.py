@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from cortex_m_nn.cli.command import guarded
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.operators import STAGE_STEP_OPERATORS, load_yaml
 from cortex_m_nn.embed.program_image import image_bytes
@@ -197,7 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method-margin", type=int, default=25, metavar="PERCENT")
     parser.add_argument("--all-kernels", action="store_true")
     args = parser.parse_args(argv)
-    return guarded(parser.prog, _run, args, "programs")
+    try:
+        return _run(args)
+    except CompileError as error:  # one line, as the command line prints its errors
+        print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ from cortex_m_nn.nn import SVDF_OPS
 from cortex_m_nn.quantize import config
 from cortex_m_nn.quantize.batch_norm import unfold_batch_norms
 from cortex_m_nn.quantize.decompose import decompose_movement
+from cortex_m_nn.quantize.fake_quant import fake_quantize_annotations
 from cortex_m_nn.quantize.gru import GRU, split_grus
 from cortex_m_nn.quantize.recurrent import LSTM, LSTM_CELL, split_lstms
 from cortex_m_nn.quantize.svdf import svdf_annotation
@@ -154,9 +155,11 @@ class CortexMQuantizer(Quantizer):
     """int8 weights (per-channel for convolutions) and int8 activations for CMSIS-NN; with
     ``activations=INT16``, int16 activations for every op that has an int16 case."""
 
-    def __init__(self, options: QuantizationOptions | None = None) -> None:
+    def __init__(self, options: QuantizationOptions | None = None, qat: bool = False) -> None:
         super().__init__()
         self.options = options or QuantizationOptions()
+        #: for quantization-aware training: fake quantizers instead of observers (``qat``)
+        self.qat = qat
         #: The activation spec of every annotation (one instance: its observer per tensor).
         self.activation = config.activation_spec(self.options.ranges)
         #: the graph being annotated (its constants decide a linear layer's precision)
@@ -170,6 +173,12 @@ class CortexMQuantizer(Quantizer):
         return unfold_batch_norms(decompose_movement(split_grus(split_lstms(model))))
 
     def annotate(self, model: GraphModule) -> GraphModule:
+        self._annotate_patterns(model)
+        if self.qat:
+            fake_quantize_annotations(model)
+        return model
+
+    def _annotate_patterns(self, model: GraphModule) -> None:
         self.model = model
         for node in model.graph.nodes:
             if node.op != "call_function" or _is_annotated(node):
@@ -225,7 +234,6 @@ class CortexMQuantizer(Quantizer):
                 source, slopes = node.args[:2]
                 if isinstance(source, Node) and getattr(slopes, "op", None) == "get_attr":
                     self._annotate_with_output(node, {source: spec}, spec)
-        return model
 
     def _annotate_sharing(self, node: Node, source: Node, spec: QuantizationSpec) -> None:
         """Output quantized like the input; a pool's activation shares it too (fused clamp).
