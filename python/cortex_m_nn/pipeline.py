@@ -262,15 +262,24 @@ def quantize(
         return float_graph, converted
 
 
-def trainable(source: ModelSource, options: QuantizationOptions) -> GraphModule:
+def trainable(
+    source: ModelSource,
+    options: QuantizationOptions,
+    samples: list[tuple[torch.Tensor, ...]] | None = None,
+) -> GraphModule:
     """``source`` prepared for quantization-aware training (``quantize.qat``): exported,
-    functional, batch norms folded into their layers, fake quantizers on every pattern."""
+    functional, batch norms folded into their layers (and with ``samples``, equalized as the
+    options ask), fake quantizers on every pattern."""
     with stage("export"):
         exported = export(source, batches=True)
     with stage("functional form"):
         functional_form(exported)
     with stage("prepare for training"):
         fold_batch_norms(exported)
+        if options.equalize and samples:
+            equalize(exported, samples)
+        for parameter in exported.parameters():  # the folded, equalized weights train too
+            parameter.requires_grad_(parameter.is_floating_point())
         return qat.prepare(split_grus(split_lstms(exported)), options)
 
 

@@ -245,6 +245,8 @@ def compile(  # noqa: A001 - the package's verb: cortex_m_nn.compile(model, exam
 def prepare_qat(
     model: torch.nn.Module,
     example_inputs: Sequence[torch.Tensor] | torch.Tensor,
+    *,
+    calibration: str | Path | Sequence[Sequence[torch.Tensor]] | None = None,
     **options: object,
 ) -> torch.fx.GraphModule:
     """``model`` prepared for quantization-aware training with the options ``compile`` takes
@@ -253,7 +255,9 @@ def prepare_qat(
     ranges (``cortex_m_nn.quantize.qat``). Train the returned graph (switch it with torchao's
     ``move_exported_model_to_train`` / ``_to_eval``), then compile it with the same options:
     ``cortex_m_nn.compile(trained, example_inputs, **options)`` converts it with the ranges it
-    learned, calibrating nothing again."""
+    learned, calibrating nothing again. ``calibration`` (as for ``compile``): with it, the
+    float model is equalized as post-training quantization equalizes it (``equalize``, on by
+    default) before training starts; without it, training starts from the weights as they are."""
     import torch
 
     from cortex_m_nn.pipeline import trainable
@@ -267,7 +271,9 @@ def prepare_qat(
         )
     if not isinstance(model, torch.nn.Module):
         raise CompileError("prepare_qat takes a module (with its example_inputs)")
-    return trainable(model_source(model, example_inputs), chosen.quantization())
+    source = model_source(model, example_inputs)
+    samples = None if calibration is None else calibration_samples(source, calibration).samples
+    return trainable(source, chosen.quantization(), samples)
 
 
 def model_source(
