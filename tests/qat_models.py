@@ -53,7 +53,7 @@ def train(model: torch.nn.Module, steps: int, seed: int, batch: int = 16) -> flo
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    return float(loss)
+    return float(loss.detach())
 
 
 def qat_cnn(**options: object) -> tuple[torch.fx.GraphModule, tuple[torch.Tensor]]:
