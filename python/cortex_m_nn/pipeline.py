@@ -202,9 +202,11 @@ def export(source: ModelSource, batches: bool = False) -> GraphModule:
             warnings.filterwarnings("ignore", "The tensor attributes .* assigned during export")
             program = torch.export.export(source.module, inputs, dynamic_shapes=dynamic)
     except Exception as error:
+        why = "; training takes batches: forward must accept any size of dimension 0 of every "
         raise CompileError(
             f"torch.export failed for {source.name}: {type(error).__name__}: "
             f"{str(error).splitlines()[0] if str(error) else ''}"
+            + (why + "input" if batches else "")
         ) from error
     for index, spec in enumerate(program.graph_signature.output_specs):
         if spec.kind == OutputKind.USER_OUTPUT and not isinstance(spec.arg, TensorArgument):

@@ -80,3 +80,19 @@ def test_int4_weights_and_int16_activations_train_and_verify(options: dict) -> N
     assert program.verification.passed
     kernels = " ".join(f"{r.kernel} {r.cmsis_function}" for r in program.compiled.records)
     assert ("s4" if options.get("weights") == "int4" else "s16") in kernels
+
+
+class FixedBatch(torch.nn.Module):
+    """A model whose forward only takes one image at a time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x.reshape(1, 16))
+
+
+def test_a_model_that_cannot_take_batches_is_refused_naming_why() -> None:
+    with pytest.raises(CompileError, match="training takes batches"):
+        cortex_m_nn.prepare_qat(FixedBatch().eval(), (torch.randn(1, 4, 4),))
