@@ -15,7 +15,10 @@ partition and per seed, so every image is held back once per seed. From each flo
   images), fine-tuned ``--epochs`` epochs on the training images (Adam, cosine decay from
   ``--learning-rate``), converted with the ranges training left (``quantize.qat.convert``).
 
-Both are measured as converted PT2E graphs, the form the lowering takes (the device's
+* the control, FT+PTQ: the float model trained the same epochs without fake quantization, then
+  PTQ: what QAT gains from training longer alone.
+
+All are measured as converted PT2E graphs, the form the lowering takes (the device's
 integers equal it within 1 LSB per operator, as ``--verify`` checks), on the held-back images
 of the same fold: top-1 accuracy, and output SNR against the float model's logits. Scores pool
 over folds and seeds; QAT and PTQ are paired image by image (McNemar's exact test over the
@@ -90,6 +93,28 @@ def fine_tune(
     return move_exported_model_to_eval(prepared)
 
 
+def fine_tune_float(
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, args: Any, seed: int
+) -> nn.Module:
+    """The control: ``model`` trained the same epochs in float, without fake quantization
+    (batch norms in eval mode, as the QAT graph has them folded)."""
+    tuned = copy.deepcopy(model).eval()
+    optimizer = torch.optim.Adam(tuned.parameters(), args.learning_rate)
+    steps = args.epochs * (len(images) // BATCH)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
+    generator = torch.Generator().manual_seed(seed + 7)
+    for _ in range(args.epochs):
+        order = torch.randperm(len(images), generator=generator)
+        for start in range(0, len(images) - BATCH + 1, BATCH):
+            batch = order[start : start + BATCH]
+            loss = nn.functional.cross_entropy(tuned(images[batch]), labels[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+    return tuned.eval()
+
+
 def measure_fold(name: str, seed: int, fold: int, args: Any) -> dict[str, dict[str, Any]]:
     """Float, PTQ and QAT scores of ``name`` on one fold's held-back images."""
     from cortex_m_nn.core.options import QuantizationOptions, Weights
@@ -104,11 +129,13 @@ def measure_fold(name: str, seed: int, fold: int, args: Any) -> dict[str, dict[s
         reference = model(test)
     scores = {"float": score(reference, digits.test_labels, reference).as_dict()}
     samples = calibration_images(train, args.calibration, seed)
+    control = fine_tune_float(model, train, digits.train_labels, args, seed)
     for weights in PRECISIONS:
         options = QuantizationOptions(weights=Weights(weights))
-        _, _, (_, ptq) = quantize_ours(model, samples, options)
-        logits = run_each(ptq, test)
-        scores[f"ptq_{weights}"] = score(logits, digits.test_labels, reference).as_dict()
+        for key, float_model in ((f"ptq_{weights}", model), (f"ft_ptq_{weights}", control)):
+            _, _, (_, ptq) = quantize_ours(float_model, samples, options)
+            logits = run_each(ptq, test)
+            scores[key] = score(logits, digits.test_labels, reference).as_dict()
         start = time.perf_counter()
         tuned = fine_tune(model, train, digits.train_labels, samples, weights, args, seed)
         _, qat = convert(tuned, (test[:1],))
@@ -131,6 +158,7 @@ def table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     head = ["model", "float"]
     for weights in PRECISIONS:
         head += [f"PTQ {weights}", f"QAT {weights}", "QAT−PTQ", "only QAT / only PTQ, p"]
+        head += [f"FT+PTQ {weights}"]
     rows = [head]
     for name, scores in results.items():
         row = [name, f"{scores['float']['accuracy']:.2f}"]
@@ -142,6 +170,7 @@ def table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
                 f"{qat['accuracy']:.2f} ({_db(qat)})",
                 f"{qat['accuracy'] - ptq['accuracy']:+.2f}",
                 f"{only_qat} / {only_ptq}, p {p:.3f}",
+                f"{scores[f'ft_ptq_{weights}']['accuracy']:.2f}",
             ]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
