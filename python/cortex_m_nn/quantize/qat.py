@@ -34,7 +34,9 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_qat_pt
 
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.options import QuantizationOptions
+from cortex_m_nn.quantize.gru import GRU
 from cortex_m_nn.quantize.quantizer import CortexMQuantizer
+from cortex_m_nn.quantize.recurrent import LSTM, LSTM_CELL
 
 #: ``meta`` key of a graph ``prepare`` made: the options (``QuantizationOptions.as_dict``).
 QAT_MARK = "cortex_m_nn_qat"
@@ -46,7 +48,16 @@ FIXED_BY_TRAINING = (
 
 
 def prepare(exported: GraphModule, options: QuantizationOptions) -> GraphModule:
-    """The trainable graph of ``exported`` (functional form, batch norms already folded)."""
+    """The trainable graph of ``exported`` (functional form, batch norms already folded).
+    Recurrent layers are refused: their internal scales are chosen after conversion from
+    calibration samples (``quantize.recurrent``), which training would not see."""
+    recurrent = [n for n in exported.graph.nodes if n.target in (LSTM, LSTM_CELL, GRU)]
+    if recurrent:
+        raise CompileError(
+            f"prepare_qat does not train recurrent layers yet ({recurrent[0].name}: "
+            "an LSTM or GRU, whose internal scales are calibrated after conversion): compile "
+            "the float model with post-training quantization"
+        )
     prepared = prepare_qat_pt2e(exported, CortexMQuantizer(options, qat=True))
     prepared.meta[QAT_MARK] = options.as_dict()
     return prepared
