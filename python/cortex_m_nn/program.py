@@ -290,9 +290,9 @@ def model_source(
             raise CompileError("a module needs its example_inputs (a tensor or a tuple of them)")
         if isinstance(example_inputs, torch.Tensor):
             example_inputs = (example_inputs,)
-        from cortex_m_nn.quantize.qat import is_prepared
+        from cortex_m_nn.core.options import prepared_for_training
 
-        if not is_prepared(model):  # (a graph prepared for training converts a copy in eval)
+        if not prepared_for_training(model):  # (a graph prepared for training converts in eval)
             model = model.eval()
         return ModelSource(type(model).__name__, model, tuple(example_inputs))
     if example_inputs is not None:

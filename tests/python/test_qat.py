@@ -13,7 +13,7 @@ from torchao.quantization.pt2e import FakeQuantize
 import cortex_m_nn
 from cortex_m_nn.core.errors import CompileError
 from cortex_m_nn.core.families import QUANTIZE
-from cortex_m_nn.quantize.qat import QAT_MARK
+from cortex_m_nn.core.options import QAT_MARK
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +106,28 @@ def test_recurrent_layers_are_refused_for_now() -> None:
     model, example = kws_lstm()
     with pytest.raises(CompileError, match="does not train recurrent layers yet"):
         cortex_m_nn.prepare_qat(model, example)
+
+
+def test_the_command_line_compiles_a_trained_model_a_factory_gives(trained, tmp_path) -> None:
+    """``cortex-m-compile file.py:factory`` with a factory that prepares the model again and
+    loads the trained state (weights and the fake quantizers' ranges, ``state_dict``): the same
+    program as ``compile`` of the trained graph."""
+    from cortex_m_nn.cli import main as cli
+
+    graph, example = trained
+    torch.save(graph.state_dict(), tmp_path / "trained.pt")
+    torch.save(example, tmp_path / "example.pt")
+    factory = tmp_path / "model.py"
+    factory.write_text(
+        "import torch\n"
+        "import cortex_m_nn\n"
+        "from tests.qat_models import QuadrantNet\n"
+        "def trained():\n"
+        f"    example = torch.load({str(tmp_path / 'example.pt')!r})\n"
+        "    graph = cortex_m_nn.prepare_qat(QuadrantNet().eval(), example)\n"
+        f"    graph.load_state_dict(torch.load({str(tmp_path / 'trained.pt')!r}))\n"
+        "    return graph, example\n"
+    )
+    pte = tmp_path / "qat.pte"
+    assert cli.main([f"{factory}:trained", "-o", str(pte), "--verify", "-q"]) == 0
+    assert pte.read_bytes() == cortex_m_nn.compile(graph, example).pte

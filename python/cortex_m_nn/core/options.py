@@ -75,6 +75,17 @@ class IoType(str, Enum):
     INT8 = "int8"
 
 
+#: ``meta`` key of a graph prepared for quantization-aware training (``quantize.qat``): the
+#: ``QuantizationOptions`` it was prepared with, as ``as_dict`` gives them.
+QAT_MARK = "cortex_m_nn_qat"
+
+
+def prepared_for_training(module: object) -> bool:
+    """Whether ``module`` is a graph ``cortex_m_nn.prepare_qat`` made (trained or not): it
+    converts with the ranges training left, and cannot be switched with ``.eval()``."""
+    return QAT_MARK in getattr(module, "meta", {})
+
+
 @dataclass(frozen=True)
 class QuantizationOptions:
     """The quantizer's choices; the defaults are the best measured (benchmarks/accuracy.py,

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from cortex_m_nn.core.errors import CompileError
+from cortex_m_nn.core.options import prepared_for_training
 from cortex_m_nn.frontend.model_spec import model_file, require_model_file
 from cortex_m_nn.frontend.models import BUILTIN_MODELS, DEFAULT_MODEL
 
@@ -97,7 +98,9 @@ def _from_factory(name: str, factory) -> ModelSource:
         example_inputs = (example_inputs,)
     if not all(isinstance(x, torch.Tensor) for x in example_inputs):
         raise CompileError(f"factory {name}: example inputs must be tensors")
-    return ModelSource(name, module.eval(), tuple(example_inputs))
+    if not prepared_for_training(module):  # (a graph prepared for training converts in eval)
+        module = module.eval()
+    return ModelSource(name, module, tuple(example_inputs))
 
 
 def _from_python(path: Path, factory_name: str) -> ModelSource:

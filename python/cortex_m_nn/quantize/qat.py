@@ -33,13 +33,11 @@ from torchao.quantization.pt2e import (
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_qat_pt2e
 
 from cortex_m_nn.core.errors import CompileError
-from cortex_m_nn.core.options import QuantizationOptions
+from cortex_m_nn.core.options import QAT_MARK, QuantizationOptions, prepared_for_training
 from cortex_m_nn.quantize.gru import GRU
 from cortex_m_nn.quantize.quantizer import CortexMQuantizer
 from cortex_m_nn.quantize.recurrent import LSTM, LSTM_CELL
 
-#: ``meta`` key of a graph ``prepare`` made: the options (``QuantizationOptions.as_dict``).
-QAT_MARK = "cortex_m_nn_qat"
 #: The options whose choices the fake quantizers hold (precisions per layer); the others
 #: (range method, equalization, bias correction) act on post-training calibration only.
 FIXED_BY_TRAINING = (
@@ -65,7 +63,7 @@ def prepare(exported: GraphModule, options: QuantizationOptions) -> GraphModule:
 
 def is_prepared(module: object) -> bool:
     """Whether ``module`` is a graph ``prepare`` made (trained or not)."""
-    return isinstance(module, GraphModule) and QAT_MARK in module.meta
+    return isinstance(module, GraphModule) and prepared_for_training(module)
 
 
 def check_options(trained: GraphModule, options: QuantizationOptions) -> None:
