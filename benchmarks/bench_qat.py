@@ -57,6 +57,26 @@ DEFAULT_MODELS = "small_cnn,mobilenet_v2_035,lcnet_050,resnet_narrow"
 PRECISIONS = ("int8", "int4")
 
 
+def _train(
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, args: Any, seed: int
+) -> None:
+    """``args.epochs`` epochs of Adam with cosine decay from ``args.learning_rate`` (seeded
+    batches; the last, incomplete batch of each epoch dropped)."""
+    optimizer = torch.optim.Adam(model.parameters(), args.learning_rate)
+    steps = args.epochs * (len(images) // BATCH)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
+    generator = torch.Generator().manual_seed(seed + 7)
+    for _ in range(args.epochs):
+        order = torch.randperm(len(images), generator=generator)
+        for start in range(0, len(images) - BATCH + 1, BATCH):
+            batch = order[start : start + BATCH]
+            loss = nn.functional.cross_entropy(model(images[batch]), labels[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+
+
 def fine_tune(
     model: nn.Module,
     images: torch.Tensor,
@@ -77,19 +97,7 @@ def fine_tune(
         copy.deepcopy(model).eval(), (images[:1],), calibration=samples, weights=weights
     )
     move_exported_model_to_train(prepared)
-    optimizer = torch.optim.Adam(prepared.parameters(), args.learning_rate)
-    steps = args.epochs * (len(images) // BATCH)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
-    generator = torch.Generator().manual_seed(seed + 7)
-    for _ in range(args.epochs):
-        order = torch.randperm(len(images), generator=generator)
-        for start in range(0, len(images) - BATCH + 1, BATCH):
-            batch = order[start : start + BATCH]
-            loss = nn.functional.cross_entropy(prepared(images[batch]), labels[batch])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            schedule.step()
+    _train(prepared, images, labels, args, seed)
     return move_exported_model_to_eval(prepared)
 
 
@@ -99,19 +107,7 @@ def fine_tune_float(
     """The control: ``model`` trained the same epochs in float, without fake quantization
     (batch norms in eval mode, as the QAT graph has them folded)."""
     tuned = copy.deepcopy(model).eval()
-    optimizer = torch.optim.Adam(tuned.parameters(), args.learning_rate)
-    steps = args.epochs * (len(images) // BATCH)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, max(steps, 1))
-    generator = torch.Generator().manual_seed(seed + 7)
-    for _ in range(args.epochs):
-        order = torch.randperm(len(images), generator=generator)
-        for start in range(0, len(images) - BATCH + 1, BATCH):
-            batch = order[start : start + BATCH]
-            loss = nn.functional.cross_entropy(tuned(images[batch]), labels[batch])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            schedule.step()
+    _train(tuned, images, labels, args, seed)
     return tuned.eval()
 
 
