@@ -38,7 +38,7 @@ from tqdm import tqdm
 import cortex_m_nn.ops  # noqa: F401  (registers the cortex_m_nn operators)
 from cortex_m_nn.core.abi import ProgramAbi, Rounding, encode_metadata
 from cortex_m_nn.core.errors import CompileError, mark_stage, stage
-from cortex_m_nn.core.options import IoType, QuantizationOptions
+from cortex_m_nn.core.options import IoType, QuantizationOptions, prepared_for_training
 from cortex_m_nn.core.target import Target
 from cortex_m_nn.frontend.calibration import Calibration, require_finite
 from cortex_m_nn.frontend.functional import NOTES, functional_form
@@ -202,11 +202,10 @@ def export(source: ModelSource, batches: bool = False) -> GraphModule:
             warnings.filterwarnings("ignore", "The tensor attributes .* assigned during export")
             program = torch.export.export(source.module, inputs, dynamic_shapes=dynamic)
     except Exception as error:
-        why = "; training takes batches: forward must accept any size of dimension 0 of every "
+        hint = "; training takes batches: forward must take any size of every input's dimension 0"
         raise CompileError(
             f"torch.export failed for {source.name}: {type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''}"
-            + (why + "input" if batches else "")
+            f"{str(error).splitlines()[0] if str(error) else ''}{hint if batches else ''}"
         ) from error
     for index, spec in enumerate(program.graph_signature.output_specs):
         if spec.kind == OutputKind.USER_OUTPUT and not isinstance(spec.arg, TensorArgument):
@@ -228,7 +227,7 @@ def quantize(
     equalized when the options ask — and the converted quantized graph)."""
     require_finite(calibration)
     options = options or QuantizationOptions()
-    if qat.is_prepared(source.module):  # trained with fake quantization: its ranges as they are
+    if prepared_for_training(source.module):  # trained with fake quantization: its ranges as is
         with stage("convert"):
             qat.check_options(source.module, options)
             reference, converted = qat.convert(source.module, source.example_inputs)

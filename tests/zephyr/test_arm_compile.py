@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -175,8 +176,10 @@ def _programs(generated: Path, isa: str) -> Path:
         assert (
             programs.main([*arguments, "--rounding", "double", str(directory / "hello.pte")]) == 0
         )
-        image = (directory / "hello.cmnn").read_bytes()
-        (directory / "hello_image.inc").write_text(", ".join(f"0x{b:02x}" for b in image) + ",\n")
+        from tests.zephyr.test_host_apps import FILE2HEX
+
+        inc = [str(directory / "hello.cmnn"), str(directory / "hello_image.inc")]
+        subprocess.run([sys.executable, str(FILE2HEX), *inc], check=True)
     return directory
 
 

@@ -25,6 +25,8 @@ from cortex_m_nn.embed.pte_source import model_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = Path(__file__).resolve().parent / "host"
+#: the stand-in of Zephyr's scripts/build/file2hex.py (a file's bytes as a C initialiser)
+FILE2HEX = Path(__file__).resolve().parent / "zephyr_package/scripts/build/file2hex.py"
 
 #: app name -> (main.cpp, model as CONFIG_CORTEX_M_NN_MODEL_SOURCE gives it, sample.yaml)
 APPS = {
@@ -114,10 +116,9 @@ def _compile_programs(main: Path, directory: Path) -> None:
         )
         == 0
     )
-    for pte in ptes:
-        data = (directory / f"{pte.stem}.cmnn").read_bytes()
-        rows = [", ".join(f"0x{b:02x}" for b in data[i : i + 8]) for i in range(0, len(data), 8)]
-        (directory / f"{pte.stem}_image.inc").write_text(",\n".join(rows) + ",\n")
+    for pte in ptes:  # Zephyr's file2hex.py, as generate_inc_file_for_target runs it
+        image, inc = directory / f"{pte.stem}.cmnn", directory / f"{pte.stem}_image.inc"
+        subprocess.run([sys.executable, str(FILE2HEX), str(image), str(inc)], check=True)
 
 
 @pytest.fixture(scope="module")

@@ -136,17 +136,12 @@ def _image(args: argparse.Namespace, pte: bytes, facts: object) -> bytes | None:
         if args.partition_size is not None:
             raise CompileError("--partition-size checks a program image: give --image FILE too")
         return None
-    from cortex_m_nn.embed.program_image import image_bytes
-    from cortex_m_nn.plan.boards import format_size, parse_size
+    from cortex_m_nn.embed.program_image import image_bytes, require_fits
+    from cortex_m_nn.plan.boards import parse_size
 
     image = image_bytes(pte, facts)  # type: ignore[arg-type]
     if args.partition_size is not None:
-        partition = parse_size(args.partition_size)
-        if len(image) > partition:
-            raise CompileError(
-                f"the program image is {len(image):,} B, larger than the partition "
-                f"({format_size(partition)}): enlarge the partition, or make the model smaller"
-            )
+        require_fits(image, parse_size(args.partition_size), "the program image")
     return image
 
 

@@ -104,6 +104,19 @@ def image_bytes(pte: bytes, facts: ModelFacts) -> bytes:
     return bytes(head) + pte
 
 
+def require_fits(image: bytes, partition_bytes: int, what: str, partition: str = "") -> None:
+    """``image`` fits the flash partition it is written into (``partition``: its label, for
+    the message), else a :class:`CompileError` naming the sizes."""
+    from cortex_m_nn.plan.boards import format_size
+
+    if len(image) > partition_bytes:
+        label = f" '{partition}'" if partition else ""
+        raise CompileError(
+            f"{what} is {len(image):,} B, larger than the partition{label} "
+            f"({format_size(partition_bytes)}): enlarge the partition, or make the model smaller"
+        )
+
+
 class ImageError(ValueError):
     """An image :func:`read_header` refuses (truncated, damaged, another format)."""
 

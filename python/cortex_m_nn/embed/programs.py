@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cortex_m_nn.core.errors import CompileError
-from cortex_m_nn.core.operators import STAGE_STEP_OPERATORS, load_yaml
-from cortex_m_nn.embed.program_image import image_bytes
+from cortex_m_nn.core.operators import load_yaml
+from cortex_m_nn.embed.program_image import image_bytes, require_fits
 from cortex_m_nn.embed.pte_source import ModelFacts, model_facts
-from cortex_m_nn.plan.boards import format_size
 
 HEADER_NAME = "cortex_m_nn_programs.h"
 CMAKE_NAME = "cortex_m_nn_programs.cmake"
@@ -60,7 +59,8 @@ def read_program(path: Path, target: str, rounding: str, method_margin: int) -> 
     """The program of ``path``, refused unless this firmware's kernels can run it."""
     if not path.is_file():
         raise CompileError(f"{path} does not exist: compile it with cortex-m-compile")
-    facts = model_facts(path.read_bytes(), method_margin)
+    pte = path.read_bytes()
+    facts = model_facts(pte, method_margin)
     isa = target.partition("+")[2]
     version, _ = load_yaml()
     if (facts.isa, facts.rounding, facts.ops_version) != (isa, rounding, version):
@@ -71,7 +71,7 @@ def read_program(path: Path, target: str, rounding: str, method_margin: int) -> 
             f"--target {target} --rounding {rounding}"
         )
     try:
-        image = image_bytes(path.read_bytes(), facts)
+        image = image_bytes(pte, facts)
     except CompileError as error:
         raise CompileError(f"{path.name}: {error}") from error
     return Program(path.stem, facts, image)
@@ -91,11 +91,9 @@ def registration(programs: list[Program], all_kernels: bool) -> Registration:
     def union(values: list[tuple[str, ...]]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(value for group in values for value in group))
 
-    kernels = union([p.facts.kernels for p in programs])
-    inside = STAGE_STEP_OPERATORS if "stage" in kernels else ()
     return Registration(
-        kernels,
-        union([kernels, inside]),
+        union([p.facts.kernels for p in programs]),
+        union([p.facts.kernel_sources for p in programs]),  # with a stage's step kernels
         union([p.facts.cases for p in programs]),
         union([p.facts.prim_operators for p in programs]),
     )
@@ -104,12 +102,7 @@ def registration(programs: list[Program], all_kernels: bool) -> Registration:
 def check_partition(programs: list[Program], partition: str, size: int) -> None:
     """Every image fits the partition it is written into."""
     for program in programs:
-        if len(program.image) > size:
-            raise CompileError(
-                f"{program.name}'s program image is {len(program.image):,} B, larger than "
-                f"the partition '{partition}' ({format_size(size)}): enlarge the partition in "
-                "the devicetree, or make the model smaller"
-            )
+        require_fits(program.image, size, f"{program.name}'s program image", partition)
 
 
 def header(programs: list[Program]) -> str:

@@ -33,7 +33,7 @@ from torchao.quantization.pt2e import (
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_qat_pt2e
 
 from cortex_m_nn.core.errors import CompileError
-from cortex_m_nn.core.options import QAT_MARK, QuantizationOptions, prepared_for_training
+from cortex_m_nn.core.options import QAT_MARK, QuantizationOptions
 from cortex_m_nn.quantize.gru import GRU
 from cortex_m_nn.quantize.quantizer import CortexMQuantizer
 from cortex_m_nn.quantize.recurrent import LSTM, LSTM_CELL
@@ -59,11 +59,6 @@ def prepare(exported: GraphModule, options: QuantizationOptions) -> GraphModule:
     prepared = prepare_qat_pt2e(exported, CortexMQuantizer(options, qat=True))
     prepared.meta[QAT_MARK] = options.as_dict()
     return prepared
-
-
-def is_prepared(module: object) -> bool:
-    """Whether ``module`` is a graph ``prepare`` made (trained or not)."""
-    return isinstance(module, GraphModule) and prepared_for_training(module)
 
 
 def check_options(trained: GraphModule, options: QuantizationOptions) -> None:
