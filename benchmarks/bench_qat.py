@@ -4,6 +4,9 @@ Usage::
 
     PYTHONPATH=python:. python benchmarks/bench_qat.py [--models M,...] [--seeds N] [--folds K]
         [--epochs E] [--learning-rate LR] [--calibration N] [--json FILE]
+    PYTHONPATH=python:. python benchmarks/bench_qat.py --merge A.json B.json
+
+The second prints one table from runs that split the networks between processes.
 
 The networks and data of ``benchmarks/accuracy.py``: scikit-learn's digits (1,797 images),
 each network trained in float (Adam, one-cycle, cached) once per fold of a stratified K-fold
@@ -53,7 +56,10 @@ from accuracy import (  # noqa: E402
     trained,
 )
 
-DEFAULT_MODELS = "small_cnn,mobilenet_v2_035,lcnet_050,resnet_narrow"
+DEFAULT_MODELS = (
+    "small_cnn,mobilenet_v2_035,lcnet_050,resnet_narrow,"
+    "tv_mobilenet_v2_035,tv_mobilenet_v3_small,tv_resnet18_025"
+)
 PRECISIONS = ("int8", "int4")
 
 
@@ -184,10 +190,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--folds", type=int, default=4)
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--learning-rate", type=float, default=2e-4)
+    parser.add_argument("--learning-rate", type=float, default=5e-4)
     parser.add_argument("--calibration", type=int, default=64)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="print one table from runs' --json files (networks split)",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        return merged(args.merge)
     torch.set_num_threads(1)
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for name in args.models.split(","):
@@ -197,15 +211,35 @@ def main(argv: list[str] | None = None) -> int:
                 parts.append(measure_fold(name, seed, fold, args))
                 print(f"{name}: seed {seed} fold {fold + 1}/{args.folds} done", flush=True)
         results[name] = {key: pool([p[key] for p in parts]) for key in parts[0]}
-    print(
-        f"\nseeds {args.seeds} × folds {args.folds} (every image held back once per seed); "
-        f"QAT: {args.epochs} epochs, Adam from {args.learning_rate}; PTQ: {args.calibration} "
-        "calibration images; accuracy % (output SNR vs float)\n"
-    )
+        if args.json:  # after each network, so a stopped run keeps what it finished
+            settings = vars(args) | {"json": str(args.json), "merge": None}
+            args.json.write_text(json.dumps({"args": settings, "results": results}, indent=1))
+    print(_heading(vars(args)))
     print(table(results))
-    if args.json:
-        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)},
-                                         "results": results}, indent=1))  # fmt: skip
+    return 0
+
+
+def _heading(settings: dict[str, Any]) -> str:
+    return (
+        f"\nseeds {settings['seeds']} × folds {settings['folds']} (every image held back once "
+        f"per seed); QAT: {settings['epochs']} epochs, Adam from {settings['learning_rate']}; "
+        f"PTQ: {settings['calibration']} calibration images; accuracy % (output SNR vs float)\n"
+    )
+
+
+def merged(files: list[Path]) -> int:
+    """One table from runs that split the networks between them; their settings must agree."""
+    runs = [json.loads(path.read_text()) for path in files]
+    keys = ("seeds", "folds", "epochs", "learning_rate", "calibration")
+    settings = {tuple(run["args"][key] for key in keys) for run in runs}
+    if len(settings) != 1:
+        print(f"error: the runs' settings differ ({sorted(settings)}); merge only one setting's")
+        return 2
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    for run in runs:
+        results |= run["results"]
+    print(_heading(runs[0]["args"]))
+    print(table(results))
     return 0
 
 
