@@ -11,6 +11,11 @@
 # <out>: the number of kernels registered: one per cortex_m_nn operator in KERNELS, every
 # primitive operator ExecuTorch's PRIM_OPS source registers when given (it registers them all,
 # counted from the source), plus EXTRA (kernels the application registers itself).
+#
+#   cortex_m_nn_kernel_registry(<executable> <size>)
+#
+# Compiles ExecuTorch's registry (EXECUTORCH_KERNEL_REGISTRY_SOURCE, from
+# cmake/executorch_runtime.cmake) into <executable> with room for <size> kernels.
 function(cortex_m_nn_kernel_registry_size out)
   cmake_parse_arguments(A "" "PRIM_OPS;EXTRA" "KERNELS" ${ARGN})
   list(LENGTH A_KERNELS count)
@@ -35,4 +40,12 @@ function(cortex_m_nn_kernel_registry_size out)
     set(count 1)  # a zero-length table does not compile
   endif()
   set(${out} ${count} PARENT_SCOPE)
+endfunction()
+
+function(cortex_m_nn_kernel_registry executable size)
+  add_library(${executable}_registry OBJECT "${EXECUTORCH_KERNEL_REGISTRY_SOURCE}")
+  target_link_libraries(${executable}_registry PRIVATE executorch_core)
+  target_compile_definitions(${executable}_registry PRIVATE MAX_KERNEL_NUM=${size})
+  target_compile_options(${executable}_registry PRIVATE -fno-exceptions -fno-rtti -Wno-psabi)
+  target_sources(${executable} PRIVATE $<TARGET_OBJECTS:${executable}_registry>)
 endfunction()

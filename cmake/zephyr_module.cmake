@@ -29,23 +29,8 @@ get_filename_component(CORTEX_M_NN_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 set(_cmnn_out "${CMAKE_CURRENT_BINARY_DIR}/cortex_m_nn")
 file(MAKE_DIRECTORY "${_cmnn_out}")
 
-# A cortex-m-compile step; on failure, its last stderr line first, then the whole output.
-function(_cmnn_run what)
-  execute_process(
-    COMMAND ${ARGN}
-    RESULT_VARIABLE result
-    OUTPUT_VARIABLE output
-    ERROR_VARIABLE errors)
-  if(NOT result EQUAL 0)
-    string(STRIP "${errors}" errors)
-    string(REGEX REPLACE ".*\n" "" last_line "${errors}")
-    message(FATAL_ERROR "cortex-m-nn: ${what} failed: ${last_line}\n(full output:\n${errors})")
-  endif()
-  string(STRIP "${output}" output)
-  if(output)
-    message(STATUS "cortex-m-nn: ${output}")
-  endif()
-endfunction()
+set(_cmnn_base_dir "${APPLICATION_SOURCE_DIR}")  # Kconfig's paths are the application's
+include("${CORTEX_M_NN_ROOT}/cmake/python_steps.cmake")
 
 # --- 1. the target ----------------------------------------------------------------------------
 
@@ -101,108 +86,27 @@ message(STATUS "cortex-m-nn: target ${_cmnn_target}, rounding ${_cmnn_rounding}"
 #
 # Compiling a model (CONFIG_CORTEX_M_NN_MODEL_SOURCE) needs torch, torchao and executorch; a
 # .pte compiled elsewhere (CONFIG_CORTEX_M_NN_MODEL_PTE) needs only what `embed` and the
-# registration generator read it with. The first candidate that has them runs everything:
-#  1. CORTEX_M_NN_PYTHON (-D, or the environment variable): when given, the only candidate;
-#  2. the Python of the cortex-m-compile on PATH (its launcher's #! line);
-#  3. the active virtual environment's (VIRTUAL_ENV);
-#  4. Zephyr's (PYTHON_EXECUTABLE).
+# registration generator read it with. cmake/python_steps.cmake says which Python is chosen;
+# the last candidate is Zephyr's (PYTHON_EXECUTABLE).
 
 set(_cmnn_compiles OFF)
 if(CONFIG_CORTEX_M_NN_EMBEDDED_MODEL AND "${CONFIG_CORTEX_M_NN_MODEL_PTE}" STREQUAL "")
   set(_cmnn_compiles ON)
 endif()
+set(_cmnn_needs yaml flatbuffers)
+set(_cmnn_prebuilt)
 if(_cmnn_compiles)
   set(_cmnn_needs torch torchao executorch yaml flatbuffers)
-else()
-  set(_cmnn_needs yaml flatbuffers)
-endif()
-
-set(CORTEX_M_NN_PYTHON "$ENV{CORTEX_M_NN_PYTHON}" CACHE FILEPATH
-    "Python that runs cortex-m-compile (empty: cortex-m-compile's, the virtual environment's, Zephyr's)")
-
-# The interpreter a pip-generated launcher runs: `#!<python>`, or for long paths `#!/bin/sh`
-# followed by `'''exec' "<python>" "$0" "$@"`.
-function(_cmnn_launcher_python script out)
-  file(STRINGS "${script}" head LIMIT_COUNT 2)
-  set(found)
-  if(head MATCHES "^#![ ]*([^ ;]+)")
-    set(found "${CMAKE_MATCH_1}")
-  endif()
-  if(found MATCHES "/sh$" AND head MATCHES "exec' \"([^\"]+)\"")
-    set(found "${CMAKE_MATCH_1}")
-  endif()
-  if(found AND EXISTS "${found}" AND NOT found MATCHES "/sh$")
-    set(${out} "${found}" PARENT_SCOPE)
-  endif()
-endfunction()
-
-if(NOT "${CORTEX_M_NN_PYTHON}" STREQUAL "")
-  set(_cmnn_candidates "${CORTEX_M_NN_PYTHON}")
-else()
-  set(_cmnn_candidates)
-  find_program(_cmnn_launcher cortex-m-compile NO_CACHE)
-  if(_cmnn_launcher)
-    _cmnn_launcher_python("${_cmnn_launcher}" _cmnn_candidate)
-    list(APPEND _cmnn_candidates ${_cmnn_candidate})
-  endif()
-  foreach(_cmnn_candidate "$ENV{VIRTUAL_ENV}/bin/python" "$ENV{VIRTUAL_ENV}/Scripts/python.exe")
-    if(DEFINED ENV{VIRTUAL_ENV} AND EXISTS "${_cmnn_candidate}")
-      list(APPEND _cmnn_candidates "${_cmnn_candidate}")
-    endif()
-  endforeach()
-  list(APPEND _cmnn_candidates "${PYTHON_EXECUTABLE}")
-  list(REMOVE_DUPLICATES _cmnn_candidates)
-endif()
-
-# Finding (not importing) the packages is quick; importing torch is not.
-string(REPLACE ";" "', '" _cmnn_needed "'${_cmnn_needs}'")
-set(_cmnn_tried)
-set(_cmnn_chosen)
-foreach(_cmnn_candidate IN LISTS _cmnn_candidates)
-  execute_process(
-    COMMAND ${CMAKE_COMMAND} -E env "PYTHONPATH=${CORTEX_M_NN_ROOT}/python" ${_cmnn_candidate}
-            -c "import importlib.util as u, sys; missing = [m for m in (${_cmnn_needed}) \
-if u.find_spec(m) is None]; print(', '.join(missing)); sys.exit(1 if missing else 0)"
-    RESULT_VARIABLE _cmnn_status
-    OUTPUT_VARIABLE _cmnn_missing
-    ERROR_VARIABLE _cmnn_missing
-    OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(_cmnn_status EQUAL 0)
-    set(_cmnn_chosen "${_cmnn_candidate}")
-    break()
-  endif()
-  string(REGEX REPLACE "\n.*" "" _cmnn_missing "${_cmnn_missing}")
-  list(APPEND _cmnn_tried "${_cmnn_candidate} (missing: ${_cmnn_missing})")
-endforeach()
-if(NOT _cmnn_chosen)
-  string(REPLACE ";" ", " _cmnn_tried "${_cmnn_tried}")
-  set(_cmnn_prebuilt)
-  if(_cmnn_compiles)
-    set(_cmnn_prebuilt "; or compile the model where torch is (cortex-m-compile <model> \
+  set(_cmnn_prebuilt "; or compile the model where torch is (cortex-m-compile <model> \
 --target ${_cmnn_target} --rounding ${_cmnn_rounding} -o model.pte) and set \
 CONFIG_CORTEX_M_NN_MODEL_PTE=\"model.pte\" instead of CONFIG_CORTEX_M_NN_MODEL_SOURCE")
-  endif()
-  message(FATAL_ERROR
-    "cortex-m-nn: no Python here can run cortex-m-compile (tried ${_cmnn_tried}): install "
-    "cortex-m-nn into one (pip install -e ${CORTEX_M_NN_ROOT}) or name one with "
-    "-DCORTEX_M_NN_PYTHON=<python> (or the CORTEX_M_NN_PYTHON environment "
-    "variable)${_cmnn_prebuilt}")
 endif()
-message(STATUS "cortex-m-nn: Python ${_cmnn_chosen}")
+_cmnn_find_python(_cmnn_chosen NEEDS ${_cmnn_needs} INSTALL "pip install -e ${CORTEX_M_NN_ROOT}"
+                  LAST "${PYTHON_EXECUTABLE}" HINT "${_cmnn_prebuilt}")
 set(_cmnn_python ${CMAKE_COMMAND} -E env "PYTHONPATH=${CORTEX_M_NN_ROOT}/python" ${_cmnn_chosen})
 set(_cmnn_cli ${_cmnn_python} -m cortex_m_nn.cli.main)
 
-# A path from Kconfig, relative to the application's directory.
-function(_cmnn_path out value)
-  if(IS_ABSOLUTE "${value}")
-    set(${out} "${value}" PARENT_SCOPE)
-  else()
-    get_filename_component(path "${value}" ABSOLUTE BASE_DIR "${APPLICATION_SOURCE_DIR}")
-    set(${out} "${path}" PARENT_SCOPE)
-  endif()
-endfunction()
-
-include("${CORTEX_M_NN_ROOT}/cmake/zephyr_compile.cmake")
+include("${CORTEX_M_NN_ROOT}/cmake/compile_model.cmake")
 
 # --- 2., 3. the embedded model, and the programs loaded at run time --------------------------
 

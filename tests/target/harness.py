@@ -245,6 +245,7 @@ def build(
     ``extra``: further definitions (the loader's, tests/target/test_loader.py)."""
     flatc, include = flatbuffers()
     definitions = [
+        f"-DCMAKE_PREFIX_PATH={install_package(build_dir / 'cortex_m_nn')}",
         f"-DRUNNER_MODELS_DIR={models_dir}",
         f"-DRUNNER_OPTIMIZATION={optimization}",
         f"-DRUNNER_RUNTIME_OPTIMIZATION={runtime_optimization}",
@@ -261,6 +262,15 @@ def build(
     ]
     cmake_build(RUNNER, build_dir, core, definitions)
     return build_dir
+
+
+def install_package(prefix: Path) -> Path:
+    """cortex-m-nn's CMake package installed into ``prefix`` from this checkout (configure, then
+    ``cmake --install``), as a user installs it; the runner then finds it with find_package."""
+    package_build = prefix.with_name(prefix.name + "-build")
+    _check(["cmake", "-S", str(REPO), "-B", str(package_build), f"-DCMAKE_INSTALL_PREFIX={prefix}"])
+    _check(["cmake", "--install", str(package_build)])
+    return prefix
 
 
 def cmake_build(

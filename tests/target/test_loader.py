@@ -84,7 +84,6 @@ def build_loader(core: harness.Core, root: Path) -> LoaderBuild:
     harness.build(core, root / "models", build, extra=[
         f"-DRUNNER_LOADER_CASES={','.join(cases)}",
         f"-DRUNNER_LOADER_DEFINITIONS={';'.join(definitions)}",
-        f"-DRUNNER_LOADER_REGISTRY={len({c.split('.')[0] for c in cases})}",
         # the flatbuffer verifier a program from outside the image needs (off by default:
         # without it Program::load's InternalConsistency is its Minimal)
         "-DEXECUTORCH_ENABLE_PROGRAM_VERIFICATION=ON",

@@ -6,8 +6,6 @@
 #   runner_bsp_image(<target>)    # startup, bench markers, newlib-nano + semihosting, the
 #                                 # machine's linker script, a map file, .elf suffix
 #   runner_executorch_pal(<target>)  # ExecuTorch's log and abort hooks (semihosting)
-#   runner_kernel_registry(<target> <size>)  # ExecuTorch's kernel registry sized to <size>
-#                                 # kernels (needs cmake/executorch_runtime.cmake's targets)
 include_guard(GLOBAL)
 
 set(RUNNER_MACHINE "mps3-an547" CACHE STRING "QEMU machine (selects the linker script)")
@@ -33,12 +31,4 @@ endfunction()
 
 function(runner_executorch_pal target)
   target_sources(${target} PRIVATE "${RUNNER_BSP_DIR}/executorch_pal.cpp")
-endfunction()
-
-function(runner_kernel_registry target size)
-  add_library(${target}_registry OBJECT "${EXECUTORCH_KERNEL_REGISTRY_SOURCE}")
-  target_link_libraries(${target}_registry PRIVATE executorch_core)
-  target_compile_definitions(${target}_registry PRIVATE MAX_KERNEL_NUM=${size})
-  target_compile_options(${target}_registry PRIVATE -fno-exceptions -fno-rtti -Wno-psabi)
-  target_sources(${target} PRIVATE $<TARGET_OBJECTS:${target}_registry>)
 endfunction()

@@ -1,12 +1,15 @@
 # cortex-m-nn: compiling a model at configure time for the image's target (included by
-# cmake/zephyr_module.cmake; used for the embedded model and for programs loaded at run time).
+# cmake/zephyr_module.cmake, for the embedded model and programs loaded at run time, and by the
+# CMake package, cmake/cortex_m_nn.cmake). Needs cmake/python_steps.cmake and the includer's
+# _cmnn_target, _cmnn_rounding and _cmnn_cli (the command that runs cortex-m-compile).
 #
 #   _cmnn_compile(<source> <pte> [OPTIONS <cortex-m-compile options>...] [INPUTS <files>...])
 #
 # <source>: a built-in model name (ds_cnn), file.pt2 or path/file.py:factory (paths relative to
-# the application's directory). Runs cortex-m-compile for the target this configuration gives
-# (_cmnn_target, _cmnn_rounding), again only when the command, the model's file, an INPUTS file
-# or the compiler itself changed (a stamp beside <pte> keeps the hash of all of them).
+# _cmnn_base_dir, the application's directory). Runs cortex-m-compile for the target this
+# configuration gives (_cmnn_target, _cmnn_rounding), again only when the command, the model's
+# file, an INPUTS file or the compiler itself changed (a stamp beside <pte> keeps the hash of
+# all of them).
 function(_cmnn_compile source pte)
   cmake_parse_arguments(A "" "" "OPTIONS;INPUTS" ${ARGN})
   set(inputs ${A_INPUTS})

@@ -1,0 +1,34 @@
+# cortex-m-nn outside Zephyr: the CMake package (included by the top-level CMakeLists.txt, after
+# its project(), when not in a Zephyr build; docs/cmake.md).
+#
+#   cmake -S <this tree> -B build && cmake --install build --prefix <prefix>
+#     installs <prefix>/share/cortex_m_nn: the package's CMake files, the firmware API, the
+#     kernels and the Python package that writes their registration and embeds programs. It is
+#     a source package: every image compiles it for its own core and CMSIS-NN, and a project
+#     finds it with find_package(cortex_m_nn) (CMAKE_PREFIX_PATH=<prefix>).
+#   add_subdirectory(<this tree>) from a firmware project defines the same functions.
+set(CORTEX_M_NN_ROOT "${CMAKE_CURRENT_SOURCE_DIR}" CACHE INTERNAL
+    "the cortex-m-nn tree the package uses")
+include("${CMAKE_CURRENT_LIST_DIR}/cortex_m_nn.cmake")  # for add_subdirectory's users
+
+# What an installed package holds: the files the package's functions read, and nothing of the
+# Zephyr module. The tests compare this list with what the functions use (tests/package).
+set(_cmnn_share share/cortex_m_nn)
+install(FILES
+  cmake/cortex_m_nnConfig.cmake
+  cmake/cortex_m_nnConfigVersion.cmake
+  cmake/cortex_m_nn.cmake
+  cmake/python_steps.cmake
+  cmake/compile_model.cmake
+  cmake/kernel_registry.cmake
+  cmake/executorch_runtime.cmake
+  DESTINATION ${_cmnn_share}/cmake)
+install(DIRECTORY cmake/include DESTINATION ${_cmnn_share}/cmake)
+install(FILES include/cortex_m_nn/model.h include/cortex_m_nn/program_image.h
+        DESTINATION ${_cmnn_share}/include/cortex_m_nn)
+install(FILES src/model.cpp src/model_run.cpp src/program_image.cpp src/model_embedded.cpp
+              src/model_state.h
+        DESTINATION ${_cmnn_share}/src)
+install(DIRECTORY kernels DESTINATION ${_cmnn_share})
+install(DIRECTORY python/cortex_m_nn DESTINATION ${_cmnn_share}/python
+        PATTERN __pycache__ EXCLUDE PATTERN "*.pyc" EXCLUDE)
