@@ -13,12 +13,14 @@
 #     for and prebuilt ones are checked against; the core's compiler flags (-mcpu, float ABI)
 #     are the toolchain's, and the kernels check at load that the program's ISA is theirs.
 #
-#   cortex_m_nn_add_model(<executable> (PTE <file.pte> | MODEL <source> [OPTIONS <option>...])
+#   cortex_m_nn_add_model(<executable> (PTE <file.pte> | MODEL <source> [OPTIONS <option>...]
+#                                       [TEST_VECTOR])
 #                         [METHOD_MARGIN <percent>] [FLASH <bytes>] [RAM <bytes>]
 #                         [CASES <case>...] [OUTPUT_DIR <dir>])
 #     Embeds one program in <executable>, as the Zephyr module does, at configure time (again
 #     when an input changes): MODEL (ds_cnn, file.pt2, path/file.py:factory; relative paths are
-#     the calling directory's) is compiled first for TARGET with OPTIONS; `cortex-m-compile
+#     the calling directory's) is compiled first for TARGET with OPTIONS (TEST_VECTOR: and
+#     cortex_m_nn_test_vector.h, an input and its reference outputs); `cortex-m-compile
 #     embed` writes the program's C source, cortex_m_nn_model.h (its prepared table and the
 #     planned arena and allocator sizes; include it) and the kernel cases it calls, refusing
 #     one that does not fit FLASH/RAM when given. <executable> then registers and links those
@@ -122,8 +124,8 @@ macro(_cmnn_load_state)
 endmacro()
 
 function(cortex_m_nn_add_model executable)
-  cmake_parse_arguments(A "" "PTE;MODEL;METHOD_MARGIN;FLASH;RAM;OUTPUT_DIR" "OPTIONS;CASES"
-                        ${ARGN})
+  cmake_parse_arguments(A "TEST_VECTOR" "PTE;MODEL;METHOD_MARGIN;FLASH;RAM;OUTPUT_DIR"
+                        "OPTIONS;CASES" ${ARGN})
   _cmnn_load_state()
   if((A_PTE AND A_MODEL) OR (NOT A_PTE AND NOT A_MODEL))
     message(FATAL_ERROR "cortex-m-nn: cortex_m_nn_add_model(${executable}) takes PTE <file.pte> "
@@ -142,8 +144,15 @@ function(cortex_m_nn_add_model executable)
     set(_cmnn_cli ${CMAKE_COMMAND} -E env "PYTHONPATH=${CORTEX_M_NN_ROOT}/python" ${python}
         -m cortex_m_nn.cli.main)
     set(pte "${out}/model.pte")
+    if(A_TEST_VECTOR)
+      list(APPEND A_OPTIONS --test-vector "${out}/cortex_m_nn_test_vector.h")
+    endif()
     _cmnn_compile("${A_MODEL}" "${pte}" OPTIONS ${A_OPTIONS})
   else()
+    if(A_TEST_VECTOR)
+      message(FATAL_ERROR "cortex-m-nn: TEST_VECTOR needs MODEL (the compile writes it); for a "
+                          ".pte, cortex-m-compile --test-vector writes one beside it")
+    endif()
     _cmnn_path(pte "${A_PTE}")
     if(NOT EXISTS "${pte}")
       message(FATAL_ERROR "cortex-m-nn: PTE ${pte} does not exist; compile it with "

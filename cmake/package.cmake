@@ -22,6 +22,7 @@ install(FILES
   cmake/compile_model.cmake
   cmake/kernel_registry.cmake
   cmake/executorch_runtime.cmake
+  cmake/arm-none-eabi.cmake
   DESTINATION ${_cmnn_share}/cmake)
 install(DIRECTORY cmake/include DESTINATION ${_cmnn_share}/cmake)
 install(FILES include/cortex_m_nn/model.h include/cortex_m_nn/program_image.h

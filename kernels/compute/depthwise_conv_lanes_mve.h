@@ -92,9 +92,17 @@ struct Output {
 #define CMNN_OUT_OPERANDS                                                                  \
   [M] "=&w"(m), [L] "=&w"(l), [N] "=&w"(n), [T] "=&w"(t), [off] "=&r"(off), [lo] "=&r"(lo), \
       [hi] "=&r"(hi), [out] "+l"(out)
+// The "m" operands name the memory the block reads; the "memory" clobber already covers it.
+// Unoptimised (-O0, a debug build) each would take a register of its own and the block could
+// not be allocated ("impossible constraints"), so they are left out there.
+#if defined(__OPTIMIZE__)
 #define CMNN_OUT_INPUTS                                                                      \
   [sh] "r"(shift), [mq] "r"(multiplier), [o] "r"(&output), [step] "r"(step), "m"(*shift),     \
       "m"(*multiplier), "m"(output)
+#else
+#define CMNN_OUT_INPUTS \
+  [sh] "r"(shift), [mq] "r"(multiplier), [o] "r"(&output), [step] "r"(step)
+#endif
 #define CMNN_OUT_LOAD                                       \
   CMNN_SHIFTS                                               \
   "vldrw.u32 %q[M], [%[mq]]\n"                              \

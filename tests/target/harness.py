@@ -31,6 +31,9 @@ from cortex_m_nn.pipeline import CompiledProgram, compile_model
 
 REPO = Path(__file__).resolve().parents[2]
 RUNNER = REPO / "tests" / "target" / "runner"
+TOOLCHAIN = REPO / "cmake" / "arm-none-eabi.cmake"
+#: Where a package installed into a prefix keeps its CMake files (cmake/package.cmake).
+PACKAGE_CMAKE = Path("share") / "cortex_m_nn" / "cmake"
 PLUGIN_SOURCE = REPO / "benchmarks" / "qemu" / "plugin" / "insncount.c"
 
 
@@ -244,8 +247,9 @@ def build(
     requantization rounding CMSIS-NN and the kernels are built with (CORTEX_M_NN_ROUNDING);
     ``extra``: further definitions (the loader's, tests/target/test_loader.py)."""
     flatc, include = flatbuffers()
+    prefix = install_package(build_dir.with_name(build_dir.name + "-cortex_m_nn"))
     definitions = [
-        f"-DCMAKE_PREFIX_PATH={install_package(build_dir / 'cortex_m_nn')}",
+        f"-DCMAKE_PREFIX_PATH={prefix}",
         f"-DRUNNER_MODELS_DIR={models_dir}",
         f"-DRUNNER_OPTIMIZATION={optimization}",
         f"-DRUNNER_RUNTIME_OPTIMIZATION={runtime_optimization}",
@@ -260,7 +264,9 @@ def build(
         f"-DCORTEX_M_NN_ROUNDING={rounding}",
         *(extra or []),
     ]
-    cmake_build(RUNNER, build_dir, core, definitions)
+    cmake_build(
+        RUNNER, build_dir, core, definitions, toolchain=prefix / PACKAGE_CMAKE / TOOLCHAIN.name
+    )
     return build_dir
 
 
@@ -274,18 +280,24 @@ def install_package(prefix: Path) -> Path:
 
 
 def cmake_build(
-    source: Path, build_dir: Path, core: Core, definitions: list[str], jobs: int | None = None
+    source: Path,
+    build_dir: Path,
+    core: Core,
+    definitions: list[str],
+    jobs: int | None = None,
+    toolchain: Path = TOOLCHAIN,
 ) -> None:
-    """Configure and build a bare-metal CMake project for ``core`` with the runner's toolchain
-    file and machine (the runner's and the benchmark peers' images are built alike); raises
-    RuntimeError naming the first error line, then the output's tail."""
+    """Configure and build a bare-metal CMake project for ``core`` with the toolchain file
+    (the checkout's, or an installed package's) and the runner's machine (the runner's and the
+    benchmark peers' images are built alike); raises RuntimeError naming the first error line,
+    then the output's tail."""
     configure = [
         "cmake",
         "-S",
         str(source),
         "-B",
         str(build_dir),
-        f"-DCMAKE_TOOLCHAIN_FILE={RUNNER / 'arm-none-eabi.cmake'}",
+        f"-DCMAKE_TOOLCHAIN_FILE={toolchain}",
         f"-DCORTEX_M_NN_CPU={core.cpu}",
         f"-DRUNNER_MACHINE={core.machine}",
         f"-DPython3_EXECUTABLE={sys.executable}",

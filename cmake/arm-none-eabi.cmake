@@ -1,5 +1,6 @@
 # Toolchain file for bare-metal Cortex-M with the GNU Arm Embedded toolchain (Debian's
-# gcc-arm-none-eabi 12.2 checked). Pick the core with -DCORTEX_M_NN_CPU=cortex-m55 (default),
+# gcc-arm-none-eabi 12.2 checked), installed with the CMake package (docs/cmake.md) and used by
+# tests/target's runner, its samples/bare_metal and the benchmarks' peers. Pick the core with -DCORTEX_M_NN_CPU=cortex-m55 (default),
 # cortex-m33, cortex-m4, cortex-m3, ...; cores with an FPU use the hard-float ABI.
 set(CMAKE_SYSTEM_NAME Generic)
 set(CMAKE_SYSTEM_PROCESSOR arm)
