@@ -38,6 +38,7 @@ include_guard(GLOBAL)
 if(NOT CORTEX_M_NN_ROOT)
   get_filename_component(CORTEX_M_NN_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 endif()
+include("${CORTEX_M_NN_ROOT}/cmake/sources.cmake")
 include("${CORTEX_M_NN_ROOT}/cmake/python_steps.cmake")
 include("${CORTEX_M_NN_ROOT}/cmake/kernel_registry.cmake")
 include("${CORTEX_M_NN_ROOT}/cmake/compile_model.cmake")
@@ -71,10 +72,8 @@ macro(cortex_m_nn_runtime)
   set_property(GLOBAL PROPERTY CORTEX_M_NN_EXECUTORCH_SOURCES
                "${EXECUTORCH_KERNEL_REGISTRY_SOURCE}" "${EXECUTORCH_PRIM_OPS_SOURCE}")
   add_subdirectory("${CORTEX_M_NN_ROOT}/kernels" cortex_m_nn_kernels)
-  add_library(cortex_m_nn_api STATIC
-    "${CORTEX_M_NN_ROOT}/src/model.cpp"
-    "${CORTEX_M_NN_ROOT}/src/model_run.cpp"
-    "${CORTEX_M_NN_ROOT}/src/program_image.cpp")
+  list(TRANSFORM CORTEX_M_NN_API_SOURCES PREPEND "${CORTEX_M_NN_ROOT}/" OUTPUT_VARIABLE _cmnn_api)
+  add_library(cortex_m_nn_api STATIC ${_cmnn_api})
   target_include_directories(cortex_m_nn_api PUBLIC "${CORTEX_M_NN_ROOT}/include")
   target_link_libraries(cortex_m_nn_api PUBLIC cortex_m_nn_kernels executorch_core)
 endmacro()
@@ -170,8 +169,8 @@ function(cortex_m_nn_add_model executable)
   cortex_m_nn_register_kernels(${executable} CASES ${cases}
                                PRIM_OPERATORS ${CORTEX_M_NN_MODEL_PRIM_OPERATORS}
                                OUTPUT_DIR "${out}/registration")
-  target_sources(${executable} PRIVATE "${out}/cortex_m_nn_model.c"
-                                       "${CORTEX_M_NN_ROOT}/src/model_embedded.cpp")
+  list(TRANSFORM CORTEX_M_NN_EMBEDDED_SOURCES PREPEND "${CORTEX_M_NN_ROOT}/" OUTPUT_VARIABLE embedded)
+  target_sources(${executable} PRIVATE "${out}/cortex_m_nn_model.c" ${embedded})
   target_include_directories(${executable} PRIVATE "${out}")
   foreach(name BYTES ARENA_BYTES METHOD_ALLOCATOR_BYTES CASES KERNELS PRIM_OPERATORS CORE ISA
                ROUNDING)

@@ -18,6 +18,7 @@ install(FILES
   cmake/cortex_m_nnConfig.cmake
   cmake/cortex_m_nnConfigVersion.cmake
   cmake/cortex_m_nn.cmake
+  cmake/sources.cmake
   cmake/python_steps.cmake
   cmake/compile_model.cmake
   cmake/kernel_registry.cmake
@@ -25,11 +26,11 @@ install(FILES
   cmake/arm-none-eabi.cmake
   DESTINATION ${_cmnn_share}/cmake)
 install(DIRECTORY cmake/include DESTINATION ${_cmnn_share}/cmake)
-install(FILES include/cortex_m_nn/model.h include/cortex_m_nn/program_image.h
-        DESTINATION ${_cmnn_share}/include/cortex_m_nn)
-install(FILES src/model.cpp src/model_run.cpp src/program_image.cpp src/model_embedded.cpp
-              src/model_state.h
-        DESTINATION ${_cmnn_share}/src)
+foreach(_cmnn_file IN LISTS CORTEX_M_NN_API_SOURCES CORTEX_M_NN_API_HEADERS
+                            CORTEX_M_NN_EMBEDDED_SOURCES)
+  get_filename_component(_cmnn_dir "${_cmnn_file}" DIRECTORY)
+  install(FILES ${_cmnn_file} DESTINATION ${_cmnn_share}/${_cmnn_dir})
+endforeach()
 install(DIRECTORY kernels DESTINATION ${_cmnn_share})
 install(DIRECTORY python/cortex_m_nn DESTINATION ${_cmnn_share}/python
         PATTERN __pycache__ EXCLUDE PATTERN "*.pyc" EXCLUDE)

@@ -153,21 +153,20 @@ zephyr_library_compile_options(-ffunction-sections -fdata-sections)
 foreach(_cmnn_kernel IN LISTS CORTEX_M_NN_IMAGE_KERNEL_SOURCES)
   zephyr_library_sources("${CORTEX_M_NN_ROOT}/kernels/op_${_cmnn_kernel}.cpp")
 endforeach()
-# Our own compute functions (cortex_m_nn/compute.h), which kernel cases call in place of a
-# CMSIS-NN function: all compiled, each in a section of its own, so the link keeps only those a
+# The kernels' support and the API (cmake/sources.cmake). The kernels' support includes our own
+# compute functions (cortex_m_nn/compute.h), which kernel cases call in place of a CMSIS-NN
+# function: all compiled, each in a section of its own, so the link keeps only those a
 # registered case calls.
-file(GLOB _cmnn_compute_sources "${CORTEX_M_NN_ROOT}/kernels/compute/*.cpp")
-zephyr_library_sources(${_cmnn_compute_sources})
-zephyr_library_sources(
-  "${CORTEX_M_NN_ROOT}/kernels/abi.cpp"
-  "${CORTEX_M_NN_ROOT}/kernels/call_mode.cpp"
-  "${_cmnn_generated}/cortex_m_nn_register.cpp"
-  "${CORTEX_M_NN_ROOT}/src/model.cpp"
-  "${CORTEX_M_NN_ROOT}/src/model_run.cpp"
-  "${CORTEX_M_NN_ROOT}/src/program_image.cpp")
+include("${CORTEX_M_NN_ROOT}/cmake/sources.cmake")
+foreach(_cmnn_source IN LISTS CORTEX_M_NN_KERNEL_SUPPORT_SOURCES CORTEX_M_NN_API_SOURCES)
+  zephyr_library_sources("${CORTEX_M_NN_ROOT}/${_cmnn_source}")
+endforeach()
+zephyr_library_sources("${_cmnn_generated}/cortex_m_nn_register.cpp")
 if(CONFIG_CORTEX_M_NN_EMBEDDED_MODEL)
-  zephyr_library_sources("${_cmnn_out}/cortex_m_nn_model.c"
-                         "${CORTEX_M_NN_ROOT}/src/model_embedded.cpp")
+  zephyr_library_sources("${_cmnn_out}/cortex_m_nn_model.c")
+  foreach(_cmnn_source IN LISTS CORTEX_M_NN_EMBEDDED_SOURCES)
+    zephyr_library_sources("${CORTEX_M_NN_ROOT}/${_cmnn_source}")
+  endforeach()
 endif()
 if(CONFIG_CORTEX_M_NN_MODEL_PARTITION)
   zephyr_library_sources("${CORTEX_M_NN_ROOT}/src/flash_partition.cpp")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cortex_m_nn.embed import cmsis_pack
+
 ROOT = Path(__file__).resolve().parents[2]
 SHARE = Path("share") / "cortex_m_nn"
 VERSION = re.search(
@@ -51,7 +53,15 @@ def _referenced(cmake_file: Path) -> set[str]:
 def test_the_installed_package_holds_every_file_its_functions_read(prefix: Path) -> None:
     share = prefix / SHARE
     needed = _referenced(ROOT / "cmake" / "cortex_m_nn.cmake")
-    assert {"src/model.cpp", "kernels", "cmake/executorch_runtime.cmake"} <= needed
+    assert {"kernels", "cmake/sources.cmake", "cmake/executorch_runtime.cmake"} <= needed
+    # the source lists the functions compile (cmake/sources.cmake)
+    lists = cmsis_pack.read_source_lists(ROOT)
+    compiled = (
+        "CORTEX_M_NN_API_SOURCES",
+        "CORTEX_M_NN_API_HEADERS",
+        "CORTEX_M_NN_EMBEDDED_SOURCES",
+    )
+    needed |= {path for name in compiled for path in lists[name]}
     for path in sorted(needed):
         assert (share / path).exists(), f"{path} is read by the package but not installed"
     # every kernel source and header the kernels' build globs, and the generator's inputs

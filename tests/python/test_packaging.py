@@ -282,6 +282,7 @@ def _cli_parsers() -> dict[str, argparse.ArgumentParser]:
         "cortex-m-compile": cli.add_arguments(argparse.ArgumentParser(prog="cortex-m-compile")),
         "inspect": subcommands.add_inspect_arguments(argparse.ArgumentParser(prog="inspect")),
         "embed": subcommands.add_embed_arguments(argparse.ArgumentParser(prog="embed")),
+        "pack": subcommands.add_pack_arguments(argparse.ArgumentParser(prog="pack")),
     }
 
 
@@ -301,6 +302,7 @@ def test_the_cli_page_documents_every_option_once_and_its_synopsis_lists_them():
         "cortex-m-compile": "## Command line",
         "inspect": "## Firmware report",
         "embed": "## Embedding a model",
+        "pack": "## The CMSIS-Pack",
     }
     for command, parser in _cli_parsers().items():
         start = text.index(headings[command])

@@ -1,16 +1,24 @@
-"""The CMake package on target: the runner is built through the installed package (every test of
-tests/target; here, that it was), samples/bare_metal builds with it and runs bit exact under
-QEMU at -Os and unoptimised, and a program for another core is refused when the image is
-configured."""
+"""The CMake package and the CMSIS-Pack on target: the runner is built through the installed
+package (every test of tests/target; here, that it was), samples/bare_metal builds with it and
+runs bit exact under QEMU at -Os and unoptimised, a program for another core is refused when the
+image is configured; the CMSIS-Pack written from EXECUTORCH_ROOT holds what it describes, and
+the csolution example's components, compiled from it, run the same model bit exact."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 from tests.target import harness
+
+from cortex_m_nn.cli import main as cli
+from cortex_m_nn.embed import cmsis_pack
 
 pytestmark = pytest.mark.skipif(harness.missing() is not None, reason=str(harness.missing()))
 
@@ -90,3 +98,131 @@ def test_a_program_for_another_core_is_refused_at_configure(prefix: Path, tmp_pa
     output = " ".join((done.stdout + done.stderr).split())
     assert "app's model was compiled for cortex-m33+dsp" in output
     assert "recompile it with cortex-m-compile --target cortex-m55+mve" in output
+
+
+# --- the CMSIS-Pack -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pack, written from EXECUTORCH_ROOT as a user writes it; its unpacked tree."""
+    output = tmp_path_factory.mktemp("pack")
+    flatc, include = harness.flatbuffers()
+    arguments = ["pack", "--output-dir", str(output), "--flatc", str(flatc), "-q"]
+    assert cli.main([*arguments, "--flatbuffers-include", str(include)]) == 0
+    archive = output / f"{cmsis_pack.pack_name()}.pack"
+    with zipfile.ZipFile(archive) as zipped:
+        names = set(zipped.namelist())
+    tree = output / cmsis_pack.pack_name()
+    assert names == {p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()}
+    return tree
+
+
+def _components(description: Path) -> dict[tuple[str, str, str], list[ET.Element]]:
+    return {
+        (c.get("Cclass"), c.get("Cgroup"), c.get("Csub") or ""): list(c.iter("file"))  # type: ignore[misc]
+        for c in ET.parse(description).getroot().iter("component")
+    }
+
+
+def test_the_pack_holds_every_file_its_description_names(pack: Path) -> None:
+    description = pack / f"{cmsis_pack.VENDOR}.{cmsis_pack.NAME}.pdsc"
+    for files in _components(description).values():
+        for entry in files:
+            assert (pack / entry.get("name", "")).exists(), entry.get("name")
+    schema = os.environ.get("CMSIS_PACK_SCHEMA")
+    if schema:  # the schema test without a checkout is tests/python/test_cmsis_pack.py's
+        xmlschema = pytest.importorskip("xmlschema")
+        assert not list(xmlschema.XMLSchema(schema).iter_errors(str(description)))
+
+
+def _selected(pack: Path, cproject: dict) -> tuple[list[Path], list[Path], list[Path]]:
+    """What CMSIS-Toolbox compiles for the cproject's components of this pack: sources, include
+    paths (an include entry, and a header's directory) and pre-included headers. ARM's
+    components (CMSIS-NN's pack) are left to the caller."""
+    ours = _components(pack / f"{cmsis_pack.VENDOR}.{cmsis_pack.NAME}.pdsc")
+    sources: list[Path] = []
+    includes: list[Path] = []
+    pre: list[Path] = []
+    for entry in cproject["project"]["components"]:
+        match = re.fullmatch(r"(\w+)::([^:]+):([^:]+)(?::(.+))?", entry["component"])
+        assert match, entry
+        if match.group(1) == "ARM":
+            continue
+        for file in ours[(match.group(2), match.group(3), match.group(4) or "")]:
+            path, category = pack / file.get("name", ""), file.get("category")
+            if category == "source":
+                sources.append(path)
+            elif category == "include":
+                includes.append(path)
+            elif category == "header":
+                includes.append(path.parent)
+            elif category == "preIncludeGlobal":
+                pre.append(path)
+    return sources, list(dict.fromkeys(includes)), pre
+
+
+def _quoted(paths: list[Path], prefix: str = "") -> str:
+    return " ".join(f'"{prefix}{path}"' for path in paths)
+
+
+def test_the_csolution_example_builds_from_the_pack_and_runs_bit_exact(
+    pack: Path, tmp_path: Path
+) -> None:
+    """The csolution example's components, resolved in the pack's description as CMSIS-Toolbox
+    resolves them, compiled with its files and settings (CMSIS-NN by its own build, as the
+    toolbox takes it from ARM's pack): the same PASS as the CMake sample."""
+    csolution = SAMPLE / "csolution"
+    cproject = yaml.safe_load((csolution / "bare_metal.cproject.yml").read_text())
+    model = tmp_path / "model"
+    pte = model / "model.pte"
+    vector = model / "cortex_m_nn_test_vector.h"
+    hello = harness.REPO / "samples" / "hello_cortex_m_nn" / "model.py"
+    compile_ = [f"{hello}:hello", "--target", "cortex-m55", "-o", str(pte), "-q"]
+    assert cli.main([*compile_, "--test-vector", str(vector)]) == 0
+    assert cli.main(["embed", str(pte), "--output-dir", str(model), "--registration", "-q"]) == 0
+    sources, includes, pre = _selected(pack, cproject)
+    for group in cproject["project"]["groups"]:
+        for entry in group["files"]:
+            path = Path(entry["file"])
+            sources.append(model / path.name if path.parts[0] == "model" else csolution / path)
+    defines = [f"{k}={v}" for item in cproject["project"]["define"] for k, v in item.items()]
+    misc = cproject["project"]["misc"][0]
+    linker = csolution / cproject["project"]["linker"][0]["script"]
+    project = tmp_path / "project"
+    project.mkdir()
+    cpp = ";".join(misc["CPP"])
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(bare_metal C CXX)\n"
+        "set(CMAKE_CXX_STANDARD 17)\nset(CMAKE_C_STANDARD 11)\n"
+        f"add_executable(bare_metal {_quoted(sources)})\n"
+        # ARM::CMSIS:NN Lib: CMSIS-NN as its own build gives it (its pack's sources)
+        f'add_subdirectory("{os.environ["CMSIS_NN_PATH"]}" cmsis-nn)\n'
+        "target_link_libraries(bare_metal PRIVATE cmsis-nn)\n"
+        f"target_include_directories(bare_metal PRIVATE {_quoted([*includes, model])})\n"
+        f"target_compile_definitions(bare_metal PRIVATE {' '.join(defines)})\n"
+        f"target_compile_options(bare_metal PRIVATE {_quoted(pre, '-include')} "
+        f"$<$<COMPILE_LANGUAGE:CXX>:{cpp}>)\n"
+        f'target_link_options(bare_metal PRIVATE {" ".join(misc["Link"])} "-T{linker}")\n'
+        'set_target_properties(bare_metal PROPERTIES SUFFIX ".elf")\n'
+    )
+    build = tmp_path / "build"
+    harness.cmake_build(project, build, M55, ["-DCMAKE_BUILD_TYPE=MinSizeRel"])
+    result = harness.run(build / "bare_metal.elf", M55)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "outputs equal the compiler's references\nPASS" in result.stdout
+
+
+def test_packchk_finds_no_error(pack: Path) -> None:
+    """Arm's pack checker (Open-CMSIS-Pack/devtools' packchk, PACKCHK) with the pack schema
+    (CMSIS_PACK_SCHEMA) and CMSIS-NN's description as the dependency it requires."""
+    packchk, schema = os.environ.get("PACKCHK"), os.environ.get("CMSIS_PACK_SCHEMA")
+    if not packchk or not schema:
+        pytest.skip("PACKCHK (devtools' packchk) and CMSIS_PACK_SCHEMA (PACK.xsd) are not set")
+    description = pack / f"{cmsis_pack.VENDOR}.{cmsis_pack.NAME}.pdsc"
+    cmsis_nn = Path(os.environ["CMSIS_NN_PATH"]) / "ARM.CMSIS-NN.pdsc"
+    done = subprocess.run(
+        [packchk, "-s", schema, "-i", str(cmsis_nn), str(description)],
+        capture_output=True, text=True, cwd=pack,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Found 0 Error(s)" in done.stdout, done.stdout + done.stderr

@@ -1,9 +1,10 @@
-"""``cortex-m-compile inspect`` (the firmware report) and ``cortex-m-compile embed`` (what a
-firmware build needs to embed a ``.pte``)."""
+"""``cortex-m-compile inspect`` (the firmware report), ``cortex-m-compile embed`` (what a
+firmware build needs to embed a ``.pte``) and ``cortex-m-compile pack`` (the CMSIS-Pack)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,27 +69,8 @@ def inspect_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_embed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Options of ``cortex-m-compile embed``."""
-    parser.add_argument("pte", type=Path, metavar="PTE", help="the compiled program")
-    parser.add_argument(
-        "--output-dir",
-        type=Path,
-        metavar="DIR",
-        help="where to write cortex_m_nn_model.c, cortex_m_nn_model.h, cortex_m_nn_model.cmake",
-    )
-    parser.add_argument(
-        "--image",
-        type=Path,
-        metavar="FILE",
-        help="write the program image firmware loads at run time (a flash partition's "
-        "contents: docs/program-image.md)",
-    )
-    parser.add_argument(
-        "--partition-size",
-        metavar="SIZE",
-        help="with --image: refuse an image larger than the flash partition it is written into",
-    )
+def _add_fit_arguments(parser: argparse.ArgumentParser) -> None:
+    """``embed``'s options of the fit check."""
     parser.add_argument(
         "--board", metavar="NAME", help="check the model fits this board (as for compiling)"
     )
@@ -117,6 +99,36 @@ def add_embed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
         "--arena-alone",
         action="store_true",
         help="the arena has its memory to itself: do not count the runtime's RAM there",
+    )
+
+
+def add_embed_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``cortex-m-compile embed``."""
+    parser.add_argument("pte", type=Path, metavar="PTE", help="the compiled program")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        metavar="DIR",
+        help="where to write cortex_m_nn_model.c, cortex_m_nn_model.h, cortex_m_nn_model.cmake",
+    )
+    parser.add_argument(
+        "--image",
+        type=Path,
+        metavar="FILE",
+        help="write the program image firmware loads at run time (a flash partition's "
+        "contents: docs/program-image.md)",
+    )
+    parser.add_argument(
+        "--partition-size",
+        metavar="SIZE",
+        help="with --image: refuse an image larger than the flash partition it is written into",
+    )
+    _add_fit_arguments(parser)
+    parser.add_argument(
+        "--registration",
+        action="store_true",
+        help="with --output-dir: also write cortex_m_nn_register.cpp, the registration of the "
+        "kernel cases the program calls (for builds that do not generate it: the CMSIS-Pack)",
     )
     parser.add_argument(
         "--method-margin",
@@ -170,7 +182,14 @@ def embed_from_args(args: argparse.Namespace) -> int:
         )
         fit.require_fit(report)
     image = _image(args, pte, facts)  # refuses before anything is written
+    if args.registration and args.output_dir is None:
+        raise CompileError("--registration writes into --output-dir DIR: give one")
     written = [] if args.output_dir is None else embed.write_embedding(pte, args.output_dir, facts)
+    if args.registration:
+        from cortex_m_nn.embed.kernel_codegen import SOURCE_NAME, generate
+
+        generate(args.output_dir, set(facts.cases), prim_operators=tuple(facts.prim_operators))
+        written.append(args.output_dir / SOURCE_NAME)
     if args.image is not None and image is not None:
         args.image.parent.mkdir(parents=True, exist_ok=True)
         args.image.write_bytes(image)
@@ -196,6 +215,61 @@ def embed_from_args(args: argparse.Namespace) -> int:
                     )
         for path in written:
             print(f"wrote {path}")
+    return 0
+
+
+def add_pack_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options of ``cortex-m-compile pack``."""
+    parser.add_argument(
+        "--output-dir", type=Path, metavar="DIR", required=True, help="where to write the pack"
+    )
+    parser.add_argument(
+        "--executorch-root",
+        metavar="DIR",
+        default=os.environ.get("EXECUTORCH_ROOT"),
+        help="the ExecuTorch checkout whose runtime the pack carries (default: $EXECUTORCH_ROOT)",
+    )
+    parser.add_argument(
+        "--flatbuffers-include",
+        metavar="DIR",
+        default=os.environ.get("FLATBUFFERS_INCLUDE_DIR"),
+        help="flatbuffers' headers, the flatc's version (default: $FLATBUFFERS_INCLUDE_DIR, "
+        "else ExecuTorch's third-party/flatbuffers)",
+    )
+    parser.add_argument(
+        "--flatc", metavar="FILE", help="default: the executorch wheel's, else flatc on PATH"
+    )
+    parser.add_argument(
+        "--tree",
+        metavar="DIR",
+        help="the cortex-m-nn tree (a checkout or an installed CMake package's "
+        "share/cortex_m_nn; default: the one this command runs from)",
+    )
+    parser.add_argument("--url", default="", help="where the pack will be published (<url>)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    add_debug_argument(parser)
+    return parser
+
+
+def pack_from_args(args: argparse.Namespace) -> int:
+    from cortex_m_nn.embed import cmsis_pack
+
+    if not args.executorch_root:
+        raise CompileError("the pack carries ExecuTorch's runtime: set --executorch-root DIR")
+    executorch = Path(args.executorch_root)
+    include = args.flatbuffers_include or executorch / "third-party" / "flatbuffers" / "include"
+    try:
+        inputs = cmsis_pack.Inputs(
+            Path(args.tree) if args.tree else cmsis_pack.tree_root(),
+            executorch,
+            cmsis_pack.find_flatc(args.flatc),
+            Path(include),
+        )
+        archive = cmsis_pack.build(inputs, args.output_dir, args.url)
+    except cmsis_pack.PackError as error:
+        raise CompileError(str(error)) from None
+    if not args.quiet:
+        print(f"wrote {archive} and {archive.with_suffix('')}")
     return 0
 
 
@@ -236,6 +310,14 @@ SUBCOMMANDS = {
             "the memories.",
             add_embed_arguments,
             embed_from_args,
+        ),
+        Subcommand(
+            "pack",
+            "Write the CMSIS-Pack (CortexMNN.cortex-m-nn.<version>.pack): the firmware API, one "
+            "component per kernel, and ExecuTorch's runtime core from --executorch-root, for "
+            "CMSIS-Toolbox and Keil projects (docs/cmsis-pack.md).",
+            add_pack_arguments,
+            pack_from_args,
         ),
     )
 }
