@@ -4,6 +4,7 @@
 # _cmnn_target, _cmnn_rounding and _cmnn_cli (the command that runs cortex-m-compile).
 #
 #   _cmnn_compile(<source> <pte> [OPTIONS <cortex-m-compile options>...] [INPUTS <files>...])
+#   _cmnn_prebuilt(<out> <setting> <path>)
 #
 # <source>: a built-in model name (ds_cnn), file.pt2 or path/file.py:factory (paths relative to
 # _cmnn_base_dir, the application's directory). Runs cortex-m-compile for the target this
@@ -47,4 +48,16 @@ function(_cmnn_compile source pte)
     file(WRITE "${stamp}" "${key}")
   endif()
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${inputs} ${compiler})
+endfunction()
+
+# A .pte compiled elsewhere, named by <setting> (relative to _cmnn_base_dir): its path in <out>,
+# refused in one line when it does not exist; the configuration runs again when it changes.
+function(_cmnn_prebuilt out setting value)
+  _cmnn_path(pte "${value}")
+  if(NOT EXISTS "${pte}")
+    message(FATAL_ERROR "cortex-m-nn: ${setting}: ${pte} does not exist; compile it with "
+                        "cortex-m-compile <model> --target ${_cmnn_target} -o ${value}")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${pte}")
+  set(${out} "${pte}" PARENT_SCOPE)
 endfunction()

@@ -152,12 +152,7 @@ function(cortex_m_nn_add_model executable)
       message(FATAL_ERROR "cortex-m-nn: TEST_VECTOR needs MODEL (the compile writes it); for a "
                           ".pte, cortex-m-compile --test-vector writes one beside it")
     endif()
-    _cmnn_path(pte "${A_PTE}")
-    if(NOT EXISTS "${pte}")
-      message(FATAL_ERROR "cortex-m-nn: PTE ${pte} does not exist; compile it with "
-                          "cortex-m-compile <model> --target ${_cmnn_target} -o ${A_PTE}")
-    endif()
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${pte}")
+    _cmnn_prebuilt(pte PTE "${A_PTE}")
   endif()
   _cmnn_embed("${pte}" "${out}" "${A_METHOD_MARGIN}" "${A_FLASH}" "${A_RAM}")
   include("${out}/cortex_m_nn_model.cmake")

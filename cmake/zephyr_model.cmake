@@ -6,12 +6,7 @@
 # --- 2. the model -----------------------------------------------------------------------------
 
 if(NOT "${CONFIG_CORTEX_M_NN_MODEL_PTE}" STREQUAL "")
-  _cmnn_path(_cmnn_pte "${CONFIG_CORTEX_M_NN_MODEL_PTE}")
-  if(NOT EXISTS "${_cmnn_pte}")
-    message(FATAL_ERROR "cortex-m-nn: CONFIG_CORTEX_M_NN_MODEL_PTE: ${_cmnn_pte} does not exist; "
-                        "compile it with cortex-m-compile --target ${_cmnn_target}")
-  endif()
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_cmnn_pte}")
+  _cmnn_prebuilt(_cmnn_pte CONFIG_CORTEX_M_NN_MODEL_PTE "${CONFIG_CORTEX_M_NN_MODEL_PTE}")
 elseif(NOT "${CONFIG_CORTEX_M_NN_MODEL_SOURCE}" STREQUAL "")
   set(_cmnn_pte "${_cmnn_out}/model.pte")
   set(_cmnn_options --report-json "${_cmnn_out}/model_report.json")
