@@ -25,7 +25,9 @@
 #     planned arena and allocator sizes; include it) and the kernel cases it calls, refusing
 #     one that does not fit FLASH/RAM when given. <executable> then registers and links those
 #     cases only (CASES: others instead, for tests) and ExecuTorch's registry holds exactly
-#     them. Sets CORTEX_M_NN_MODEL_* (cortex_m_nn_model.cmake) in the caller's scope.
+#     them. Sets the program's facts (cortex_m_nn_model.cmake) in the caller's scope:
+#     CORTEX_M_NN_MODEL_BYTES, CORTEX_M_NN_ARENA_BYTES, CORTEX_M_NN_METHOD_ALLOCATOR_BYTES and
+#     CORTEX_M_NN_MODEL_{CASES,KERNELS,PRIM_OPERATORS,CORE,ISA,ROUNDING}.
 #
 #   cortex_m_nn_register_kernels(<executable> CASES <case|operator>... [PRIM_OPERATORS <op>...])
 #     For an image that loads its programs at run time (no embedded model): registers these
@@ -131,9 +133,9 @@ function(cortex_m_nn_add_model executable)
                         "or MODEL <source>, one of them")
   endif()
   set(_cmnn_base_dir "${CMAKE_CURRENT_SOURCE_DIR}")
-  set(out "${A_OUTPUT_DIR}")
-  if(NOT out)
-    set(out "${CMAKE_CURRENT_BINARY_DIR}/cortex_m_nn/${executable}")
+  set(out "${CMAKE_CURRENT_BINARY_DIR}/cortex_m_nn/${executable}")
+  if(A_OUTPUT_DIR)
+    get_filename_component(out "${A_OUTPUT_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
   endif()
   file(MAKE_DIRECTORY "${out}")
   if(A_MODEL)
@@ -154,6 +156,10 @@ function(cortex_m_nn_add_model executable)
     endif()
     _cmnn_prebuilt(pte PTE "${A_PTE}")
   endif()
+  # a new package writes the embedding again (its format is the package's)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+    "${CORTEX_M_NN_ROOT}/python/cortex_m_nn/version.py"
+    "${CORTEX_M_NN_ROOT}/python/cortex_m_nn/embed/pte_source.py")
   _cmnn_embed("${pte}" "${out}" "${A_METHOD_MARGIN}" "${A_FLASH}" "${A_RAM}")
   include("${out}/cortex_m_nn_model.cmake")
   _cmnn_check_model("${executable}")
@@ -167,9 +173,9 @@ function(cortex_m_nn_add_model executable)
   list(TRANSFORM CORTEX_M_NN_EMBEDDED_SOURCES PREPEND "${CORTEX_M_NN_ROOT}/" OUTPUT_VARIABLE embedded)
   target_sources(${executable} PRIVATE "${out}/cortex_m_nn_model.c" ${embedded})
   target_include_directories(${executable} PRIVATE "${out}")
-  foreach(name BYTES ARENA_BYTES METHOD_ALLOCATOR_BYTES CASES KERNELS PRIM_OPERATORS CORE ISA
-               ROUNDING)
-    set(CORTEX_M_NN_MODEL_${name} "${CORTEX_M_NN_MODEL_${name}}" PARENT_SCOPE)
+  foreach(name MODEL_BYTES ARENA_BYTES METHOD_ALLOCATOR_BYTES MODEL_CASES MODEL_KERNELS
+               MODEL_PRIM_OPERATORS MODEL_CORE MODEL_ISA MODEL_ROUNDING)
+    set(CORTEX_M_NN_${name} "${CORTEX_M_NN_${name}}" PARENT_SCOPE)
   endforeach()
 endfunction()
 
@@ -217,10 +223,15 @@ function(cortex_m_nn_register_kernels executable)
   get_property(executorch GLOBAL PROPERTY CORTEX_M_NN_EXECUTORCH_SOURCES)
   list(GET executorch 0 EXECUTORCH_KERNEL_REGISTRY_SOURCE)
   list(GET executorch 1 prim_ops_source)
-  set(out "${A_OUTPUT_DIR}")
-  if(NOT out)
-    set(out "${CMAKE_CURRENT_BINARY_DIR}/cortex_m_nn/${executable}/registration")
+  set(out "${CMAKE_CURRENT_BINARY_DIR}/cortex_m_nn/${executable}/registration")
+  if(A_OUTPUT_DIR)
+    get_filename_component(out "${A_OUTPUT_DIR}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_BINARY_DIR}")
   endif()
+  # a new package (its generator, operators or version) writes the registration again
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+    "${CORTEX_M_NN_ROOT}/python/cortex_m_nn/version.py"
+    "${CORTEX_M_NN_ROOT}/python/cortex_m_nn/ops/operators.yaml"
+    "${CORTEX_M_NN_ROOT}/python/cortex_m_nn/embed/kernel_codegen.py")
   string(REPLACE ";" "," only "${A_CASES}")
   set(codegen --output-dir "${out}" --only "${only}")
   if(A_PRIM_OPERATORS)

@@ -12,7 +12,12 @@ set(CORTEX_M_NN_ROOT "${CMAKE_CURRENT_SOURCE_DIR}" CACHE INTERNAL
 include("${CMAKE_CURRENT_LIST_DIR}/cortex_m_nn.cmake")  # for add_subdirectory's users
 
 # What an installed package holds: the files the package's functions read, and nothing of the
-# Zephyr module. The tests compare this list with what the functions use (tests/package).
+# Zephyr module (tests/python/test_cmake_package.py compares it with what the functions use).
+# Only for the package's own project: a firmware that adds this tree with add_subdirectory
+# does not install it with its image.
+if(NOT CMAKE_SOURCE_DIR STREQUAL CMAKE_CURRENT_SOURCE_DIR)
+  return()
+endif()
 set(_cmnn_share share/cortex_m_nn)
 install(FILES
   cmake/cortex_m_nnConfig.cmake

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,7 +88,12 @@ def _project(tmp_path: Path, body: str) -> Path:
 
 
 def configure(cmake: str, project: Path, *definitions: str, ok: bool = True) -> str:
-    return run([cmake, "-S", str(project), "-B", str(project / "build"), *definitions], ok)
+    """Configure ``project``; the steps' Python is this one unless ``definitions`` name one."""
+    python = [] if any("CORTEX_M_NN_PYTHON" in d for d in definitions) else [
+        f"-DCORTEX_M_NN_PYTHON={sys.executable}"
+    ]  # fmt: skip
+    command = [cmake, "-S", str(project), "-B", str(project / "build"), *python, *definitions]
+    return run(command, ok)
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ RUNTIME = cmsis_pack.Runtime(
     ("runtime/executor/program.cpp",),
     "runtime/kernel/operator_registry.cpp",
     ("kernels/prim_ops/register_prim_ops.cpp",),
+    20,
 )
 
 
@@ -40,8 +41,8 @@ def lists() -> dict[str, tuple[str, ...]]:
 
 
 @pytest.fixture(scope="module")
-def pdsc(lists: dict[str, tuple[str, ...]]) -> str:
-    return cmsis_pack.description(lists, RUNTIME)
+def pdsc() -> str:
+    return cmsis_pack.description(cmsis_pack.read_tree(ROOT), RUNTIME)
 
 
 def components(pdsc_text: str) -> dict[tuple[str, str, str], list[tuple[str, str]]]:
@@ -197,3 +198,69 @@ def test_pack_without_executorch_is_refused_in_one_line(
     error = capsys.readouterr().err.strip()
     assert "is not an ExecuTorch checkout" in error and "\n" not in error
     assert not list(tmp_path.glob("*.pack"))
+
+
+def test_the_csolution_names_the_pack_this_tree_writes() -> None:
+    csolution = yaml.safe_load((CSOLUTION / "bare_metal.csolution.yml").read_text())
+    ours = [p for p in csolution["solution"]["packs"] if p["pack"].startswith(cmsis_pack.VENDOR)]
+    version = cmsis_pack.read_tree(ROOT).version
+    assert len(ours) == 1 and Path(ours[0]["path"]).name == cmsis_pack.pack_name(version)
+
+
+def _stand_in_executorch(root: Path) -> None:
+    """An ExecuTorch checkout's shape, a few files of each kind (the real one: tests/target)."""
+    files = {
+        "runtime/executor/program.cpp": "#include <executorch/runtime/core/error.h>\n",
+        "runtime/core/error.h": "#pragma once\n",
+        "runtime/kernel/operator_registry.cpp": "",
+        "runtime/platform/default/minimal.cpp": "",
+        "runtime/platform/default/posix.cpp": "",
+        "kernels/prim_ops/register_prim_ops.cpp": 'Kernel("a", f), Kernel(\n  "b", g)\n',
+        "schema/program.fbs": "namespace executorch_flatbuffer;\ntable Program { a: int; }\n"
+        "root_type Program;\n",
+        "schema/scalar_type.fbs": "namespace executorch_flatbuffer;\nenum ScalarType : byte "
+        "{ Byte = 0 }\n",
+        "shim_et/xplat/executorch/build/build_variables.bzl": "EXECUTORCH_CORE_SRCS = ["
+        '"runtime/executor/program.cpp", "runtime/kernel/operator_registry.cpp", '
+        '"runtime/platform/default/posix.cpp"]\nEXECUTORCH_SRCS = '
+        '["kernels/prim_ops/register_prim_ops.cpp"]\n',
+        "version.txt": "1.5.0\n",
+        "include/flatbuffers/flatbuffers.h": "#pragma once\n",
+    }
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
+def test_pack_replaces_its_own_output_refuses_other_and_leaves_it_on_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    try:
+        flatc = cmsis_pack.find_flatc(None)
+    except cmsis_pack.PackError:
+        pytest.skip("no flatc: the executorch wheel's or one on PATH")
+    executorch, output = tmp_path / "executorch", tmp_path / "out"
+    _stand_in_executorch(executorch)
+    common = ["pack", "--output-dir", str(output), "--executorch-root", str(executorch), "-q"]
+    common += ["--flatc", str(flatc), "--flatbuffers-include", str(executorch / "include")]
+    assert cli.main(common) == 0
+    name = cmsis_pack.pack_name(cmsis_pack.read_tree(ROOT).version)
+    pdsc = output / name / f"{cmsis_pack.VENDOR}.{cmsis_pack.NAME}.pdsc"
+    assert "registers all 2" in pdsc.read_text()  # the stand-in's two Kernel("…") entries
+    assert not (output / name / "executorch/executorch/runtime/platform/default/posix.cpp").exists()
+    (output / name / "stale.txt").write_text("from an older pack")
+    assert cli.main(common) == 0
+    assert not (output / name / "stale.txt").exists()
+    # a failing run refuses in one line and leaves the pack it found, and nothing else
+    before = sorted(p.relative_to(output) for p in output.rglob("*"))
+    assert cli.main([*common, "--flatbuffers-include", str(tmp_path)]) != 0
+    error = capsys.readouterr().err.strip()
+    assert "has no flatbuffers/flatbuffers.h" in error and "\n" not in error
+    assert sorted(p.relative_to(output) for p in output.rglob("*")) == before
+    # a directory of that name that is not a pack is refused, untouched
+    other = tmp_path / "other"
+    (other / name).mkdir(parents=True)
+    (other / name / "mine.txt").write_text("keep")
+    assert cli.main([*common[:1], "--output-dir", str(other), *common[3:]]) != 0
+    assert "exists and is not a pack" in capsys.readouterr().err
+    assert (other / name / "mine.txt").read_text() == "keep"

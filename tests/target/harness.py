@@ -274,6 +274,7 @@ def install_package(prefix: Path) -> Path:
     """cortex-m-nn's CMake package installed into ``prefix`` from this checkout (configure, then
     ``cmake --install``), as a user installs it; the runner then finds it with find_package."""
     package_build = prefix.with_name(prefix.name + "-build")
+    shutil.rmtree(prefix, ignore_errors=True)  # an install never removes a file a new one lacks
     _check(["cmake", "-S", str(REPO), "-B", str(package_build), f"-DCMAKE_INSTALL_PREFIX={prefix}"])
     _check(["cmake", "--install", str(package_build)])
     return prefix

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cortex_m_nn.cli.command import add_debug_argument, guarded
 from cortex_m_nn.core.errors import CompileError
@@ -157,10 +158,41 @@ def _image(args: argparse.Namespace, pte: bytes, facts: object) -> bytes | None:
     return image
 
 
+def _print_embedding(args: argparse.Namespace, facts: Any, report: Any, written: list) -> None:
+    """What ``embed`` found and wrote."""
+    from cortex_m_nn.plan.boards import format_size
+
+    print(
+        f"{args.pte}: {facts.pte_bytes:,} B, {facts.core}+{facts.isa}, rounding "
+        f"{facts.rounding}; arena {facts.arena_bytes:,} B "
+        f"({len(facts.planned_buffers)} planned buffer(s), largest scratch "
+        f"{max(facts.scratch_buffers, default=0):,} B); method allocator "
+        f"{facts.method_allocator_bytes:,} B"
+    )
+    print(f"kernels: {', '.join(facts.kernels) or 'none'}")
+    if args.registration:
+        prims = f" and ExecuTorch's primitive operators ({', '.join(facts.prim_operators)})"
+        print(
+            f"registration: {len(facts.kernels)} kernels (MAX_KERNEL_NUM={len(facts.kernels)}"
+            + (f", plus the count the pack gives for{prims})" if facts.prim_operators else ")")
+        )
+    if facts.fallback_operators:
+        print(f"portable (fallback) operators: {', '.join(facts.fallback_operators)}")
+    if report is not None:
+        for role in ("flash", "ram"):
+            found = report[role]
+            if found is not None:
+                print(
+                    f"fits {found['region']}: {found['needed_bytes']:,} B needed "
+                    f"({found['share']:.0%} of {format_size(found['size_bytes'])})"
+                )
+    for path in written:
+        print(f"wrote {path}")
+
+
 def embed_from_args(args: argparse.Namespace) -> int:
     from cortex_m_nn.embed import pte_source as embed
     from cortex_m_nn.plan import fit
-    from cortex_m_nn.plan.boards import format_size
 
     if not args.pte.is_file():
         raise CompileError(f"{args.pte} does not exist")
@@ -195,26 +227,7 @@ def embed_from_args(args: argparse.Namespace) -> int:
         args.image.write_bytes(image)
         written.append(args.image)
     if not args.quiet:
-        print(
-            f"{args.pte}: {facts.pte_bytes:,} B, {facts.core}+{facts.isa}, rounding "
-            f"{facts.rounding}; arena {facts.arena_bytes:,} B "
-            f"({len(facts.planned_buffers)} planned buffer(s), largest scratch "
-            f"{max(facts.scratch_buffers, default=0):,} B); method allocator "
-            f"{facts.method_allocator_bytes:,} B"
-        )
-        print(f"kernels: {', '.join(facts.kernels) or 'none'}")
-        if facts.fallback_operators:
-            print(f"portable (fallback) operators: {', '.join(facts.fallback_operators)}")
-        if report is not None:
-            for role in ("flash", "ram"):
-                found = report[role]
-                if found is not None:
-                    print(
-                        f"fits {found['region']}: {found['needed_bytes']:,} B needed "
-                        f"({found['share']:.0%} of {format_size(found['size_bytes'])})"
-                    )
-        for path in written:
-            print(f"wrote {path}")
+        _print_embedding(args, facts, report, written)
     return 0
 
 

@@ -8,22 +8,25 @@ runtime source list (``EXECUTORCH_CORE_SRCS`` in its ``build_variables.bzl``, re
 ``cmake/executorch_runtime.cmake`` reads it), whose files and program-schema headers (``flatc``)
 the pack carries. CMSIS-NN is ARM's own pack (``ARM::CMSIS:NN Lib``), required, not carried.
 
-A project selects the API, the ExecuTorch runtime and the kernels its program calls (``embed
---components`` lists them; ``embed --registration`` writes the program's kernel registration).
+A project selects the API, the ExecuTorch runtime and the kernels its program calls (``embed``
+lists them under ``kernels:``; ``embed --registration`` writes the program's kernel
+registration). Everything of ours comes from the tree named (``--tree``): its files, its
+operators and its version.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cortex_m_nn.core.operators import load_yaml
-from cortex_m_nn.version import __version__
+from cortex_m_nn.core.operators import Operator, load_yaml
 
 VENDOR = "CortexMNN"
 NAME = "cortex-m-nn"
@@ -73,13 +76,36 @@ def read_source_lists(root: Path) -> dict[str, tuple[str, ...]]:
 
 
 @dataclass(frozen=True)
+class Tree:
+    """A cortex-m-nn tree: its source lists, version and operators."""
+
+    root: Path
+    lists: dict[str, tuple[str, ...]]
+    version: str
+    ops_version: int
+    operators: tuple[Operator, ...]
+
+
+def read_tree(root: Path) -> Tree:
+    lists = read_source_lists(root)
+    package = root / "python" / "cortex_m_nn"
+    found = re.search(r'__version__ = "([0-9.]+)"', (package / "version.py").read_text())
+    if found is None:
+        raise PackError(f"{package / 'version.py'} names no __version__")
+    ops_version, operators = load_yaml(package / "ops" / "operators.yaml")
+    return Tree(root, lists, found.group(1), ops_version, tuple(operators))
+
+
+@dataclass(frozen=True)
 class Runtime:
-    """ExecuTorch's runtime subset: sources by component, and the version."""
+    """ExecuTorch's runtime subset: sources by component, the version, and how many operators
+    its primitive-operator source registers (all of them, when linked)."""
 
     version: str
     core: tuple[str, ...]
     registry: str
     prim_ops: tuple[str, ...]
+    prim_count: int = 0
 
 
 def executorch_runtime(root: Path) -> Runtime:
@@ -99,7 +125,12 @@ def executorch_runtime(root: Path) -> Runtime:
     version_file = root / "version.txt"
     version = version_file.read_text().strip() if version_file.is_file() else "0.0.0"
     prims = tuple(names["EXECUTORCH_SRCS"])  # type: ignore[arg-type]
-    return Runtime(version, tuple(core), registry, prims)
+    registered = sum(
+        len(re.findall(r'Kernel\(\s*"', (root / source).read_text(errors="replace")))
+        for source in prims
+        if (root / source).is_file()
+    )
+    return Runtime(version, tuple(core), registry, prims, registered)
 
 
 def _default_pal(source: str) -> bool:
@@ -160,20 +191,21 @@ def _conditions(package: ET.Element) -> None:
             ET.SubElement(condition, "require", require)
 
 
-def _ours(components: ET.Element, lists: dict[str, tuple[str, ...]], operators: list[str]) -> None:
-    files = _component(components, GROUP, "API", __version__, "API",
+def _ours(components: ET.Element, tree: Tree) -> None:
+    lists, version = tree.lists, tree.version
+    files = _component(components, GROUP, "API", version, "API",
                        "The firmware API, include/cortex_m_nn/model.h")  # fmt: skip
     _file(files, "include", "include/")
     for header in lists["CORTEX_M_NN_API_HEADERS"]:
         _file(files, "header", header)
     for source in lists["CORTEX_M_NN_API_SOURCES"]:
         _source(files, source)
-    files = _component(components, GROUP, "Embedded model", __version__, "Embedded model",
+    files = _component(components, GROUP, "Embedded model", version, "Embedded model",
                        "The program cortex-m-compile embed wrote (its cortex_m_nn_model.h on the "
                        "include path) as Model::embedded()")  # fmt: skip
     for source in lists["CORTEX_M_NN_EMBEDDED_SOURCES"]:
         _source(files, source)
-    files = _component(components, GROUP, "Kernel support", __version__, "Kernel support",
+    files = _component(components, GROUP, "Kernel support", version, "Kernel support",
                        "What every kernel needs: the ABI check, the call mode, our compute "
                        "functions and the kernels' declarations")  # fmt: skip
     _file(files, "include", "kernels/include/")
@@ -181,10 +213,10 @@ def _ours(components: ET.Element, lists: dict[str, tuple[str, ...]], operators: 
     _file(files, "header", "generated/cortex_m_nn_operators.h")
     for source in lists["CORTEX_M_NN_KERNEL_SUPPORT_SOURCES"]:
         _source(files, source)
-    for name in operators:
-        files = _component(components, KERNEL_GROUP, name, __version__, "Kernel",
-                           f"The cortex_m_nn::{name} kernel, every dtype case")  # fmt: skip
-        _source(files, f"kernels/op_{name}.cpp")
+    for op in tree.operators:
+        files = _component(components, KERNEL_GROUP, op.name, version, "Kernel",
+                           f"The cortex_m_nn::{op.name} kernel, every dtype case")  # fmt: skip
+        _source(files, f"kernels/op_{op.name}.cpp")
 
 
 def _executorch(components: ET.Element, runtime: Runtime) -> None:
@@ -200,18 +232,21 @@ def _executorch(components: ET.Element, runtime: Runtime) -> None:
         _source(files, f"executorch/executorch/{source}")
     files = _component(components, EXECUTORCH_GROUP, "Kernel registry", runtime.version,
                        "ExecuTorch runtime", "ExecuTorch's kernel registry: define "
-                       "MAX_KERNEL_NUM as the kernels the image registers (else 2000)")  # fmt: skip
+                       "MAX_KERNEL_NUM as the kernels the image registers (else 2000): the "
+                       "program's cortex-m-nn kernels, plus the primitive operators' count "
+                       "when that component is selected")  # fmt: skip
     _source(files, f"executorch/executorch/{runtime.registry}")
     if not runtime.prim_ops:
         return
     files = _component(components, EXECUTORCH_GROUP, "Primitive operators", runtime.version,
                        "ExecuTorch runtime", "ExecuTorch's executorch_prim:: operators, for "
-                       "programs that call them (embed's report lists them)")  # fmt: skip
+                       f"programs that call them (embed lists them): registers all "
+                       f"{runtime.prim_count}")  # fmt: skip
     for source in runtime.prim_ops:
         _source(files, f"executorch/executorch/{source}")
 
 
-def description(lists: dict[str, tuple[str, ...]], runtime: Runtime, url: str = "") -> str:
+def description(tree: Tree, runtime: Runtime, url: str = "") -> str:
     """The pack's ``.pdsc``."""
     xsi = "http://www.w3.org/2001/XMLSchema-instance"
     ET.register_namespace("xs", xsi)
@@ -229,8 +264,8 @@ def description(lists: dict[str, tuple[str, ...]], runtime: Runtime, url: str = 
     ET.SubElement(package, "url").text = url
     releases = ET.SubElement(package, "releases")
     ET.SubElement(
-        releases, "release", {"version": __version__}
-    ).text = f"cortex-m-nn {__version__} with ExecuTorch {runtime.version}'s runtime"
+        releases, "release", {"version": tree.version}
+    ).text = f"cortex-m-nn {tree.version} with ExecuTorch {runtime.version}'s runtime"
     keywords = ET.SubElement(package, "keywords")
     for word in ("PyTorch", "ExecuTorch", "CMSIS-NN", "Machine Learning"):
         ET.SubElement(keywords, "keyword").text = word
@@ -239,8 +274,7 @@ def description(lists: dict[str, tuple[str, ...]], runtime: Runtime, url: str = 
     ET.SubElement(requirements, "package", cmsis_nn)
     _conditions(package)
     components = ET.SubElement(package, "components")
-    _, operators = load_yaml()
-    _ours(components, lists, [op.name for op in operators])
+    _ours(components, tree)
     _executorch(components, runtime)
     ET.indent(package)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(package, "unicode") + "\n"
@@ -290,22 +324,22 @@ def _copy_headers(source: Path, destination: Path) -> None:
         _copy(header, destination / header.relative_to(source))
 
 
-def _our_files(inputs: Inputs, lists: dict[str, tuple[str, ...]], out: Path) -> None:
+def _our_files(tree: Tree, out: Path) -> None:
     from cortex_m_nn.embed.kernel_codegen import header
 
-    tree = inputs.tree
+    root = tree.root
     for name in ("CORTEX_M_NN_API_SOURCES", "CORTEX_M_NN_API_HEADERS",
                  "CORTEX_M_NN_EMBEDDED_SOURCES", "CORTEX_M_NN_KERNEL_SUPPORT_SOURCES"):  # fmt: skip
-        for path in lists[name]:
-            _copy(tree / path, out / path)
-    version, operators = load_yaml()
-    for op in operators:
-        _copy(tree / "kernels" / f"op_{op.name}.cpp", out / "kernels" / f"op_{op.name}.cpp")
-    _copy_headers(tree / "kernels" / "include", out / "kernels" / "include")
-    _copy_headers(tree / "kernels" / "compute", out / "kernels" / "compute")
-    _copy_headers(tree / "cmake" / "include", out / "cmake" / "include")
+        for path in tree.lists[name]:
+            _copy(root / path, out / path)
+    for op in tree.operators:
+        _copy(root / "kernels" / f"op_{op.name}.cpp", out / "kernels" / f"op_{op.name}.cpp")
+    _copy_headers(root / "kernels" / "include", out / "kernels" / "include")
+    _copy_headers(root / "kernels" / "compute", out / "kernels" / "compute")
+    _copy_headers(root / "cmake" / "include", out / "cmake" / "include")
     (out / "generated").mkdir(parents=True, exist_ok=True)
-    (out / "generated" / "cortex_m_nn_operators.h").write_text(header(version, operators))
+    declarations = header(tree.ops_version, list(tree.operators))
+    (out / "generated" / "cortex_m_nn_operators.h").write_text(declarations)
 
 
 def _executorch_files(inputs: Inputs, runtime: Runtime, out: Path) -> None:
@@ -331,8 +365,6 @@ def _executorch_files(inputs: Inputs, runtime: Runtime, out: Path) -> None:
     if (root / "LICENSE").is_file():
         _copy(root / "LICENSE", out / "executorch" / "LICENSE")
     flatbuffers = inputs.flatbuffers_include / "flatbuffers"
-    if not (flatbuffers / "flatbuffers.h").is_file():
-        raise PackError(f"{inputs.flatbuffers_include} has no flatbuffers/flatbuffers.h")
     _copy_headers(flatbuffers, out / "flatbuffers" / "include" / "flatbuffers")
     config = [
         "/* ExecuTorch's runtime as cortex-m-nn builds it (cmake/executorch_runtime.cmake) */"
@@ -368,30 +400,49 @@ def _included(root: Path, sources: list[Path]) -> set[str]:
     return found
 
 
-def pack_name() -> str:
-    return f"{VENDOR}.{NAME}.{__version__}"
+def pack_name(version: str) -> str:
+    return f"{VENDOR}.{NAME}.{version}"
+
+
+def _check_inputs(inputs: Inputs) -> None:
+    """What the pack is made from, refused in one line before anything is written."""
+    if not (inputs.flatc.is_file() and os.access(inputs.flatc, os.X_OK)):
+        raise PackError(f"{inputs.flatc} is not a flatc program: name one with --flatc")
+    if not (inputs.flatbuffers_include / "flatbuffers" / "flatbuffers.h").is_file():
+        raise PackError(
+            f"{inputs.flatbuffers_include} has no flatbuffers/flatbuffers.h: name flatbuffers' "
+            "include directory with --flatbuffers-include"
+        )
 
 
 def build(inputs: Inputs, output_dir: Path, url: str = "") -> Path:
     """Write the pack's tree (``output_dir/<pack name>/``) and the ``.pack`` beside it;
-    returns the ``.pack``. A tree left by an earlier run is replaced; any other is refused."""
-    lists = read_source_lists(inputs.tree)
+    returns the ``.pack``. Both are made aside and moved in place at the end, so a failed run
+    leaves what was there; a tree an earlier run wrote is replaced, any other refused."""
+    tree = read_tree(inputs.tree)
     runtime = executorch_runtime(inputs.executorch)
-    out = output_dir / pack_name()
-    pdsc = out / f"{VENDOR}.{NAME}.pdsc"
-    if out.exists():
-        if not pdsc.is_file():
-            raise PackError(
-                f"{out} exists and is not a pack: remove it or choose another directory"
-            )
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    _our_files(inputs, lists, out)
-    _executorch_files(inputs, runtime, out)
-    pdsc.write_text(description(lists, runtime, url))
-    archive = output_dir / f"{pack_name()}.pack"
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
-        for path in sorted(out.rglob("*")):
-            if path.is_file():
-                zipped.write(path, path.relative_to(out).as_posix())
+    _check_inputs(inputs)
+    name = pack_name(tree.version)
+    out, archive = output_dir / name, output_dir / f"{name}.pack"
+    pdsc_name = f"{VENDOR}.{NAME}.pdsc"
+    if out.exists() and not (out / pdsc_name).is_file():
+        raise PackError(f"{out} exists and is not a pack: remove it or choose another directory")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=output_dir))
+    try:
+        _our_files(tree, staging / name)
+        _executorch_files(inputs, runtime, staging / name)
+        (staging / name / pdsc_name).write_text(description(tree, runtime, url))
+        with zipfile.ZipFile(staging / archive.name, "w", zipfile.ZIP_DEFLATED) as zipped:
+            for path in sorted((staging / name).rglob("*")):
+                if path.is_file():
+                    zipped.write(path, path.relative_to(staging / name).as_posix())
+        if out.exists():
+            shutil.rmtree(out)
+        (staging / name).rename(out)
+        (staging / archive.name).replace(archive)
+    except OSError as error:
+        raise PackError(f"writing the pack failed: {error}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return archive
