@@ -156,23 +156,26 @@ def paired(qat: dict[str, Any], ptq: dict[str, Any]) -> tuple[int, int, float]:
 
 def table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     """One row per network: float, then per precision PTQ, QAT (accuracy %, SNR dB), the
-    difference in points and the paired test."""
+    difference in points and the paired test, and the control FT+PTQ with QAT's paired test
+    against it (what quantization in the loop adds to training longer)."""
     head = ["model", "float"]
     for weights in PRECISIONS:
         head += [f"PTQ {weights}", f"QAT {weights}", "QAT−PTQ", "only QAT / only PTQ, p"]
-        head += [f"FT+PTQ {weights}"]
+        head += [f"FT+PTQ {weights}", "QAT−FT+PTQ, p"]
     rows = [head]
     for name, scores in results.items():
         row = [name, f"{scores['float']['accuracy']:.2f}"]
         for weights in PRECISIONS:
             ptq, qat = scores[f"ptq_{weights}"], scores[f"qat_{weights}"]
             only_qat, only_ptq, p = paired(qat, ptq)
+            tuned = scores[f"ft_ptq_{weights}"]
             row += [
                 f"{ptq['accuracy']:.2f} ({_db(ptq)})",
                 f"{qat['accuracy']:.2f} ({_db(qat)})",
                 f"{qat['accuracy'] - ptq['accuracy']:+.2f}",
                 f"{only_qat} / {only_ptq}, p {p:.3f}",
-                f"{scores[f'ft_ptq_{weights}']['accuracy']:.2f}",
+                f"{tuned['accuracy']:.2f}",
+                f"{qat['accuracy'] - tuned['accuracy']:+.2f}, p {paired(qat, tuned)[2]:.3f}",
             ]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
