@@ -67,7 +67,9 @@ def read_source_lists(root: Path) -> dict[str, tuple[str, ...]]:
     """``cmake/sources.cmake``'s lists: name → paths relative to the tree."""
     path = root / "cmake" / "sources.cmake"
     if not path.is_file():
-        raise PackError(f"{root} is not a cortex-m-nn tree (no cmake/sources.cmake): name one")
+        raise PackError(
+            f"{root} is not a cortex-m-nn tree (no cmake/sources.cmake): name one with --tree"
+        )
     text = re.sub(r"#[^\n]*", "", path.read_text())
     lists = {}
     for name, body in re.findall(r"set\((CORTEX_M_NN_\w+)\s+([^)]*)\)", text):
