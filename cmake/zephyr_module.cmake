@@ -1,4 +1,5 @@
-# cortex-m-nn's Zephyr build (included by the module's CMakeLists.txt when CONFIG_CORTEX_M_NN).
+# cortex-m-nn's Zephyr build (included by zephyr/CMakeLists.txt, the module's CMake, when
+# CONFIG_CORTEX_M_NN).
 #
 #  1. the target (core, ISA, rounding) from Kconfig;
 #  2. the model: CONFIG_CORTEX_M_NN_MODEL_PTE, or CONFIG_CORTEX_M_NN_MODEL_SOURCE compiled here

@@ -125,7 +125,7 @@ def test_zephyr_module_yml():
     build = module["build"]
     assert set(build) <= set(MODULE_BUILD)
     assert set(build["settings"]) <= set(MODULE_SETTINGS)
-    assert build["cmake"] == "."
+    assert build["cmake"] == "zephyr"
     assert (ROOT / build["cmake"] / "CMakeLists.txt").is_file()
     assert build["kconfig"] == "Kconfig"
     assert (ROOT / build["kconfig"]).is_file()
@@ -166,7 +166,8 @@ def test_kconfig_defines_cortex_m_nn(tmp_path):
 
 
 def test_cmakelists_is_guarded_by_the_kconfig_option():
-    text = (ROOT / "CMakeLists.txt").read_text()
+    build = _load_yaml("zephyr/module.yml")["build"]
+    text = (ROOT / build["cmake"] / "CMakeLists.txt").read_text()
     code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
     assert "if(CONFIG_CORTEX_M_NN)" in code
     assert len(re.findall(r"\bif\(", code)) == len(re.findall(r"\bendif\(", code))

@@ -162,6 +162,46 @@ def test_builds_only_the_kernels_the_model_calls(cmake, hello_pte, tmp_path) -> 
     assert "cortex-m-nn: target cortex-m55+mve, rounding double" in result.stdout
 
 
+def test_the_module_compiles_every_source_of_the_api_and_the_kernels_support(
+    cmake, hello_pte, tmp_path
+) -> None:
+    """The shared source lists (cmake/sources.cmake) reach the Zephyr library: every file of
+    the API, the embedded model and the kernels' support on disk, whatever its name."""
+    configured(cmake, tmp_path, hello_pte)
+    sources = {Path(s).resolve() for s in kinds(tmp_path, "source")}
+    zephyr_only = {"flash_partition.cpp", "executorch_pal_zephyr.cpp"}
+    on_disk = [p for p in (ROOT / "src").glob("*.cpp") if p.name not in zephyr_only]
+    on_disk += [*(ROOT / "kernels" / "compute").glob("*.cpp"), ROOT / "kernels" / "abi.cpp"]
+    on_disk += [ROOT / "kernels" / "call_mode.cpp"]
+    assert {p.resolve() for p in on_disk} <= sources
+
+
+def test_without_the_option_the_module_adds_nothing(cmake, tmp_path) -> None:
+    """With CONFIG_CORTEX_M_NN off the module's CMake (zephyr/, as zephyr/module.yml names it)
+    defines no library, runs no step and installs nothing: the top-level CMakeLists.txt, the
+    CMake package with its install rules, is not what Zephyr adds."""
+    result = configure(cmake, tmp_path, CONFIG_CORTEX_M_NN="")
+    assert result.returncode == 0, result.stderr
+    assert recorded(tmp_path) == []
+    assert "cortex-m-nn:" not in result.stdout
+    install = (tmp_path / "cortex-m-nn" / "cmake_install.cmake").read_text()
+    assert "share/cortex_m_nn" not in install
+    # nor the package's project and cache entries (which a module pointing at the top level
+    # would leave in every Zephyr build, option on or off)
+    cache = (tmp_path / "CMakeCache.txt").read_text()
+    assert "cortex_m_nn_SOURCE_DIR" not in cache
+    assert "CORTEX_M_NN_ROOT:INTERNAL" not in cache
+
+
+def test_a_missing_prebuilt_model_is_refused_naming_the_option(cmake, tmp_path) -> None:
+    missing = tmp_path / "missing.pte"
+    result = configure(cmake, tmp_path / "build", CONFIG_CORTEX_M_NN_MODEL_PTE=str(missing))
+    assert result.returncode != 0
+    error = " ".join(result.stderr.split())
+    assert f"cortex-m-nn: CONFIG_CORTEX_M_NN_MODEL_PTE: {missing} does not exist" in error
+    assert "cortex-m-compile <model> --target cortex-m55+mve" in error
+
+
 @pytest.mark.parametrize(("extra", "expected"), [("0", 0), ("5", 5)])
 def test_the_kernel_registry_is_sized_to_the_kernels(
     cmake, hello_pte, tmp_path, extra: str, expected: int

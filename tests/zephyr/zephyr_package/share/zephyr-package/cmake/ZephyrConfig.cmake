@@ -126,7 +126,7 @@ foreach(_module IN LISTS STAND_IN_MODULES)
   if(_name STREQUAL "cmsis-nn")
     set(_cmake_dir "${_stand_in_tests}/zephyr_package/modules/cmsis-nn")
   elseif(EXISTS "${ZEPHYR_CURRENT_MODULE_DIR}/zephyr/module.yml")
-    # build.cmake of the module's zephyr/module.yml: `.` (ours) or `zephyr` (ExecuTorch's)
+    # build.cmake of the module's zephyr/module.yml (`zephyr`, ours as ExecuTorch's)
     file(STRINGS "${ZEPHYR_CURRENT_MODULE_DIR}/zephyr/module.yml" _cmake_line
          REGEX "^  cmake: ")
     string(REGEX REPLACE "^  cmake: *" "" _cmake_line "${_cmake_line}")
