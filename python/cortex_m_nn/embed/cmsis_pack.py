@@ -344,13 +344,13 @@ def _our_files(tree: Tree, out: Path) -> None:
     (out / "generated" / "cortex_m_nn_operators.h").write_text(declarations)
 
 
-def _executorch_files(inputs: Inputs, runtime: Runtime, out: Path) -> None:
+def _executorch_files(inputs: Inputs, tree: Tree, runtime: Runtime, out: Path) -> None:
     root, target = inputs.executorch, out / "executorch" / "executorch"
     for source in (*runtime.core, runtime.registry, *runtime.prim_ops):
         _copy(root / source, target / source)
     for directory in ("runtime", "kernels/prim_ops", "schema"):
         _copy_headers(root / directory, target / directory)
-    sources = [inputs.tree / path for path in lists_sources(inputs.tree)]
+    sources = [tree.root / path for path in _our_sources(tree)]
     sources += [root / source for source in (*runtime.core, runtime.registry, *runtime.prim_ops)]
     for header in sorted(_included(root, sources)):
         _copy(root / header, target / header)
@@ -380,11 +380,12 @@ def _executorch_files(inputs: Inputs, runtime: Runtime, out: Path) -> None:
 _EXECUTORCH_INCLUDE = re.compile(r'#\s*include\s*[<"]executorch/([^">]+)[">]')
 
 
-def lists_sources(tree: Path) -> list[str]:
+def _our_sources(tree: Tree) -> list[str]:
     """Every source and header of ours the pack carries (what their includes may need)."""
-    lists = read_source_lists(tree)
-    found = [path for paths in lists.values() for path in paths]
-    found += [p.relative_to(tree).as_posix() for p in sorted(tree.glob("kernels/**/*.[ch]*"))]
+    found = [path for paths in tree.lists.values() for path in paths]
+    found += [
+        p.relative_to(tree.root).as_posix() for p in sorted(tree.root.glob("kernels/**/*.[ch]*"))
+    ]
     return found
 
 
@@ -433,7 +434,7 @@ def build(inputs: Inputs, output_dir: Path, url: str = "") -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=output_dir))
     try:
         _our_files(tree, staging / name)
-        _executorch_files(inputs, runtime, staging / name)
+        _executorch_files(inputs, tree, runtime, staging / name)
         (staging / name / pdsc_name).write_text(description(tree, runtime, url))
         with zipfile.ZipFile(staging / archive.name, "w", zipfile.ZIP_DEFLATED) as zipped:
             for path in sorted((staging / name).rglob("*")):
